@@ -1,0 +1,1 @@
+"""Inference Bench remote agent: standard library only at import time."""

@@ -1,0 +1,48 @@
+"""Dispatches agent subcommands. Each phase lives in its own module, imported only when asked for."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+
+from infbench_agent import events
+
+# command -> module with `add_arguments(parser)` and `run(args) -> int`
+COMMANDS = {
+    "probe": "infbench_agent.probe",
+    "macro": "infbench_agent.macro",
+    "micro": "infbench_agent.micro",
+    "profile": "infbench_agent.profile",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="infbench-agent")
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue  # a phase not built yet
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name))
+    args = parser.parse_args(argv)
+    events.emit(events.HELLO, agent_version=events.AGENT_VERSION, command=args.command,
+                pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    try:
+        code = int(modules[args.command].run(args) or 0)
+    except events.AgentError as exc:
+        events.error(exc.code, exc.message, exc.hint)
+        code = 2
+    except KeyboardInterrupt:
+        events.error("cancelled", "cancelled")
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - report any crash as an event, with its traceback on stderr
+        traceback.print_exc()
+        events.error("crash", f"{type(exc).__name__}: {exc}", "see the agent's stderr in the run log")
+        code = 1
+    events.emit(events.DONE, ok=code == 0)
+    return code

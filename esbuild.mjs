@@ -1,0 +1,57 @@
+// One entry per bundle: the extension host, the CLI, the trace-analysis worker (Node) and the webview app (browser).
+import * as esbuild from 'esbuild';
+import { existsSync } from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const production = process.argv.includes('--production');
+
+const node = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: !production,
+  minify: production,
+  // ssh2 tries to load optional native bindings; leaving them out makes it fall back to pure JS.
+  external: ['vscode', 'cpu-features', './crypto/build/Release/sshcrypto.node'],
+  logLevel: 'warning',
+};
+
+const bundles = [
+  { ...node, entryPoints: { extension: 'src/vscode/extension.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist' },
+  {
+    bundle: true,
+    platform: 'browser',
+    target: 'es2022',
+    format: 'iife',
+    sourcemap: !production,
+    minify: production,
+    entryPoints: { webview: 'webview-ui/src/main.ts' },
+    outdir: 'dist',
+    logLevel: 'warning',
+  },
+];
+
+// Trace analysis runs in a worker thread, bundled on its own.
+if (existsSync('src/core/trace/worker.ts')) bundles.push({ ...node, entryPoints: { traceWorker: 'src/core/trace/worker.ts' }, outdir: 'dist' });
+
+if (watch) {
+  for (const b of bundles) await (await esbuild.context(b)).watch();
+} else {
+  await Promise.all(bundles.map((b) => esbuild.build(b)));
+}
+
+// The remote agent travels as one zipapp, named on the host by its content hash.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+mkdirSync('dist', { recursive: true });
+execFileSync('python3', ['-c', [
+  'import zipapp, sys',
+  "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: '__pycache__' not in p.parts and p.suffix != '.pyc')",
+].join('\n')], { stdio: 'inherit' });
+
+// The codicon font travels with the extension so that the webview loads it through asWebviewUri.
+import { cpSync } from 'node:fs';
+mkdirSync('media/codicons', { recursive: true });
+for (const f of ['codicon.css', 'codicon.ttf']) cpSync(`node_modules/@vscode/codicons/dist/${f}`, `media/codicons/${f}`);

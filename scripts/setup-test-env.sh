@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what the test layers need beyond npm packages: OpenSSH server (integration tests),
+# Debian's PyTorch for CPU runs of the micro and profiler agent code, Chromium (UI tests) and
+# code-server (a real VS Code for the extension and UI tests), cached in the ignored .cache/ folder.
+# Idempotent: a second run checks and returns in a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODE_SERVER_VERSION=4.100.3
+CACHE="$PWD/.cache"
+mkdir -p "$CACHE"
+
+need_apt=()
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server openssh-client)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+command -v rg >/dev/null || need_apt+=(ripgrep)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need_apt+=(python3-torch)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+[ -d node_modules ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+
+if [ ! -x "$CACHE/code-server/node_modules/.bin/code-server" ]; then
+  echo "setup: installing code-server $CODE_SERVER_VERSION into .cache/code-server"
+  tmp="$CACHE/tmp"
+  mkdir -p "$tmp/vscode-ripgrep-cache-1.15.11" "$tmp/rg/bin"
+  # @vscode/ripgrep would download rg; it accepts a cached archive instead, made from Debian's rg.
+  cp "$(command -v rg)" "$tmp/rg/bin/rg"
+  tar -czf "$tmp/vscode-ripgrep-cache-1.15.11/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$tmp/rg/bin" rg
+  TMPDIR="$tmp" npm_config_unsafe_perm=true npm_config_yes=true PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    npm install --no-audit --no-fund --prefix "$CACHE/code-server" "code-server@$CODE_SERVER_VERSION" >"$CACHE/code-server-install.log" 2>&1 \
+    || { tail -30 "$CACHE/code-server-install.log"; exit 1; }
+fi
+echo "setup: ready (sshd, chromium, python3-torch, code-server $CODE_SERVER_VERSION)"

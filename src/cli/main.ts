@@ -1,0 +1,55 @@
+import { CliCommand, UsageError } from './command';
+import { SettingsError } from '../core/config/target';
+
+// Each phase adds its subcommand here as it lands.
+const COMMANDS: CliCommand[] = [];
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);
+  return [
+    'infbench — benchmark and profile vLLM / SGLang servers (the Inference Bench CLI)',
+    '',
+    'Usage: infbench <command> [options]        infbench <command> --help',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(help());
+    return name ? 0 : 1;
+  }
+  if (name === '--version') {
+    process.stdout.write('0.1.0\n');
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    process.stderr.write(`infbench: unknown command "${name}".\n\n${help()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${command.usage}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof SettingsError) {
+      process.stderr.write(`infbench ${name}: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`infbench ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,71 @@
+import { AgentEvent } from '../../remote/agentProtocol';
+import { agentArgv, DeployedAgent } from '../../remote/agentDeploy';
+import { AgentEventParser } from '../../remote/eventStream';
+import { Transport } from '../../remote/transport';
+import { RunFolder, RunStatus } from '../runs/runFolder';
+
+export interface AgentRunOutcome {
+  status: RunStatus;
+  /** The agent's final `result` event, if it got that far. */
+  result?: Record<string, unknown>;
+  /** Every event received, in order (also on disk in the run's events.jsonl). */
+  events: AgentEvent[];
+  errors: { code: string; message: string; hint?: string }[];
+  reason?: string;
+}
+
+/**
+ * Runs one agent command for a run folder: every event is appended to the event log the moment it
+ * arrives and re-emitted for live views. The outcome tells completed from failed, cancelled and
+ * interrupted (the connection or the process went away before `done`).
+ */
+export async function runAgentCommand(
+  transport: Transport,
+  agent: DeployedAgent,
+  command: string,
+  args: readonly string[],
+  run: RunFolder,
+  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string> } = {},
+): Promise<AgentRunOutcome> {
+  const events: AgentEvent[] = [];
+  const errors: AgentRunOutcome['errors'] = [];
+  let result: Record<string, unknown> | undefined;
+  let done: boolean | undefined;
+  const parser = new AgentEventParser(
+    (event, line) => {
+      run.appendEvent(line);
+      events.push(event);
+      if (event.type === 'result') result = event.result;
+      if (event.type === 'error') errors.push({ code: event.code, message: event.message, hint: event.hint });
+      if (event.type === 'done') done = event.ok;
+      options.onEvent?.(event);
+    },
+    (noise) => run.appendNoise(`[stdout] ${noise}\n`),
+  );
+  const handle = transport.exec(agentArgv(agent, command, args), { signal: options.signal, env: options.env });
+  handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
+  handle.stderr.on('data', (chunk: Buffer) => run.appendNoise(chunk.toString('utf8')));
+  const exit = await handle.done;
+  parser.end();
+
+  let status: RunStatus;
+  let reason: string | undefined;
+  if (options.signal?.aborted) {
+    status = 'cancelled';
+    reason = 'Cancelled by the user; the results received so far are kept.';
+  } else if (done === true) {
+    status = 'completed';
+  } else if (done === false) {
+    status = 'failed';
+    const first = errors[0];
+    reason = first ? `${first.message}${first.hint ? ` — ${first.hint}` : ''}` : `The agent reported a failure (exit code ${exit.code}).`;
+  } else {
+    status = 'interrupted';
+    reason = exit.lostConnection
+      ? `The connection to ${transport.label} dropped mid-run; ${events.length} events received before it are kept.`
+      : `The agent stopped before finishing (exit code ${exit.code ?? 'none'}${exit.signal ? `, signal ${exit.signal}` : ''}); ${events.length} events received before it are kept.`;
+  }
+  if (result) run.writeResult(result);
+  run.finish(status, reason);
+  return { status, result, events, errors, reason };
+}

@@ -1,0 +1,49 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { parseTarget, SettingsError, Target } from '../core/config/target';
+
+export const SECTION = 'inferenceBench';
+
+/** Settings are read here and nowhere else; malformed entries become messages, not crashes. */
+export interface Settings {
+  targets: Target[];
+  /** Messages about targets that could not be read, one per bad entry. */
+  problems: string[];
+  findingsDocument: string;
+}
+
+export function readSettings(): Settings {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const rawTargets = config.get<unknown>('targets', []);
+  const targets: Target[] = [];
+  const problems: string[] = [];
+  if (!Array.isArray(rawTargets)) {
+    problems.push(`${SECTION}.targets must be a list of targets.`);
+  } else {
+    rawTargets.forEach((raw, i) => {
+      try {
+        targets.push(parseTarget(raw, `${SECTION}.targets[${i}]`));
+      } catch (err) {
+        problems.push(err instanceof SettingsError ? err.message : String(err));
+      }
+    });
+  }
+  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md') };
+}
+
+export function workspaceRoot(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+export function findingsDocumentPath(settings: Settings): string | undefined {
+  const root = workspaceRoot();
+  if (path.isAbsolute(settings.findingsDocument)) return settings.findingsDocument;
+  return root ? path.join(root, settings.findingsDocument) : undefined;
+}
+
+export async function addTargetToSettings(target: Record<string, unknown>): Promise<void> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const current = config.get<unknown[]>('targets', []);
+  const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  await config.update('targets', [...(Array.isArray(current) ? current : []), target], scope);
+}
