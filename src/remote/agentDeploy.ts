@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { execText, Transport } from './transport';
 
 /** Where the agent lives on a host, and how to start it. */
@@ -47,4 +48,10 @@ export async function deployAgent(transport: Transport, agentPyz: string, python
 
 export function agentArgv(agent: DeployedAgent, command: string, args: readonly string[]): string[] {
   return [agent.python, '-u', agent.path, command, ...args];
+}
+
+/** The agent zipapp built by `npm run build`: beside the bundle at run time, in dist/ from the sources. */
+export function bundledAgentPath(): string {
+  const besideBundle = join(__dirname, 'agent.pyz');
+  return existsSync(besideBundle) ? besideBundle : resolve(__dirname, '..', '..', 'dist', 'agent.pyz');
 }

@@ -1,0 +1,41 @@
+import { Target } from '../config/target';
+import { Logger } from '../log';
+import { DeployedAgent } from '../../remote/agentDeploy';
+import { Transport } from '../../remote/transport';
+import { RunSummary } from '../../shared/results';
+import { ResultTable } from '../../shared/table';
+
+/**
+ * A section of the findings document that a phase fills in. The section id names the marked
+ * region (one per phase and run), the tables are rendered by the findings model.
+ */
+export interface FindingsUpdate {
+  sectionId: string;
+  heading: string;
+  /** Prose first (one or two lines: the headline finding, provenance), then the tables. */
+  lines: string[];
+  tables: ResultTable[];
+}
+
+/**
+ * Where a phase's results go as they arrive: the results view and sidebar (runChanged), and the
+ * findings document (findings). The VS Code front end and the CLI each provide one.
+ */
+export interface ResultSink {
+  runChanged(run: RunSummary): void;
+  findings(update: FindingsUpdate): void;
+}
+
+/** Everything a phase needs to run on one target. */
+export interface PhaseContext {
+  target: Target;
+  transport: Transport;
+  agent: DeployedAgent;
+  /** The workspace folder; runs go under `.inference-bench/runs/` in it. */
+  workspace: string;
+  sink: ResultSink;
+  log: Logger;
+  signal?: AbortSignal;
+}
+
+export const nullSink: ResultSink = { runChanged() {}, findings() {} };
