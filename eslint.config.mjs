@@ -16,5 +16,6 @@ export default tseslint.config(
   },
   { files: ['src/vscode/**/*.ts', 'test/extension/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
   { files: ['src/cli/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
+  { files: ['bin/**/*.js', 'test/**/*.js'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly', require: 'readonly', module: 'readonly', __dirname: 'readonly' } } },
 );

@@ -8,7 +8,6 @@ if (!fs.existsSync(bundle)) {
   process.stderr.write('infbench: the CLI is not built yet. Run `npm install && npm run build` in the repository first.\n');
   process.exit(2);
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { main } = require(bundle);
 main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
