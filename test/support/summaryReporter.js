@@ -1,8 +1,6 @@
 // Mocha's spec output, plus the run's counts written to INFBENCH_SUMMARY_FILE so that the
 // top-level test script can total every layer (the console may not reach us from VS Code).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const Mocha = require('mocha');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const fs = require('node:fs');
 
 class SummaryReporter extends Mocha.reporters.Spec {
