@@ -1,0 +1,634 @@
+#!/usr/bin/env python3
+"""A simulated vLLM server (a SIMULATOR, not a model): vLLM's OpenAI-compatible HTTP API with a known timing model.
+
+Speaks /health, /v1/models, /v1/completions and /v1/chat/completions (streaming with SSE and `usage` in
+a final chunk, and non-streaming), /tokenize, /metrics (vLLM's metric names), /version, and
+/start_profile + /stop_profile (404 unless --profiler-dir is given, as vLLM without a profiler config).
+Tokens come out of a continuous-batching scheduler thread whose step times follow sim_timing.TimingModel,
+so a client's measurements can be checked against known answers. Standard library only.
+
+    python3 simulator/vllm_sim.py --port 8000                      # the Kimi-K2.5 TP=8 story (default preset)
+    python3 simulator/vllm_sim.py --port 0 --step-base-ms 10 --step-per-seq-ms 0.5 --prefill-per-token-ms 0.01
+    python3 simulator/vllm_sim.py --zero-cost                      # tokens as fast as possible (client ceiling)
+    python3 simulator/vllm_sim.py --pace-ms 20                     # each stream one token per 20 ms
+    python3 simulator/vllm_sim.py --fault error500:every=5 --fault cut:every=7:after=3
+See simulator/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Deque, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_timing as tm  # noqa: E402
+import sim_trace  # noqa: E402
+
+OWNED_BY = "inference-bench-simulator"
+VOCAB = [" the", " model", " serves", " tokens", " quickly", " and", " every", " step", " is", " simulated",
+         " by", " a", " timing", " model", " of", " continuous", " batching", ".", " It", " runs"]
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+FAULT_MARKER = re.compile(r"\[\[sim-fault:([^\]]+)\]\]")
+HTTP_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 429: "Too Many Requests",
+                500: "Internal Server Error"}
+
+
+def count_tokens(text: str) -> int:
+    """The simulator's tokenizer: words and punctuation marks are one token each."""
+    return len(TOKEN_RE.findall(text))
+
+
+@dataclass
+class Fault:
+    kind: str                 # error500 | error429 | cut | slow
+    every: int = 1            # applies to every N-th generation request (1 = all)
+    after: int = 1            # cut: tokens sent before the connection drops
+    ms: float = 1000.0        # slow: extra delay before the request joins the batch
+
+    @staticmethod
+    def parse(text: str) -> "Fault":
+        parts = [p for p in re.split(r"[:;,\s]+", text.strip()) if p]
+        if not parts or parts[0] not in ("error500", "error429", "cut", "slow"):
+            raise ValueError(f"unknown fault {text!r}: use error500, error429, cut or slow, "
+                             "with options such as every=5, after=3, ms=500")
+        fault = Fault(parts[0])
+        for p in parts[1:]:
+            key, _, value = p.partition("=")
+            if key == "every":
+                fault.every = max(1, int(value))
+            elif key == "after":
+                fault.after = max(0, int(value))
+            elif key == "ms":
+                fault.ms = float(value)
+            else:
+                raise ValueError(f"unknown fault option {p!r} in {text!r}")
+        return fault
+
+
+@dataclass
+class SimRequest:
+    rid: str
+    prompt_tokens: int
+    max_tokens: int
+    arrival: float
+    chat: bool
+    include_usage: bool
+    stream: bool
+    model: str
+    writer: Optional[asyncio.StreamWriter] = None
+    fault: Optional[Fault] = None
+    sent: int = 0
+    first_token_at: Optional[float] = None
+    last_token_at: Optional[float] = None
+    aborted: bool = False
+    done: Optional[asyncio.Future] = None
+    text: List[str] = field(default_factory=list)
+
+
+class Histogram:
+    def __init__(self, name: str, doc: str, buckets: List[float]) -> None:
+        self.name, self.doc, self.buckets = name, doc, buckets
+        self.counts = [0] * len(buckets)
+        self.total = 0.0
+        self.n = 0
+
+    def observe(self, value: float) -> None:
+        self.total += value
+        self.n += 1
+        for i, b in enumerate(self.buckets):
+            if value <= b:
+                self.counts[i] += 1
+
+    def render(self, labels: str) -> List[str]:
+        out = [f"# HELP {self.name} {self.doc}", f"# TYPE {self.name} histogram"]
+        for b, c in zip(self.buckets, self.counts):
+            out.append(f'{self.name}_bucket{{{labels},le="{b}"}} {c}')
+        out.append(f'{self.name}_bucket{{{labels},le="+Inf"}} {self.n}')
+        out.append(f"{self.name}_count{{{labels}}} {self.n}")
+        out.append(f"{self.name}_sum{{{labels}}} {self.total}")
+        return out
+
+
+class Simulator:
+    def __init__(self, args: argparse.Namespace) -> None:
+        preset = tm.PRESETS[args.preset]
+        self.preset = preset
+        self.model = tm.with_overrides(preset.timing, args.step_base_ms, args.step_per_seq_ms,
+                                       args.prefill_per_token_ms, args.max_batch)
+        self.served_name = args.served_model_name or preset.served_model_name
+        self.world_size = args.world_size or preset.world_size
+        self.layers = args.layers or preset.layers
+        self.zero_cost = args.zero_cost
+        self.pace_s = args.pace_ms / 1000.0 if args.pace_ms else None
+        self.profiler_dir = args.profiler_dir
+        self.profile_max_steps = args.profile_max_steps
+        self.faults = [Fault.parse(f) for f in args.fault or []]
+        self.natural_len = args.natural_output_len
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        # Scheduler state, shared with the scheduler thread under `cv`.
+        self.cv = threading.Condition()
+        self.waiting: Deque[SimRequest] = collections.deque()
+        self.running: List[SimRequest] = []
+        self.generation_count = 0
+        self.stopping = False
+        # Profiling: steps recorded between /start_profile and /stop_profile.
+        self.profiling = False
+        self.profiled_steps: List[dict] = []
+        # Metrics.
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.success_total = 0
+        self.late_steps = 0
+        self.steps_total = 0
+        self.h_ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                                [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
+        self.h_itl = Histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                               [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5])
+        self.h_e2e = Histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+                               [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+        self.created = int(time.time())
+
+    # ---------------- scheduler (one thread, absolute deadlines) ----------------
+
+    def scheduler_thread(self) -> None:
+        model = self.model
+        next_start: Optional[float] = None
+        while True:
+            with self.cv:
+                while not self.stopping and not self.running and not self.waiting:
+                    next_start = None
+                    self.cv.wait()
+                if self.stopping:
+                    return
+                now = time.monotonic()
+                if next_start is None or now - next_start > 0.5 * model.step_ms(len(self.running)) / 1000.0:
+                    # Idle until now (or the process fell behind): the step starts now, not at a stale deadline.
+                    if next_start is not None:
+                        self.late_steps += 1
+                    next_start = now
+                self.running = [r for r in self.running if not r.aborted]
+                joiners = []
+                while self.waiting and len(self.running) + len(joiners) < model.max_batch:
+                    r = self.waiting.popleft()
+                    if not r.aborted:
+                        joiners.append(r)
+                self.running.extend(joiners)
+                batch = list(self.running)
+            if not batch:
+                continue
+            prefill = sum(r.prompt_tokens for r in joiners)
+            step_s = model.step_ms(len(batch), prefill) / 1000.0
+            end = next_start + step_s
+            if self.profiling and len(self.profiled_steps) < self.profile_max_steps:
+                self.profiled_steps.append({"start_s": next_start, "running": len(batch), "prefill_tokens": prefill})
+            self.steps_total += 1
+            delay = end - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            finished = []
+            for r in batch:
+                r.sent += 1
+                if r.sent >= self.target_len(r) or (r.fault and r.fault.kind == "cut" and r.sent >= r.fault.after):
+                    finished.append(r)
+            with self.cv:
+                if finished:
+                    gone = set(id(r) for r in finished)
+                    self.running = [r for r in self.running if id(r) not in gone]
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(self.deliver, [(r, r.sent) for r in batch])
+            next_start = end
+
+    def target_len(self, r: SimRequest) -> int:
+        return r.max_tokens
+
+    def deliver(self, tokens: List[tuple]) -> None:
+        """On the event loop: one token to every request of the step that just ended."""
+        for r, index in tokens:
+            if not r.aborted:
+                self.emit_token(r, index)
+
+    # ---------------- token emission (event loop) ----------------
+
+    def emit_token(self, r: SimRequest, index: int) -> None:
+        now = time.monotonic()
+        if r.first_token_at is None:
+            r.first_token_at = now
+            self.h_ttft.observe(now - r.arrival)
+        else:
+            self.h_itl.observe(now - (r.last_token_at or now))
+        r.last_token_at = now
+        self.generation_tokens_total += 1
+        token = VOCAB[(index - 1) % len(VOCAB)]
+        r.text.append(token)
+        n = r.max_tokens
+        last = index >= n
+        cut = r.fault is not None and r.fault.kind == "cut" and index >= r.fault.after and not last
+        if r.stream and r.writer is not None:
+            w = r.writer
+            if w.is_closing():
+                r.aborted = True
+                self.finish(r, ok=False)
+                return
+            finish = "length" if last else None
+            if r.chat:
+                if index == 1:
+                    send_event(w, self.chunk_chat(r, {"role": "assistant", "content": ""}, None))
+                send_event(w, self.chunk_chat(r, {"content": token}, finish))
+            else:
+                send_event(w, {"id": r.rid, "object": "text_completion", "created": self.created, "model": r.model,
+                               "choices": [{"index": 0, "text": token, "logprobs": None, "finish_reason": finish,
+                                            "stop_reason": None}]})
+            if cut:
+                # A stream cut mid-way: the connection drops with no final chunk, as when a worker dies.
+                r.aborted = True
+                w.transport.abort()
+                self.finish(r, ok=False)
+                return
+            if last:
+                if r.include_usage:
+                    obj = "chat.completion.chunk" if r.chat else "text_completion"
+                    send_event(w, {"id": r.rid, "object": obj, "created": self.created, "model": r.model,
+                                   "choices": [], "usage": self.usage(r)})
+                send_raw(w, b"data: [DONE]\n\n")
+                w.write(b"0\r\n\r\n")
+        elif cut:
+            r.aborted = True
+            if r.writer is not None:
+                r.writer.transport.abort()
+            self.finish(r, ok=False)
+            return
+        if last:
+            self.finish(r, ok=True)
+
+    def finish(self, r: SimRequest, ok: bool) -> None:
+        if ok:
+            self.success_total += 1
+            self.h_e2e.observe(time.monotonic() - r.arrival)
+        if r.done is not None and not r.done.done():
+            r.done.set_result(ok)
+
+    def usage(self, r: SimRequest) -> dict:
+        return {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.sent,
+                "completion_tokens": r.sent, "prompt_tokens_details": None}
+
+    def chunk_chat(self, r: SimRequest, delta: dict, finish: Optional[str]) -> dict:
+        return {"id": r.rid, "object": "chat.completion.chunk", "created": self.created, "model": r.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    # ---------------- generation requests ----------------
+
+    def pick_fault(self, body: dict, header: Optional[str], prompt_text: str) -> Optional[Fault]:
+        if header:
+            return Fault.parse(header)
+        marker = FAULT_MARKER.search(prompt_text)
+        if marker:
+            return Fault.parse(marker.group(1))
+        for f in self.faults:
+            if self.generation_count % f.every == 0:
+                return f
+        return None
+
+    async def generate(self, body: dict, chat: bool, writer: asyncio.StreamWriter, fault_header: Optional[str]) -> None:
+        model = body.get("model") or self.served_name
+        if model != self.served_name:
+            await respond_json(writer, 404, {"error": {"message": f"The model `{model}` does not exist.",
+                                                      "type": "NotFoundError", "param": "model", "code": 404}})
+            return
+        if chat:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                await respond_json(writer, 400, error_body("'messages' must be a non-empty list", 400))
+                return
+            text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+            prompt_tokens = count_tokens(text) + 3 * len(messages) + 2  # a chat template's few extra tokens
+        else:
+            prompt = body.get("prompt")
+            if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+                text, prompt_tokens = "", len(prompt)
+            elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+                text = prompt[0]
+                prompt_tokens = count_tokens(text)
+            elif isinstance(prompt, str):
+                text, prompt_tokens = prompt, count_tokens(prompt)
+            else:
+                await respond_json(writer, 400, error_body("'prompt' must be a string or a list of token ids", 400))
+                return
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens", 16))
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            await respond_json(writer, 400, error_body("max_tokens must be a positive integer", 400))
+            return
+        if not body.get("ignore_eos") and self.natural_len:
+            max_tokens = min(max_tokens, self.natural_len)
+        self.generation_count += 1
+        try:
+            fault = self.pick_fault(body, fault_header, text)
+        except ValueError as exc:
+            await respond_json(writer, 400, error_body(str(exc), 400))
+            return
+        if fault and fault.kind in ("error500", "error429"):
+            code = 500 if fault.kind == "error500" else 429
+            msg = ("simulated internal server error (fault injection)" if code == 500
+                   else "simulated overload: too many requests (fault injection)")
+            await respond_json(writer, code, error_body(msg, code))
+            return
+        stream = bool(body.get("stream"))
+        opts = body.get("stream_options") or {}
+        r = SimRequest(rid=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, prompt_tokens=prompt_tokens,
+                       max_tokens=max_tokens, arrival=time.monotonic(), chat=chat,
+                       include_usage=bool(opts.get("include_usage")), stream=stream, model=model,
+                       writer=writer, fault=fault)
+        assert self.loop is not None
+        r.done = self.loop.create_future()
+        self.prompt_tokens_total += prompt_tokens
+        if stream:
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                         b"transfer-encoding: chunked\r\nserver: inference-bench-simulator\r\n\r\n")
+        if fault and fault.kind == "slow":
+            await asyncio.sleep(fault.ms / 1000.0)
+        if self.zero_cost or self.pace_s:
+            await self.generate_unbatched(r)
+        else:
+            with self.cv:
+                self.waiting.append(r)
+                self.cv.notify()
+        try:
+            ok = await r.done
+        except asyncio.CancelledError:
+            r.aborted = True
+            raise
+        if not stream and ok:
+            payload = self.full_response(r)
+            await respond_json(writer, 200, payload)
+        elif stream and ok:
+            await writer.drain()
+
+    async def generate_unbatched(self, r: SimRequest) -> None:
+        """Zero-cost (all tokens at once, one chunk each) or paced (one token per pace per stream) modes."""
+        start = time.monotonic()
+        for i in range(1, r.max_tokens + 1):
+            if self.pace_s:
+                delay = start + i * self.pace_s - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            r.sent = i
+            self.emit_token(r, i)
+            if r.aborted or (r.done is not None and r.done.done()):
+                return
+            if r.writer is not None and i % 32 == 0:
+                await r.writer.drain()
+
+    def full_response(self, r: SimRequest) -> dict:
+        text = "".join(r.text)
+        if r.chat:
+            return {"id": r.rid, "object": "chat.completion", "created": self.created, "model": r.model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+                    "usage": self.usage(r)}
+        return {"id": r.rid, "object": "text_completion", "created": self.created, "model": r.model,
+                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+                "usage": self.usage(r)}
+
+    # ---------------- other endpoints ----------------
+
+    def models_body(self) -> dict:
+        return {"object": "list", "data": [{
+            "id": self.served_name, "object": "model", "created": self.created, "owned_by": OWNED_BY,
+            "root": self.served_name, "parent": None, "max_model_len": self.preset.max_model_len,
+            "permission": [], "simulator": {"preset": self.preset.name, "timing": self.model.to_json(),
+                                            "world_size": self.world_size}}]}
+
+    def metrics_text(self) -> str:
+        labels = f'engine="0",model_name="{self.served_name}"'
+        with self.cv:
+            running, waiting = len(self.running), len(self.waiting)
+        lines = [
+            "# inference-bench-simulator: these metrics come from a SIMULATED vLLM server, not a model.",
+            "# HELP inference_bench_simulator_info The simulator's preset and timing model.",
+            "# TYPE inference_bench_simulator_info gauge",
+            f'inference_bench_simulator_info{{preset="{self.preset.name}",step_base_ms="{self.model.step_base_ms}",'
+            f'step_per_seq_ms="{self.model.step_per_seq_ms}",prefill_per_token_ms="{self.model.prefill_per_token_ms}",'
+            f'max_batch="{self.model.max_batch}"}} 1',
+            "# HELP inference_bench_simulator_late_steps_total Steps re-anchored because the process fell behind.",
+            "# TYPE inference_bench_simulator_late_steps_total counter",
+            f"inference_bench_simulator_late_steps_total {self.late_steps}",
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {float(running)}",
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{labels}}} {float(waiting)}",
+            "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{labels}}} {running / max(1, self.model.max_batch)}",
+            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {float(self.prompt_tokens_total)}",
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {float(self.generation_tokens_total)}",
+            "# HELP vllm:request_success_total Count of successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+            f'vllm:request_success_total{{{labels},finished_reason="length"}} {float(self.success_total)}',
+        ]
+        for h in (self.h_ttft, self.h_itl, self.h_e2e):
+            lines.extend(h.render(labels))
+        return "\n".join(lines) + "\n"
+
+    async def stop_profile(self) -> List[str]:
+        self.profiling = False
+        steps = list(self.profiled_steps)
+        self.profiled_steps = []
+        meta = {"simulated": True, "preset": self.preset.name, "timing": self.model.to_json(), "layers": self.layers,
+                "expected_decode_breakdown_batch1": tm.expected_breakdown(self.model, 1)}
+        assert self.loop is not None and self.profiler_dir
+        # Written off the event loop so streams keep flowing while the traces are flushed.
+        return await self.loop.run_in_executor(None, sim_trace.write_traces, self.profiler_dir, steps, self.model,
+                                               self.layers, self.world_size, meta)
+
+    # ---------------- HTTP ----------------
+
+    async def handle_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                try:
+                    method, target, _version = lines[0].split(" ", 2)
+                except ValueError:
+                    await respond_json(writer, 400, error_body("malformed request line", 400))
+                    return
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, _, v = line.partition(":")
+                        headers[k.strip().lower()] = v.strip()
+                length = int(headers.get("content-length") or 0)
+                raw = await reader.readexactly(length) if length else b""
+                path = target.split("?", 1)[0]
+                keep = await self.route(method, path, raw, headers, writer)
+                if not keep or headers.get("connection", "").lower() == "close" or writer.is_closing():
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the peer may be gone already
+                pass
+
+    async def route(self, method: str, path: str, raw: bytes, headers: Dict[str, str],
+                    writer: asyncio.StreamWriter) -> bool:
+        """Answers one request; returns whether the connection can carry another."""
+        def body() -> dict:
+            if not raw:
+                return {}
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise ValueError("the body must be a JSON object")
+            return value
+
+        try:
+            if path == "/health":
+                await respond(writer, 200, b"", "application/json")
+            elif path in ("/v1/models", "/models"):
+                await respond_json(writer, 200, self.models_body())
+            elif path == "/version":
+                await respond_json(writer, 200, {"version": "0.0.0+inference-bench-simulator"})
+            elif path == "/metrics":
+                await respond(writer, 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
+            elif path == "/tokenize" and method == "POST":
+                b = body()
+                if "messages" in b:
+                    msgs = b["messages"]
+                    n = count_tokens(" ".join(str(m.get("content", "")) for m in msgs)) + 3 * len(msgs) + 2
+                else:
+                    n = count_tokens(str(b.get("prompt", "")))
+                await respond_json(writer, 200, {"count": n, "max_model_len": self.preset.max_model_len,
+                                                 "tokens": list(range(1000, 1000 + n)), "token_strs": None})
+            elif path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
+                await self.generate(body(), path.endswith("chat/completions"), writer, headers.get("x-sim-fault"))
+                return not writer.is_closing()
+            elif path in ("/start_profile", "/stop_profile") and method == "POST":
+                if not self.profiler_dir:
+                    await respond_json(writer, 404, {"detail": "Not Found"})
+                elif path == "/start_profile":
+                    self.profiled_steps = []
+                    self.profiling = True
+                    await respond(writer, 200, b"", "application/json")
+                else:
+                    await self.stop_profile()
+                    await respond(writer, 200, b"", "application/json")
+            else:
+                await respond_json(writer, 404, {"detail": "Not Found"})
+        except (ValueError, json.JSONDecodeError) as exc:
+            await respond_json(writer, 400, error_body(f"bad request body: {exc}", 400))
+        return True
+
+
+def error_body(message: str, code: int) -> dict:
+    kind = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError", 500: "InternalServerError"}.get(code, "Error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def send_event(writer: asyncio.StreamWriter, obj: dict) -> None:
+    send_raw(writer, b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n")
+
+
+def send_raw(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """One HTTP chunk, as uvicorn sends each SSE message."""
+    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+async def respond(writer: asyncio.StreamWriter, code: int, body: bytes, ctype: str) -> None:
+    writer.write(f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Error')}\r\ncontent-type: {ctype}\r\n"
+                 f"content-length: {len(body)}\r\nserver: inference-bench-simulator\r\n\r\n".encode() + body)
+    await writer.drain()
+
+
+async def respond_json(writer: asyncio.StreamWriter, code: int, obj: dict) -> None:
+    await respond(writer, code, json.dumps(obj).encode(), "application/json")
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="vllm_sim", description="A SIMULATED vLLM server with a known timing model "
+                                "(inference-bench-simulator). Not a model: its numbers are known answers for tests and demos.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on the ready line)")
+    p.add_argument("--preset", default=tm.DEFAULT_PRESET, choices=sorted(tm.PRESETS))
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--step-base-ms", type=float, default=None, help="a in step = a + b x running (ms)")
+    p.add_argument("--step-per-seq-ms", type=float, default=None, help="b in step = a + b x running (ms)")
+    p.add_argument("--prefill-per-token-ms", type=float, default=None, help="added to the step a request joins, per prompt token")
+    p.add_argument("--max-batch", type=int, default=None, help="most running requests; the rest wait")
+    p.add_argument("--world-size", type=int, default=None, help="ranks written by /stop_profile")
+    p.add_argument("--layers", type=int, default=None, help="layers per step in the traces")
+    p.add_argument("--natural-output-len", type=int, default=None,
+                   help="without ignore_eos, stop (EOS) after this many tokens")
+    p.add_argument("--zero-cost", action="store_true", help="no timing model: every token at once (client-ceiling benchmark)")
+    p.add_argument("--pace-ms", type=float, default=None, help="no batching: each stream one token per PACE ms")
+    p.add_argument("--profiler-dir", default=None, help="enables /start_profile and /stop_profile; traces go here")
+    p.add_argument("--profile-max-steps", type=int, default=32, help="steps recorded per profile (vLLM's max_iterations)")
+    p.add_argument("--fault", action="append", help="e.g. error500:every=5, error429:every=3, cut:every=7:after=3, slow:every=4:ms=500")
+    p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
+    return p.parse_args(argv)
+
+
+def describe(sim: Simulator) -> dict:
+    return {"simulator": OWNED_BY, "preset": sim.preset.name, "served_model_name": sim.served_name,
+            "world_size": sim.world_size, "layers": sim.layers, "timing": sim.model.to_json(),
+            "expected_breakdown": {str(b): tm.expected_breakdown(sim.model, b) for b in (1, 8, 32, 64)},
+            "single_stream_tok_s": 1000.0 / sim.model.step_ms(1)}
+
+
+async def serve(args: argparse.Namespace) -> None:
+    sim = Simulator(args)
+    sim.loop = asyncio.get_running_loop()
+    server = await asyncio.start_server(sim.handle_connection, args.host, args.port, backlog=2048, limit=1 << 20)
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=sim.scheduler_thread, name="scheduler", daemon=True)
+    thread.start()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        sim.loop.add_signal_handler(sig, stop.set)
+    mode = "zero-cost" if sim.zero_cost else (f"paced {args.pace_ms} ms/token" if sim.pace_s else
+                                               f"step = {sim.model.step_base_ms} + {sim.model.step_per_seq_ms} x batch ms")
+    # The ready line: tests and `infbench simulate` wait for it and read the port from it.
+    print(json.dumps({"ready": True, "url": f"http://{args.host}:{port}", "port": port, "model": sim.served_name,
+                      "simulator": OWNED_BY, "mode": mode}), flush=True)
+    async with server:
+        await stop.wait()
+    with sim.cv:
+        sim.stopping = True
+        sim.cv.notify_all()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        for f in args.fault or []:
+            Fault.parse(f)
+    except ValueError as exc:
+        print(f"vllm_sim: {exc}", file=sys.stderr)
+        return 2
+    if args.describe:
+        print(json.dumps(describe(Simulator(args)), indent=2))
+        return 0
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
