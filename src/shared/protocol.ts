@@ -1,6 +1,7 @@
 // The one contract between the extension host and the results webview.
 // One discriminated union per direction; messages that expect a reply carry a request id.
-import type { RunSummary } from './results';
+import type { ProfileSummary, RunSummary } from './results';
+import type { ResultTable } from './table';
 
 /** Everything a results view needs to draw from scratch. The host owns it; the view only renders. */
 export interface ResultsSnapshot {
@@ -15,13 +16,33 @@ export type HostToWebview =
   /** A run gained or changed data while it goes (a sweep level finished, a micro point arrived). */
   | { type: 'runUpdated'; run: RunSummary }
   | { type: 'select'; runId: string; compareRunId?: string }
+  /** To the kernel-breakdown side view: the profile to inspect (undefined when there is none yet). */
+  | { type: 'breakdown'; breakdown?: BreakdownView }
   | { type: 'reply'; requestId: number; ok: boolean; error?: string };
+
+/** What the kernel-breakdown side view draws: one profile run. */
+export interface BreakdownView {
+  runId: string;
+  title: string;
+  profile: ProfileSummary;
+}
 
 export type WebviewToHost =
   | { type: 'ready' }
   | { type: 'selectRun'; runId: string; compareRunId?: string }
   | { type: 'exportCsv'; requestId: number; fileName: string; csv: string }
+  /** A chart as a PNG `data:` URL (canvas.toDataURL); the host decodes it and saves it where the user picks. */
   | { type: 'exportPng'; requestId: number; fileName: string; dataUrl: string }
-  | { type: 'insertTable'; requestId: number; markdown: string }
-  /** The view's own ui state, so it survives a reload. */
+  /** Insert a table into the findings document at the cursor; the host renders it as markdown. */
+  | { type: 'insertTable'; requestId: number; table: ResultTable }
+  /** Open the kernel-breakdown side view on a profile run. */
+  | { type: 'inspectBreakdown'; runId: string }
+  /** How long the last render took, for the benchmark and the UI tests. */
+  | { type: 'rendered'; points: number; ms: number }
   | { type: 'error'; message: string };
+
+/** State a results view keeps across reloads (through getState/setState); the data itself comes from the host. */
+export interface ResultsViewState {
+  selectedRunId?: string;
+  compareRunId?: string;
+}

@@ -28,7 +28,73 @@ export interface RunSummary {
   simulated?: boolean;
   /** One line a user reads first: "decode 57.1 tok/s at c=1", "all-reduce 51.5% of a decode step". */
   headline?: string;
-  macro?: { levels: MacroLevelSummary[] };
-  micro?: { points: Record<string, unknown>[] };
-  profile?: Record<string, unknown>;
+  macro?: { levels: MacroLevelSummary[]; requests?: MacroRequestPoint[] };
+  micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; peak?: GpuPeak };
+  profile?: Record<string, unknown> & Partial<ProfileSummary>;
+}
+
+/** One request of a macro run, for the latency-over-time chart. Times in seconds from the run's first send. */
+export interface MacroRequestPoint {
+  /** Index of the load level it belongs to. */
+  level: number;
+  start_s: number;
+  ttft_ms: number | null;
+  e2el_ms: number | null;
+  tpot_ms?: number | null;
+  ok: boolean;
+}
+
+/** One GEMM timing at one M (tokens in the step) for a named weight shape. */
+export interface GemmPoint {
+  /** "gate_up 512x7168", as the micro phase names the shape. */
+  shape: string;
+  m: number;
+  n: number;
+  k: number;
+  time_us: number;
+  /** Achieved memory bandwidth in TB/s (bytes moved / time). */
+  tbps?: number;
+  tflops?: number;
+  backend?: string;
+}
+
+/** One all-reduce size, with nccl-tests' bus bandwidth (busbw = algbw * 2(n-1)/n). */
+export interface AllReducePoint {
+  size_bytes: number;
+  time_us: number;
+  algbw_gbps?: number;
+  busbw_gbps: number;
+  world_size?: number;
+}
+
+/** The GPU's datasheet peaks, drawn as lines on the micro charts. */
+export interface GpuPeak {
+  gpu?: string;
+  memory_tbps?: number;
+  busbw_gbps?: number;
+}
+
+/** One kernel of a decode step, aggregated over the steps analysed. Times in microseconds. */
+export interface KernelStat {
+  name: string;
+  category: string;
+  count: number;
+  total_us: number;
+  mean_us: number;
+  min_us: number;
+  max_us: number;
+  /** Share of the decode step's wall time, 0..1. */
+  share?: number;
+  /** Where its first launch sits in the decode step, microseconds from the step's start. */
+  first_offset_us?: number;
+  rank?: number;
+}
+
+/** A decode step's time split by kernel category, per rank. */
+export interface ProfileSummary {
+  /** Category order for stacking: largest first. */
+  categories: string[];
+  ranks: { rank: number; step_us: number; by_category: Record<string, number> }[];
+  kernels: KernelStat[];
+  steps?: number;
 }

@@ -1,24 +1,36 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { RunFolder } from '../core/runs/runFolder';
-import { ResultsSnapshot } from '../shared/protocol';
-import { MacroLevelSummary, RunSummary } from '../shared/results';
 import { addTargetCommand } from './commands/addTarget';
-import { findingsDocumentPath, readSettings, workspaceRoot } from './settings';
+import { registerRunCommands } from './commands/registerRunCommands';
+import { localConnector } from './runs/connect';
+import { RunController } from './runs/runController';
+import { findingsDocumentPath, readSettings } from './settings';
+import { TargetStates } from './views/targetState';
 import { TargetsTreeProvider } from './views/targetsTree';
-import { ResultsPanel } from './webview/resultsPanel';
+import { BreakdownViewProvider } from './webview/breakdownView';
+import { ResultsPanel, ResultsPanelDeps } from './webview/resultsPanel';
 
+/** The composition root: creates the owned parts and registers commands; the work lives in the parts. */
 export function activate(context: vscode.ExtensionContext): void {
   const started = Date.now();
   const log = vscode.window.createOutputChannel('Inference Bench', { log: true });
   context.subscriptions.push(log);
 
-  const tree = new TargetsTreeProvider();
-  context.subscriptions.push(tree, vscode.window.createTreeView('inferenceBench.targets', { treeDataProvider: tree, showCollapseAll: true }));
-
-  let selectedRunId: string | undefined;
-  const snapshot = (): ResultsSnapshot => ({ runs: storedRuns(), selectedRunId });
+  const states = new TargetStates();
+  const controller = new RunController(localConnector, log);
+  const tree = new TargetsTreeProvider(controller, states);
+  const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
+  const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };
+  const showResults = (runId?: string, compareRunId?: string) => ResultsPanel.show(panelDeps, runId, compareRunId);
+  context.subscriptions.push(
+    states,
+    controller,
+    tree,
+    breakdown,
+    vscode.window.createTreeView('inferenceBench.targets', { treeDataProvider: tree, showCollapseAll: true }),
+    vscode.window.registerWebviewViewProvider(BreakdownViewProvider.viewId, breakdown),
+  );
 
   context.subscriptions.push(
     vscode.commands.registerCommand('inferenceBench.addTarget', async () => {
@@ -33,17 +45,16 @@ export function activate(context: vscode.ExtensionContext): void {
       if (!fs.existsSync(file)) fs.writeFileSync(file, `# Findings: ${path.basename(file, '.md')}\n\n## Notes\n\n`);
       await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: false });
     }),
-    vscode.commands.registerCommand('inferenceBench.showResults', (runId?: string) => {
-      if (typeof runId === 'string') selectedRunId = runId;
-      const panel = ResultsPanel.show(context.extensionUri, snapshot, log);
-      if (selectedRunId) panel.select(selectedRunId);
+    vscode.commands.registerCommand('inferenceBench.showResults', (runId?: unknown, compareRunId?: unknown) => {
+      showResults(typeof runId === 'string' ? runId : undefined, typeof compareRunId === 'string' ? compareRunId : undefined);
     }),
     vscode.commands.registerCommand('inferenceBench.refresh', () => tree.refresh()),
     vscode.window.registerWebviewPanelSerializer(ResultsPanel.viewType, {
       deserializeWebviewPanel: async (panel) => {
-        context.subscriptions.push(ResultsPanel.revive(panel, context.extensionUri, snapshot, log));
+        context.subscriptions.push(ResultsPanel.revive(panel, panelDeps));
       },
     }),
+    ...registerRunCommands({ controller, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
   );
 
   log.info(`Inference Bench activated in ${Date.now() - started} ms`);
@@ -51,17 +62,4 @@ export function activate(context: vscode.ExtensionContext): void {
 
 export function deactivate(): void {
   // Everything is owned by context.subscriptions.
-}
-
-/** Runs stored in the workspace, as the results view draws them. */
-function storedRuns(): RunSummary[] {
-  const root = workspaceRoot();
-  if (!root) return [];
-  return RunFolder.list(root).map((run) => {
-    const info = run.info;
-    const summary: RunSummary = { id: info.id, phase: info.phase, target: info.target, startedAt: info.startedAt, status: info.status, reason: info.reason, simulated: info.simulated };
-    const result = run.readResult<Record<string, unknown>>();
-    if (info.phase === 'macro' && result && Array.isArray(result.levels)) summary.macro = { levels: result.levels as MacroLevelSummary[] };
-    return summary;
-  });
 }

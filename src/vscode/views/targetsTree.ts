@@ -1,26 +1,52 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeTarget, Target } from '../../core/config/target';
-import { RunFolder } from '../../core/runs/runFolder';
+import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
+import { RunController } from '../runs/runController';
+import { runDir } from '../runs/storedRuns';
 import { readSettings, workspaceRoot } from '../settings';
+import { GpuState, TargetStates } from './targetState';
 
 export type TreeNode =
   | { kind: 'target'; target: Target }
-  | { kind: 'runsRoot' }
-  | { kind: 'run'; run: RunFolder }
+  | { kind: 'state'; target: Target }
+  | { kind: 'gpu'; target: Target; gpu: GpuState }
+  | { kind: 'runsRoot'; target?: Target }
+  | { kind: 'run'; run: RunSummary }
   | { kind: 'problem'; message: string };
 
-/** The sidebar: targets from settings, then the runs stored in the workspace. */
+const PHASE_LABEL: Record<string, string> = { macro: 'Macro', micro: 'Micro', profile: 'Profiler', probe: 'Probe' };
+
+function gib(mib: number): string {
+  return (mib / 1024).toFixed(1);
+}
+
+/**
+ * The sidebar: each target with its state (connection, server, model, GPUs with memory from the
+ * probe) and its runs, newest first, each with its headline figure; runs of targets no longer
+ * configured under "Other runs".
+ */
 export class TargetsTreeProvider extends Disposable implements vscode.TreeDataProvider<TreeNode> {
   private readonly changed = this._register(new vscode.EventEmitter<TreeNode | undefined>());
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor() {
+  constructor(private readonly runs: RunController, private readonly states: TargetStates) {
     super();
     this._register(vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('inferenceBench')) this.refresh();
     }));
+    this._register(runs.onDidChangeRuns(() => this.refresh()));
+    this._register(states.onDidChange(() => this.refresh()));
+    // A live run's headline changes as it goes; redraw at most twice a second.
+    let timer: NodeJS.Timeout | undefined;
+    this._register(runs.onDidChangeRun(() => {
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        this.refresh();
+      }, 500);
+    }));
+    this._register({ dispose: () => clearTimeout(timer) });
   }
 
   refresh(): void {
@@ -30,16 +56,34 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   getChildren(node?: TreeNode): TreeNode[] {
     if (!node) {
       const settings = readSettings();
+      const runs = this.runs.runs();
       // With nothing configured the welcome view shows instead of an empty tree.
-      if (!settings.targets.length && !settings.problems.length && !this.runs().length) return [];
+      if (!settings.targets.length && !settings.problems.length && !runs.length) return [];
+      const names = new Set(settings.targets.map((t) => t.name));
+      const orphans = runs.some((r) => !names.has(r.target));
       return [
         ...settings.problems.map((message): TreeNode => ({ kind: 'problem', message })),
         ...settings.targets.map((target): TreeNode => ({ kind: 'target', target })),
-        { kind: 'runsRoot' },
+        ...(orphans ? [{ kind: 'runsRoot' } as TreeNode] : []),
       ];
     }
-    if (node.kind === 'runsRoot') return this.runs().map((run): TreeNode => ({ kind: 'run', run }));
-    return [];
+    switch (node.kind) {
+      case 'target': {
+        const state = this.states.get(node.target.name);
+        const runs = this.runs.runs().filter((r) => r.target === node.target.name);
+        return [
+          { kind: 'state', target: node.target },
+          ...(state?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.target, gpu })),
+          ...runs.map((run): TreeNode => ({ kind: 'run', run })),
+        ];
+      }
+      case 'runsRoot': {
+        const names = new Set(readSettings().targets.map((t) => t.name));
+        return this.runs.runs().filter((r) => !names.has(r.target)).map((run): TreeNode => ({ kind: 'run', run }));
+      }
+      default:
+        return [];
+    }
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
@@ -51,33 +95,55 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         return item;
       }
       case 'target': {
-        const item = new vscode.TreeItem(node.target.name);
+        const running = this.runs.isRunning(node.target.name);
+        const item = new vscode.TreeItem(node.target.name, vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `target:${node.target.name}`;
         item.description = describeTarget(node.target);
-        item.iconPath = new vscode.ThemeIcon(node.target.kind === 'local' ? 'vm' : 'remote');
-        item.contextValue = 'target';
-        item.tooltip = `${describeTarget(node.target)}\nserver: ${node.target.serverUrl}\npython: ${node.target.python}`;
+        item.iconPath = new vscode.ThemeIcon(running ? 'sync~spin' : node.target.kind === 'local' ? 'vm' : 'remote');
+        item.contextValue = running ? 'target.running' : 'target';
+        item.tooltip = `${describeTarget(node.target)}\nserver: ${node.target.serverUrl}\npython: ${node.target.python}${node.target.commandPrefix ? `\nprefix: ${node.target.commandPrefix.join(' ')}` : ''}`;
+        return item;
+      }
+      case 'state': {
+        const state = this.states.get(node.target.name);
+        const connection = state?.connection ?? 'disconnected';
+        const server = [state?.serverKind, state?.model].filter(Boolean).join(' · ');
+        const item = new vscode.TreeItem(connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : connection === 'connecting' ? 'connecting…' : 'not connected');
+        item.id = `state:${node.target.name}`;
+        item.description = server || state?.detail || (connection === 'disconnected' ? 'connects when a phase runs' : '');
+        item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'connecting' ? 'loading~spin' : 'debug-disconnect');
+        item.tooltip = [state?.detail, server && `server: ${server}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`].filter(Boolean).join('\n') || undefined;
+        return item;
+      }
+      case 'gpu': {
+        const g = node.gpu;
+        const item = new vscode.TreeItem(`GPU ${g.index}`);
+        item.id = `gpu:${node.target.name}:${g.index}`;
+        const memory = g.memoryTotalMiB ? `${gib(g.memoryUsedMiB ?? 0)} / ${gib(g.memoryTotalMiB)} GiB` : 'memory unknown';
+        item.description = `${g.name} · ${memory}`;
+        item.iconPath = new vscode.ThemeIcon('circuit-board');
+        item.tooltip = `${g.name}\nmemory used ${memory}`;
         return item;
       }
       case 'runsRoot': {
-        const item = new vscode.TreeItem('Runs', vscode.TreeItemCollapsibleState.Expanded);
+        const item = new vscode.TreeItem('Other runs', vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = 'runsRoot';
+        item.tooltip = 'Runs of targets that are no longer in settings';
         item.iconPath = new vscode.ThemeIcon('history');
         return item;
       }
       case 'run': {
-        const info = node.run.info;
-        const item = new vscode.TreeItem(`${info.phase} · ${info.target}`);
-        item.description = `${new Date(info.startedAt).toLocaleString()} · ${info.status}${info.simulated ? ' · simulator' : ''}`;
-        item.iconPath = new vscode.ThemeIcon(info.status === 'completed' ? 'pass' : info.status === 'running' ? 'sync~spin' : 'warning');
-        item.tooltip = info.reason ?? path.basename(node.run.dir);
-        item.contextValue = 'run';
-        item.command = { command: 'inferenceBench.showResults', title: 'Show Results', arguments: [info.id] };
+        const run = node.run;
+        const item = new vscode.TreeItem(`${PHASE_LABEL[run.phase] ?? run.phase}${run.headline ? `: ${run.headline}` : ''}`);
+        item.id = `run:${run.id}`;
+        item.description = `${new Date(run.startedAt).toLocaleString()}${run.status === 'completed' ? '' : ` · ${run.status}`}${run.simulated ? ' · simulator' : ''}`;
+        item.iconPath = new vscode.ThemeIcon(run.status === 'completed' ? 'pass' : run.status === 'running' ? 'sync~spin' : run.status === 'cancelled' ? 'circle-slash' : 'warning');
+        const root = workspaceRoot();
+        item.tooltip = [run.headline, run.reason, root ? path.relative(root, runDir(root, run.id)) : run.id].filter(Boolean).join('\n');
+        item.contextValue = `run.${run.phase}`;
+        item.command = { command: 'inferenceBench.showResults', title: 'Show Results', arguments: [run.id] };
         return item;
       }
     }
-  }
-
-  private runs(): RunFolder[] {
-    const root = workspaceRoot();
-    return root ? RunFolder.list(root) : [];
   }
 }

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 
 /**
- * The results webview's HTML: a strict Content-Security-Policy where scripts run only with this
+ * The HTML of the results panel and the kernel-breakdown view (one app; `view` picks which): a strict Content-Security-Policy where scripts run only with this
  * page's nonce, styles and fonts come only from the extension, and nothing else loads.
  */
-export function resultsHtml(webview: vscode.Webview, extensionUri: vscode.Uri, title: string): string {
+export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, title: string, view: 'results' | 'breakdown' = 'results'): string {
   const nonce = randomBytes(16).toString('base64');
   const asset = (...p: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, ...p)).toString();
   const csp = [
@@ -25,7 +25,7 @@ export function resultsHtml(webview: vscode.Webview, extensionUri: vscode.Uri, t
 <link rel="stylesheet" href="${asset('media', 'webview.css')}">
 <title>${escapeHtml(title)}</title>
 </head>
-<body>
+<body data-view="${view}">
 <div id="app" aria-live="polite"></div>
 <script nonce="${nonce}" src="${asset('dist', 'webview.js')}"></script>
 </body>

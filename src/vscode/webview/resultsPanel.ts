@@ -1,8 +1,21 @@
 import * as vscode from 'vscode';
-import { HostToWebview, ResultsSnapshot, WebviewToHost } from '../../shared/protocol';
+import { HostToWebview, WebviewToHost } from '../../shared/protocol';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
-import { resultsHtml } from './html';
+import { pngFromDataUrl, saveExport, insertTableIntoFindings } from './hostActions';
+import { webviewHtml } from './html';
+import { RunsSource } from './runsSource';
+
+// Live runs can change many times a second (one macro request each); the view redraws at most this often.
+const UPDATE_INTERVAL_MS = 200;
+
+export interface ResultsPanelDeps {
+  extensionUri: vscode.Uri;
+  source: RunsSource;
+  log: vscode.LogOutputChannel;
+  /** Opens the kernel-breakdown side view on a profile run. */
+  inspectBreakdown(runId: string): void;
+}
 
 /**
  * The results panel. The host owns the data: a panel that becomes visible gets a snapshot, then
@@ -13,20 +26,27 @@ export class ResultsPanel extends Disposable {
   private static current: ResultsPanel | undefined;
 
   private visibleAndReady = false;
+  private selectedRunId: string | undefined;
+  private compareRunId: string | undefined;
+  private readonly pending = new Map<string, RunSummary>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** The last render the view reported: how many points and how long it took. */
+  lastRender: { points: number; ms: number } | undefined;
 
-  static show(extensionUri: vscode.Uri, snapshot: () => ResultsSnapshot, log: vscode.LogOutputChannel): ResultsPanel {
-    if (ResultsPanel.current) {
-      ResultsPanel.current.panel.reveal(undefined, true);
-      ResultsPanel.current.sendSnapshot();
-      return ResultsPanel.current;
-    }
-    const panel = vscode.window.createWebviewPanel(ResultsPanel.viewType, 'Inference Bench Results', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, ResultsPanel.options(extensionUri));
-    return (ResultsPanel.current = new ResultsPanel(panel, extensionUri, snapshot, log));
+  static show(deps: ResultsPanelDeps, runId?: string, compareRunId?: string): ResultsPanel {
+    let view = ResultsPanel.current;
+    if (!view) {
+      const panel = vscode.window.createWebviewPanel(ResultsPanel.viewType, 'Inference Bench Results', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, ResultsPanel.options(deps.extensionUri));
+      view = ResultsPanel.current = new ResultsPanel(panel, deps);
+    } else view.panel.reveal(undefined, true);
+    if (runId) view.select(runId, compareRunId);
+    return view;
   }
 
-  static revive(panel: vscode.WebviewPanel, extensionUri: vscode.Uri, snapshot: () => ResultsSnapshot, log: vscode.LogOutputChannel): ResultsPanel {
-    panel.webview.options = ResultsPanel.options(extensionUri);
-    return (ResultsPanel.current = new ResultsPanel(panel, extensionUri, snapshot, log));
+  static revive(panel: vscode.WebviewPanel, deps: ResultsPanelDeps): ResultsPanel {
+    panel.webview.options = ResultsPanel.options(deps.extensionUri);
+    ResultsPanel.current?.dispose();
+    return (ResultsPanel.current = new ResultsPanel(panel, deps));
   }
 
   static get active(): ResultsPanel | undefined {
@@ -36,20 +56,16 @@ export class ResultsPanel extends Disposable {
   private static options(extensionUri: vscode.Uri): vscode.WebviewOptions & vscode.WebviewPanelOptions {
     return {
       enableScripts: true,
+      // Hidden views are torn down and get a fresh snapshot when shown: cheaper than keeping charts alive.
       retainContextWhenHidden: false,
       localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')],
     };
   }
 
-  private constructor(
-    private readonly panel: vscode.WebviewPanel,
-    extensionUri: vscode.Uri,
-    private readonly snapshot: () => ResultsSnapshot,
-    private readonly log: vscode.LogOutputChannel,
-  ) {
+  private constructor(private readonly panel: vscode.WebviewPanel, private readonly deps: ResultsPanelDeps) {
     super();
     this._register(panel);
-    panel.webview.html = resultsHtml(panel.webview, extensionUri, 'Inference Bench Results');
+    panel.webview.html = webviewHtml(panel.webview, deps.extensionUri, 'Inference Bench Results', 'results');
     this._register(panel.onDidDispose(() => {
       if (ResultsPanel.current === this) ResultsPanel.current = undefined;
       this.dispose();
@@ -58,20 +74,35 @@ export class ResultsPanel extends Disposable {
       // A hidden webview is torn down; when it shows again it asks for a snapshot with `ready`.
       if (!panel.visible) this.visibleAndReady = false;
     }));
-    this._register(panel.webview.onDidReceiveMessage((m: WebviewToHost) => this.onMessage(m)));
+    this._register(panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m)));
+    this._register(deps.source.onDidChangeRun((run) => this.runUpdated(run)));
+    this._register({ dispose: () => clearTimeout(this.flushTimer) });
   }
 
-  /** Called by the run controller as results arrive. */
-  runUpdated(run: RunSummary): void {
-    this.post({ type: 'runUpdated', run });
+  get visible(): boolean {
+    return this.visibleAndReady;
   }
 
   select(runId: string, compareRunId?: string): void {
+    this.selectedRunId = runId;
+    this.compareRunId = compareRunId;
     this.post({ type: 'select', runId, compareRunId });
   }
 
+  private runUpdated(run: RunSummary): void {
+    if (!this.visibleAndReady) return;
+    this.pending.set(run.id, run);
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      const runs = [...this.pending.values()];
+      this.pending.clear();
+      for (const r of runs) this.post({ type: 'runUpdated', run: r });
+    }, UPDATE_INTERVAL_MS);
+  }
+
   private sendSnapshot(): void {
-    this.post({ type: 'snapshot', snapshot: this.snapshot() });
+    this.pending.clear();
+    this.post({ type: 'snapshot', snapshot: { runs: this.deps.source.runs(), selectedRunId: this.selectedRunId, compareRunId: this.compareRunId } });
   }
 
   private post(message: HostToWebview): void {
@@ -79,17 +110,48 @@ export class ResultsPanel extends Disposable {
     void this.panel.webview.postMessage(message);
   }
 
-  private onMessage(message: WebviewToHost): void {
+  private async onMessage(message: WebviewToHost): Promise<void> {
     switch (message.type) {
       case 'ready':
         this.visibleAndReady = true;
         this.sendSnapshot();
-        break;
+        return;
+      case 'selectRun':
+        this.selectedRunId = message.runId;
+        this.compareRunId = message.compareRunId;
+        return;
+      case 'inspectBreakdown':
+        this.deps.inspectBreakdown(message.runId);
+        return;
+      case 'rendered':
+        this.lastRender = { points: message.points, ms: message.ms };
+        this.deps.log.trace(`results view drew ${message.points} points in ${message.ms.toFixed(1)} ms`);
+        return;
       case 'error':
-        this.log.error(`results view: ${message.message}`);
-        break;
-      default:
-        this.log.debug(`results view sent ${message.type}`);
+        this.deps.log.error(`results view: ${message.message}`);
+        return;
+      case 'exportCsv':
+      case 'exportPng':
+      case 'insertTable':
+        await this.reply(message.requestId, async () => {
+          if (message.type === 'insertTable') return insertTableIntoFindings(message.table);
+          const bytes = message.type === 'exportPng' ? pngFromDataUrl(message.dataUrl) : Buffer.from(message.csv, 'utf8');
+          const saved = await saveExport(message.fileName, bytes);
+          if (saved) this.deps.log.info(`saved ${saved}`);
+        });
+        return;
+    }
+  }
+
+  private async reply(requestId: number, action: () => Promise<void>): Promise<void> {
+    try {
+      await action();
+      this.post({ type: 'reply', requestId, ok: true });
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      this.deps.log.error(`results view action failed: ${error}`);
+      void vscode.window.showErrorMessage(`Inference Bench: ${error}`);
+      this.post({ type: 'reply', requestId, ok: false, error });
     }
   }
 }

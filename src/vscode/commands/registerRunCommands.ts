@@ -1,0 +1,29 @@
+import * as vscode from 'vscode';
+import { RunController } from '../runs/runController';
+import { compareRunsCommand, revealRunCommand } from './runFolderCommands';
+import { runAllCommand, runPhaseCommand, stopCommand } from './runCommands';
+import { pickRun } from './pickers';
+
+export interface RunCommandDeps {
+  controller: RunController;
+  showResults(runId?: string, compareRunId?: string): void;
+  inspectKernels(runId: string): Promise<void>;
+}
+
+/** The palette and sidebar commands that start, stop and inspect runs. */
+export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
+  const { controller } = deps;
+  return [
+    vscode.commands.registerCommand('inferenceBench.runMacro', (arg?: unknown) => runPhaseCommand(controller, 'macro', arg)),
+    vscode.commands.registerCommand('inferenceBench.runMicro', (arg?: unknown) => runPhaseCommand(controller, 'micro', arg)),
+    vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown) => runPhaseCommand(controller, 'profile', arg)),
+    vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, arg)),
+    vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
+    vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
+    vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),
+    vscode.commands.registerCommand('inferenceBench.inspectKernels', async (arg?: unknown) => {
+      const run = await pickRun(arg, controller.runs().filter((r) => r.phase === 'profile'), 'Inspect Kernel Breakdown');
+      if (run) await deps.inspectKernels(run.id);
+    }),
+  ];
+}

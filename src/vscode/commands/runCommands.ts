@@ -1,0 +1,70 @@
+import * as vscode from 'vscode';
+import { RunSummary } from '../../shared/results';
+import { RunController } from '../runs/runController';
+import { PHASE_ORDER, phaseRunner, RunnablePhase } from '../runs/phases';
+import { pickTarget } from './pickers';
+
+const PHASE_TITLES: Record<RunnablePhase, string> = { macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
+
+/** Run one phase on a target: options from a quick pick, then the run controller takes over. */
+export async function runPhaseCommand(controller: RunController, phase: RunnablePhase, arg: unknown): Promise<RunSummary | undefined> {
+  const runner = phaseRunner(phase);
+  if (!runner) {
+    void vscode.window.showErrorMessage(`Inference Bench: the ${phase} phase is not part of this build.`);
+    return undefined;
+  }
+  const target = await pickTarget(arg, PHASE_TITLES[phase]);
+  if (!target) return undefined;
+  if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
+  const options = await runner.pickOptions(target, false);
+  if (!options) return undefined;
+  await vscode.commands.executeCommand('inferenceBench.showResults');
+  return controller.runPhase(runner, target, options);
+}
+
+async function confirmGpusFree(title: string, targetName: string): Promise<boolean> {
+  const pick = await vscode.window.showWarningMessage(
+    `${title} needs the GPUs of ${targetName} to itself: a running inference server holds their memory and would skew the timings. Stop the server (or make sure it is idle) before going on.`,
+    { modal: true },
+    'The GPUs are free, go on',
+  );
+  return pick !== undefined;
+}
+
+/**
+ * Run All Phases: macro → micro → profiler on one target with default options, asking before the
+ * phase that needs the GPUs free. Stops at the first phase that fails or is cancelled.
+ */
+export async function runAllCommand(controller: RunController, arg: unknown): Promise<void> {
+  const target = await pickTarget(arg, 'Run All Phases');
+  if (!target) return;
+  const runners = PHASE_ORDER.map(phaseRunner).filter((r) => r !== undefined);
+  if (!runners.length) {
+    void vscode.window.showErrorMessage('Inference Bench: no phases are part of this build.');
+    return;
+  }
+  await vscode.commands.executeCommand('inferenceBench.showResults');
+  const all = new AbortController();
+  for (const runner of runners) {
+    if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
+      void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);
+      continue;
+    }
+    const options = await runner.pickOptions(target, true);
+    if (!options) return;
+    const run = await controller.runPhase(runner, target, options, all.signal);
+    if (!run || run.status !== 'completed') {
+      void vscode.window.showWarningMessage(`Inference Bench: Run All Phases stopped after the ${runner.phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''}`.trim());
+      return;
+    }
+  }
+  void vscode.window.showInformationMessage(`Inference Bench: all phases finished on ${target.name}.`, 'Open Findings').then((pick) => {
+    if (pick) void vscode.commands.executeCommand('inferenceBench.openFindings');
+  });
+}
+
+export async function stopCommand(controller: RunController, arg: unknown): Promise<void> {
+  const node = arg as { target?: { name: string } } | undefined;
+  const n = controller.stop(node?.target?.name);
+  if (!n) void vscode.window.showInformationMessage('Inference Bench: no run is going.');
+}

@@ -1,0 +1,28 @@
+import * as vscode from 'vscode';
+import { RunController } from '../runs/runController';
+import { runDir } from '../runs/storedRuns';
+import { workspaceRoot } from '../settings';
+import { pickRun } from './pickers';
+
+/** Reveal Run Folder: the run's folder in the Explorer (event log, result, traces). */
+export async function revealRunCommand(controller: RunController, arg: unknown): Promise<void> {
+  const root = workspaceRoot();
+  const run = await pickRun(arg, controller.runs(), 'Reveal Run Folder');
+  if (!run || !root) return;
+  const uri = vscode.Uri.file(runDir(root, run.id));
+  await vscode.commands.executeCommand('revealInExplorer', uri);
+}
+
+/** Compare With…: overlay another run of the same phase on the results view. */
+export async function compareRunsCommand(controller: RunController, arg: unknown, show: (runId: string, compareRunId: string) => void): Promise<void> {
+  const runs = controller.runs();
+  const first = await pickRun(arg, runs, 'Compare: first run');
+  if (!first) return;
+  const others = runs.filter((r) => r.phase === first.phase && r.id !== first.id);
+  if (!others.length) {
+    void vscode.window.showInformationMessage(`Inference Bench: there is no other ${first.phase} run to compare with. Run the ${first.phase} phase again, then compare.`);
+    return;
+  }
+  const second = await pickRun(undefined, others, `Compare ${first.phase} run with…`);
+  if (second) show(first.id, second.id);
+}

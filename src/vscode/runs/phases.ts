@@ -1,0 +1,28 @@
+import { Target } from '../../core/config/target';
+import { PhaseContext } from '../../core/campaign/phaseContext';
+
+export type RunnablePhase = 'macro' | 'micro' | 'profile';
+
+/** A phase as the front end starts it: how to ask for its options, and the core function that runs it. */
+export interface PhaseRunner {
+  phase: RunnablePhase;
+  title: string;
+  /** Micro-benchmarks need the GPUs to themselves: the user is asked first. */
+  needsGpusFree: boolean;
+  /** Asks the user for options (a quick pick); undefined when they cancel. `defaults` skips the questions (Run All Phases). */
+  pickOptions(target: Target, defaults: boolean): Promise<Record<string, unknown> | undefined>;
+  run(ctx: PhaseContext, options: Record<string, unknown>): Promise<unknown>;
+}
+
+const runners = new Map<RunnablePhase, PhaseRunner>();
+
+/** Each phase registers here as its core function lands; commands for missing phases say so. */
+export function registerPhase(runner: PhaseRunner): void {
+  runners.set(runner.phase, runner);
+}
+
+export function phaseRunner(phase: RunnablePhase): PhaseRunner | undefined {
+  return runners.get(phase);
+}
+
+export const PHASE_ORDER: RunnablePhase[] = ['macro', 'micro', 'profile'];

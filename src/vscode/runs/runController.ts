@@ -1,0 +1,178 @@
+import * as vscode from 'vscode';
+import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
+import { Target } from '../../core/config/target';
+import { RunSummary } from '../../shared/results';
+import { Disposable } from '../disposable';
+import { workspaceRoot } from '../settings';
+import { RunsSource } from '../webview/runsSource';
+import { Connector } from './connect';
+import { PhaseRunner } from './phases';
+import { saveRunView, StoredRuns } from './storedRuns';
+
+/** Where findings updates go; the findings editor provides it. */
+export interface FindingsTarget {
+  update(update: FindingsUpdate): unknown;
+}
+
+interface ActiveRun {
+  target: Target;
+  phase: string;
+  abort: AbortController;
+  runId?: string;
+}
+
+// Saving the live summary to disk on every request of a busy macro run would be wasteful.
+const SAVE_INTERVAL_MS = 1000;
+
+/**
+ * Owns the live runs: starts phases with a cancellable progress notification (Cancel aborts the
+ * run's AbortSignal, which kills its remote process), keeps each run's latest RunSummary, and hands
+ * results to the views (onDidChangeRun), the status bar and the findings document.
+ */
+export class RunController extends Disposable implements RunsSource {
+  private readonly changed = this._register(new vscode.EventEmitter<RunSummary>());
+  readonly onDidChangeRun = this.changed.event;
+  private readonly listChanged = this._register(new vscode.EventEmitter<void>());
+  /** A run started or finished: the sidebar redraws. */
+  readonly onDidChangeRuns = this.listChanged.event;
+
+  private readonly live = new Map<string, RunSummary>();
+  private readonly active = new Set<ActiveRun>();
+  private readonly stored = new StoredRuns(workspaceRoot);
+  private readonly statusBar = this._register(vscode.window.createStatusBarItem('inferenceBench.run', vscode.StatusBarAlignment.Left, 50));
+  private readonly lastSaved = new Map<string, number>();
+  findingsTarget: FindingsTarget | undefined;
+
+  constructor(private readonly connect: Connector, private readonly log: vscode.LogOutputChannel) {
+    super();
+    this.statusBar.name = 'Inference Bench run';
+    this.statusBar.command = 'inferenceBench.showResults';
+  }
+
+  runs(): RunSummary[] {
+    const stored = this.stored.list();
+    const ids = new Set(stored.map((r) => r.id));
+    const liveOnly = [...this.live.values()].filter((r) => !ids.has(r.id));
+    return [...liveOnly, ...stored.map((r) => this.live.get(r.id) ?? r)].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  }
+
+  run(id: string): RunSummary | undefined {
+    return this.live.get(id) ?? this.stored.list().find((r) => r.id === id);
+  }
+
+  isRunning(targetName?: string): boolean {
+    return [...this.active].some((a) => !targetName || a.target.name === targetName);
+  }
+
+  /** Aborts the runs going on a target (or all); each keeps what it measured so far. */
+  stop(targetName?: string): number {
+    let n = 0;
+    for (const a of this.active) {
+      if (targetName && a.target.name !== targetName) continue;
+      a.abort.abort();
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Runs one phase on a target to the end, with a progress notification whose Cancel stops it.
+   * `outer` lets Run All Phases stop the whole sequence at once. Returns the run's final summary.
+   */
+  async runPhase(runner: PhaseRunner, target: Target, options: Record<string, unknown>, outer?: AbortSignal): Promise<RunSummary | undefined> {
+    const workspace = workspaceRoot();
+    if (!workspace) {
+      void vscode.window.showErrorMessage('Inference Bench: open a folder first. Runs are saved under .inference-bench/runs/ in the workspace folder.');
+      return undefined;
+    }
+    const active: ActiveRun = { target, phase: runner.phase, abort: new AbortController() };
+    const onOuterAbort = () => active.abort.abort();
+    outer?.addEventListener('abort', onOuterAbort);
+    this.active.add(active);
+    this.updateStatusBar();
+    let last: RunSummary | undefined;
+    try {
+      return await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Inference Bench: ${runner.title} on ${target.name}`, cancellable: true },
+        async (progress, token) => {
+          token.onCancellationRequested(() => active.abort.abort());
+          progress.report({ message: `connecting to ${target.name}…` });
+          const connection = await this.connect(target, active.abort.signal);
+          try {
+            const sink: ResultSink = {
+              runChanged: (run) => {
+                active.runId = run.id;
+                last = run;
+                this.runChanged(workspace, run);
+                progress.report({ message: run.headline ?? run.status });
+              },
+              findings: (update) => this.findings(update),
+            };
+            const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal };
+            progress.report({ message: 'running…' });
+            await runner.run(ctx, options);
+            return last;
+          } finally {
+            await connection.release().catch((err) => this.log.warn(`closing the connection to ${target.name}: ${String(err)}`));
+          }
+        },
+      );
+    } catch (err) {
+      if (active.abort.signal.aborted) {
+        this.log.info(`${runner.phase} on ${target.name} cancelled`);
+        return last;
+      }
+      const message = err instanceof Error ? err.message : String(err);
+      this.log.error(`${runner.phase} on ${target.name} failed: ${message}`);
+      void vscode.window.showErrorMessage(`Inference Bench: ${runner.title} on ${target.name} failed: ${message}`, 'Show Log').then((pick) => {
+        if (pick) this.log.show(true);
+      });
+      return last;
+    } finally {
+      outer?.removeEventListener('abort', onOuterAbort);
+      this.active.delete(active);
+      if (active.runId) this.live.delete(active.runId);
+      this.updateStatusBar();
+      this.listChanged.fire();
+    }
+  }
+
+  /** The sink's runChanged: the views, the status bar and (throttled) the run folder. */
+  private runChanged(workspace: string, run: RunSummary): void {
+    const isNew = !this.live.has(run.id);
+    this.live.set(run.id, run);
+    const now = Date.now();
+    if (run.status !== 'running' || now - (this.lastSaved.get(run.id) ?? 0) > SAVE_INTERVAL_MS) {
+      this.lastSaved.set(run.id, now);
+      try {
+        saveRunView(workspace, run);
+      } catch (err) {
+        this.log.warn(`could not save the view of run ${run.id}: ${String(err)}`);
+      }
+    }
+    this.changed.fire(run);
+    this.updateStatusBar();
+    if (isNew || run.status !== 'running') this.listChanged.fire();
+  }
+
+  private findings(update: FindingsUpdate): void {
+    if (!this.findingsTarget) {
+      this.log.debug(`findings update ${update.sectionId} (no findings editor in this build)`);
+      return;
+    }
+    Promise.resolve(this.findingsTarget.update(update)).catch((err) => this.log.error(`updating the findings document: ${String(err)}`));
+  }
+
+  private updateStatusBar(): void {
+    const going = [...this.active];
+    if (!going.length) {
+      this.statusBar.hide();
+      return;
+    }
+    const first = going[0];
+    const run = first.runId ? this.live.get(first.runId) : undefined;
+    this.statusBar.text = `$(sync~spin) ${first.phase} on ${first.target.name}${run?.headline ? `: ${run.headline}` : ''}${going.length > 1 ? ` (+${going.length - 1})` : ''}`;
+    this.statusBar.tooltip = 'Inference Bench: a run is going. Click to show the live results; Inference Bench: Stop ends it.';
+    this.statusBar.show();
+  }
+}

@@ -1,0 +1,130 @@
+// The kernel-breakdown side view, beside the editor so that the findings document stays in sight:
+// categories of a decode step → the kernels of one category → one kernel's statistics and its place
+// in the step, each insertable into the findings document at the cursor.
+import type { BreakdownView } from '../../src/shared/protocol';
+import type { KernelStat } from '../../src/shared/results';
+import type { ResultTable } from '../../src/shared/table';
+import { host, onHostMessage, post, request } from './api';
+import { button, el, renderTable } from './dom';
+import { categoryOrder, kernelTable } from './views/profile';
+
+interface BreakdownState {
+  runId?: string;
+  category?: string;
+  kernel?: string;
+}
+
+/** One kernel's statistics as a findings-ready table. */
+export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined): ResultTable {
+  const rows = [
+    { stat: 'category', value: kernel.category },
+    { stat: 'launches', value: String(kernel.count) },
+    { stat: 'total (µs)', value: kernel.total_us.toFixed(1) },
+    { stat: 'mean (µs)', value: kernel.mean_us.toFixed(2) },
+    { stat: 'min (µs)', value: kernel.min_us.toFixed(2) },
+    { stat: 'max (µs)', value: kernel.max_us.toFixed(2) },
+  ];
+  const share = kernel.share ?? (stepUs ? kernel.total_us / stepUs : undefined);
+  if (share !== undefined) rows.push({ stat: 'share of decode step', value: `${(share * 100).toFixed(1)}%` });
+  if (kernel.first_offset_us !== undefined) {
+    rows.push({ stat: 'first launch in step', value: `${kernel.first_offset_us.toFixed(1)} µs${stepUs ? ` (${((kernel.first_offset_us / stepUs) * 100).toFixed(0)}% into the step)` : ''}` });
+  }
+  return { id: 'kernel-detail', title: `Kernel ${kernel.name}`, columns: [{ key: 'stat', label: 'statistic', align: 'left' }, { key: 'value', label: 'value', align: 'right' }], rows };
+}
+
+export function startBreakdownApp(app: HTMLElement): void {
+  let view: BreakdownView | undefined;
+  let state = (host.getState() ?? {}) as BreakdownState;
+  const save = () => host.setState(state);
+
+  const insertButton = (table: ResultTable) =>
+    button('Insert into findings', 'Insert this table into the findings document at the cursor', async () => {
+      const reply = await request((requestId) => ({ type: 'insertTable', requestId, table }));
+      if (!reply.ok) status.textContent = reply.error ?? 'Could not insert the table.';
+      else status.textContent = 'Inserted into the findings document.';
+    }, 'insert');
+  const status = el('p', undefined, 'meta');
+  status.setAttribute('role', 'status');
+
+  function render(): void {
+    app.replaceChildren();
+    if (!view) {
+      app.append(el('p', 'Run the profiler phase, or Analyze Trace File…, then pick "Inspect kernels" on a profile run to see its kernel breakdown here.', 'empty'));
+      return;
+    }
+    const { profile } = view;
+    if (state.runId !== view.runId) state = { runId: view.runId };
+    const stepUs = profile.ranks.length ? profile.ranks.reduce((s, r) => s + r.step_us, 0) / profile.ranks.length : undefined;
+    const perCategory = new Map<string, number>();
+    for (const r of profile.ranks) for (const [c, us] of Object.entries(r.by_category)) perCategory.set(c, (perCategory.get(c) ?? 0) + us / profile.ranks.length);
+    app.append(el('h2', view.title));
+    if (stepUs) app.append(el('p', `decode step ${stepUs.toFixed(1)} µs (mean over ${profile.ranks.length} rank${profile.ranks.length === 1 ? '' : 's'}${profile.steps ? `, ${profile.steps} steps` : ''})`, 'meta'));
+
+    const list = el('ul', undefined, 'category-list');
+    list.setAttribute('aria-label', 'Kernel categories');
+    for (const category of categoryOrder([profile])) {
+      const us = perCategory.get(category) ?? 0;
+      const share = stepUs ? us / stepUs : 0;
+      const li = el('li');
+      const b = el('button', undefined, `category${state.category === category ? ' selected' : ''}`);
+      b.type = 'button';
+      b.dataset.category = category;
+      b.setAttribute('aria-pressed', String(state.category === category));
+      b.append(el('span', category, 'category-name'), el('span', `${us.toFixed(1)} µs · ${(share * 100).toFixed(1)}%`, 'category-figure'));
+      // A <progress> shows the share without any inline style.
+      const bar = el('progress');
+      bar.max = 1;
+      bar.value = share;
+      b.append(bar);
+      b.addEventListener('click', () => {
+        state = { runId: view!.runId, category };
+        save();
+        render();
+      });
+      li.append(b);
+      list.append(li);
+    }
+    app.append(list);
+
+    if (state.category) {
+      const kernels = profile.kernels.filter((k) => k.category === state.category).sort((a, b) => b.total_us - a.total_us);
+      const table = kernelTable(kernels, `Kernels in ${state.category}`, stepUs);
+      const section = el('section', undefined, 'card');
+      section.id = 'category-kernels';
+      const head = el('div', undefined, 'card-header');
+      head.append(el('h3', `${state.category}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(table));
+      const scroll = el('div', undefined, 'table-scroll');
+      scroll.append(renderTable(table, {
+        sortable: true,
+        initialSort: { key: 'total_us', descending: true },
+        onRowClick: (row) => {
+          state = { ...state, kernel: String(row.name) };
+          save();
+          render();
+        },
+      }));
+      section.append(head, scroll);
+      app.append(section);
+      const kernel = kernels.find((k) => k.name === state.kernel);
+      if (kernel) {
+        const detail = kernelDetailTable(kernel, stepUs);
+        const card = el('section', undefined, 'card');
+        card.id = 'kernel-detail';
+        const h = el('div', undefined, 'card-header');
+        h.append(el('h3', 'Kernel'), insertButton(detail));
+        card.append(h, el('p', kernel.name, 'kernel-name'), renderTable(detail));
+        app.append(card);
+      }
+    }
+    app.append(status);
+  }
+
+  onHostMessage((m) => {
+    if (m.type === 'breakdown') {
+      view = m.breakdown;
+      render();
+    }
+  });
+  render();
+  post({ type: 'ready' });
+}

@@ -1,0 +1,225 @@
+// The results panel: draws the selected run (and a second one overlaid for comparison) from the
+// snapshot and increments the host sends. It keeps no truth of its own beyond which runs are picked.
+import type { ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
+import type { RunSummary } from '../../src/shared/results';
+import { host, onHostMessage, post } from './api';
+import { ChartCard, setTheme } from './charts';
+import { button, el, renderTable } from './dom';
+import type { ChartSpec } from './specs';
+import { watchTheme } from './theme';
+import { macroCharts } from './views/macro';
+import { microCharts } from './views/micro';
+import { profileCharts, profileData, topKernels } from './views/profile';
+
+const PHASE_NAMES: Record<string, string> = { macro: 'Macro (serving)', micro: 'Micro (GEMM, all-reduce)', profile: 'Profiler (decode step)', probe: 'Probe' };
+
+export function startResultsApp(app: HTMLElement): void {
+  let snapshot: ResultsSnapshot = { runs: [] };
+  const saved = (host.getState() ?? {}) as ResultsViewState;
+  let selectedRunId = saved.selectedRunId;
+  let compareRunId = saved.compareRunId;
+  let cards: ChartCard[] = [];
+
+  const toolbar = el('div', undefined, 'toolbar');
+  const header = el('header', undefined, 'run-header');
+  const chartsHolder = el('div', undefined, 'charts');
+  const extras = el('div', undefined, 'extras');
+  app.replaceChildren(toolbar, header, chartsHolder, extras);
+
+  const runLabel = (r: RunSummary) => `${r.phase} · ${r.target} · ${new Date(r.startedAt).toLocaleString()}${r.status === 'running' ? ' · running' : ''}`;
+  const selected = () => snapshot.runs.find((r) => r.id === selectedRunId) ?? snapshot.runs[0];
+  const compared = () => {
+    const run = selected();
+    const other = snapshot.runs.find((r) => r.id === compareRunId);
+    return run && other && other.phase === run.phase && other.id !== run.id ? other : undefined;
+  };
+
+  const saveState = () => host.setState({ selectedRunId, compareRunId } satisfies ResultsViewState);
+
+  function renderToolbar(): void {
+    const run = selected();
+    const runSelect = el('select');
+    runSelect.id = 'run-select';
+    runSelect.setAttribute('aria-label', 'Run shown');
+    for (const r of snapshot.runs) {
+      const o = el('option', runLabel(r));
+      o.value = r.id;
+      o.selected = r.id === run?.id;
+      runSelect.append(o);
+    }
+    runSelect.addEventListener('change', () => {
+      selectedRunId = runSelect.value;
+      if (compareRunId === selectedRunId) compareRunId = undefined;
+      post({ type: 'selectRun', runId: selectedRunId, compareRunId });
+      saveState();
+      renderAll();
+    });
+    const compareSelect = el('select');
+    compareSelect.id = 'compare-select';
+    compareSelect.setAttribute('aria-label', 'Run overlaid for comparison');
+    const none = el('option', 'no comparison');
+    none.value = '';
+    compareSelect.append(none);
+    for (const r of snapshot.runs.filter((x) => run && x.phase === run.phase && x.id !== run.id)) {
+      const o = el('option', `B: ${runLabel(r)}`);
+      o.value = r.id;
+      o.selected = r.id === compared()?.id;
+      compareSelect.append(o);
+    }
+    compareSelect.disabled = compareSelect.options.length < 2;
+    compareSelect.addEventListener('change', () => {
+      compareRunId = compareSelect.value || undefined;
+      post({ type: 'selectRun', runId: selected()!.id, compareRunId });
+      saveState();
+      renderAll();
+    });
+    const runLabelEl = el('label', 'Run ');
+    runLabelEl.append(runSelect);
+    const compareLabel = el('label', 'Compare with ');
+    compareLabel.append(compareSelect);
+    toolbar.replaceChildren(runLabelEl, compareLabel);
+    if (run && profileData(run)) toolbar.append(button('Inspect kernels', 'Open the kernel breakdown beside the editor', () => post({ type: 'inspectBreakdown', runId: run.id }), 'list-tree'));
+  }
+
+  function renderHeader(run: RunSummary | undefined, other: RunSummary | undefined): void {
+    header.replaceChildren();
+    if (!run) return;
+    const title = el('h2', `${PHASE_NAMES[run.phase] ?? run.phase} · ${run.target}`);
+    if (run.simulated) title.append(el('span', 'simulator', 'badge'));
+    header.append(title);
+    const status = el('p', undefined, `status status-${run.status}`);
+    status.id = 'run-status';
+    status.append(el('span', undefined, `codicon codicon-${run.status === 'running' ? 'loading codicon-modifier-spin' : run.status === 'completed' ? 'pass' : 'warning'}`));
+    status.append(el('span', ` ${run.status}${run.reason ? ` — ${run.reason}` : ''}`));
+    header.append(status);
+    if (run.headline) {
+      const headline = el('p', run.headline, 'headline');
+      headline.id = 'run-headline';
+      header.append(headline);
+    }
+    if (other) header.append(el('p', `A (solid): ${runLabel(run)} — B (dashed): ${runLabel(other)}${other.headline ? ` — ${other.headline}` : ''}`, 'meta'));
+  }
+
+  function specsFor(run: RunSummary, other: RunSummary | undefined): ChartSpec[] {
+    switch (run.phase) {
+      case 'macro':
+        return macroCharts(run, other);
+      case 'micro':
+        return microCharts(run, other);
+      case 'profile':
+        return profileCharts(run, other);
+      default:
+        return [];
+    }
+  }
+
+  /** Draws the charts, reusing cards with the same id so that a live run's charts update in place. */
+  function renderCharts(): void {
+    const started = performance.now();
+    const run = selected();
+    const other = compared();
+    renderHeader(run, other);
+    if (!run) {
+      cards.forEach((c) => c.destroy());
+      cards = [];
+      chartsHolder.replaceChildren(el('p', 'No runs yet. Run a phase from the Inference Bench sidebar or the command palette (Inference Bench: Run Macro Phase).', 'empty'));
+      extras.replaceChildren();
+      return;
+    }
+    const specs = specsFor(run, other);
+    const next: ChartCard[] = [];
+    for (const spec of specs) {
+      const existing = cards.find((c) => c.id === spec.id);
+      if (existing) {
+        existing.update(spec);
+        next.push(existing);
+      } else next.push(new ChartCard(spec));
+    }
+    cards.filter((c) => !next.includes(c)).forEach((c) => c.destroy());
+    cards = next;
+    chartsHolder.replaceChildren(...cards.map((c) => c.element));
+    if (!specs.length) chartsHolder.append(el('p', run.status === 'running' ? 'Waiting for the first results…' : 'This run has no results to draw.', 'empty'));
+    const kernels = run.phase === 'profile' ? topKernels(run) : undefined;
+    extras.replaceChildren();
+    if (kernels) {
+      const section = el('section', undefined, 'card');
+      section.append(el('h3', kernels.title), el('div', undefined, 'table-scroll'));
+      section.lastElementChild!.append(renderTable(kernels, { sortable: true, initialSort: { key: 'total_us', descending: true } }));
+      extras.append(section);
+    }
+    const points = cards.reduce((n, c) => n + c.pointCount(), 0);
+    const ms = performance.now() - started;
+    document.body.dataset.lastRenderMs = ms.toFixed(2);
+    document.body.dataset.points = String(points);
+    post({ type: 'rendered', points, ms });
+  }
+
+  function renderAll(): void {
+    renderToolbar();
+    renderCharts();
+  }
+
+  onHostMessage((m) => {
+    switch (m.type) {
+      case 'snapshot':
+        snapshot = m.snapshot;
+        // The host's choice wins when it names a run (a click in the sidebar); otherwise keep the view's own.
+        if (m.snapshot.selectedRunId) selectedRunId = m.snapshot.selectedRunId;
+        if (m.snapshot.compareRunId !== undefined) compareRunId = m.snapshot.compareRunId;
+        saveState();
+        renderAll();
+        break;
+      case 'runUpdated': {
+        const i = snapshot.runs.findIndex((r) => r.id === m.run.id);
+        const isNew = i < 0;
+        if (isNew) snapshot.runs.unshift(m.run);
+        else snapshot.runs[i] = m.run;
+        // A new run takes the view over: the user just started it and wants to watch it.
+        if (isNew) {
+          selectedRunId = m.run.id;
+          compareRunId = undefined;
+          saveState();
+        }
+        renderToolbar();
+        if (m.run.id === selected()?.id || m.run.id === compared()?.id) renderCharts();
+        break;
+      }
+      case 'select':
+        selectedRunId = m.runId;
+        compareRunId = m.compareRunId;
+        saveState();
+        renderAll();
+        break;
+      default:
+        break;
+    }
+  });
+
+  watchTheme((theme) => {
+    setTheme(theme);
+    cards.forEach((c) => c.retheme());
+  });
+
+  // Exposed for the benchmark in the UI tests: a chart update of N points, timed inside the page.
+  (window as unknown as { infbenchBench: (n: number) => number }).infbenchBench = (n: number) => benchUpdate(chartsHolder, n);
+  post({ type: 'ready' });
+}
+
+/** Draws a scatter of `n` points into a scratch card twice (create, then update) and returns the update's ms. */
+function benchUpdate(holder: HTMLElement, n: number): number {
+  const points = (seed: number) => Array.from({ length: n }, (_, i) => ({ x: i / 10, y: 100 + 50 * Math.sin(i / 200 + seed) + ((i * 7919) % 97) }));
+  const spec = (seed: number): ChartSpec => ({
+    kind: 'line',
+    id: 'bench',
+    title: `Benchmark: ${n} points`,
+    xLabel: 's',
+    yLabel: 'ms',
+    series: [{ label: 'latency', points: points(seed), scatter: true }],
+    table: { id: 'bench', title: 'bench', columns: [], rows: [] },
+  });
+  const card = new ChartCard(spec(0));
+  holder.prepend(card.element);
+  const ms = card.update(spec(1));
+  card.destroy();
+  return ms;
+}

@@ -1,0 +1,50 @@
+// What a chart shows, apart from how it is drawn: built from a RunSummary by pure functions
+// (views/*.ts) that the unit tests run in plain Node.
+import type { ResultTable, TableCell } from '../../src/shared/table';
+
+export interface TableOptions {
+  /** Column headers become buttons that sort the rows. */
+  sortable?: boolean;
+  /** Called when a row is activated (click or Enter); rows become focusable. */
+  onRowClick?: (row: Record<string, TableCell>) => void;
+  initialSort?: { key: string; descending: boolean };
+}
+
+export interface Series {
+  label: string;
+  points: { x: number; y: number }[];
+  /** Series from the compared run are drawn dashed. */
+  dashed?: boolean;
+  /** A reference line (a GPU's peak): drawn thin, no points. */
+  reference?: boolean;
+  /** Colour index into the theme's palette; series of the two runs that match share one. */
+  colorIndex?: number;
+  /** Points only (per-request scatter). */
+  scatter?: boolean;
+}
+
+export interface LineChartSpec {
+  kind: 'line';
+  id: string;
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  xLog?: boolean;
+  yLog?: boolean;
+  series: Series[];
+  table: ResultTable;
+  tableOptions?: TableOptions;
+}
+
+export interface StackedBarSpec {
+  kind: 'stackedBar';
+  id: string;
+  title: string;
+  yLabel: string;
+  labels: string[];
+  stacks: { label: string; values: number[]; colorIndex: number }[];
+  table: ResultTable;
+  tableOptions?: TableOptions;
+}
+
+export type ChartSpec = LineChartSpec | StackedBarSpec;

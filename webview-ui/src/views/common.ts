@@ -1,0 +1,23 @@
+import type { RunSummary } from '../../../src/shared/results';
+
+export function finite(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+/** Log scale when the values are all positive and span more than a decade (a 1..256 sweep). */
+export function wantsLog(values: number[]): boolean {
+  const positive = values.filter((v) => v > 0);
+  if (positive.length !== values.length || positive.length < 3) return false;
+  return Math.max(...positive) / Math.min(...positive) > 10;
+}
+
+/** The runs drawn: the selected one, then the compared one if any, each with its A/B tag. */
+export function drawnRuns(run: RunSummary, compare?: RunSummary): { run: RunSummary; tag: string; dashed: boolean }[] {
+  const out = [{ run, tag: 'A', dashed: false }];
+  if (compare) out.push({ run: compare, tag: 'B', dashed: true });
+  return out;
+}
+
+export function seriesLabel(label: string, tag: string, comparing: boolean): string {
+  return comparing ? `${tag}: ${label}` : label;
+}

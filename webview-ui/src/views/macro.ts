@@ -1,0 +1,140 @@
+// Macro run charts: throughput vs load, latency percentiles vs load, latency of each request over time.
+import type { MacroLevelSummary, RunSummary } from '../../../src/shared/results';
+import type { TableColumn, TableCell } from '../../../src/shared/table';
+import type { ChartSpec, Series } from '../specs';
+import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
+
+const STAT_ORDER = ['mean', 'median', 'p50', 'p90', 'p95', 'p99', 'p99.9'];
+
+function loadOf(level: MacroLevelSummary): number | undefined {
+  return finite(level.max_concurrency) ?? finite(level.request_rate);
+}
+
+function loadAxis(runs: RunSummary[]): { label: string; key: string } {
+  const byRate = runs.every((r) => (r.macro?.levels ?? []).every((l) => finite(l.max_concurrency) === undefined && finite(l.request_rate) !== undefined));
+  return byRate ? { label: 'request rate (req/s)', key: 'request_rate' } : { label: 'concurrency (max in-flight requests)', key: 'max_concurrency' };
+}
+
+/** The percentile statistics present for a metric, in a reading order (mean, median, p90, p99...). */
+export function statsFor(levels: MacroLevelSummary[], metric: string): string[] {
+  const found = new Set<string>();
+  const pattern = new RegExp(`^(mean|median|p\\d+(?:\\.\\d+)?)_${metric}_ms$`);
+  for (const l of levels) for (const k of Object.keys(l)) {
+    const m = pattern.exec(k);
+    if (m && finite(l[k]) !== undefined) found.add(m[1]);
+  }
+  const rank = (s: string) => (STAT_ORDER.includes(s) ? STAT_ORDER.indexOf(s) : 50 + parseFloat(s.slice(1)));
+  return [...found].sort((a, b) => rank(a) - rank(b));
+}
+
+function levelsSorted(run: RunSummary): MacroLevelSummary[] {
+  return [...(run.macro?.levels ?? [])].filter((l) => loadOf(l) !== undefined).sort((a, b) => loadOf(a)! - loadOf(b)!);
+}
+
+export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] {
+  const runs = drawnRuns(run, compare);
+  const comparing = runs.length > 1;
+  const axis = loadAxis(runs.map((r) => r.run));
+  const loads = runs.flatMap((r) => levelsSorted(r.run).map((l) => loadOf(l)!));
+  const xLog = wantsLog(loads);
+  const charts: ChartSpec[] = [];
+  const runColumn: TableColumn[] = comparing ? [{ key: 'run', label: 'run', align: 'left' }] : [];
+
+  // Throughput vs load.
+  const throughputSeries: Series[] = [];
+  const throughputRows: Record<string, TableCell>[] = [];
+  runs.forEach(({ run: r, tag, dashed }) => {
+    const levels = levelsSorted(r);
+    throughputSeries.push(
+      { label: seriesLabel('output tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), dashed, colorIndex: 0 },
+      { label: seriesLabel('total tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.total_token_throughput })), dashed, colorIndex: 1 },
+    );
+    for (const l of levels) {
+      throughputRows.push({ run: tag, load: loadOf(l), completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
+    }
+  });
+  charts.push({
+    kind: 'line',
+    id: `${run.id}-throughput`,
+    title: `Throughput vs ${axis.key === 'request_rate' ? 'request rate' : 'concurrency'}`,
+    xLabel: axis.label,
+    yLabel: 'tokens per second',
+    xLog,
+    series: throughputSeries,
+    table: {
+      id: 'macro-throughput',
+      title: 'Throughput per load level',
+      columns: [
+        ...runColumn,
+        { key: 'load', label: axis.key, digits: axis.key === 'request_rate' ? 2 : 0 },
+        { key: 'completed', label: 'completed', digits: 0 },
+        { key: 'failed', label: 'failed', digits: 0 },
+        { key: 'duration', label: 'duration (s)', digits: 2 },
+        { key: 'request_throughput', label: 'req/s', digits: 2 },
+        { key: 'output_throughput', label: 'output tok/s', digits: 1 },
+        { key: 'total_token_throughput', label: 'total tok/s', digits: 1 },
+      ],
+      rows: throughputRows,
+    },
+  });
+
+  // Percentiles of each latency metric vs load.
+  for (const [metric, name] of [['ttft', 'TTFT'], ['tpot', 'TPOT'], ['itl', 'ITL'], ['e2el', 'E2E latency']] as const) {
+    const stats = [...new Set(runs.flatMap((r) => statsFor(r.run.macro?.levels ?? [], metric)))];
+    if (!stats.length) continue;
+    const series: Series[] = [];
+    const rows: Record<string, TableCell>[] = [];
+    runs.forEach(({ run: r, tag, dashed }) => {
+      const levels = levelsSorted(r);
+      stats.forEach((stat, i) => {
+        const key = `${stat}_${metric}_ms`;
+        series.push({ label: seriesLabel(stat, tag, comparing), points: levels.flatMap((l) => (finite(l[key]) === undefined ? [] : [{ x: loadOf(l)!, y: l[key] as number }])), dashed, colorIndex: i });
+      });
+      for (const l of levels) rows.push({ run: tag, load: loadOf(l), ...Object.fromEntries(stats.map((s) => [s, finite(l[`${s}_${metric}_ms`])])) });
+    });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-${metric}`,
+      title: `${name} percentiles vs ${axis.key === 'request_rate' ? 'request rate' : 'concurrency'}`,
+      xLabel: axis.label,
+      yLabel: `${name} (ms)`,
+      xLog,
+      series,
+      table: {
+        id: `macro-${metric}`,
+        title: `${name} (ms) per load level`,
+        columns: [...runColumn, { key: 'load', label: axis.key, digits: axis.key === 'request_rate' ? 2 : 0 }, ...stats.map((s) => ({ key: s, label: s, digits: 2 }))],
+        rows,
+      },
+    });
+  }
+
+  // Each request's latency over the run's time: shows warm-up, queueing, stalls.
+  if (runs.some((r) => r.run.macro?.requests?.length)) {
+    const series: Series[] = [];
+    const rows: Record<string, TableCell>[] = [];
+    runs.forEach(({ run: r, tag, dashed }) => {
+      const requests = (r.macro?.requests ?? []).filter((q) => q.ok);
+      series.push(
+        { label: seriesLabel('E2E latency', tag, comparing), points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])), dashed, colorIndex: 0, scatter: true },
+        { label: seriesLabel('TTFT', tag, comparing), points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])), dashed, colorIndex: 1, scatter: true },
+      );
+      for (const q of r.macro?.requests ?? []) rows.push({ run: tag, start_s: q.start_s, level: q.level, ttft_ms: q.ttft_ms, e2el_ms: q.e2el_ms, ok: q.ok ? 'yes' : 'failed' });
+    });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-requests`,
+      title: 'Latency of each request over time',
+      xLabel: 'request sent at (s from the run start)',
+      yLabel: 'latency (ms)',
+      series,
+      table: {
+        id: 'macro-requests',
+        title: 'Requests',
+        columns: [...runColumn, { key: 'start_s', label: 'sent at (s)', digits: 3 }, { key: 'level', label: 'level', digits: 0 }, { key: 'ttft_ms', label: 'TTFT (ms)', digits: 1 }, { key: 'e2el_ms', label: 'E2E (ms)', digits: 1 }, { key: 'ok', label: 'ok', align: 'left' }],
+        rows,
+      },
+    });
+  }
+  return charts;
+}
