@@ -1,0 +1,83 @@
+// Picks the runs a decode-step budget is built from: the ones named, or the newest completed run of
+// each phase in the workspace, and reads their results into the budget's inputs.
+import { RunFolder } from '../runs/runFolder';
+import { Budget, buildBudget } from './budget';
+import { macroLevelsFrom, microInputFrom, profileInputFrom } from './inputs';
+import { ModelStructure } from './modelStructure';
+
+export class ExplainError extends Error {}
+
+export interface ExplainSelection {
+  macro?: RunFolder;
+  micro?: RunFolder;
+  profile?: RunFolder;
+}
+
+/** The newest run of each phase that finished with a result (or the named runs, by id or folder). */
+export function selectRuns(workspace: string, runIds?: string[]): ExplainSelection {
+  const all = RunFolder.list(workspace);
+  const chosen: ExplainSelection = {};
+  if (runIds?.length) {
+    for (const id of runIds) {
+      const run = all.find((r) => r.info.id === id || r.dir === id) ?? all.find((r) => r.info.id.startsWith(id));
+      if (!run) {
+        throw new ExplainError(`No run "${id}" in ${workspace}/.inference-bench/runs. List the runs with \`ls .inference-bench/runs\` and pass their folder names to --runs.`);
+      }
+      if (run.info.phase === 'probe') throw new ExplainError(`Run ${id} is a probe run; --runs takes macro, micro and profile runs.`);
+      if (chosen[run.info.phase]) throw new ExplainError(`--runs names two ${run.info.phase} runs (${chosen[run.info.phase]!.info.id} and ${run.info.id}); name one per phase.`);
+      chosen[run.info.phase] = run;
+    }
+    return chosen;
+  }
+  for (const run of all) {
+    const phase = run.info.phase;
+    if (phase === 'probe' || chosen[phase]) continue;
+    if (run.info.status !== 'completed' || !hasResult(run)) continue;
+    chosen[phase] = run;
+  }
+  return chosen;
+}
+
+function hasResult(run: RunFolder): boolean {
+  try {
+    return run.readResult() !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds the budget from the selected runs; `model` overrides the structure the micro run names. */
+export function explainRuns(selection: ExplainSelection, options: { model?: ModelStructure; batch?: number } = {}): Budget {
+  const read = (run: RunFolder | undefined) => {
+    if (!run) return undefined;
+    try {
+      return run.readResult();
+    } catch (err) {
+      throw new ExplainError(`The result of run ${run.info.id} is not readable JSON (${(err as Error).message}); re-run that phase or leave it out of --runs.`);
+    }
+  };
+  const macroResult = read(selection.macro);
+  const microResult = read(selection.micro);
+  const profileResult = read(selection.profile);
+  const macro = selection.macro && macroResult !== undefined
+    ? { runId: selection.macro.info.id, simulated: selection.macro.info.simulated, model: modelName(macroResult), levels: macroLevelsFrom(macroResult) }
+    : undefined;
+  const micro = selection.micro && microResult !== undefined
+    ? { ...microInputFrom(selection.micro.info.id, microResult, selection.micro.info.options), simulated: selection.micro.info.simulated || undefined }
+    : undefined;
+  let profile = selection.profile && profileResult !== undefined ? profileInputFrom(selection.profile.info.id, profileResult, selection.profile.info.options) : undefined;
+  if (selection.profile && profileResult !== undefined && !profile) {
+    throw new ExplainError(`Profile run ${selection.profile.info.id} has a result without a decode-step breakdown (no step time or categories); re-run the profiler or re-analyse its traces.`);
+  }
+  if (profile && selection.profile?.info.simulated) profile = { ...profile, simulated: true };
+  return buildBudget({ macro, micro, profile, model: options.model, batch: options.batch });
+}
+
+function modelName(result: unknown): string | undefined {
+  if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
+    const r = result as Record<string, unknown>;
+    const m = r.model ?? r.model_id;
+    return typeof m === 'string' ? m : undefined;
+  }
+  return undefined;
+}

@@ -1,0 +1,83 @@
+// The decode-step budget as tables: for the findings document's "Where the milliseconds go" section,
+// the CLI's `infbench explain`, and the results view's table beside the waterfall.
+import { FindingsUpdate } from '../campaign/phaseContext';
+import { ResultTable } from '../../shared/table';
+import { Budget } from './budget';
+
+export const BUDGET_SECTION_ID = 'where-the-milliseconds-go';
+
+export function budgetTables(b: Budget): ResultTable[] {
+  const tables: ResultTable[] = [];
+  const tpot = b.measured.tpot;
+  const totals: ResultTable = {
+    id: 'budget-totals',
+    title: `Decode step at batch ${b.batch}: measured, explained, predicted`,
+    columns: [
+      { key: 'what', label: 'quantity', align: 'left' },
+      { key: 'ms', label: 'ms per step', digits: 2 },
+      { key: 'source', label: 'source', align: 'left' },
+    ],
+    rows: [],
+  };
+  if (tpot) {
+    totals.rows.push({ what: `served TPOT, median (c=${tpot.concurrency ?? '∞'})`, ms: tpot.median_ms, source: `macro ${b.runs.macro}` });
+    if (tpot.mean_ms !== undefined) totals.rows.push({ what: 'served TPOT, mean', ms: tpot.mean_ms, source: `macro ${b.runs.macro}` });
+    if (tpot.p99_ms !== undefined) totals.rows.push({ what: 'served TPOT, p99', ms: tpot.p99_ms, source: `macro ${b.runs.macro}` });
+  }
+  if (b.measured.step) totals.rows.push({ what: `profiled step${b.measured.step.steps ? ` (mean of ${b.measured.step.steps} steps)` : ''}`, ms: b.measured.step.ms, source: `profile ${b.runs.profile}` });
+  if (b.predicted_ms !== undefined) totals.rows.push({ what: 'predicted from micro (all-reduce + GEMM + launch)', ms: b.predicted_ms, source: `micro ${b.runs.micro}` });
+  for (const g of b.gaps) {
+    if (g.key === 'host_overhead' || g.key === 'step_vs_micro' || g.key === 'tpot_vs_micro') totals.rows.push({ what: `gap: ${g.name}`, ms: g.ms, source: `${g.first} − ${g.second}` });
+  }
+  if (totals.rows.length) tables.push(totals);
+
+  if (b.rows.length) {
+    tables.push({
+      id: 'budget-categories',
+      title: 'Where the milliseconds go, per kernel category',
+      columns: [
+        { key: 'label', label: 'category', align: 'left' },
+        { key: 'profiled', label: 'profiled ms', digits: 3 },
+        { key: 'share', label: 'share %', digits: 1 },
+        { key: 'predicted', label: 'micro ms', digits: 3 },
+        { key: 'gap', label: 'gap ms', digits: 3 },
+        { key: 'how', label: 'how micro predicts it', align: 'left' },
+      ],
+      rows: b.rows.map((r) => ({
+        label: r.label,
+        profiled: r.profiled_ms,
+        share: r.share !== undefined ? r.share * 100 : undefined,
+        predicted: r.predicted_ms,
+        gap: r.gap_ms,
+        how: r.prediction ?? '',
+      })),
+      note: b.model ? `Model structure: ${b.model.source}. Gap = profiled − micro.` : undefined,
+    });
+  }
+  if (b.missing.length) {
+    tables.push({
+      id: 'budget-missing',
+      title: 'Missing phases',
+      columns: [
+        { key: 'phase', label: 'phase', align: 'left' },
+        { key: 'command', label: 'run', align: 'left' },
+        { key: 'adds', label: 'what it adds', align: 'left' },
+      ],
+      rows: b.missing.map((m) => ({ phase: m.phase, command: m.command, adds: m.adds })),
+    });
+  }
+  return tables;
+}
+
+export function budgetFindings(b: Budget): FindingsUpdate {
+  const provenance = Object.entries(b.runs)
+    .filter(([, id]) => id)
+    .map(([phase, id]) => `${phase} ${id}`)
+    .join(', ');
+  const lines = [
+    ...b.readings.slice(0, 4),
+    `From ${provenance || 'no runs'}${b.simulated ? ' — simulator numbers, not a real server' : ''}.`,
+    ...b.caveats.map((c) => `Caveat: ${c}`),
+  ];
+  return { sectionId: BUDGET_SECTION_ID, heading: 'Where the milliseconds go', lines, tables: budgetTables(b) };
+}

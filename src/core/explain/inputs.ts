@@ -1,0 +1,227 @@
+// The narrow inputs the decode-step budget reads from each phase's result, and the mappers from the
+// result files the phases write. The budget depends on these shapes only, so a phase may add fields freely.
+import { LinearShape, ModelStructure, presetFor } from './modelStructure';
+
+/** One macro load level, with `vllm bench serve`'s field names. */
+export interface MacroLevelInput {
+  max_concurrency: number | null;
+  request_rate?: number | string | null;
+  completed?: number;
+  mean_tpot_ms?: number;
+  median_tpot_ms?: number;
+  p99_tpot_ms?: number;
+  std_tpot_ms?: number;
+  mean_ttft_ms?: number;
+  output_throughput?: number;
+}
+
+export interface MacroInput {
+  runId: string;
+  simulated?: boolean;
+  model?: string;
+  levels: MacroLevelInput[];
+}
+
+/** A decode step as the profiler measured it, averaged over the steps analysed. Times in ms. */
+export interface ProfileInput {
+  runId: string;
+  simulated?: boolean;
+  model?: string;
+  /** Sequences in each profiled decode step. */
+  batch: number;
+  steps?: number;
+  /** Wall time of one step, averaged over ranks. */
+  step_ms: number;
+  /** Busy time per kernel category plus `idle`, averaged over ranks; adds up to step_ms. */
+  by_category_ms: Record<string, number>;
+  ranks?: { rank: number; step_ms: number }[];
+  /** Kernels launched per step on one GPU, where the profile counts them. */
+  kernels_per_step?: number;
+  top_kernels?: { name: string; category: string; ms_per_step: number }[];
+}
+
+export interface MicroGemmInput { shape: string; m: number; n: number; k: number; time_us: number }
+export interface MicroAllReduceInput { size_bytes: number; time_us: number; busbw_gbps?: number; world_size?: number }
+/** Launch overhead per kernel, eager (one launch per kernel) or replayed from a CUDA graph. */
+export interface MicroLaunchInput { mode: 'eager' | 'graph'; us_per_kernel: number }
+
+export interface MicroInput {
+  runId: string;
+  simulated?: boolean;
+  model?: ModelStructure;
+  world_size?: number;
+  gemm: MicroGemmInput[];
+  allreduce: MicroAllReduceInput[];
+  launch: MicroLaunchInput[];
+  /** Datasheet or measured peak bus bandwidth, GB/s. */
+  peak_busbw_gbps?: number;
+  gpu?: string;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** Macro levels from a macro result: `{levels: [...]}` or a bare array of `vllm bench serve`-named objects. */
+export function macroLevelsFrom(result: unknown): MacroLevelInput[] {
+  const list = Array.isArray(result) ? result : isObj(result) ? arr(result.levels ?? result.results) : [];
+  return list.filter(isObj).map((l) => ({
+    ...l,
+    max_concurrency: num(l.max_concurrency) ?? null,
+    request_rate: (l.request_rate as number | string | null | undefined) ?? null,
+  })) as MacroLevelInput[];
+}
+
+/**
+ * The profile's decode step from a profile result. Understands the shared ProfileSummary
+ * (`ranks[].step_us`, `ranks[].by_category` in microseconds) and a breakdown with
+ * milliseconds (`step_ms`, `by_category_ms` or `categories: [{category, ms}]`), overall or per rank.
+ */
+export function profileInputFrom(runId: string, result: unknown, options: Record<string, unknown> = {}): ProfileInput | undefined {
+  if (!isObj(result)) return undefined;
+  const root: Obj = isObj(result.breakdown) ? { ...result, ...result.breakdown } : result;
+  const ranksRaw = arr(root.ranks).filter(isObj);
+  const ranks = ranksRaw.map((r, i) => ({
+    rank: num(r.rank) ?? i,
+    step_ms: num(r.step_ms) ?? (num(r.step_us) !== undefined ? (r.step_us as number) / 1000 : NaN),
+    by_category_ms: categoriesMs(r),
+  })).filter((r) => Number.isFinite(r.step_ms));
+  let step_ms = num(root.step_ms) ?? (num(root.step_us) !== undefined ? (root.step_us as number) / 1000 : undefined);
+  let byCat = categoriesMs(root);
+  if (step_ms === undefined && ranks.length) step_ms = mean(ranks.map((r) => r.step_ms));
+  if (!Object.keys(byCat).length && ranks.length) {
+    byCat = {};
+    for (const r of ranks) for (const [c, ms] of Object.entries(r.by_category_ms)) byCat[c] = (byCat[c] ?? 0) + ms / ranks.length;
+  }
+  if (step_ms === undefined || !Object.keys(byCat).length) return undefined;
+  const busy = Object.entries(byCat).filter(([c]) => c !== 'idle').reduce((s, [, ms]) => s + ms, 0);
+  if (byCat.idle === undefined) byCat.idle = Math.max(0, step_ms - busy);
+  const steps = num(root.steps) ?? num(root.decode_steps) ?? num(root.step_count);
+  const kernels = arr(root.kernels ?? root.top_kernels).filter(isObj);
+  const top_kernels = kernels.map((k) => ({
+    name: str(k.name) ?? '?',
+    category: str(k.category) ?? 'other',
+    ms_per_step: num(k.ms_per_step) ?? (num(k.total_us) !== undefined && steps ? (k.total_us as number) / 1000 / steps / Math.max(1, ranks.length || 1) : (num(k.mean_us) ?? 0) * (num(k.count) ?? 1) / 1000 / Math.max(1, steps ?? 1)),
+  }));
+  const countPerStep = num(root.kernels_per_step);
+  return {
+    runId,
+    simulated: root.simulated === true || undefined,
+    model: str(root.model) ?? str(options.model),
+    batch: num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1,
+    steps,
+    step_ms,
+    by_category_ms: byCat,
+    ranks: ranks.length ? ranks.map(({ rank, step_ms: ms }) => ({ rank, step_ms: ms })) : undefined,
+    kernels_per_step: countPerStep,
+    top_kernels: top_kernels.length ? top_kernels : undefined,
+  };
+}
+
+function categoriesMs(o: Obj): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (isObj(o.by_category_ms)) {
+    for (const [c, v] of Object.entries(o.by_category_ms)) if (num(v) !== undefined) out[c] = v as number;
+  } else if (isObj(o.by_category)) {
+    // ProfileSummary keeps microseconds.
+    for (const [c, v] of Object.entries(o.by_category)) if (num(v) !== undefined) out[c] = (v as number) / 1000;
+  } else if (Array.isArray(o.categories)) {
+    for (const c of o.categories.filter(isObj)) {
+      const name = str(c.category) ?? str(c.name);
+      const ms = num(c.ms) ?? num(c.ms_per_step) ?? (num(c.us) !== undefined ? (c.us as number) / 1000 : undefined);
+      if (name && ms !== undefined) out[name] = ms;
+    }
+  }
+  return out;
+}
+
+/** The micro phase's points from its result: `points` tagged by kind, or `gemm`/`allreduce`/`launch` lists. */
+export function microInputFrom(runId: string, result: unknown, options: Record<string, unknown> = {}): MicroInput {
+  const r: Obj = isObj(result) ? result : {};
+  const points = arr(r.points).filter(isObj);
+  const ofKind = (kind: string, key: string) => [
+    ...arr(r[key]).filter(isObj),
+    ...points.filter((p) => p.kind === kind).map((p) => (isObj(p.point) ? p.point : p)),
+  ];
+  const gemm = ofKind('gemm', 'gemm').map((p) => ({
+    shape: str(p.shape) ?? str(p.name) ?? `${p.n}x${p.k}`,
+    m: num(p.m) ?? NaN,
+    n: num(p.n) ?? NaN,
+    k: num(p.k) ?? NaN,
+    time_us: num(p.time_us) ?? num(p.median_us) ?? NaN,
+  })).filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
+  const allreduce = ofKind('allreduce', 'allreduce').map((p) => ({
+    size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
+    time_us: num(p.time_us) ?? num(p.median_us) ?? NaN,
+    busbw_gbps: num(p.busbw_gbps),
+    world_size: num(p.world_size),
+  })).filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
+  const launch: MicroLaunchInput[] = [];
+  for (const p of ofKind('launch', 'launch')) {
+    const mode = /graph/i.test(String(p.mode ?? p.variant ?? p.name ?? '')) ? 'graph' : 'eager';
+    const us = num(p.us_per_kernel) ?? num(p.per_kernel_us) ?? num(p.us_per_launch) ?? num(p.time_us);
+    if (us !== undefined) launch.push({ mode, us_per_kernel: us });
+    // One point may carry both modes.
+    if (num(p.eager_us) !== undefined) launch.push({ mode: 'eager', us_per_kernel: p.eager_us as number });
+    if (num(p.graph_us) !== undefined) launch.push({ mode: 'graph', us_per_kernel: p.graph_us as number });
+  }
+  const peak = ofKind('peak', 'peak')[0] ?? (isObj(r.peak) ? r.peak : undefined);
+  const world_size = num(r.world_size) ?? num(r.tp) ?? allreduce.find((p) => p.world_size)?.world_size;
+  return {
+    runId,
+    simulated: r.simulated === true || undefined,
+    model: modelFromMicro(runId, r, options, world_size),
+    world_size,
+    gemm,
+    allreduce,
+    launch,
+    peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
+    gpu: peak ? str(peak.gpu) : str(r.gpu),
+  };
+}
+
+/** The model structure the micro run measured for: its shapes with per-step counts, else a preset by name. */
+function modelFromMicro(runId: string, r: Obj, options: Record<string, unknown>, worldSize: number | undefined): ModelStructure | undefined {
+  const m = isObj(r.model) ? r.model : {};
+  const name = str(m.name) ?? str(r.model) ?? str(options.model);
+  const shapes = arr(r.shapes).filter(isObj);
+  const hidden = num(m.hidden);
+  const layers = num(m.layers);
+  const preset = presetFor(name);
+  if (!hidden || !layers || !shapes.length) return preset;
+  const experts = parseExperts(shapes) ?? preset?.experts;
+  const linears: LinearShape[] = shapes.map((s) => ({
+    name: str(s.name) ?? '?',
+    n: num(s.n) ?? 0,
+    k: num(s.k) ?? 0,
+    perStep: num(s.per_step) ?? 1,
+    routedExpert: /^moe\.(gate_up|down)/.test(str(s.name) ?? ''),
+  }));
+  const dtype = str(m.dtype) ?? 'bf16';
+  return {
+    name: name ?? 'model',
+    source: `micro run ${runId}`,
+    hidden,
+    layers,
+    tp: num(r.tp) ?? worldSize ?? preset?.tp ?? 1,
+    activationBytes: dtype === 'fp32' ? 4 : 2,
+    allReducesPerLayer: 2,
+    extraAllReduces: 1,
+    experts,
+    linears,
+  };
+}
+
+function parseExperts(shapes: Obj[]): { total: number; active: number } | undefined {
+  for (const s of shapes) {
+    const m = /(\d+) experts, (\d+) active/.exec(str(s.note) ?? '');
+    if (m) return { total: Number(m[1]), active: Number(m[2]) };
+  }
+  return undefined;
+}
+
+function mean(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / xs.length;
+}
