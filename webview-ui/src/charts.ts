@@ -3,7 +3,8 @@
 // live run gains points without the page flickering.
 import { Chart, ChartConfiguration, ChartDataset, Plugin, registerables } from 'chart.js';
 import { request } from './api';
-import { button, el, renderTable, tableToCsv } from './dom';
+import { tableToCsv } from './csv';
+import { button, el, renderTable } from './dom';
 import type { ChartSpec, LineChartSpec } from './specs';
 import { ChartTheme, readTheme } from './theme';
 

@@ -1,6 +1,6 @@
 // Small DOM helpers. All text goes in through textContent: nothing from a run is ever parsed as HTML,
 // and no style attribute is ever written (the page's policy forbids inline styles).
-import { formatCell, ResultTable, TableCell, TableColumn } from '../../src/shared/table';
+import { formatCell, ResultTable, TableCell } from '../../src/shared/table';
 import type { TableOptions } from './specs';
 
 export function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, className?: string): HTMLElementTagNameMap[K] {
@@ -96,11 +96,4 @@ export function renderTable(table: ResultTable, options: TableOptions = {}): HTM
     t.append(foot);
   }
   return t;
-}
-
-/** RFC 4180 CSV of a table, numbers at full precision so that nothing is lost on export. */
-export function tableToCsv(table: ResultTable): string {
-  const quote = (s: string) => (/[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
-  const cell = (v: TableCell, c: TableColumn) => (typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : v === null || v === undefined ? '' : quote(formatCell(v, c)));
-  return [table.columns.map((c) => quote(c.label)).join(','), ...table.rows.map((r) => table.columns.map((c) => cell(r[c.key], c)).join(','))].join('\r\n') + '\r\n';
 }
