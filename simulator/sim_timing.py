@@ -163,20 +163,23 @@ def predict_single_stream(model: TimingModel, input_len: int, output_len: int) -
 
 
 def predict_closed_loop(model: TimingModel, concurrency: int, num_requests: int, input_len: int, output_len: int,
-                        turnaround_ms: float = 0.3) -> dict:
+                        turnaround_ms: float = 0.3, initial_spread_ms: float = 0.5) -> dict:
     """Replays the scheduler for a closed-loop client (`concurrency` requests in flight, `num_requests` in all).
 
-    A finished request's slot sends its next request `turnaround_ms` after the step that finished it,
-    so the new one joins the step after next: the same ordering as the real server and a client on
-    loopback. Returns per-request means (TTFT, TPOT, E2EL), the duration and the throughputs.
+    The first wave arrives spread over `initial_spread_ms` (a client opens its streams one after the
+    other), so the first request starts a step alone and the others join the next one, as on the real
+    server. A finished request's slot sends its next request `turnaround_ms` after the step that finished
+    it, so the new one joins the step after next. Returns per-request means (TTFT, TPOT, E2EL), the
+    duration (first send to last finish) and the throughputs.
     """
     t = 0.0
     waiting: List[tuple] = []          # (arrival_ms, request id)
     running: Dict[int, dict] = {}
     pending = []                       # (arrival_ms, id) not yet arrived
     nxt = 0
-    for _ in range(min(concurrency, num_requests)):
-        pending.append((0.0, nxt))
+    first_wave = min(concurrency, num_requests)
+    for k in range(first_wave):
+        pending.append((initial_spread_ms * k / first_wave, nxt))
         nxt += 1
     done: List[dict] = []
     starts: Dict[int, float] = {}

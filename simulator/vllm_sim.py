@@ -171,11 +171,12 @@ class Simulator:
                 if self.stopping:
                     return
                 now = time.monotonic()
-                if next_start is None or now - next_start > 0.5 * model.step_ms(len(self.running)) / 1000.0:
-                    # Idle until now (or the process fell behind): the step starts now, not at a stale deadline.
-                    if next_start is not None:
-                        self.late_steps += 1
+                if next_start is None:
+                    # Idle until now: the step starts at once. While busy, steps keep their absolute
+                    # deadlines (a late wake-up is caught up), so the model's times never drift.
                     next_start = now
+                elif now - next_start > 0.5 * model.step_ms(len(self.running)) / 1000.0:
+                    self.late_steps += 1
                 self.running = [r for r in self.running if not r.aborted]
                 joiners = []
                 while self.waiting and len(self.running) + len(joiners) < model.max_batch:
@@ -418,7 +419,7 @@ class Simulator:
             f'inference_bench_simulator_info{{preset="{self.preset.name}",step_base_ms="{self.model.step_base_ms}",'
             f'step_per_seq_ms="{self.model.step_per_seq_ms}",prefill_per_token_ms="{self.model.prefill_per_token_ms}",'
             f'max_batch="{self.model.max_batch}"}} 1',
-            "# HELP inference_bench_simulator_late_steps_total Steps re-anchored because the process fell behind.",
+            "# HELP inference_bench_simulator_late_steps_total Steps that began over half a step late (host too busy); their tokens were caught up.",
             "# TYPE inference_bench_simulator_late_steps_total counter",
             f"inference_bench_simulator_late_steps_total {self.late_steps}",
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",

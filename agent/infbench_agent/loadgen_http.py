@@ -1,0 +1,404 @@
+"""The load generator's streaming HTTP client: one selectors loop, raw non-blocking sockets, no threads.
+
+Each in-flight request is a small state machine (connect, send, read headers, read a chunked or
+length-delimited body, split SSE events). Every recv() is stamped with time.monotonic() once, so the
+cost per token is one syscall plus one small JSON parse. Connections are kept alive and reused.
+CLOCK_MONOTONIC is shared by all processes on a host, so worker processes' stamps compare directly.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import selectors
+import socket
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_none, message_content
+
+
+class Endpoint:
+    def __init__(self, base_url: str) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme != "http":
+            raise ValueError(f"only http:// server URLs are supported (got {base_url!r}); the load generator runs on the "
+                             "server's host and talks to it over loopback")
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.prefix = parts.path.rstrip("/")
+        self.host_header = parts.netloc
+
+    def request_bytes(self, method: str, path: str, body: Optional[bytes], extra_headers: Dict[str, str]) -> bytes:
+        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: inference-bench-agent",
+                 "Accept: text/event-stream, application/json"]
+        for k, v in extra_headers.items():
+            lines.append(f"{k}: {v}")
+        if body is not None:
+            lines.append("Content-Type: application/json")
+            lines.append(f"Content-Length: {len(body)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+
+def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[dict] = None,
+                   timeout: float = 10.0) -> Tuple[int, bytes]:
+    """One blocking request (for /v1/models, /tokenize, /metrics): (status, body)."""
+    data = json.dumps(body).encode() if body is not None else None
+    with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as s:
+        s.sendall(endpoint.request_bytes(method, path, data, {"Connection": "close"}))
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    raw = b"".join(chunks)
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    try:
+        status = int(status_line.split(" ")[1])
+    except (IndexError, ValueError):
+        raise ConnectionError(f"not an HTTP response from {endpoint.host}:{endpoint.port}: {status_line[:80]!r}")
+    if b"transfer-encoding: chunked" in head.lower():
+        rest = ChunkedDecoder().feed(rest)
+    return status, rest
+
+
+class Stream:
+    """One streaming request on one connection."""
+
+    __slots__ = ("job", "sock", "out", "reused", "state", "status", "headers", "buf", "decoder", "remaining",
+                 "sse", "record", "last_token_at", "body", "close_after", "timeout_at", "retried")
+
+    def __init__(self, job: dict, sock: socket.socket, payload: bytes, reused: bool, timeout_at: float) -> None:
+        self.job = job
+        self.sock = sock
+        self.out = payload
+        self.reused = reused
+        self.state = "send"
+        self.status = 0
+        self.headers: Dict[str, str] = {}
+        self.buf = b""
+        self.decoder: Optional[ChunkedDecoder] = None
+        self.remaining = -1  # content-length left; -1 = until close
+        self.sse = SSEParser()
+        self.body = b""
+        self.close_after = False
+        self.timeout_at = timeout_at
+        self.retried = False
+        self.record: dict = {"id": job["id"], "ok": False, "intended": job.get("intended"), "send": None, "finish": None,
+                             "ttft": None, "e2el": None, "itl": [], "client_tokens": 0, "output_tokens": None,
+                             "prompt_tokens": None, "usage_missing": False, "done_marker": False,
+                             "reason": None, "error": None}
+        self.last_token_at: Optional[float] = None
+
+
+class Engine:
+    """Runs streaming requests to one endpoint; `on_record` receives each finished request's record."""
+
+    def __init__(self, endpoint: Endpoint, path: str, request_timeout: float, on_record: Callable[[dict], None],
+                 extra_headers: Optional[Dict[str, str]] = None) -> None:
+        self.endpoint = endpoint
+        self.path = path
+        self.request_timeout = request_timeout
+        self.on_record = on_record
+        self.extra_headers = extra_headers or {}
+        self.sel = selectors.DefaultSelector()
+        self.idle: List[socket.socket] = []
+        self.active: Dict[int, Stream] = {}
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.active)
+
+    def start(self, job: dict, body: bytes) -> None:
+        """Sends one request now. `job` has id and intended (the planned send time, monotonic seconds)."""
+        payload = self.endpoint.request_bytes("POST", self.path, body, self.extra_headers)
+        job["payload"] = payload
+        sock, reused = self._socket()
+        now = time.monotonic()
+        st = Stream(job, sock, payload, reused, now + self.request_timeout)
+        st.record["send"] = now
+        if sock is None:
+            self._fail(st, "connect_error", f"could not open a connection to {self.endpoint.host}:{self.endpoint.port}", now)
+            return
+        self.active[sock.fileno()] = st
+        self._try_send(st)
+
+    def _socket(self) -> Tuple[Optional[socket.socket], bool]:
+        while self.idle:
+            s = self.idle.pop()
+            try:
+                self.sel.unregister(s)
+            except (KeyError, ValueError):
+                pass
+            return s, True
+        try:
+            s = socket.socket(socket.AF_INET6 if ":" in self.endpoint.host else socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.setblocking(False)
+            err = s.connect_ex((self.endpoint.host, self.endpoint.port))
+            if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+                s.close()
+                return None, False
+            return s, False
+        except OSError:
+            return None, False
+
+    def _try_send(self, st: Stream) -> None:
+        try:
+            n = st.sock.send(st.out)
+            st.out = st.out[n:]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            if exc.errno != errno.ENOTCONN:  # still connecting: send when writable
+                self._conn_error(st, exc)
+                return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if st.out else 0)
+        try:
+            self.sel.register(st.sock, events, st)
+        except KeyError:
+            self.sel.modify(st.sock, events, st)
+
+    def poll(self, timeout: float) -> None:
+        """Waits up to `timeout` seconds for socket events and handles them; also expires timed-out requests."""
+        for key, mask in self.sel.select(timeout):
+            st = key.data
+            if not isinstance(st, Stream):
+                # An idle keep-alive connection became readable: the server closed it.
+                self._drop_idle(key.fileobj)  # type: ignore[arg-type]
+                continue
+            if mask & selectors.EVENT_WRITE and st.out:
+                try:
+                    n = st.sock.send(st.out)
+                    st.out = st.out[n:]
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError as exc:
+                    self._conn_error(st, exc)
+                    continue
+                if not st.out:
+                    self.sel.modify(st.sock, selectors.EVENT_READ, st)
+            if mask & selectors.EVENT_READ:
+                self._readable(st)
+        if self.active:
+            now = time.monotonic()
+            for st in [s for s in self.active.values() if s.timeout_at < now]:
+                self._fail(st, "timeout", f"no complete response within {self.request_timeout:g} s "
+                           f"({st.record['client_tokens']} tokens received)", now)
+
+    def _readable(self, st: Stream) -> None:
+        try:
+            data = st.sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._conn_error(st, exc)
+            return
+        now = time.monotonic()
+        if not data:
+            self._eof(st, now)
+            return
+        if st.state == "send":
+            st.state = "headers"
+        if st.state == "headers":
+            st.buf += data
+            end = st.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, data = st.buf[:end].decode("latin-1"), st.buf[end + 4:]
+            st.buf = b""
+            lines = head.split("\r\n")
+            try:
+                st.status = int(lines[0].split(" ")[1])
+            except (IndexError, ValueError):
+                self._fail(st, "bad_response", f"not an HTTP response: {lines[0][:80]!r}", now)
+                return
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                st.headers[k.strip().lower()] = v.strip()
+            if "chunked" in st.headers.get("transfer-encoding", "").lower():
+                st.decoder = ChunkedDecoder()
+            elif "content-length" in st.headers:
+                st.remaining = int(st.headers["content-length"])
+            st.close_after = st.headers.get("connection", "").lower() == "close"
+            st.state = "body"
+        payload = data
+        complete = False
+        if st.decoder is not None:
+            payload = st.decoder.feed(data)
+            complete = st.decoder.done
+        elif st.remaining >= 0:
+            payload = data[:st.remaining]
+            st.remaining -= len(payload)
+            complete = st.remaining == 0
+        if st.status != 200:
+            st.body += payload
+            if complete:
+                self._http_error(st, now)
+            return
+        for message in st.sse.feed(payload):
+            if self._message(st, message, now):
+                return
+        if complete:
+            self._complete(st, now, reusable=not st.close_after)
+
+    def _message(self, st: Stream, text: str, now: float) -> bool:
+        """Handles one SSE data payload; returns True if the request ended with it."""
+        rec = st.record
+        if text.strip() == "[DONE]":
+            rec["done_marker"] = True
+            return False
+        msg = loads_or_none(text)
+        if msg is None:
+            self._fail(st, "bad_stream", f"an SSE message is not JSON: {text[:120]!r}", now)
+            return True
+        if "error" in msg and not msg.get("choices"):
+            err = msg["error"]
+            detail = err.get("message") if isinstance(err, dict) else str(err)
+            self._fail(st, "server_error_in_stream", f"the server reported an error mid-stream: {detail}", now)
+            return True
+        content = message_content(msg)
+        if content:
+            if rec["ttft"] is None:
+                rec["ttft"] = now - rec["send"]
+            else:
+                rec["itl"].append(now - st.last_token_at)
+            st.last_token_at = now
+            rec["client_tokens"] += 1
+        usage = msg.get("usage")
+        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+            rec["output_tokens"] = usage.get("completion_tokens")
+            rec["prompt_tokens"] = usage.get("prompt_tokens")
+        return False
+
+    def _complete(self, st: Stream, now: float, reusable: bool) -> None:
+        rec = st.record
+        self._forget(st)
+        if reusable:
+            self.idle.append(st.sock)
+            self.sel.register(st.sock, selectors.EVENT_READ, None)
+        else:
+            st.sock.close()
+        if not rec["done_marker"]:
+            self._finish_failed(st, "stream_cut", f"the stream ended without [DONE] after {rec['client_tokens']} tokens", now)
+            return
+        if rec["ttft"] is None:
+            self._finish_failed(st, "no_tokens", "the stream finished without any generated token", now)
+            return
+        if rec["output_tokens"] is None:
+            rec["usage_missing"] = True
+            rec["output_tokens"] = rec["client_tokens"]
+        rec["e2el"] = st.last_token_at - rec["send"]
+        rec["finish"] = now
+        rec["ok"] = True
+        self.on_record(rec)
+
+    def _eof(self, st: Stream, now: float) -> None:
+        if st.state in ("send", "headers") and st.reused and not st.retried and not st.buf:
+            self._retry_fresh(st)
+            return
+        if st.state == "body" and st.decoder is None and st.remaining < 0:
+            # A body delimited by the connection's close.
+            if st.status != 200:
+                self._http_error(st, now)
+            else:
+                st.close_after = True
+                self._complete(st, now, reusable=False)
+            return
+        self._fail(st, "stream_cut", f"the server closed the connection after {st.record['client_tokens']} tokens, "
+                   "before the response ended", now)
+
+    def _conn_error(self, st: Stream, exc: OSError) -> None:
+        if st.state in ("send", "headers") and st.reused and not st.retried:
+            self._retry_fresh(st)
+            return
+        now = time.monotonic()
+        if st.state == "send" and not st.reused:
+            self._fail(st, "connect_error", f"cannot reach {self.endpoint.host}:{self.endpoint.port}: {exc.strerror or exc}", now)
+        else:
+            self._fail(st, "stream_cut", f"connection error after {st.record['client_tokens']} tokens: {exc.strerror or exc}", now)
+
+    def _retry_fresh(self, st: Stream) -> None:
+        """A kept-alive connection the server had already closed: send again on a new one (not a failure)."""
+        self._forget(st)
+        st.sock.close()
+        sock, _ = self._socket()
+        if sock is None or (sock.fileno() in self.active):
+            self._fail(st, "connect_error", f"could not open a connection to {self.endpoint.host}:{self.endpoint.port}", time.monotonic())
+            return
+        st.sock = sock
+        st.reused = False
+        st.retried = True
+        st.state = "send"
+        st.out = st.job["payload"]
+        self.active[sock.fileno()] = st
+        self._try_send(st)
+
+    def _http_error(self, st: Stream, now: float) -> None:
+        body = st.body.decode("utf-8", "replace")
+        msg = loads_or_none(body)
+        detail = body.strip()[:200]
+        if msg is not None:
+            err = msg.get("error", msg.get("detail", msg.get("message")))
+            if isinstance(err, dict):
+                detail = str(err.get("message", err))
+            elif err is not None:
+                detail = str(err)
+        self._fail(st, f"http_{st.status}", f"HTTP {st.status}: {detail}", now, keep_socket=not st.close_after)
+
+    def _fail(self, st: Stream, reason: str, message: str, now: float, keep_socket: bool = False) -> None:
+        self._forget(st)
+        if st.sock is not None:
+            if keep_socket and st.state == "body":
+                self.idle.append(st.sock)
+                self.sel.register(st.sock, selectors.EVENT_READ, None)
+            else:
+                st.sock.close()
+        self._finish_failed(st, reason, message, now)
+
+    def _finish_failed(self, st: Stream, reason: str, message: str, now: float) -> None:
+        rec = st.record
+        rec["ok"] = False
+        rec["reason"] = reason
+        rec["error"] = message
+        rec["finish"] = now
+        self.on_record(rec)
+
+    def _forget(self, st: Stream) -> None:
+        if st.sock is None:
+            return
+        try:
+            fd = st.sock.fileno()
+        except OSError:
+            fd = -1
+        if self.active.get(fd) is st:
+            del self.active[fd]
+        try:
+            self.sel.unregister(st.sock)
+        except (KeyError, ValueError):
+            pass
+
+    def _drop_idle(self, sock: socket.socket) -> None:
+        try:
+            self.sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        if sock in self.idle:
+            self.idle.remove(sock)
+        sock.close()
+
+    def abort_all(self, reason: str, message: str) -> None:
+        now = time.monotonic()
+        for st in list(self.active.values()):
+            self._fail(st, reason, message, now)
+
+    def close(self) -> None:
+        for s in self.idle:
+            try:
+                s.close()
+            except OSError:
+                pass
+        self.idle.clear()
+        self.sel.close()

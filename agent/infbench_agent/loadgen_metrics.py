@@ -1,0 +1,271 @@
+"""Serving metrics as `vllm bench serve` defines them, plus the stream parsing the load generator needs.
+
+Definitions (notes: FIELD-FACTS "Serving metrics"): TTFT = first token-bearing SSE message minus send
+time; ITL = gaps between later token-bearing messages, pooled over requests; E2EL = last token-bearing
+message minus send time (the usage-only chunk is excluded); TPOT = (E2EL - TTFT) / (output_tokens - 1)
+for output_tokens > 1; output tokens from `usage`, a client-side count only where usage is missing.
+Throughputs divide by the duration from the first send to the last finish. Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Dict, Iterable, List, Optional, Sequence
+
+
+class SSEParser:
+    """Splits a text/event-stream body into the payloads of its `data:` fields, across arbitrary chunking."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> List[str]:
+        self._buf += data
+        out: List[str] = []
+        while True:
+            # Events end with a blank line; servers use \n\n, some \r\n\r\n.
+            i = self._buf.find(b"\n\n")
+            j = self._buf.find(b"\r\n\r\n")
+            if i < 0 and j < 0:
+                break
+            if j >= 0 and (i < 0 or j < i):
+                raw, self._buf = self._buf[:j], self._buf[j + 4:]
+            else:
+                raw, self._buf = self._buf[:i], self._buf[i + 2:]
+            data_lines = []
+            for line in raw.split(b"\n"):
+                line = line.rstrip(b"\r")
+                if line.startswith(b"data:"):
+                    value = line[5:]
+                    data_lines.append(value[1:] if value.startswith(b" ") else value)
+            if data_lines:
+                out.append(b"\n".join(data_lines).decode("utf-8", "replace"))
+        return out
+
+    @property
+    def pending(self) -> bytes:
+        return self._buf
+
+
+class ChunkedDecoder:
+    """Decodes HTTP/1.1 chunked transfer coding incrementally; `done` once the zero-size chunk is read."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._remaining = -1  # bytes left in the current chunk; -1 = expecting a size line
+        self.done = False
+
+    def feed(self, data: bytes) -> bytes:
+        self._buf += data
+        out = []
+        while not self.done:
+            if self._remaining < 0:
+                nl = self._buf.find(b"\r\n")
+                if nl < 0:
+                    break
+                size_text = self._buf[:nl].split(b";", 1)[0].strip()
+                self._buf = self._buf[nl + 2:]
+                if not size_text:
+                    continue  # the CRLF after a chunk's data
+                size = int(size_text, 16)
+                if size == 0:
+                    self.done = True
+                    break
+                self._remaining = size
+            take = self._buf[:self._remaining]
+            out.append(take)
+            self._buf = self._buf[len(take):]
+            self._remaining -= len(take)
+            if self._remaining == 0:
+                self._remaining = -1
+            else:
+                break
+        return b"".join(out)
+
+
+def message_content(message: dict) -> Optional[str]:
+    """The generated text a streamed completions or chat message carries; None if it has no choices.
+
+    A chat stream's first message holds only `role` with empty content: it carries no token, so it counts
+    neither for TTFT nor as an ITL sample (vLLM's own client counts it, adding a ~0 ms ITL sample).
+    """
+    choices = message.get("choices")
+    if not choices:
+        return None
+    choice = choices[0]
+    if "text" in choice:
+        return choice.get("text") or ""
+    delta = choice.get("delta") or {}
+    return (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """Linear interpolation between closest ranks, as numpy.percentile's default (what vLLM reports)."""
+    if not sorted_values:
+        return float("nan")
+    if len(sorted_values) == 1:
+        return float(sorted_values[0])
+    k = (len(sorted_values) - 1) * p / 100.0
+    lo = math.floor(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def percentile_key(p: float) -> str:
+    """vLLM's spelling: 99 -> "p99", 99.9 -> "p99.9"."""
+    return f"p{int(p)}" if float(p).is_integer() else f"p{p}"
+
+
+def describe_ms(values_s: Iterable[float], name: str, percentiles: Sequence[float]) -> Dict[str, Optional[float]]:
+    """mean_/median_/std_/pXX_ + name + _ms from samples in seconds (population std, as numpy.std)."""
+    vals = sorted(v * 1000.0 for v in values_s)
+    out: Dict[str, Optional[float]] = {}
+    if not vals:
+        out[f"mean_{name}_ms"] = None
+        out[f"median_{name}_ms"] = None
+        out[f"std_{name}_ms"] = None
+        for p in percentiles:
+            out[f"{percentile_key(p)}_{name}_ms"] = None
+        return out
+    mean = sum(vals) / len(vals)
+    out[f"mean_{name}_ms"] = mean
+    out[f"median_{name}_ms"] = percentile(vals, 50)
+    out[f"std_{name}_ms"] = math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals))
+    for p in percentiles:
+        out[f"{percentile_key(p)}_{name}_ms"] = percentile(vals, p)
+    return out
+
+
+def request_tpot(record: dict) -> Optional[float]:
+    out = record.get("output_tokens") or 0
+    if not record.get("ok") or out <= 1 or record.get("ttft") is None:
+        return None
+    return (record["e2el"] - record["ttft"]) / (out - 1)
+
+
+def meets_slos(record: dict, slos_ms: Dict[str, float]) -> bool:
+    for key, limit in slos_ms.items():
+        if key == "tpot":
+            value = request_tpot(record)
+            if value is None:
+                value = 0.0  # vLLM counts a 1-token request's TPOT as 0 for goodput
+        else:
+            value = record.get(key)
+        if value is None or value * 1000.0 > limit:
+            return False
+    return True
+
+
+def parse_slos(text: Optional[str]) -> Dict[str, float]:
+    """`ttft:500 tpot:50` (ms) -> {"ttft": 500.0, "tpot": 50.0}; the keys vLLM's --goodput accepts."""
+    out: Dict[str, float] = {}
+    if not text:
+        return out
+    for part in text.replace(",", " ").split():
+        key, sep, value = part.partition(":")
+        if not sep or key not in ("ttft", "tpot", "e2el"):
+            raise ValueError(f"bad SLO {part!r}: use ttft:MS, tpot:MS or e2el:MS, for example 'ttft:500 tpot:50'")
+        out[key] = float(value)
+        if out[key] <= 0:
+            raise ValueError(f"bad SLO {part!r}: the limit must be a positive number of milliseconds")
+    return out
+
+
+def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Dict[str, float]) -> dict:
+    """One load level's summary with vLLM's field names, from per-request records (times in seconds)."""
+    ok = [r for r in records if r.get("ok")]
+    failed = [r for r in records if not r.get("ok")]
+    sends = [r["send"] for r in records if r.get("send") is not None]
+    finishes = [r["finish"] for r in records if r.get("finish") is not None]
+    duration = (max(finishes) - min(sends)) if sends and finishes else 0.0
+    total_in = sum(r.get("prompt_tokens") or 0 for r in ok)
+    total_out = sum(r.get("output_tokens") or 0 for r in ok)
+    tpots = [t for t in (request_tpot(r) for r in ok) if t is not None]
+    itls = [x for r in ok for x in r.get("itl", ())]
+    out: dict = {
+        "completed": len(ok),
+        "failed": len(failed),
+        "duration": duration,
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(ok) / duration if duration > 0 else 0.0,
+        "output_throughput": total_out / duration if duration > 0 else 0.0,
+        "total_token_throughput": (total_in + total_out) / duration if duration > 0 else 0.0,
+    }
+    if slos_ms:
+        good = sum(1 for r in ok if meets_slos(r, slos_ms))
+        out["request_goodput"] = good / duration if duration > 0 else 0.0
+        out["goodput_slos_ms"] = dict(slos_ms)
+    out.update(describe_ms((r["ttft"] for r in ok if r.get("ttft") is not None), "ttft", percentiles))
+    out.update(describe_ms(tpots, "tpot", percentiles))
+    out.update(describe_ms(itls, "itl", percentiles))
+    out.update(describe_ms((r["e2el"] for r in ok if r.get("e2el") is not None), "e2el", percentiles))
+    out["max_concurrent_requests"] = peak_in_flight(records)
+    reasons: Dict[str, int] = {}
+    for r in failed:
+        reasons[r.get("reason") or "error"] = reasons.get(r.get("reason") or "error", 0) + 1
+    out["failures"] = reasons
+    out["errors"] = [r.get("error") for r in failed[:5]]
+    lags = sorted(max(0.0, r["send"] - r["intended"]) * 1000.0 for r in records
+                  if r.get("intended") is not None and r.get("send") is not None)
+    out["scheduling_lag_ms"] = {"mean": sum(lags) / len(lags) if lags else None,
+                                "p99": percentile(lags, 99) if lags else None, "max": lags[-1] if lags else None}
+    usage_missing = sum(1 for r in ok if r.get("usage_missing"))
+    discrepancy = sum(abs((r.get("client_tokens") or 0) - (r.get("output_tokens") or 0)) for r in ok)
+    out["token_count"] = {"source": "usage" if not usage_missing else ("client" if usage_missing == len(ok) else "mixed"),
+                          "usage_missing": usage_missing, "client_vs_usage_abs_diff": discrepancy}
+    return out
+
+
+def peak_in_flight(records: Sequence[dict]) -> int:
+    edges = []
+    for r in records:
+        if r.get("send") is not None and r.get("finish") is not None:
+            edges.append((r["send"], 1))
+            edges.append((r["finish"], -1))
+    edges.sort(key=lambda e: (e[0], e[1]))
+    peak = cur = 0
+    for _, d in edges:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+def parse_prometheus_totals(text: str, names: Sequence[str]) -> Dict[str, float]:
+    """Sums each named counter over its label sets in a Prometheus text exposition."""
+    totals: Dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in names:
+            try:
+                totals[name] = totals.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                continue
+    return totals
+
+
+def compact_record(record: dict) -> dict:
+    """A per-request record for the event stream: milliseconds, no ITL list."""
+    itl = record.get("itl") or []
+    tpot = request_tpot(record)
+
+    def ms(v: Optional[float]) -> Optional[float]:
+        return None if v is None else round(v * 1000.0, 3)
+
+    return {
+        "id": record.get("id"), "ok": bool(record.get("ok")), "reason": record.get("reason"), "error": record.get("error"),
+        "prompt_tokens": record.get("prompt_tokens"), "output_tokens": record.get("output_tokens"),
+        "ttft_ms": ms(record.get("ttft")), "tpot_ms": ms(tpot), "e2el_ms": ms(record.get("e2el")),
+        "itl_mean_ms": ms(sum(itl) / len(itl)) if itl else None, "itl_max_ms": ms(max(itl)) if itl else None,
+        "lag_ms": ms(max(0.0, record["send"] - record["intended"])) if record.get("intended") is not None and record.get("send") is not None else None,
+    }
+
+
+def loads_or_none(text: str) -> Optional[dict]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
