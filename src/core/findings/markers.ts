@@ -7,11 +7,13 @@ import { Line, normalizeEol, splitLines } from './lines';
 //   <!-- inference-bench:end id=<section id> -->
 // The hash covers the content between the two marker lines, so a region the user edited is
 // recognised as theirs (and never written again). Anything may precede a begin marker on its line
-// (so a region can follow a last line that has no line break); an end marker stands on its own line.
+// (so a region can follow a last line that has no line break); an end marker is a line of its own.
 
 export const MARKER_VERSION = 1;
-const BEGIN = /<!--\s*inference-bench:begin\s+id=(\S+?)\s+v=(\d+)\s+hash=([0-9a-f]+)\s*-->\s*$/;
-const END = /^\s*<!--\s*inference-bench:end\s+id=(\S+?)\s*-->\s*$/;
+// Strict on purpose: a marker line the user typed into (even a space) no longer counts, so the
+// region becomes theirs rather than the tool rewriting a line that holds their keystrokes.
+const BEGIN = /<!-- inference-bench:begin id=(\S+) v=(\d+) hash=([0-9a-f]{12}) -->$/;
+const END = /^<!-- inference-bench:end id=(\S+) -->$/;
 const ANY_MARKER = /<!--\s*inference-bench:(begin|end)\b/;
 
 /** A section id as it can stand in a marker: no spaces, nothing that could close the comment. */

@@ -93,6 +93,7 @@ export function phaseSection(headings: Heading[], lineCount: number, section: Ph
   return findSection(headings, lineCount, (h) => section.matches.test(headingKey(h.text)));
 }
 
+/** The user's notes section: a `## Notes` heading (a title that happens to say "notes" is not one). */
 export function notesSection(headings: Heading[], lineCount: number): SectionSpan | undefined {
-  return findSection(headings, lineCount, (h) => /^(my )?notes\b/.test(headingKey(h.text)));
+  return findSection(headings, lineCount, (h) => h.level === 2 && /^(my )?notes\b/.test(headingKey(h.text)));
 }
