@@ -39,6 +39,7 @@ export function startBreakdownApp(app: HTMLElement): void {
 
   const insertButton = (table: ResultTable) =>
     button('Insert into findings', 'Insert this table into the findings document at the cursor', async () => {
+      status.textContent = '';
       const reply = await request((requestId) => ({ type: 'insertTable', requestId, table }));
       if (!reply.ok) status.textContent = reply.error ?? 'Could not insert the table.';
       else status.textContent = 'Inserted into the findings document.';
@@ -88,15 +89,18 @@ export function startBreakdownApp(app: HTMLElement): void {
 
     if (state.category) {
       const kernels = profile.kernels.filter((k) => k.category === state.category).sort((a, b) => b.total_us - a.total_us);
-      const table = kernelTable(kernels, `Kernels in ${state.category}`, stepUs);
+      const full = kernelTable(kernels, `Kernels in ${state.category}`, stepUs);
+      // The side view is narrow: the category is in the heading, min and max are in the kernel's detail.
+      const table = { ...full, columns: full.columns.filter((c) => ['name', 'count', 'total_us', 'share_pct'].includes(c.key)) };
       const section = el('section', undefined, 'card');
       section.id = 'category-kernels';
       const head = el('div', undefined, 'card-header');
-      head.append(el('h3', `${state.category}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(table));
+      head.append(el('h3', `${state.category}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(full));
       const scroll = el('div', undefined, 'table-scroll');
       scroll.append(renderTable(table, {
         sortable: true,
         initialSort: { key: 'total_us', descending: true },
+        isSelected: (row) => row.name === state.kernel,
         onRowClick: (row) => {
           state = { ...state, kernel: String(row.name) };
           save();

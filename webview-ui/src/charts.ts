@@ -51,13 +51,30 @@ function lineDatasets(spec: LineChartSpec): ChartDataset<'line', { x: number; y:
   });
 }
 
-function axisOptions(title: string, log: boolean | undefined) {
+function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
+}
+
+function axisOptions(title: string, log: boolean | undefined, ticksAt?: number[], format: 'number' | 'bytes' = 'number') {
   return {
     type: log ? ('logarithmic' as const) : ('linear' as const),
     title: { display: true, text: title, color: theme.foreground },
-    ticks: { color: theme.foreground, maxTicksLimit: 10 },
+    ticks: {
+      color: theme.foreground,
+      maxTicksLimit: 12,
+      autoSkip: true,
+      callback: (value: number | string) => (format === 'bytes' ? formatBytes(Number(value)) : Number(value).toLocaleString()),
+    },
     grid: { color: theme.grid },
     border: { color: theme.grid },
+    // A log axis under a 1..64 sweep reads best with a tick at each level, not at 1, 3, 10, 20.
+    ...(ticksAt?.length ? { afterBuildTicks: (axis: { ticks: { value: number }[] }) => void (axis.ticks = ticksAt.map((value) => ({ value }))) } : {}),
   };
 }
 
@@ -76,7 +93,7 @@ function configFor(spec: ChartSpec): ChartConfiguration {
     return {
       type: 'line',
       data: { datasets: lineDatasets(spec) },
-      options: { ...common, scales: { x: axisOptions(spec.xLabel, spec.xLog), y: axisOptions(spec.yLabel, spec.yLog) } },
+      options: { ...common, scales: { x: axisOptions(spec.xLabel, spec.xLog, spec.xTicks, spec.xFormat), y: axisOptions(spec.yLabel, spec.yLog) } },
       plugins: [backgroundPlugin],
     } as ChartConfiguration;
   }
@@ -151,7 +168,7 @@ export class ChartCard {
     } else if (spec.kind === 'line') {
       this.chart.data.datasets = lineDatasets(spec) as never;
       const scales = this.chart.options.scales as Record<string, unknown>;
-      scales.x = axisOptions(spec.xLabel, spec.xLog);
+      scales.x = axisOptions(spec.xLabel, spec.xLog, spec.xTicks, spec.xFormat);
       scales.y = axisOptions(spec.yLabel, spec.yLog);
       this.chart.update('none');
     } else {

@@ -49,6 +49,10 @@ export function renderTable(table: ResultTable, options: TableOptions = {}): HTM
       ...rows.map((row) => {
         const tr = el('tr');
         for (const c of table.columns) tr.append(el('td', formatCell(row[c.key], c), c.align === 'left' ? 'left' : undefined));
+        if (options.isSelected?.(row)) {
+          tr.classList.add('selected');
+          tr.setAttribute('aria-selected', 'true');
+        }
         if (options.onRowClick) {
           tr.tabIndex = 0;
           tr.classList.add('clickable');

@@ -8,6 +8,8 @@ export interface TableOptions {
   /** Called when a row is activated (click or Enter); rows become focusable. */
   onRowClick?: (row: Record<string, TableCell>) => void;
   initialSort?: { key: string; descending: boolean };
+  /** Marks the row shown in detail elsewhere (aria-selected). */
+  isSelected?: (row: Record<string, TableCell>) => boolean;
 }
 
 export interface Series {
@@ -31,6 +33,10 @@ export interface LineChartSpec {
   yLabel: string;
   xLog?: boolean;
   yLog?: boolean;
+  /** Ticks exactly at these x values (the concurrencies of a sweep), instead of chart.js's choice. */
+  xTicks?: number[];
+  /** How x tick labels read: plain numbers, or bytes as KiB/MiB. */
+  xFormat?: 'number' | 'bytes';
   series: Series[];
   table: ResultTable;
   tableOptions?: TableOptions;

@@ -37,6 +37,8 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
   const axis = loadAxis(runs.map((r) => r.run));
   const loads = runs.flatMap((r) => levelsSorted(r.run).map((l) => loadOf(l)!));
   const xLog = wantsLog(loads);
+  const distinctLoads = [...new Set(loads)].sort((a, b) => a - b);
+  const xTicks = xLog && distinctLoads.length <= 12 ? distinctLoads : undefined;
   const charts: ChartSpec[] = [];
   const runColumn: TableColumn[] = comparing ? [{ key: 'run', label: 'run', align: 'left' }] : [];
 
@@ -60,6 +62,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     xLabel: axis.label,
     yLabel: 'tokens per second',
     xLog,
+    xTicks,
     series: throughputSeries,
     table: {
       id: 'macro-throughput',
@@ -99,6 +102,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       xLabel: axis.label,
       yLabel: `${name} (ms)`,
       xLog,
+      xTicks,
       series,
       table: {
         id: `macro-${metric}`,
@@ -116,8 +120,8 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     runs.forEach(({ run: r, tag, dashed }) => {
       const requests = (r.macro?.requests ?? []).filter((q) => q.ok);
       series.push(
-        { label: seriesLabel('E2E latency', tag, comparing), points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])), dashed, colorIndex: 0, scatter: true },
-        { label: seriesLabel('TTFT', tag, comparing), points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])), dashed, colorIndex: 1, scatter: true },
+        { label: seriesLabel('E2E latency', tag, comparing), points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])), dashed, colorIndex: dashed ? 2 : 0, scatter: true },
+        { label: seriesLabel('TTFT', tag, comparing), points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])), dashed, colorIndex: dashed ? 3 : 1, scatter: true },
       );
       for (const q of r.macro?.requests ?? []) rows.push({ run: tag, start_s: q.start_s, level: q.level, ttft_ms: q.ttft_ms, e2el_ms: q.e2el_ms, ok: q.ok ? 'yes' : 'failed' });
     });

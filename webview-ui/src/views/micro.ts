@@ -41,6 +41,11 @@ function referenceLine(label: string, y: number, xs: number[]): Series | undefin
   return { label, points: [{ x: Math.min(...xs), y }, { x: Math.max(...xs), y }], reference: true };
 }
 
+function ticks(values: number[]): number[] | undefined {
+  const distinct = [...new Set(values)].sort((a, b) => a - b);
+  return distinct.length <= 12 ? distinct : undefined;
+}
+
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB'];
   let i = 0;
@@ -88,11 +93,11 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows,
     };
-    charts.push({ kind: 'line', id: `${run.id}-gemm-time`, title: 'GEMM time vs M (tokens in the step)', xLabel: 'M (tokens)', yLabel: 'time (µs)', xLog: wantsLog(ms), series: time, table });
+    charts.push({ kind: 'line', id: `${run.id}-gemm-time`, title: 'GEMM time vs M (tokens in the step)', xLabel: 'M (tokens in the step)', yLabel: 'time (µs)', xLog: wantsLog(ms), xTicks: ticks(ms), series: time, table });
     const peak = runs[0].data.peak.memory_tbps;
     const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'GPU'} peak ${peak} TB/s`, peak, ms);
     if (bw.some((s) => s.points.length)) {
-      charts.push({ kind: 'line', id: `${run.id}-gemm-bw`, title: 'GEMM achieved memory bandwidth vs M', xLabel: 'M (tokens)', yLabel: 'TB/s', xLog: wantsLog(ms), series: peakLine ? [...bw, peakLine] : bw, table: { ...table, id: 'micro-gemm-bw' } });
+      charts.push({ kind: 'line', id: `${run.id}-gemm-bw`, title: 'GEMM achieved memory bandwidth vs M', xLabel: 'M (tokens in the step)', yLabel: 'achieved TB/s', xLog: wantsLog(ms), xTicks: ticks(ms), series: peakLine ? [...bw, peakLine] : bw, table: { ...table, id: 'micro-gemm-bw' } });
     }
   }
 
@@ -121,10 +126,10 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows,
     };
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-time`, title: 'All-reduce time vs message size', xLabel: 'message size (bytes)', yLabel: 'time (µs)', xLog: true, yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))), series: time, table });
+    charts.push({ kind: 'line', id: `${run.id}-allreduce-time`, title: 'All-reduce time vs message size', xLabel: 'message size', yLabel: 'time (µs)', xLog: true, xFormat: 'bytes', yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))), series: time, table });
     const peak = runs[0].data.peak.busbw_gbps;
     const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'link'} peak ${peak} GB/s`, peak, sizes);
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-busbw`, title: 'All-reduce bus bandwidth vs message size', xLabel: 'message size (bytes)', yLabel: 'busbw (GB/s)', xLog: true, series: peakLine ? [...bus, peakLine] : bus, table: { ...table, id: 'micro-allreduce-busbw' } });
+    charts.push({ kind: 'line', id: `${run.id}-allreduce-busbw`, title: 'All-reduce bus bandwidth vs message size', xLabel: 'message size', yLabel: 'busbw (GB/s)', xLog: true, xFormat: 'bytes', series: peakLine ? [...bus, peakLine] : bus, table: { ...table, id: 'micro-allreduce-busbw' } });
   }
   return charts;
 }
