@@ -1,0 +1,151 @@
+import { EventCat, EventView } from './jsonReader';
+
+/** A growable typed array: kernels of multi-GB traces are kept as numbers, not objects. */
+class Vec<T extends Float64Array | Float32Array | Int32Array | Uint8Array> {
+  data: T;
+  length = 0;
+  constructor(private readonly make: (n: number) => T) {
+    this.data = make(1024);
+  }
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = this.make(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+  view(): T {
+    return this.data.subarray(0, this.length) as T;
+  }
+}
+
+export const enum RuntimeKind {
+  KernelLaunch = 0,
+  GraphLaunch = 1,
+  Copy = 2,
+  Sync = 3,
+}
+
+export interface Annotation {
+  name: string;
+  ts: number;
+  dur: number;
+  gpu: boolean;
+  pid: number;
+}
+
+/** Kernels as columns. `name` indexes `names`; `memory` is 1 for gpu_memcpy/gpu_memset events. */
+export interface KernelColumns {
+  count: number;
+  ts: Float64Array;
+  dur: Float64Array;
+  name: Int32Array;
+  correlation: Int32Array;
+  stream: Int32Array;
+  memory: Uint8Array;
+  names: string[];
+}
+
+export interface RuntimeColumns {
+  count: number;
+  ts: Float64Array;
+  dur: Float32Array;
+  correlation: Int32Array;
+  kind: Uint8Array;
+}
+
+export interface CollectedTrace {
+  kernels: KernelColumns;
+  runtime: RuntimeColumns;
+  annotations: Annotation[];
+  cpuOps: number;
+}
+
+function runtimeKind(name: string): RuntimeKind | undefined {
+  if (name === 'cudaGraphLaunch' || name.startsWith('cudaGraphLaunch') || name === 'cuGraphLaunch') return RuntimeKind.GraphLaunch;
+  if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel/.test(name)) return RuntimeKind.KernelLaunch;
+  if (/^cu(da)?Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
+  if (/Synchronize$/.test(name)) return RuntimeKind.Sync;
+  return undefined;
+}
+
+/**
+ * Keeps what the analysis needs from the event stream: kernels (about 40 bytes each, names
+ * interned), launch calls with their correlation ids, and annotations. Everything else is counted
+ * and dropped.
+ */
+export class TraceCollector {
+  private readonly kTs = new Vec((n) => new Float64Array(n));
+  private readonly kDur = new Vec((n) => new Float64Array(n));
+  private readonly kName = new Vec((n) => new Int32Array(n));
+  private readonly kCorr = new Vec((n) => new Int32Array(n));
+  private readonly kStream = new Vec((n) => new Int32Array(n));
+  private readonly kMem = new Vec((n) => new Uint8Array(n));
+  private readonly names: string[] = [];
+  private readonly nameIds = new Map<string, number>();
+  private readonly rTs = new Vec((n) => new Float64Array(n));
+  private readonly rDur = new Vec((n) => new Float32Array(n));
+  private readonly rCorr = new Vec((n) => new Int32Array(n));
+  private readonly rKind = new Vec((n) => new Uint8Array(n));
+  private readonly runtimeKinds = new Map<string, RuntimeKind | undefined>();
+  private readonly annotations: Annotation[] = [];
+  private cpuOps = 0;
+
+  readonly onEvent = (e: EventView): void => {
+    const cat = e.cat;
+    if (cat === EventCat.CpuOp) {
+      this.cpuOps++;
+      return;
+    }
+    // Only complete events ("X") carry durations; flows, counters and metadata are skipped.
+    if (e.ph !== 0x58 || Number.isNaN(e.ts)) return;
+    if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) {
+      const name = e.name();
+      let id = this.nameIds.get(name);
+      if (id === undefined) {
+        id = this.names.length;
+        this.names.push(name);
+        this.nameIds.set(name, id);
+      }
+      this.kTs.push(e.ts);
+      this.kDur.push(Number.isNaN(e.dur) ? 0 : e.dur);
+      this.kName.push(id);
+      this.kCorr.push(e.correlation);
+      this.kStream.push(Number.isNaN(e.tid) ? -1 : e.tid);
+      this.kMem.push(cat === EventCat.Kernel ? 0 : 1);
+    } else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) {
+      const name = e.name();
+      let kind = this.runtimeKinds.get(name);
+      if (!this.runtimeKinds.has(name)) {
+        kind = runtimeKind(name);
+        this.runtimeKinds.set(name, kind);
+      }
+      if (kind === undefined) return;
+      this.rTs.push(e.ts);
+      this.rDur.push(Number.isNaN(e.dur) ? 0 : e.dur);
+      this.rCorr.push(e.correlation);
+      this.rKind.push(kind);
+    } else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) {
+      this.annotations.push({ name: e.name(), ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: cat === EventCat.GpuUserAnnotation, pid: e.pid });
+    }
+  };
+
+  result(): CollectedTrace {
+    return {
+      kernels: {
+        count: this.kTs.length,
+        ts: this.kTs.view(),
+        dur: this.kDur.view(),
+        name: this.kName.view(),
+        correlation: this.kCorr.view(),
+        stream: this.kStream.view(),
+        memory: this.kMem.view(),
+        names: this.names,
+      },
+      runtime: { count: this.rTs.length, ts: this.rTs.view(), dur: this.rDur.view(), correlation: this.rCorr.view(), kind: this.rKind.view() },
+      annotations: this.annotations,
+      cpuOps: this.cpuOps,
+    };
+  }
+}

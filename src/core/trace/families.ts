@@ -1,0 +1,72 @@
+import { KernelFamilySpec } from './types';
+
+// The ordered kernel family table (notes: FIELD-FACTS "Kernel families"). The first match wins, so
+// order matters: flash attention lives inside `cutlass::` names and must be seen as attention
+// before GEMM; vLLM's custom all-reduce (`cross_device_reduce_*`) matches no "nccl" and would pass
+// for compute (Meta's HTA makes that mistake); Marlin names hold no "gemm".
+export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
+  { category: 'all-reduce', pattern: 'cross_device_reduce_1stage|cross_device_reduce_2stage|allreduce_fusion' },
+  { category: 'nccl all-reduce', pattern: '^(void )?nccl(Dev)?Kernel.*AllReduce' },
+  { category: 'nccl all-gather', pattern: '^(void )?nccl(Dev)?Kernel.*AllGather' },
+  { category: 'nccl reduce-scatter', pattern: '^(void )?nccl(Dev)?Kernel.*ReduceScatter' },
+  { category: 'nccl send/recv', pattern: '^(void )?nccl(Dev)?Kernel.*(SendRecv|Send|Recv)' },
+  { category: 'nccl other', pattern: '^(void )?nccl(Dev)?Kernel' },
+  { category: 'attention', pattern: 'flash|fmha|FlashAttn|flashinfer|paged_attention|_mla_|reshape_and_cache' },
+  { category: 'moe gemm', pattern: 'fused_moe_kernel|marlin_moe|_group_gemm|GroupProblemShape' },
+  { category: 'moe routing', pattern: 'moe_align|topk|expert' },
+  { category: 'quantized gemm', pattern: 'Marlin|gptq_marlin|machete' },
+  { category: 'gemm', pattern: 'gemm|gemv|nvjet|xmma|cutlass|cublas|splitKreduce|matmul' },
+  { category: 'norm', pattern: 'rms_norm|layer_norm|Norm' },
+  { category: 'activation', pattern: 'act_and_mul|silu|gelu' },
+  { category: 'rotary', pattern: 'rotary_embedding' },
+  { category: 'quantize', pattern: 'quant|cvt_' },
+  { category: 'elementwise', pattern: 'elementwise|reduce_kernel' },
+  { category: 'triton', pattern: 'triton' },
+  { category: 'memory', pattern: 'Memcpy|Memset' },
+];
+
+export const MEMORY_CATEGORY = 'memory';
+export const OTHER_CATEGORY = 'other';
+export const IDLE_CATEGORY = 'idle';
+
+/** Classifies kernel names by the ordered table, with the user's families tried first. Caches per name. */
+export class KernelClassifier {
+  private readonly families: { category: string; re: RegExp }[];
+  private readonly cache = new Map<string, string>();
+  /** Every category the classifier can answer, in table order, then memory, other, idle. */
+  readonly categoryOrder: string[];
+
+  constructor(extra: readonly KernelFamilySpec[] = []) {
+    this.families = [];
+    for (const spec of [...extra, ...BUILTIN_FAMILIES]) {
+      let re: RegExp;
+      try {
+        re = new RegExp(spec.pattern, spec.flags ?? '');
+      } catch (err) {
+        throw new Error(`The kernel family "${spec.category}" has an invalid pattern /${spec.pattern}/: ${(err as Error).message}. Fix it in the inferenceBench.kernelFamilies setting.`);
+      }
+      this.families.push({ category: spec.category, re });
+    }
+    const order: string[] = [];
+    for (const f of this.families) if (!order.includes(f.category)) order.push(f.category);
+    for (const c of [MEMORY_CATEGORY, OTHER_CATEGORY, IDLE_CATEGORY]) if (!order.includes(c)) order.push(c);
+    this.categoryOrder = order;
+  }
+
+  /** `isMemoryEvent`: the event's cat was gpu_memcpy or gpu_memset, which is memory whatever its name. */
+  classify(name: string, isMemoryEvent = false): string {
+    if (isMemoryEvent) return MEMORY_CATEGORY;
+    let category = this.cache.get(name);
+    if (category === undefined) {
+      category = OTHER_CATEGORY;
+      for (const f of this.families) {
+        if (f.re.test(name)) {
+          category = f.category;
+          break;
+        }
+      }
+      this.cache.set(name, category);
+    }
+    return category;
+  }
+}

@@ -1,0 +1,539 @@
+// An incremental reader of Chrome/Kineto trace JSON. It never holds the whole document: bytes arrive
+// in chunks, each event object of `traceEvents` is parsed in place from the bytes and handed to a
+// callback as a reusable view, and only the fields the analysis needs are decoded. Small top-level
+// values (distributedInfo, deviceProperties, ...) are collected whole, in whatever order they come.
+
+/** What kind of event (`cat`), as a small number so that the hot path compares no strings. */
+export const enum EventCat {
+  Other = 0,
+  Kernel = 1,
+  GpuMemcpy = 2,
+  GpuMemset = 3,
+  CudaRuntime = 4,
+  CudaDriver = 5,
+  UserAnnotation = 6,
+  GpuUserAnnotation = 7,
+  CpuOp = 8,
+  None = 9,
+}
+
+/** Thrown for input that is not a trace, or not JSON; `offset` is the byte where reading stopped. */
+export class TraceFormatError extends Error {
+  constructor(message: string, readonly offset: number) {
+    super(message);
+    this.name = 'TraceFormatError';
+  }
+}
+
+const NEED_MORE = -1;
+
+const Q = 0x22; // "
+const BS = 0x5c; // backslash
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACK = 0x5b;
+const RBRACK = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+function bytes(s: string): Uint8Array {
+  return Buffer.from(s, 'latin1');
+}
+const CAT_NAMES: [Uint8Array, EventCat][] = [
+  [bytes('kernel'), EventCat.Kernel],
+  [bytes('gpu_memcpy'), EventCat.GpuMemcpy],
+  [bytes('gpu_memset'), EventCat.GpuMemset],
+  [bytes('cuda_runtime'), EventCat.CudaRuntime],
+  [bytes('cuda_driver'), EventCat.CudaDriver],
+  [bytes('user_annotation'), EventCat.UserAnnotation],
+  [bytes('gpu_user_annotation'), EventCat.GpuUserAnnotation],
+  [bytes('cpu_op'), EventCat.CpuOp],
+];
+const K_CORRELATION = bytes('correlation');
+const K_TRACE_EVENTS = 'traceEvents';
+
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+function eq(buf: Buffer, s: number, e: number, target: Uint8Array): boolean {
+  if (e - s !== target.length) return false;
+  for (let k = 0; k < target.length; k++) if (buf[s + k] !== target[k]) return false;
+  return true;
+}
+
+/** Decodes a JSON string body (without quotes) that holds escapes; raw control characters are kept. */
+function unescapeJson(raw: string): string {
+  // eslint-disable-next-line no-control-regex
+  const safe = raw.replace(/[\u0000-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  try {
+    return JSON.parse(`"${safe}"`) as string;
+  } catch {
+    return raw; // a broken escape: keep the bytes as they are rather than lose the event
+  }
+}
+
+/**
+ * One event as the reader sees it. The same object is reused for every event: copy what you keep.
+ * Numbers that are missing are NaN; `correlation` is -1 when absent.
+ */
+export class EventView {
+  buf: Buffer = Buffer.alloc(0);
+  cat: EventCat = EventCat.None;
+  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. */
+  ph = 0;
+  ts = NaN;
+  dur = NaN;
+  /** Numeric pid/tid; NaN when the trace used a string (Kineto's "Spans" rows). */
+  pid = NaN;
+  tid = NaN;
+  correlation = -1;
+  nameStart = -1;
+  nameEnd = -1;
+  nameEscaped = false;
+
+  reset(buf: Buffer): void {
+    this.buf = buf;
+    this.cat = EventCat.None;
+    this.ph = 0;
+    this.ts = NaN;
+    this.dur = NaN;
+    this.pid = NaN;
+    this.tid = NaN;
+    this.correlation = -1;
+    this.nameStart = -1;
+    this.nameEnd = -1;
+    this.nameEscaped = false;
+  }
+
+  /** The event's `name`, decoded only when asked for. */
+  name(): string {
+    if (this.nameStart < 0) return '';
+    const raw = this.buf.toString('utf8', this.nameStart, this.nameEnd);
+    return this.nameEscaped ? unescapeJson(raw) : raw;
+  }
+}
+
+export interface ReaderSummary {
+  /** Top-level keys other than traceEvents, parsed (distributedInfo, deviceProperties, schemaVersion...). */
+  metadata: Record<string, unknown>;
+  events: number;
+  /** Uncompressed JSON bytes read. */
+  bytes: number;
+  /** Set when the input ended before the document did: what was cut, in words. */
+  truncated?: string;
+}
+
+type State = 'start' | 'key' | 'colon' | 'value' | 'afterValue' | 'events' | 'afterEvent' | 'done';
+
+/** Feed it chunks with push(), then call end(). Calls `onEvent` once per complete event object. */
+export class TraceJsonReader {
+  private buf: Buffer = Buffer.alloc(0);
+  private pos = 0;
+  private base = 0; // bytes dropped before buf[0]
+  private state: State = 'start';
+  private bareArray = false;
+  private currentKey = '';
+  private sawTraceEvents = false;
+  private readonly view = new EventView();
+  private num = 0;
+  private nextBackslash = -1;
+  private events = 0;
+  private readonly metadata: Record<string, unknown> = {};
+  /** Values of top-level keys other than traceEvents are kept only up to this size. */
+  private static readonly MAX_META_VALUE = 64 * 1024 * 1024;
+
+  constructor(private readonly onEvent: (event: EventView) => void) {}
+
+  push(chunk: Buffer): void {
+    if (this.state === 'done') return;
+    if (this.pos < this.buf.length) {
+      this.buf = this.pos === 0 ? Buffer.concat([this.buf, chunk]) : Buffer.concat([this.buf.subarray(this.pos), chunk]);
+    } else {
+      this.buf = chunk;
+    }
+    this.base += this.pos;
+    this.pos = 0;
+    this.nextBackslash = -1;
+    this.run();
+    const pending = this.buf.length - this.pos;
+    if (pending > TraceJsonReader.MAX_META_VALUE && this.state !== 'events' && this.state !== 'afterEvent') {
+      throw new TraceFormatError(`The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`, this.base + this.pos);
+    }
+  }
+
+  /** Call at the end of input. Throws for what is not a trace; a cut document gives `truncated`. */
+  end(): ReaderSummary {
+    const bytesRead = this.base + this.buf.length;
+    let truncated: string | undefined;
+    if (this.state === 'start') {
+      throw new TraceFormatError(bytesRead === 0 ? 'The file is empty.' : 'The file holds only white space.', bytesRead);
+    }
+    if (this.state !== 'done') {
+      const inEvents = this.state === 'events' || this.state === 'afterEvent';
+      if (!this.sawTraceEvents && !inEvents) {
+        throw new TraceFormatError(`The JSON document ends early (at byte ${bytesRead}) before any "traceEvents" array: this is not a complete trace.`, bytesRead);
+      }
+      const partial = this.buf.length - this.pos;
+      truncated = inEvents
+        ? `The trace ends inside traceEvents after ${this.events} complete events (byte ${bytesRead})${partial > 0 ? `; a cut event of ${partial} bytes was dropped` : ''}.`
+        : `The trace ends after traceEvents, inside the top-level value "${this.currentKey}" (byte ${bytesRead}); all events were read.`;
+    } else if (!this.sawTraceEvents) {
+      const keys = Object.keys(this.metadata).slice(0, 8).join(', ');
+      throw new TraceFormatError(`This JSON has no "traceEvents" array (top-level keys: ${keys || 'none'}): it is not a Chrome/Kineto trace.`, bytesRead);
+    }
+    return { metadata: this.metadata, events: this.events, bytes: bytesRead, truncated };
+  }
+
+  private fail(what: string, at: number): never {
+    const offset = this.base + at;
+    const near = this.buf.toString('latin1', Math.max(0, at - 20), Math.min(this.buf.length, at + 20)).replace(/[^\x20-\x7e]/g, '.');
+    throw new TraceFormatError(`Not valid trace JSON at byte ${offset}: ${what} (near "${near}").`, offset);
+  }
+
+  private run(): void {
+    const buf = this.buf;
+    const n = buf.length;
+    let i = this.pos;
+    for (;;) {
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) break;
+      const c = buf[i];
+      if (this.state === 'events') {
+        if (c === LBRACE) {
+          const end = this.parseEvent(buf, i, n);
+          if (end === NEED_MORE) break;
+          this.events++;
+          this.onEvent(this.view);
+          i = end;
+          this.state = 'afterEvent';
+        } else if (c === RBRACK) {
+          i++;
+          this.state = this.bareArray ? 'done' : 'afterValue';
+        } else {
+          this.fail('expected an event object', i);
+        }
+      } else if (this.state === 'afterEvent') {
+        if (c === COMMA) {
+          i++;
+          this.state = 'events';
+        } else if (c === RBRACK) {
+          i++;
+          this.state = this.bareArray ? 'done' : 'afterValue';
+        } else {
+          this.fail('expected "," or "]" after an event', i);
+        }
+      } else if (this.state === 'start') {
+        if (c === LBRACE) {
+          this.state = 'key';
+          i++;
+        } else if (c === LBRACK) {
+          // The JSON Array Format of Chrome traces: a bare list of events.
+          this.bareArray = true;
+          this.sawTraceEvents = true;
+          this.state = 'events';
+          i++;
+        } else {
+          this.fail('a trace starts with "{" or "["; this is not JSON (or is compressed with something other than gzip)', i);
+        }
+      } else if (this.state === 'key') {
+        if (c === RBRACE) {
+          i++;
+          this.state = 'done';
+          continue;
+        }
+        if (c !== Q) this.fail('expected a key', i);
+        const end = this.stringEnd(buf, i + 1, n);
+        if (end === NEED_MORE) break;
+        this.currentKey = unescapeJson(buf.toString('utf8', i + 1, end));
+        i = end + 1;
+        this.state = 'colon';
+      } else if (this.state === 'colon') {
+        if (c !== COLON) this.fail('expected ":"', i);
+        i++;
+        this.state = 'value';
+      } else if (this.state === 'value') {
+        if (this.currentKey === K_TRACE_EVENTS) {
+          if (c !== LBRACK) this.fail('"traceEvents" is not an array', i);
+          this.sawTraceEvents = true;
+          this.state = 'events';
+          i++;
+          continue;
+        }
+        const end = this.skipValue(buf, i, n);
+        if (end === NEED_MORE) break;
+        this.metadata[this.currentKey] = parseSmall(buf.toString('utf8', i, end));
+        i = end;
+        this.state = 'afterValue';
+      } else if (this.state === 'afterValue') {
+        if (c === COMMA) {
+          i++;
+          this.state = 'key';
+        } else if (c === RBRACE) {
+          i++;
+          this.state = 'done';
+        } else {
+          this.fail('expected "," or "}" between top-level keys', i);
+        }
+      } else {
+        // 'done': anything after the document is ignored (some writers append a newline or NULs).
+        i = n;
+      }
+    }
+    this.pos = i;
+  }
+
+  /** Whether [s, e) holds a backslash. The next backslash's index is cached: one search per buffer, not per string. */
+  private backslashBefore(buf: Buffer, s: number, e: number): boolean {
+    if (this.nextBackslash < s) {
+      const k = buf.indexOf(BS, s);
+      this.nextBackslash = k < 0 ? Infinity : k;
+    }
+    return this.nextBackslash < e;
+  }
+
+  /** Index of the closing quote of a string whose body starts at i, or NEED_MORE. */
+  private stringEnd(buf: Buffer, i: number, n: number): number {
+    for (;;) {
+      const q = buf.indexOf(Q, i);
+      if (q < 0 || q >= n) return NEED_MORE;
+      // An escaped quote has an odd number of backslashes before it.
+      let b = q - 1;
+      while (b >= i && buf[b] === BS) b--;
+      if ((q - 1 - b) % 2 === 0) return q;
+      i = q + 1;
+    }
+  }
+
+  /** End of the JSON value starting at i (exclusive), or NEED_MORE. */
+  private skipValue(buf: Buffer, i: number, n: number): number {
+    const c = buf[i];
+    if (c === Q) {
+      const e = this.stringEnd(buf, i + 1, n);
+      return e === NEED_MORE ? NEED_MORE : e + 1;
+    }
+    if (c === LBRACE || c === LBRACK) {
+      let depth = 0;
+      let j = i;
+      while (j < n) {
+        const d = buf[j];
+        if (d === Q) {
+          const e = this.stringEnd(buf, j + 1, n);
+          if (e === NEED_MORE) return NEED_MORE;
+          j = e + 1;
+          continue;
+        }
+        if (d === LBRACE || d === LBRACK) depth++;
+        else if (d === RBRACE || d === RBRACK) {
+          depth--;
+          if (depth === 0) return j + 1;
+        }
+        j++;
+      }
+      return NEED_MORE;
+    }
+    // number, true, false, null: up to the next delimiter
+    let j = i;
+    while (j < n) {
+      const d = buf[j];
+      if (d === COMMA || d === RBRACE || d === RBRACK || isWs(d)) return j;
+      j++;
+    }
+    return NEED_MORE;
+  }
+
+  /** Parses a number at i into this.num; returns its end, or NEED_MORE. Exact for Kineto's "123.456". */
+  private parseNumber(buf: Buffer, i: number, n: number): number {
+    let j = i;
+    let neg = false;
+    if (buf[j] === 0x2d) {
+      neg = true;
+      j++;
+    }
+    let int = 0;
+    let digits = 0;
+    while (j < n) {
+      const d = buf[j] - 0x30;
+      if (d < 0 || d > 9) break;
+      int = int * 10 + d;
+      digits++;
+      j++;
+    }
+    if (j >= n) return NEED_MORE;
+    let scale = 1;
+    if (buf[j] === 0x2e) {
+      j++;
+      while (j < n) {
+        const d = buf[j] - 0x30;
+        if (d < 0 || d > 9) break;
+        int = int * 10 + d;
+        scale *= 10;
+        digits++;
+        j++;
+      }
+      if (j >= n) return NEED_MORE;
+    }
+    const c = buf[j];
+    if (c === 0x65 || c === 0x45 || digits === 0 || int > 9007199254740991) {
+      // exponent, too many digits to be exact, or not a number at all: let the engine parse it
+      const end = this.skipValue(buf, i, n);
+      if (end === NEED_MORE) return NEED_MORE;
+      this.num = Number(buf.toString('latin1', i, end));
+      return end;
+    }
+    const v = scale === 1 ? int : int / scale;
+    this.num = neg ? -v : v;
+    return j;
+  }
+
+  /** Parses one event object starting at the "{" at i; fills this.view. Returns its end or NEED_MORE. */
+  private parseEvent(buf: Buffer, i: number, n: number): number {
+    const v = this.view;
+    v.reset(buf);
+    i++;
+    for (;;) {
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      let c = buf[i];
+      if (c === RBRACE) return i + 1;
+      if (c !== Q) this.fail('expected a key inside an event', i);
+      const ks = i + 1;
+      const ke = this.stringEnd(buf, ks, n);
+      if (ke === NEED_MORE) return NEED_MORE;
+      i = ke + 1;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      if (buf[i] !== COLON) this.fail('expected ":" inside an event', i);
+      i++;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      const klen = ke - ks;
+      const k0 = buf[ks];
+      const k1 = buf[ks + 1];
+      let end: number;
+      if (klen === 2 && k0 === 0x74 && k1 === 0x73) {
+        // "ts"
+        end = this.numberOrSkip(buf, i, n);
+        v.ts = this.num;
+      } else if (klen === 3 && k0 === 0x64 && k1 === 0x75 && buf[ks + 2] === 0x72) {
+        // "dur"
+        end = this.numberOrSkip(buf, i, n);
+        v.dur = this.num;
+      } else if (klen === 3 && k0 === 0x63 && k1 === 0x61 && buf[ks + 2] === 0x74) {
+        // "cat"
+        if (buf[i] !== Q) {
+          end = this.skipValue(buf, i, n);
+        } else {
+          const se = this.stringEnd(buf, i + 1, n);
+          if (se === NEED_MORE) return NEED_MORE;
+          v.cat = EventCat.Other;
+          for (const [name, code] of CAT_NAMES) {
+            if (eq(buf, i + 1, se, name)) {
+              v.cat = code;
+              break;
+            }
+          }
+          end = se + 1;
+        }
+      } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {
+        // "name"
+        if (buf[i] !== Q) {
+          end = this.skipValue(buf, i, n);
+        } else {
+          const se = this.stringEnd(buf, i + 1, n);
+          if (se === NEED_MORE) return NEED_MORE;
+          v.nameStart = i + 1;
+          v.nameEnd = se;
+          v.nameEscaped = this.backslashBefore(buf, i + 1, se);
+          end = se + 1;
+        }
+      } else if (klen === 2 && k0 === 0x70 && k1 === 0x68) {
+        // "ph"
+        if (buf[i] === Q) {
+          const se = this.stringEnd(buf, i + 1, n);
+          if (se === NEED_MORE) return NEED_MORE;
+          v.ph = se > i + 1 ? buf[i + 1] : 0;
+          end = se + 1;
+        } else {
+          end = this.skipValue(buf, i, n);
+        }
+      } else if (klen === 3 && (k0 === 0x70 || k0 === 0x74) && k1 === 0x69 && buf[ks + 2] === 0x64) {
+        // "pid" / "tid"
+        end = this.numberOrSkip(buf, i, n);
+        if (k0 === 0x70) v.pid = this.num;
+        else v.tid = this.num;
+      } else if (klen === 4 && k0 === 0x61 && k1 === 0x72 && buf[ks + 2] === 0x67 && buf[ks + 3] === 0x73 && buf[i] === LBRACE) {
+        // "args": only the correlation id is read; the rest is skipped
+        end = this.parseArgs(buf, i, n);
+      } else {
+        end = this.skipValue(buf, i, n);
+      }
+      if (end === NEED_MORE) return NEED_MORE;
+      i = end;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      c = buf[i];
+      if (c === COMMA) i++;
+      else if (c === RBRACE) return i + 1;
+      else this.fail('expected "," or "}" inside an event', i);
+    }
+  }
+
+  /** A number, or (for string pids such as "Spans") NaN after skipping the value. */
+  private numberOrSkip(buf: Buffer, i: number, n: number): number {
+    const c = buf[i];
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.parseNumber(buf, i, n);
+    this.num = NaN;
+    return this.skipValue(buf, i, n);
+  }
+
+  private parseArgs(buf: Buffer, i: number, n: number): number {
+    i++;
+    for (;;) {
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      let c = buf[i];
+      if (c === RBRACE) return i + 1;
+      if (c !== Q) this.fail('expected a key inside "args"', i);
+      const ks = i + 1;
+      const ke = this.stringEnd(buf, ks, n);
+      if (ke === NEED_MORE) return NEED_MORE;
+      i = ke + 1;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      if (buf[i] !== COLON) this.fail('expected ":" inside "args"', i);
+      i++;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      let end: number;
+      if (ke - ks === 11 && buf[ks] === 0x63 && eq(buf, ks, ke, K_CORRELATION)) {
+        end = this.numberOrSkip(buf, i, n);
+        if (end !== NEED_MORE && !Number.isNaN(this.num)) this.view.correlation = this.num;
+      } else {
+        end = this.skipValue(buf, i, n);
+      }
+      if (end === NEED_MORE) return NEED_MORE;
+      i = end;
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      c = buf[i];
+      if (c === COMMA) i++;
+      else if (c === RBRACE) return i + 1;
+      else this.fail('expected "," or "}" inside "args"', i);
+    }
+  }
+}
+
+/** Parses a small top-level value; control characters inside strings are escaped first. */
+function parseSmall(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    try {
+      // eslint-disable-next-line no-control-regex
+      return JSON.parse(text.replace(/[\u0000-\u001f]/g, (c) => (c === '\n' || c === '\r' || c === '\t' ? c : ' ')));
+    } catch {
+      return text;
+    }
+  }
+}

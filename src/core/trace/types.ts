@@ -1,0 +1,156 @@
+// The result of analysing one or more Kineto traces (one file per rank): where each decode step's
+// GPU time goes. Rendered by the CLI (aligned tables), the findings document and the webview
+// (stacked bars per rank). Times are milliseconds unless the field name says `Us` (microseconds).
+
+/** Bump when a field changes meaning or goes away; adding optional fields keeps it. */
+export const TRACE_BREAKDOWN_VERSION = 1;
+
+/** A kernel family the classifier knows: the first family whose pattern matches a kernel name wins. */
+export interface KernelFamilySpec {
+  /** The category the family's kernels count towards, e.g. "all-reduce", "attention". */
+  category: string;
+  /** A regular expression source matched against the kernel name. */
+  pattern: string;
+  /** Regular expression flags, e.g. "i"; none by default. */
+  flags?: string;
+}
+
+export interface TraceAnalysisOptions {
+  /** Families tried before the built-in table (the user's `inferenceBench.kernelFamilies` setting). */
+  extraFamilies?: KernelFamilySpec[];
+  /** A regular expression for step annotations, tried before the built-in ones. */
+  stepAnnotation?: string;
+  /** How many kernels to list in `topKernels`; default 15. */
+  topKernels?: number;
+  /** Idle gap that separates steps when nothing better marks them, in microseconds; default: from the gaps' distribution. */
+  minStepGapUs?: number;
+}
+
+/** How the decode steps were found, best first. */
+export type StepSource =
+  /** Step annotations (record_function ranges such as vLLM's `execute_new_0_cached_8`), kernels assigned by launch correlation. */
+  | 'annotation'
+  /** GPU-side annotations only (gpu_user_annotation), kernels assigned by time. */
+  | 'gpu-annotation'
+  /** One step per `cudaGraphLaunch`, eager kernels launched after it joined to it. */
+  | 'cuda-graph'
+  /** Boundaries guessed from idle gaps on the GPU: least reliable. */
+  | 'idle-gaps'
+  /** No kernels, so no steps. */
+  | 'none';
+
+/** One category's part of a step. `idle` is a category too, so that `msPerStep` adds up to the step. */
+export interface CategoryShare {
+  category: string;
+  /** Time attributed to this category per step: overlap between streams counted once, for the kernel that started first. */
+  msPerStep: number;
+  /** msPerStep as a percentage of the step's wall time; all categories (idle included) add up to 100. */
+  sharePct: number;
+  /** Plain sum of kernel durations per step, overlap counted twice (0 for idle). */
+  rawMsPerStep: number;
+  /** Kernels of this category per step (0 for idle). */
+  kernelsPerStep: number;
+}
+
+export interface KernelStat {
+  name: string;
+  category: string;
+  count: number;
+  totalMs: number;
+  meanUs: number;
+  minUs: number;
+  maxUs: number;
+}
+
+export interface Distribution {
+  mean: number;
+  median: number;
+  min: number;
+  max: number;
+  p90: number;
+}
+
+/** Breakdown of one kind of step (decode or prefill) on one rank. */
+export interface StepGroupBreakdown {
+  /** Steps of this kind that were analysed. */
+  count: number;
+  /** Wall time of a step on the GPU, first kernel start to last kernel end, in ms. */
+  stepMs: Distribution | null;
+  /** Start-to-start time of consecutive steps of this kind, in ms (includes the GPU idle time between steps). */
+  periodMs: Distribution | null;
+  /** Sorted by msPerStep, largest first, idle included. */
+  categories: CategoryShare[];
+}
+
+/** CPU-side launch statistics, from the cuda_runtime / cuda_driver events where the trace has them. */
+export interface LaunchStats {
+  /** Kernel launch calls (cudaLaunchKernel, cuLaunchKernel... and cudaGraphLaunch). */
+  launches: number;
+  graphLaunches: number;
+  /** Duration of one launch call on the CPU, in microseconds. */
+  launchCallUs: Distribution | null;
+  /** From the launch call's start to its kernel's start on the GPU (queueing), in microseconds; eager launches only. */
+  launchToStartUs: Distribution | null;
+  /** Time in cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize, ms over the whole trace. */
+  syncMs: number;
+}
+
+export interface RankBreakdown {
+  file: string;
+  /** distributedInfo.rank, else a rank number in the file name, else the file's position. */
+  rank: number;
+  worldSize: number | null;
+  device: string | null;
+  stepSource: StepSource;
+  /** The annotation name pattern that marked the steps, when stepSource is annotation-based. */
+  stepAnnotation?: string;
+  decode: StepGroupBreakdown;
+  prefill: StepGroupBreakdown;
+  /** Kernels inside decode steps, by total time, largest first. */
+  topKernels: KernelStat[];
+  /** Every kernel name over the whole trace, by total time (independent of step finding). */
+  kernelTotals: KernelStat[];
+  launch: LaunchStats | null;
+  totals: {
+    events: number;
+    kernels: number;
+    /** Sum of all kernel durations, ms. */
+    kernelMs: number;
+    /** First kernel start to last kernel end, ms. */
+    gpuSpanMs: number;
+    /** Uncompressed JSON bytes read. */
+    jsonBytes: number;
+    fileBytes: number;
+    compressed: boolean;
+    /** Kernels that belong to no step (before the first or between steps). */
+    kernelsOutsideSteps: number;
+  };
+  /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
+  truncated?: string;
+  warnings: string[];
+}
+
+export interface RankSkew {
+  /** Decode step wall time per rank, ms, in rank order. */
+  stepMsByRank: { rank: number; stepMs: number }[];
+  minMs: number;
+  maxMs: number;
+  /** (max - min) / min, in percent. */
+  spreadPct: number;
+  slowestRank: number;
+  fastestRank: number;
+}
+
+export interface TraceBreakdown {
+  version: number;
+  /** One line a user reads first: "all-reduce 51.5% of a 21.7 ms decode step (8 ranks, 40 steps)". */
+  headline: string;
+  files: string[];
+  /** Per-rank categories averaged over ranks: ms per decode step and shares. */
+  overall: StepGroupBreakdown & { ranks: number };
+  ranks: RankBreakdown[];
+  skew: RankSkew | null;
+  /** The category names in the classifier's order, idle last: a stable order for charts. */
+  categoryOrder: string[];
+  warnings: string[];
+}
