@@ -5,6 +5,8 @@ export interface ExecResult {
   code: number | null;
   signal: string | null;
   lostConnection?: boolean;
+  /** Set when the command never started: the connection could not be made (the message says why). */
+  error?: Error;
 }
 
 export interface ExecOptions {

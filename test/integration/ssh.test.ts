@@ -1,0 +1,306 @@
+import * as assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runAgentCommand } from '../../src/core/phases/agentRun';
+import { RunFolder } from '../../src/core/runs/runFolder';
+import { openTransport } from '../../src/remote/openTransport';
+import { SshHooks } from '../../src/remote/ssh/connection';
+import { SshError } from '../../src/remote/ssh/errors';
+import { fingerprint } from '../../src/remote/ssh/knownHosts';
+import { execText, Transport, TransportState } from '../../src/remote/transport';
+import { freePort, KeyPair, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+
+const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
+
+function pgrep(pattern: string): number[] {
+  const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
+  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+}
+
+function blobOf(key: KeyPair): Buffer {
+  return Buffer.from(key.publicLine.split(' ')[1], 'base64');
+}
+
+async function expectSshError(p: Promise<unknown>, kind: SshError['kind']): Promise<SshError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof SshError, `expected an SshError, got ${String(err)}`);
+    assert.equal(err.kind, kind, err.message);
+    return err;
+  }
+  assert.fail(`expected the connection to fail with ${kind}`);
+}
+
+describe('SSH transport against a real OpenSSH sshd', function () {
+  this.timeout(30_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ib-ssh-'));
+  let clientKey: KeyPair;
+  let sshd: Sshd;
+  let jump: Sshd;
+  const open: Transport[] = [];
+
+  /** A client setup whose config names `alias` for the test sshd, with extra lines. */
+  function client(name: string, lines: string[], knownHosts = [sshd.knownHostsLine]) {
+    return writeClientConfig(join(dir, name), {
+      target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, ...lines],
+    }, knownHosts);
+  }
+
+  async function connect(configFile: string, hooks: SshHooks = {}, commandPrefix?: string[]): Promise<Transport> {
+    const t = await openTransport({ kind: 'ssh', host: 'target', configFile, home: dir, commandPrefix, connectTimeoutMs: 5000 }, hooks);
+    open.push(t);
+    return t;
+  }
+
+  before(async () => {
+    clientKey = makeKey(dir, 'client_ed25519');
+    sshd = await startSshd({ authorizedKeys: [clientKey.publicLine] });
+    jump = await startSshd({ authorizedKeys: [clientKey.publicLine] });
+  });
+
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((t) => t.close()));
+  });
+
+  after(async () => {
+    await sshd?.stop();
+    await jump?.stop();
+  });
+
+  it('logs in with an identity file and streams stdout, stderr, exit code and signal', async () => {
+    const c = client('key', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const t = await connect(c.configFile);
+    const r = await execText(t, ['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.deepEqual([r.stdout, r.stderr, r.result.code], ['out\n', 'err\n', 3]);
+    const killed = await execText(t, ['sh', '-c', 'kill -TERM $$']);
+    assert.equal(killed.result.signal, 'SIGTERM');
+  });
+
+  it('logs in with a key held by ssh-agent (IdentityAgent)', async () => {
+    const sock = join(dir, 'agent.sock');
+    const out = execFileSync('ssh-agent', ['-s', '-a', sock], { encoding: 'utf8' });
+    const agentPid = Number(/SSH_AGENT_PID=(\d+)/.exec(out)?.[1]);
+    try {
+      execFileSync('ssh-add', [clientKey.privateFile], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
+      const c = client('agent', [`IdentityAgent ${sock}`, `IdentityFile ${join(dir, 'no-such-key')}`]);
+      const t = await connect(c.configFile);
+      assert.equal((await execText(t, ['echo', 'via agent'])).stdout, 'via agent\n');
+    } finally {
+      process.kill(agentPid, 'SIGTERM');
+    }
+  });
+
+  it('unlocks an encrypted key with the passphrase hook, asking again after a wrong one', async () => {
+    const locked = makeKey(dir, 'locked_ed25519', 'correct horse');
+    const server = await startSshd({ authorizedKeys: [locked.publicLine] });
+    try {
+      const c = writeClientConfig(join(dir, 'locked'), { target: ['HostName 127.0.0.1', `Port ${server.port}`, `User ${USER}`, `IdentityFile ${locked.privateFile}`, 'IdentityAgent none'] }, [server.knownHostsLine]);
+      const asked: boolean[] = [];
+      const results: boolean[] = [];
+      const t = await connect(c.configFile, {
+        askPassphrase: async (file, previousWasWrong) => {
+          assert.equal(file, locked.privateFile);
+          asked.push(previousWasWrong);
+          return previousWasWrong ? 'correct horse' : 'wrong';
+        },
+        onPassphraseResult: (_file, ok) => results.push(ok),
+      });
+      assert.equal((await execText(t, ['true'])).result.code, 0);
+      assert.deepEqual(asked, [false, true]);
+      assert.deepEqual(results, [false, true]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('refuses a key the server does not know, naming the host and the keys tried', async () => {
+    const stranger = makeKey(dir, 'stranger_ed25519');
+    const c = client('wrongkey', [`IdentityFile ${stranger.privateFile}`, 'IdentityAgent none']);
+    const err = await expectSshError(connect(c.configFile), 'auth');
+    assert.match(err.message, new RegExp(`127\\.0\\.0\\.1:${sshd.port}`));
+    assert.ok(err.message.includes(stranger.privateFile), err.message);
+    assert.match(err.message, /authorized_keys/);
+  });
+
+  it('refuses an unknown host key by default and trusts it only when told to', async () => {
+    const c = client('unknown', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'], []);
+    const err = await expectSshError(connect(c.configFile), 'host-key-unknown');
+    assert.ok(err.message.includes(fingerprint(blobOf(sshd.hostKey))), err.message);
+    assert.equal(readFileSync(c.knownHosts, 'utf8'), '', 'nothing is written when refused');
+
+    const prompts: string[] = [];
+    const t = await connect(c.configFile, { onUnknownHostKey: async (p) => (prompts.push(p.fingerprint), true) });
+    assert.deepEqual(prompts, [fingerprint(blobOf(sshd.hostKey))]);
+    assert.equal((await execText(t, ['true'])).result.code, 0);
+    await t.close();
+    // Now on file: OpenSSH itself agrees, and the next connection asks nothing.
+    assert.match(execFileSync('ssh-keygen', ['-F', `[127.0.0.1]:${sshd.port}`, '-f', c.knownHosts], { encoding: 'utf8' }), /found/);
+    await connect(c.configFile, { onUnknownHostKey: async () => assert.fail('asked again for a known host') });
+  });
+
+  it('refuses a changed host key with both fingerprints and the ssh-keygen -R command', async () => {
+    const other = makeKey(dir, 'other_host');
+    const c = client('changed', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'], [`[127.0.0.1]:${sshd.port} ${other.publicLine.split(' ').slice(0, 2).join(' ')}`]);
+    const err = await expectSshError(connect(c.configFile, { onUnknownHostKey: async () => true }), 'host-key-changed');
+    assert.ok(err.message.includes(fingerprint(blobOf(sshd.hostKey))), 'the new fingerprint');
+    assert.ok(err.message.includes(fingerprint(blobOf(other))), 'the fingerprint on file');
+    assert.ok(err.message.includes(`ssh-keygen -R '[127.0.0.1]:${sshd.port}' -f '${c.knownHosts}'`), err.message);
+  });
+
+  it('says clearly when nothing listens and when the server never answers', async () => {
+    const closedPort = await freePort();
+    const c1 = writeClientConfig(join(dir, 'refused'), { target: ['HostName 127.0.0.1', `Port ${closedPort}`, 'IdentityAgent none'] }, []);
+    const refused = await expectSshError(connect(c1.configFile), 'unreachable');
+    assert.match(refused.message, new RegExp(`127\\.0\\.0\\.1:${closedPort}.*refused`));
+
+    const silent: Server = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const c2 = writeClientConfig(join(dir, 'silent'), { target: ['HostName 127.0.0.1', `Port ${port}`, 'IdentityAgent none'] }, []);
+      const started = Date.now();
+      const timeout = await expectSshError(openTransport({ kind: 'ssh', host: 'target', configFile: c2.configFile, home: dir, connectTimeoutMs: 700 }), 'timeout');
+      assert.ok(Date.now() - started < 3000);
+      assert.match(timeout.message, /No SSH answer from .*target/);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('goes through a ProxyJump host', async () => {
+    const c = writeClientConfig(join(dir, 'jump'), {
+      bastion: ['HostName 127.0.0.1', `Port ${jump.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'],
+      target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none', 'ProxyJump bastion'],
+    }, [sshd.knownHostsLine, jump.knownHostsLine]);
+    const before = jump.sessionPids().length;
+    const t = await connect(c.configFile);
+    assert.equal((await execText(t, ['echo', 'through the jump'])).stdout, 'through the jump\n');
+    assert.equal(jump.sessionPids().length, before + 1, 'the jump host carries a session');
+  });
+
+  it('runs every command inside the prefix, with hostile arguments arriving intact', async () => {
+    const c = client('prefix', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const canary = join(dir, 'injected');
+    // `env NAME=value` stands in for `docker exec -i <container>`: it is a prefix that must stay a prefix.
+    const t = await connect(c.configFile, {}, ['env', 'IB_IN_CONTAINER=yes it is']);
+    const hostile = [
+      `$(touch ${canary})`, `\`touch ${canary}\``, `'; touch ${canary}; '`, '"; exit 7; "', 'a b\tc', 'line\nbreak',
+      '*', '~', '', '-n', '\\', '$HOME', "it's", '--', '&&', '|', ';', '#', '%s', 'ünïcödé',
+    ];
+    const script = 'import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get("IB_IN_CONTAINER"), os.environ.get("IB_HOSTILE")]))';
+    const r = await execText(t, ['python3', '-c', script, ...hostile], { env: { IB_HOSTILE: `$(touch ${canary}) ' "` } });
+    assert.equal(r.result.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), [hostile, 'yes it is', `$(touch ${canary}) ' "`]);
+    assert.equal(existsSync(canary), false, 'no argument was run as a command');
+
+    // Files travel through the prefix too (stdin/stdout, since SFTP cannot enter a container).
+    const local = join(dir, "prefix upload 'q'.bin");
+    writeFileSync(local, randomBytes(300_000));
+    const remote = join(dir, 'remote dir $x', "it's.bin");
+    await t.upload(local, remote);
+    await t.download(remote, `${local}.back`);
+    assert.equal(sha256(`${local}.back`), sha256(local));
+  });
+
+  it('uploads and downloads a few MB over SFTP with matching checksums', async () => {
+    const c = client('sftp', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const t = await connect(c.configFile);
+    const local = join(dir, 'payload.bin');
+    writeFileSync(local, randomBytes(5 * 1024 * 1024 + 123));
+    const remote = join(dir, 'remote', 'nested', 'payload.bin');
+    await t.upload(local, remote);
+    const remoteSum = (await execText(t, ['sha256sum', remote])).stdout.split(' ')[0];
+    assert.equal(remoteSum, sha256(local));
+    await t.download(remote, join(dir, 'back', 'payload.bin'));
+    assert.equal(sha256(join(dir, 'back', 'payload.bin')), sha256(local));
+    await assert.rejects(t.download(join(dir, 'missing.bin'), join(dir, 'x')), /missing\.bin/);
+  });
+
+  it('cancel leaves no process of the command on the host', async () => {
+    const c = client('cancel', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    for (const prefix of [undefined, ['env', 'IN_PREFIX=1']]) {
+      const t = await connect(c.configFile, {}, prefix);
+      const marker = `ib-ssh-cancel-${Date.now()}-${prefix ? 'prefix' : 'plain'}`;
+      const handle = t.exec(['sh', '-c', `sleep 300 & sh -c 'sleep 301; : ${marker}-child' & echo started; wait # ${marker}`]);
+      await new Promise<void>((resolve) => handle.stdout.once('data', () => resolve()));
+      assert.ok(pgrep(marker).length >= 2, 'the command and its child run');
+      await handle.cancel();
+      const result = await handle.done;
+      assert.ok(result.signal === 'SIGTERM' || result.code !== 0, JSON.stringify(result));
+      // ps on the host (this machine: the sshd is on loopback) and through the transport agree.
+      assert.deepEqual(pgrep(marker), []);
+      const remotePs = await execText(t, ['ps', '-eo', 'args']);
+      assert.ok(!remotePs.stdout.includes(marker), 'ps on the host still lists the command');
+      await t.close();
+    }
+  });
+
+  it('keeps the events received before the connection was cut and marks the run interrupted', async () => {
+    const states: TransportState[] = [];
+    const c = client('cut', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const t = await connect(c.configFile, { onStateChange: (s) => states.push(s) });
+    const marker = `ib-cut-${Date.now()}`;
+    // A stand-in agent that speaks the real event schema and then works for a long time.
+    const fakeAgent = join(dir, 'slow_agent.py');
+    writeFileSync(fakeAgent, [
+      'import json, sys, time',
+      'def emit(kind, **kw):',
+      '    print(json.dumps({"v": 1, "type": kind, "t": time.time(), **kw}), flush=True)',
+      'emit("hello", agent_version="test", command=sys.argv[1], pid=0, python="3", executable=sys.executable)',
+      'for i in range(3):',
+      '    emit("progress", done=i + 1, total=10)',
+      'time.sleep(60)',
+      'emit("done", ok=True)',
+    ].join('\n'));
+    const run = RunFolder.create(mkdtempSync(join(tmpdir(), 'ib-ws-')), 'probe', 'target', {});
+    let seen = 0;
+    let cut = false;
+    const outcome = await runAgentCommand(t, { python: 'python3', path: fakeAgent, hash: 'test' }, marker, [], run, {
+      onEvent: () => {
+        seen++;
+        if (seen === 4 && !cut) {
+          cut = true;
+          // Kill only the sshd processes serving this connection, as a network drop would.
+          for (const pid of sshdSessionTree(sshd)) process.kill(pid, 'SIGKILL');
+        }
+      },
+    });
+    assert.equal(outcome.status, 'interrupted');
+    assert.match(outcome.reason ?? '', /dropped/);
+    assert.equal(run.readEvents().length, 4, 'all four events are in events.jsonl');
+    assert.equal(RunFolder.open(run.dir).info.status, 'interrupted');
+    for (const pid of pgrep(marker)) process.kill(pid, 'SIGKILL');
+    // The shared connection comes back by itself.
+    const deadline = Date.now() + 8000;
+    while (!states.includes('connected', states.indexOf('reconnecting')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(states.slice(0, 3), ['connecting', 'connected', 'reconnecting']);
+    assert.equal(states[states.lastIndexOf('reconnecting') + 1], 'connected');
+    assert.equal((await execText(t, ['echo', 'back'])).stdout, 'back\n');
+  });
+});
+
+function sha256(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+/** The sshd processes below the listener (per-connection monitors and their session children). */
+function sshdSessionTree(server: Sshd): number[] {
+  const out: number[] = [];
+  const walk = (pid: number) => {
+    const r = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+    for (const child of r.stdout.trim().split('\n').filter(Boolean).map(Number)) {
+      const comm = spawnSync('ps', ['-o', 'comm=', '-p', String(child)], { encoding: 'utf8' }).stdout.trim();
+      if (comm === 'sshd') {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(server.process.pid!);
+  return out;
+}
