@@ -41,6 +41,8 @@ WORDS = ("time year people way day man thing woman life child world school state
          "computer type attention film tree source organization hair window evidence population site truth").split()
 
 _cancelled = False
+# Monotonic time of the run's first level start: per-request events carry times from it (run_s).
+_run_start: Optional[float] = None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -343,6 +345,7 @@ class LevelRun:
         if not self.args.no_request_events:
             c = compact_record(rec)
             c["start_s"] = round(rec["send"] - self.level_start, 6) if rec.get("send") is not None and self.level_start else None
+            c["run_s"] = round(rec["send"] - _run_start, 6) if rec.get("send") is not None and _run_start else None
             events.emit(events.MACRO_REQUEST, level=self.index, record=c)
         self.tick()
 
@@ -572,8 +575,9 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
 def run(args: argparse.Namespace) -> int:
     if args.worker:
         return worker_main()
-    global _cancelled
+    global _cancelled, _run_start
     _cancelled = False
+    _run_start = None
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
@@ -644,6 +648,8 @@ def run(args: argparse.Namespace) -> int:
         events.emit(events.PROGRESS, done=0, total=total or 0, message=f"{level.label()}: starting "
                     f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})")
         wall0 = time.monotonic()
+        if _run_start is None:
+            _run_start = wall0
         if len(plans) == 1:
             plans[0]["start_at"] = time.monotonic()
             cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout)

@@ -1,0 +1,191 @@
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CliCommand, UsageError } from '../command';
+import { stderrLogger } from '../cliLogger';
+import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../../core/config/target';
+import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
+import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
+import { runMacroPhase } from '../../core/phases/macro';
+import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
+import { LocalTransport } from '../../remote/localTransport';
+import { formatCell, ResultTable } from '../../shared/table';
+
+const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
+
+Usage: infbench macro [options]
+
+The load generator runs on the target next to the server and streams from its OpenAI-compatible API.
+Metrics follow \`vllm bench serve\`; the result file holds one object per level with its field names.
+
+Target:
+  --target local            run on this machine (the only target kind this command supports so far;
+                            SSH targets run from the VS Code extension)
+  --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
+  --python PATH             Python 3 on the target (default ${DEFAULT_PYTHON})
+  --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
+Load:
+  --concurrency 1,8,32      closed-loop levels (default 1,8,32,64)
+  --request-rate 2,4,inf    open-loop levels instead, requests/s with gamma gaps
+  --max-concurrency N       cap on in-flight requests in request-rate mode
+  --burstiness K            gamma shape of the gaps (1 = Poisson)
+  --requests N              requests per level (default max(8, 4 x concurrency))
+  --duration S              seconds per level instead of a request count
+  --input-len N             prompt tokens (default 256; random prompts, calibrated with /tokenize)
+  --output-len N            output tokens with ignore_eos (default 128)
+  --no-ignore-eos           let the model stop at EOS
+  --api completions|chat    (default completions)
+  --model NAME              default: the first model /v1/models lists
+  --prompts-file PATH       JSONL prompts on the target host
+  --warmup N                warm-up requests (default 2)
+  --goodput "ttft:500 tpot:50"  SLOs in ms for goodput
+  --percentiles 50,90,99
+  --workers auto|N          load-generator processes (default auto)
+  --seed N
+Output:
+  --out FILE                write the result (one object per level) to FILE as JSON
+  --json                    print the result JSON on stdout instead of a table
+  --verbose
+
+Ctrl-C stops the run; the levels finished so far are kept and printed.
+Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json`;
+
+function numbers(text: string | undefined, flag: string, allowInfinity = false): number[] | undefined {
+  if (text === undefined) return undefined;
+  const values = text.split(',').filter((s) => s.trim()).map((s) => (allowInfinity && s.trim().toLowerCase() === 'inf' ? Infinity : Number(s)));
+  if (!values.length || values.some((v) => Number.isNaN(v))) throw new UsageError(`${flag} takes a comma-separated list of numbers, for example ${flag} 1,8,32; got "${text}".`);
+  return values;
+}
+
+function integer(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!Number.isFinite(v)) throw new UsageError(`${flag} takes a number; got "${text}".`);
+  return v;
+}
+
+/** A result table as aligned plain text for the terminal. */
+export function renderTextTable(table: ResultTable): string {
+  const header = table.columns.map((c) => c.label);
+  const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const right = table.columns.map((c) => c.align !== 'left');
+  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ');
+  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
+  if (table.note) out.push(table.note);
+  return out.join('\n');
+}
+
+export const macroCommand: CliCommand = {
+  name: 'macro',
+  summary: 'serving benchmark: single stream, concurrency sweep or request rates, vllm bench serve metrics',
+  usage: USAGE,
+  async run(argv: string[]): Promise<number> {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: {
+          target: { type: 'string', default: 'local' }, url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
+          concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
+          requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
+          'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
+          warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
+          out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+        },
+        strict: true,
+      });
+    } catch (err) {
+      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench macro --help.`);
+    }
+    const v = parsed.values;
+    if (v.target !== 'local') {
+      throw new UsageError(`--target ${v.target}: this command runs on this machine only so far (--target local); run SSH targets from the VS Code extension, or run infbench on the GPU host.`);
+    }
+    const api = v.api ?? 'completions';
+    if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);
+    const goodput: MacroOptions['goodput'] = {};
+    for (const part of (v.goodput ?? '').split(/[\s,]+/).filter(Boolean)) {
+      const [k, val] = part.split(':');
+      if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0)) throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
+      goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
+    }
+    const workers = v.workers === undefined || v.workers === 'auto' ? undefined : integer(v.workers, '--workers');
+    const options: MacroOptions = {
+      url: v.url, api, model: v.model,
+      concurrency: numbers(v.concurrency, '--concurrency'),
+      requestRate: numbers(v['request-rate'], '--request-rate', true),
+      maxConcurrency: integer(v['max-concurrency'], '--max-concurrency'),
+      burstiness: integer(v.burstiness, '--burstiness'),
+      requests: integer(v.requests, '--requests'),
+      durationS: integer(v.duration, '--duration'),
+      inputLen: integer(v['input-len'], '--input-len'),
+      outputLen: integer(v['output-len'], '--output-len'),
+      ignoreEos: v['no-ignore-eos'] ? false : undefined,
+      promptsFile: v['prompts-file'],
+      warmup: integer(v.warmup, '--warmup'),
+      goodput: Object.keys(goodput).length ? goodput : undefined,
+      percentiles: numbers(v.percentiles, '--percentiles'),
+      workers,
+      seed: integer(v.seed, '--seed'),
+    };
+    for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
+
+    const log = stderrLogger(v.verbose);
+    const target: Target = { name: 'local', kind: 'local', serverUrl: v.url ?? DEFAULT_SERVER_URL, python: v.python ?? DEFAULT_PYTHON };
+    const transport = new LocalTransport();
+    const abort = new AbortController();
+    const onSigint = () => {
+      process.stderr.write('\nStopping: the levels finished so far are kept…\n');
+      abort.abort();
+    };
+    process.once('SIGINT', onSigint);
+    try {
+      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
+      let printed = 0;
+      const ctx: PhaseContext = {
+        target, transport, agent, workspace: resolve(v.workspace ?? '.'), log, signal: abort.signal,
+        sink: {
+          ...nullSink,
+          runChanged(run) {
+            const levels = run.macro?.levels.filter((l) => !l.partial) ?? [];
+            for (; printed < levels.length; printed++) {
+              const l = levels[printed];
+              const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
+              process.stderr.write(`${levelLabel(l)}: ${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s\n`);
+            }
+          },
+        },
+      };
+      let outcome;
+      try {
+        outcome = await runMacroPhase(ctx, options);
+      } catch (err) {
+        if (err instanceof MacroOptionsError) throw new UsageError(err.message);
+        throw err;
+      }
+      const result = outcome.run.readResult<Record<string, unknown>>() ?? { levels: outcome.levels };
+      if (v.out) writeFileSync(v.out, JSON.stringify(result, null, 2));
+      if (v.json) {
+        process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      } else {
+        if (outcome.summary.simulated) process.stdout.write('SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n');
+        const headline = macroHeadline(outcome.levels);
+        if (headline) process.stdout.write(`${headline}\n\n`);
+        process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
+        const failures = failureTable(outcome.levels);
+        if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
+        process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
+      }
+      if (outcome.agent.status !== 'completed') {
+        process.stderr.write(`infbench macro: ${outcome.agent.status}: ${outcome.agent.reason ?? ''}\n`);
+        return outcome.agent.status === 'cancelled' ? 130 : 1;
+      }
+      return 0;
+    } finally {
+      process.removeListener('SIGINT', onSigint);
+      await transport.close();
+    }
+  },
+};

@@ -1,0 +1,90 @@
+// How macro results read: the headline, the per-level table and the failures table.
+import { MacroLevelSummary } from '../../shared/results';
+import { ResultTable } from '../../shared/table';
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+export function levelLabel(level: MacroLevelSummary): string {
+  const rate = level.request_rate as number | string | null;
+  if (rate !== null && rate !== undefined) return `${rate === 'inf' ? '∞' : rate} req/s${level.max_concurrency ? ` (≤${level.max_concurrency})` : ''}`;
+  return `c=${level.max_concurrency}`;
+}
+
+function thousands(v: number): string {
+  return Math.round(v).toLocaleString('en-US');
+}
+
+/** "decode 46.1 tok/s at c=1 · peak 2,900 tok/s at c=64". */
+export function macroHeadline(levels: readonly MacroLevelSummary[]): string | undefined {
+  const done = levels.filter((l) => l.completed > 0);
+  if (!done.length) return undefined;
+  const parts: string[] = [];
+  const single = done.find((l) => l.max_concurrency === 1 && (l.request_rate === null || l.request_rate === undefined));
+  const tpot = single ? num(single.mean_tpot_ms) : null;
+  if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1`);
+  const peak = done.reduce((a, b) => (b.output_throughput > a.output_throughput ? b : a));
+  if (done.length > 1 || !tpot) parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}`);
+  const failed = done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0).reduce((n, l) => n + (l.failed ?? 0), 0);
+  if (failed) parts.push(`${failed} failed`);
+  return parts.join(' · ');
+}
+
+/** One row per level: latencies in ms (mean, p50, p99), throughputs, goodput, client CPU. */
+export function levelTable(levels: readonly MacroLevelSummary[], note?: string): ResultTable {
+  const hasGoodput = levels.some((l) => num(l.request_goodput) !== null);
+  const columns: ResultTable['columns'] = [
+    { key: 'level', label: 'Load', align: 'left' },
+    { key: 'completed', label: 'OK', digits: 0 },
+    { key: 'failed', label: 'Failed', digits: 0 },
+    { key: 'mean_ttft_ms', label: 'TTFT mean ms', digits: 1 },
+    { key: 'p50_ttft_ms', label: 'TTFT p50', digits: 1 },
+    { key: 'p99_ttft_ms', label: 'TTFT p99', digits: 1 },
+    { key: 'mean_tpot_ms', label: 'TPOT mean ms', digits: 2 },
+    { key: 'p50_tpot_ms', label: 'TPOT p50', digits: 2 },
+    { key: 'p99_tpot_ms', label: 'TPOT p99', digits: 2 },
+    { key: 'mean_itl_ms', label: 'ITL mean ms', digits: 2 },
+    { key: 'p50_itl_ms', label: 'ITL p50', digits: 2 },
+    { key: 'p99_itl_ms', label: 'ITL p99', digits: 2 },
+    { key: 'output_throughput', label: 'Output tok/s', digits: 1 },
+    { key: 'request_throughput', label: 'Req/s', digits: 2 },
+  ];
+  if (hasGoodput) columns.push({ key: 'request_goodput', label: 'Goodput req/s', digits: 2 });
+  columns.push({ key: 'client_cpu', label: 'Client CPU µs/tok', digits: 1 });
+  const rows = levels.map((l) => {
+    const row: ResultTable['rows'][number] = { level: `${levelLabel(l)}${l.partial ? ' (running)' : ''}` };
+    for (const c of columns) {
+      if (c.key === 'level' || c.key === 'client_cpu') continue;
+      const v = (l as Record<string, unknown>)[c.key];
+      row[c.key] = typeof v === 'number' ? v : null;
+    }
+    const cpu = l.client_cpu as { us_per_output_token?: number } | undefined;
+    row.client_cpu = num(cpu?.us_per_output_token);
+    return row;
+  });
+  return { id: 'macro-levels', title: 'Serving metrics per load level', columns, rows, note };
+}
+
+/** Failures by reason per level, or undefined when every request completed. */
+export function failureTable(levels: readonly MacroLevelSummary[]): ResultTable | undefined {
+  const rows: ResultTable['rows'] = [];
+  for (const l of levels) {
+    const failures = (l.failures ?? {}) as Record<string, number>;
+    const errors = (l.errors ?? []) as string[];
+    for (const [reason, count] of Object.entries(failures)) {
+      const example = errors.find((e) => typeof e === 'string') ?? '';
+      rows.push({ level: levelLabel(l), reason, count, example });
+    }
+  }
+  if (!rows.length) return undefined;
+  return {
+    id: 'macro-failures',
+    title: 'Failed requests (left out of every latency and throughput figure)',
+    columns: [
+      { key: 'level', label: 'Load', align: 'left' },
+      { key: 'reason', label: 'Reason', align: 'left' },
+      { key: 'count', label: 'Count', digits: 0 },
+      { key: 'example', label: 'Example', align: 'left' },
+    ],
+    rows,
+  };
+}

@@ -1,0 +1,152 @@
+import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
+import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../macro/options';
+import { failureTable, levelTable, macroHeadline } from '../macro/tables';
+import { RunFolder } from '../runs/runFolder';
+import { AgentEvent } from '../../remote/agentProtocol';
+import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
+import { AgentRunOutcome, runAgentCommand } from './agentRun';
+
+export interface MacroPhaseOutcome {
+  run: RunFolder;
+  summary: RunSummary;
+  /** Final summaries of the levels that finished, in order (what result.json holds under `levels`). */
+  levels: MacroLevelSummary[];
+  agent: AgentRunOutcome;
+}
+
+// The results view draws one point per request; beyond this many it keeps the latest.
+const MAX_REQUEST_POINTS = 20_000;
+// Findings and sidebar updates from running aggregates, at most this often.
+const LIVE_UPDATE_MS = 1000;
+
+/**
+ * Runs the macro phase on the context's target: the agent's load generator streams requests to the
+ * server, and every finished request, running aggregate and final level is turned into run-summary
+ * updates (results view, sidebar) and findings updates (one table row per level) as it arrives.
+ * result.json in the run folder holds one object per level with `vllm bench serve`'s field names.
+ */
+export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {}): Promise<MacroPhaseOutcome> {
+  const args = macroAgentArgs(options, ctx.target.serverUrl);
+  const settings = { ...DEFAULT_MACRO_OPTIONS, ...options, url: options.url ?? ctx.target.serverUrl };
+  const run = RunFolder.create(ctx.workspace, 'macro', ctx.target.name, { ...settings, agentArgs: args });
+  const finals: MacroLevelSummary[] = [];
+  const live = new Map<number, MacroLevelSummary>();
+  const requests: MacroRequestPoint[] = [];
+  const summary: RunSummary = {
+    id: run.info.id, phase: 'macro', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running',
+    macro: { levels: [], requests },
+  };
+  let server: { model?: string; url?: string; simulated?: boolean } = {};
+  let lastLive = 0;
+
+  const currentLevels = (): MacroLevelSummary[] => {
+    const all = new Map<number, MacroLevelSummary>(live);
+    finals.forEach((l) => all.set(Number(l.level), l));
+    return [...all.entries()].sort((a, b) => a[0] - b[0]).map(([, l]) => l);
+  };
+  const publish = (force: boolean) => {
+    const now = Date.now();
+    if (!force && now - lastLive < LIVE_UPDATE_MS) return;
+    lastLive = now;
+    const levels = currentLevels();
+    summary.macro = { levels, requests };
+    summary.headline = macroHeadline(levels);
+    ctx.sink.runChanged({ ...summary });
+    ctx.sink.findings(findingsUpdate(run, summary, levels, settings, server));
+  };
+
+  const onEvent = (event: AgentEvent) => {
+    switch (event.type) {
+      case 'log':
+        if (event.message.startsWith('server ')) {
+          const simulated = event.message.includes('SIMULATOR');
+          server = { ...server, simulated };
+          if (simulated && !summary.simulated) {
+            summary.simulated = true;
+            run.update({ simulated: true });
+          }
+        }
+        ctx.log[event.level](`macro: ${event.message}`);
+        break;
+      case 'macro.request': {
+        const r = event.record as Record<string, unknown>;
+        const start = typeof r.run_s === 'number' ? r.run_s : typeof r.start_s === 'number' ? r.start_s : 0;
+        requests.push({
+          level: event.level, start_s: start, ok: r.ok === true,
+          ttft_ms: typeof r.ttft_ms === 'number' ? r.ttft_ms : null,
+          e2el_ms: typeof r.e2el_ms === 'number' ? r.e2el_ms : null,
+          tpot_ms: typeof r.tpot_ms === 'number' ? r.tpot_ms : null,
+        });
+        if (requests.length > MAX_REQUEST_POINTS) requests.splice(0, requests.length - MAX_REQUEST_POINTS);
+        publish(false);
+        break;
+      }
+      case 'macro.level': {
+        const level = event.summary as MacroLevelSummary;
+        if (event.partial) {
+          live.set(event.level, level);
+          publish(false);
+        } else {
+          live.delete(event.level);
+          finals.push(level);
+          if (level.simulated === true && !summary.simulated) {
+            summary.simulated = true;
+            run.update({ simulated: true });
+          }
+          publish(true);
+        }
+        break;
+      }
+      case 'result': {
+        const s = event.result.server as typeof server | undefined;
+        if (s) server = { ...server, ...s };
+        break;
+      }
+      case 'error':
+        ctx.log.error(`macro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        break;
+      default:
+        break;
+    }
+  };
+
+  ctx.sink.runChanged({ ...summary });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent });
+  if (!agent.result) {
+    // Cancelled or cut off before the agent's result: keep what arrived, one object per finished level.
+    run.writeResult({ levels: finals, server, cancelled: agent.status === 'cancelled', partial: true, status: agent.status, reason: agent.reason });
+  }
+  summary.status = agent.status;
+  summary.reason = agent.reason;
+  summary.macro = { levels: [...finals], requests };
+  summary.headline = macroHeadline(finals) ?? summary.headline;
+  ctx.sink.runChanged({ ...summary });
+  ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server));
+  return { run, summary, levels: finals, agent };
+}
+
+function findingsUpdate(
+  run: RunFolder,
+  summary: RunSummary,
+  levels: MacroLevelSummary[],
+  settings: MacroOptions & { url: string },
+  server: { model?: string; simulated?: boolean },
+): FindingsUpdate {
+  const lines: string[] = [];
+  if (summary.headline) lines.push(`**${summary.headline}**`);
+  const model = server.model ? `\`${server.model}\`` : 'the server';
+  const load = settings.requestRate?.length
+    ? `request rates ${settings.requestRate.map((r) => (Number.isFinite(r) ? r : '∞')).join(', ')}/s`
+    : `concurrency ${(settings.concurrency ?? []).join(', ')}`;
+  lines.push(
+    `${model} at ${settings.url}, ${settings.api ?? 'completions'} API, ${settings.inputLen} prompt tokens → ${settings.outputLen} output tokens` +
+      `${settings.ignoreEos === false ? '' : ' (ignore_eos)'}, ${load}; load generator on the server's host. Run \`${run.info.id}\`.`,
+  );
+  if (summary.simulated) lines.push('⚠ **Simulator**: these numbers come from the inference-bench simulator (a known timing model), not a real model server.');
+  if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
+  const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
+  const tables = [levelTable(levels, note)];
+  const failures = failureTable(levels);
+  if (failures) tables.push(failures);
+  return { sectionId: `macro-${run.info.id}`, heading: `Serving benchmark — ${summary.target}`, lines, tables };
+}
