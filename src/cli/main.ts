@@ -1,8 +1,11 @@
 import { CliCommand, UsageError } from './command';
 import { SettingsError } from '../core/config/target';
+import { macroCommand } from './commands/macro';
+import { simulateCommand } from './commands/simulate';
+import { analyzeCommand } from './commands/analyze';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [];
+const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);
