@@ -167,6 +167,17 @@ export function buildBudget(inputs: BudgetInputs): Budget {
         : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${tpot!.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`,
     });
   }
+  const period = profile?.period_ms;
+  if (step !== undefined && period !== undefined && period > step) {
+    gaps.push({
+      key: 'between_steps',
+      name: 'GPU idle between decode steps',
+      first: 'step period (profile)',
+      second: 'profiled step (profile)',
+      ms: period - step,
+      reading: `Between decode steps the GPU sits idle ${ms(period - step)} (a step starts every ${ms(period)}, runs ${ms(step)}): the engine's CPU work — scheduling, sampling, preparing the next step's inputs.`,
+    });
+  }
   if (step !== undefined && predicted_ms !== undefined) {
     const d = step - predicted_ms;
     const unpredicted = ordered.filter((r) => r.predicted_ms === undefined && r.profiled_ms !== undefined);
@@ -217,7 +228,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
     readings.push(`Micro predicts ${ms(rows.get('allreduce')!.predicted_ms!)} of all-reduce per step (${rows.get('allreduce')!.prediction}); a profile would show what the step really spends.`);
   }
   for (const g of gaps) {
-    if (g.key === 'host_overhead' || g.key === 'step_vs_micro') readings.push(g.reading);
+    if (g.key === 'host_overhead' || g.key === 'between_steps' || g.key === 'step_vs_micro') readings.push(g.reading);
   }
   for (const g of gaps) {
     if (g.key.endsWith('_vs_micro') && g.key !== 'step_vs_micro' && g.key !== 'tpot_vs_micro' && g.key !== 'allreduce_vs_micro') readings.push(g.reading);
@@ -379,8 +390,13 @@ function budgetView(b: Budget): DecodeBudgetView {
   if (served !== undefined) {
     bars.push({ key: 'tpot', label: `served TPOT (c=${b.measured.tpot!.concurrency ?? '∞'})`, kind: 'total', base_ms: 0, ms: served, source: 'macro', note: 'median time per output token, as vllm bench serve computes it' });
   }
+  const period = b.gaps.find((g) => g.key === 'between_steps');
+  if (step !== undefined && period) {
+    bars.push({ key: 'between_steps', label: 'GPU idle between steps', kind: 'gap', base_ms: step, ms: period.ms, source: 'profile', note: 'step period minus step, from the trace' });
+  }
   if (served !== undefined && step !== undefined) {
-    bars.push({ key: 'host_gap', label: 'outside the GPU step', kind: 'gap', base_ms: step, ms: served - step, source: 'derived', note: 'served TPOT minus profiled step' });
+    const from = step + (period?.ms ?? 0);
+    bars.push({ key: 'host_gap', label: period ? 'outside the engine loop' : 'outside the GPU step', kind: 'gap', base_ms: from, ms: served - from, source: 'derived', note: period ? 'served TPOT minus the profiled step period' : 'served TPOT minus profiled step' });
   }
   if (step !== undefined) {
     bars.push({ key: 'step', label: 'profiled step', kind: 'total', base_ms: 0, ms: step, source: 'profile', predicted_ms: b.predicted_ms, note: b.predicted_ms !== undefined ? `micro's parts add up to ${ms(b.predicted_ms)}` : undefined });

@@ -4,7 +4,8 @@ import { FindingsUpdate } from '../campaign/phaseContext';
 import { ResultTable } from '../../shared/table';
 import { Budget } from './budget';
 
-export const BUDGET_SECTION_ID = 'where-the-milliseconds-go';
+// The `budget` prefix places the region under the document's "Where the milliseconds go" heading.
+export const BUDGET_SECTION_ID = 'budget-decode-step';
 
 export function budgetTables(b: Budget): ResultTable[] {
   const tables: ResultTable[] = [];
@@ -79,5 +80,5 @@ export function budgetFindings(b: Budget): FindingsUpdate {
     `From ${provenance || 'no runs'}${b.simulated ? ' — simulator numbers, not a real server' : ''}.`,
     ...b.caveats.map((c) => `Caveat: ${c}`),
   ];
-  return { sectionId: BUDGET_SECTION_ID, heading: 'Where the milliseconds go', lines, tables: budgetTables(b) };
+  return { sectionId: BUDGET_SECTION_ID, heading: `Decode-step budget at batch ${b.batch}`, lines, tables: budgetTables(b) };
 }

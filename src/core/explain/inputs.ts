@@ -30,8 +30,10 @@ export interface ProfileInput {
   /** Sequences in each profiled decode step. */
   batch: number;
   steps?: number;
-  /** Wall time of one step, averaged over ranks. */
+  /** Wall time of one step on the GPU (first kernel start to last kernel end), averaged over ranks. */
   step_ms: number;
+  /** Start-to-start time of consecutive decode steps: the step plus the GPU's idle time between steps. */
+  period_ms?: number;
   /** Busy time per kernel category plus `idle`, averaged over ranks; adds up to step_ms. */
   by_category_ms: Record<string, number>;
   ranks?: { rank: number; step_ms: number }[];
@@ -82,6 +84,7 @@ export function macroLevelsFrom(result: unknown): MacroLevelInput[] {
 export function profileInputFrom(runId: string, result: unknown, options: Record<string, unknown> = {}): ProfileInput | undefined {
   if (!isObj(result)) return undefined;
   const root: Obj = isObj(result.breakdown) ? { ...result, ...result.breakdown } : result;
+  if (isObj(root.overall) && Array.isArray(root.overall.categories)) return fromTraceBreakdown(runId, root, options);
   const ranksRaw = arr(root.ranks).filter(isObj);
   const ranks = ranksRaw.map((r, i) => ({
     rank: num(r.rank) ?? i,
@@ -110,13 +113,63 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
     runId,
     simulated: root.simulated === true || undefined,
     model: str(root.model) ?? str(options.model),
-    batch: num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1,
+    batch: batchOf(root, options),
     steps,
     step_ms,
     by_category_ms: byCat,
     ranks: ranks.length ? ranks.map(({ rank, step_ms: ms }) => ({ rank, step_ms: ms })) : undefined,
     kernels_per_step: countPerStep,
     top_kernels: top_kernels.length ? top_kernels : undefined,
+  };
+}
+
+const batchOf = (root: Obj, options: Record<string, unknown>): number =>
+  num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1;
+
+/** The trace analyzer's TraceBreakdown (src/core/trace/types.ts): decode steps averaged over ranks. */
+function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, unknown>): ProfileInput | undefined {
+  const overall = root.overall as Obj;
+  const stepMs = isObj(overall.stepMs) ? num(overall.stepMs.mean) : undefined;
+  if (stepMs === undefined || !(stepMs > 0)) return undefined;
+  const byCat: Record<string, number> = {};
+  let kernels = 0;
+  for (const c of arr(overall.categories).filter(isObj)) {
+    const name = str(c.category);
+    const ms = num(c.msPerStep);
+    if (!name || ms === undefined) continue;
+    byCat[name] = (byCat[name] ?? 0) + ms;
+    kernels += num(c.kernelsPerStep) ?? 0;
+  }
+  const rankList = arr(root.ranks).filter(isObj);
+  const ranks = rankList
+    .map((r) => ({ rank: num(r.rank) ?? 0, step_ms: isObj(r.decode) && isObj(r.decode.stepMs) ? num(r.decode.stepMs.mean) : undefined }))
+    .filter((r): r is { rank: number; step_ms: number } => r.step_ms !== undefined);
+  // Kernels of every rank, each rank's total over its own decode steps, as ms per step averaged over ranks.
+  const perStep = new Map<string, { name: string; category: string; ms: number }>();
+  for (const r of rankList) {
+    const count = isObj(r.decode) ? num(r.decode.count) : undefined;
+    if (!count) continue;
+    for (const k of arr(r.topKernels).filter(isObj)) {
+      const name = str(k.name);
+      const total = num(k.totalMs);
+      if (!name || total === undefined) continue;
+      const entry = perStep.get(name) ?? { name, category: str(k.category) ?? 'other', ms: 0 };
+      entry.ms += total / count / Math.max(1, rankList.length);
+      perStep.set(name, entry);
+    }
+  }
+  return {
+    runId,
+    simulated: root.simulated === true || undefined,
+    model: str(root.model) ?? str(options.model),
+    batch: batchOf(root, options),
+    steps: num(overall.count),
+    step_ms: stepMs,
+    period_ms: isObj(overall.periodMs) ? num(overall.periodMs.mean) : undefined,
+    by_category_ms: byCat,
+    ranks: ranks.length ? ranks : undefined,
+    kernels_per_step: kernels > 0 ? kernels : undefined,
+    top_kernels: perStep.size ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms })) : undefined,
   };
 }
 

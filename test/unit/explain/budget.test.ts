@@ -5,6 +5,7 @@ import { MicroInput, microInputFrom, profileInputFrom } from '../../../src/core/
 import { readLinearCurve, readSizeCurve } from '../../../src/core/explain/interpolate';
 import { allReducesPerStep, expertSpread, KIMI_K25_TP8 } from '../../../src/core/explain/modelStructure';
 import { renderMarkdownTable } from '../../../src/core/findings/markdownTable';
+import { placeOf } from '../../../src/core/findings/sections';
 
 // The seed scenario's decode step at batch 1, as the simulator's timing model writes it down
 // (simulator/sim_timing.py, preset kimi-k25-tp8): fixed busy ms per category plus 0.2 ms per running
@@ -173,7 +174,8 @@ describe('decode-step budget', () => {
   it('writes a findings section with the account, the categories and the missing phases as tables', () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, micro: microResult() });
     const update = budgetFindings(b);
-    assert.equal(update.heading, 'Where the milliseconds go');
+    assert.equal(update.heading, 'Decode-step budget at batch 1');
+    assert.equal((placeOf(update.sectionId) as { title?: string }).title, 'Where the milliseconds go');
     assert.deepEqual(update.tables.map((t) => t.id), ['budget-totals', 'budget-categories', 'budget-missing']);
     const md = renderMarkdownTable(update.tables[1]);
     assert.match(md, /\| all-reduce +\| +11\.170 \| +51\.5 \| +4\.920 \| +6\.250 \|/);

@@ -1,0 +1,70 @@
+// `infbench compare RUN_A RUN_B`: finds the two run folders, checks they are of one phase, and
+// compares them with the phase's rules.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { macroLevelsFrom, microInputFrom, profileInputFrom } from '../explain/inputs';
+import { RunFolder } from '../runs/runFolder';
+import { compareMacro } from './macro';
+import { compareMicro } from './micro';
+import { compareProfiles } from './profile';
+import { Comparison, RunRef } from './types';
+
+export class CompareError extends Error {}
+
+/** A run by folder path, by id, or by a unique start of its id, among the workspace's runs. */
+export function findRun(workspace: string, ref: string): RunFolder {
+  const asPath = resolve(ref);
+  if (existsSync(join(asPath, 'meta.json'))) return RunFolder.open(asPath);
+  const all = RunFolder.list(workspace);
+  const exact = all.find((r) => r.info.id === ref);
+  if (exact) return exact;
+  const prefixed = all.filter((r) => r.info.id.startsWith(ref));
+  if (prefixed.length === 1) return prefixed[0];
+  if (prefixed.length > 1) throw new CompareError(`"${ref}" matches ${prefixed.length} runs (${prefixed.slice(0, 3).map((r) => r.info.id).join(', ')}...); give more of the id.`);
+  throw new CompareError(`No run "${ref}" in ${join(workspace, '.inference-bench', 'runs')}. Pass a run folder's name or path; \`ls .inference-bench/runs\` lists them.`);
+}
+
+export function runRef(run: RunFolder): RunRef {
+  const info = run.info;
+  return { id: info.id, label: `${info.phase} run ${info.id} on ${info.target}${info.simulated ? ' (simulator)' : ''}`, simulated: info.simulated };
+}
+
+export function compareRunFolders(runA: RunFolder, runB: RunFolder): Comparison {
+  const a = runA.info;
+  const b = runB.info;
+  if (a.phase !== b.phase) {
+    throw new CompareError(`${a.id} is a ${a.phase} run and ${b.id} a ${b.phase} run; compare two runs of the same phase (for the three phases together, use \`infbench explain\`).`);
+  }
+  const resultOf = (run: RunFolder) => {
+    let result: unknown;
+    try {
+      result = run.readResult();
+    } catch (err) {
+      throw new CompareError(`The result of ${run.info.id} is not readable JSON (${(err as Error).message}).`);
+    }
+    if (result === undefined) {
+      throw new CompareError(`${run.info.id} has no result.json (status: ${run.info.status}${run.info.reason ? `, ${run.info.reason}` : ''}); it ended before its result was written. Compare a completed run.`);
+    }
+    return result;
+  };
+  const ra = resultOf(runA);
+  const rb = resultOf(runB);
+  switch (a.phase) {
+    case 'macro': {
+      const la = macroLevelsFrom(ra);
+      const lb = macroLevelsFrom(rb);
+      if (!la.length || !lb.length) throw new CompareError(`${!la.length ? a.id : b.id} has no load levels in its result.`);
+      return compareMacro(runRef(runA), la as unknown as Record<string, unknown>[], runRef(runB), lb as unknown as Record<string, unknown>[]);
+    }
+    case 'profile': {
+      const pa = profileInputFrom(a.id, ra, a.options);
+      const pb = profileInputFrom(b.id, rb, b.options);
+      if (!pa || !pb) throw new CompareError(`${!pa ? a.id : b.id} has no decode-step breakdown in its result; re-analyse its traces.`);
+      return compareProfiles(runRef(runA), pa, runRef(runB), pb);
+    }
+    case 'micro':
+      return compareMicro(runRef(runA), microInputFrom(a.id, ra, a.options), runRef(runB), microInputFrom(b.id, rb, b.options));
+    default:
+      throw new CompareError(`${a.phase} runs have nothing to compare; compare macro, micro or profile runs.`);
+  }
+}

@@ -1,0 +1,155 @@
+// Two macro runs side by side: throughput at each load level and the latency statistics, flagged
+// where the change is beyond the noise the runs' own spread allows (see noise.ts).
+import { ResultTable } from '../../shared/table';
+import { judge, standardError } from './noise';
+import { Comparison, Difference, RunRef } from './types';
+
+type Level = Record<string, unknown>;
+
+interface MetricDef {
+  key: string;
+  label: string;
+  unit: string;
+  higherIsBetter: boolean;
+}
+
+const THROUGHPUTS: MetricDef[] = [
+  { key: 'output_throughput', label: 'output throughput', unit: 'tok/s', higherIsBetter: true },
+  { key: 'request_throughput', label: 'request throughput', unit: 'req/s', higherIsBetter: true },
+];
+const LATENCIES = ['tpot', 'ttft', 'itl', 'e2el'];
+const LATENCY_NAMES: Record<string, string> = { tpot: 'TPOT', ttft: 'TTFT', itl: 'ITL', e2el: 'E2EL' };
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** A level's key: its concurrency, or its request rate when the sweep was by rate. */
+function levelKey(l: Level): string {
+  const c = num(l.max_concurrency);
+  if (c !== undefined) return `c=${c}`;
+  const r = num(l.request_rate);
+  return r !== undefined ? `rate=${r}` : 'c=∞';
+}
+
+/** Samples behind a latency statistic: one per request, except ITL (one per later token). */
+function samples(l: Level, metric: string): number | undefined {
+  const completed = num(l.completed);
+  if (metric !== 'itl') return completed;
+  const out = num(l.total_output_tokens);
+  return out !== undefined && completed !== undefined ? out - completed : completed;
+}
+
+function latencyStats(a: Level, b: Level): { key: string; metric: string; stat: 'mean' | 'median' | number; label: string }[] {
+  const out: { key: string; metric: string; stat: 'mean' | 'median' | number; label: string }[] = [];
+  for (const m of LATENCIES) {
+    for (const key of Object.keys(a)) {
+      if (!(key in b)) continue;
+      const match = new RegExp(`^(mean|median|p(\\d+(?:\\.\\d+)?))_${m}_ms$`).exec(key);
+      if (!match) continue;
+      const stat = match[1] === 'mean' ? 'mean' : match[1] === 'median' ? 'median' : Number(match[2]) / 100;
+      out.push({ key, metric: m, stat, label: `${LATENCY_NAMES[m]} ${match[1]}` });
+    }
+  }
+  const order = (s: 'mean' | 'median' | number) => (s === 'mean' ? 0 : s === 'median' ? 0.5 : s);
+  return out.sort((x, y) => LATENCIES.indexOf(x.metric) - LATENCIES.indexOf(y.metric) || order(x.stat) - order(y.stat));
+}
+
+export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Level[]): Comparison {
+  const differences: Difference[] = [];
+  const unmatched: string[] = [];
+  const byKeyB = new Map(levelsB.map((l) => [levelKey(l), l]));
+  const keysA = new Set(levelsA.map(levelKey));
+  for (const la of levelsA) {
+    const where = levelKey(la);
+    const lb = byKeyB.get(where);
+    if (!lb) {
+      unmatched.push(`${where} only in ${a.id}`);
+      continue;
+    }
+    // Throughput inherits the relative error of the mean request latency (closed loop: thr ∝ 1/latency).
+    const relSe = (l: Level) => {
+      for (const m of ['e2el', 'tpot']) {
+        const mean = num(l[`mean_${m}_ms`]);
+        const sd = num(l[`std_${m}_ms`]);
+        const n = samples(l, m);
+        if (mean && sd !== undefined && n) return standardError('mean', sd, n) / mean;
+      }
+      return undefined;
+    };
+    for (const def of THROUGHPUTS) {
+      const va = num(la[def.key]);
+      const vb = num(lb[def.key]);
+      if (va === undefined || vb === undefined) continue;
+      const ra = relSe(la);
+      const rb = relSe(lb);
+      const v = judge(va, vb, ra !== undefined ? ra * va : undefined, rb !== undefined ? rb * vb : undefined);
+      differences.push(diff(where, def.label, def.unit, va, vb, v, def.higherIsBetter, a, b));
+    }
+    for (const s of latencyStats(la, lb)) {
+      const va = num(la[s.key]);
+      const vb = num(lb[s.key]);
+      if (va === undefined || vb === undefined) continue;
+      const se = (l: Level) => {
+        const sd = num(l[`std_${s.metric}_ms`]);
+        const n = samples(l, s.metric);
+        return sd !== undefined && n ? standardError(s.stat, sd, n) : undefined;
+      };
+      const v = judge(va, vb, se(la), se(lb));
+      differences.push(diff(where, `${s.label}`, 'ms', va, vb, v, false, a, b));
+    }
+  }
+  for (const lb of levelsB) if (!keysA.has(levelKey(lb))) unmatched.push(`${levelKey(lb)} only in ${b.id}`);
+  return { phase: 'macro', a, b, differences, summary: summarize(differences, a, b), unmatched, tables: [macroTable(differences, a, b)] };
+}
+
+function diff(where: string, metric: string, unit: string, va: number, vb: number, v: ReturnType<typeof judge>, higherIsBetter: boolean, a: RunRef, b: RunRef): Difference {
+  const better = v.flagged ? ((v.delta > 0) === higherIsBetter ? 'b' : 'a') : undefined;
+  const sign = v.delta >= 0 ? '+' : '−';
+  const reading = v.flagged
+    ? `${where}: ${metric} ${fmt(va)} → ${fmt(vb)} ${unit} (${sign}${Math.abs(v.relative * 100).toFixed(1)}%, beyond the ±${fmt(v.threshold)} ${unit} noise threshold, ${v.basis}): ${better === 'b' ? b.id : a.id} is better.`
+    : undefined;
+  return { where, metric: `${metric} (${unit})`, a: va, b: vb, delta: v.delta, relative: v.relative, threshold: v.threshold, flagged: v.flagged, better, reading };
+}
+
+export function summarize(differences: Difference[], a: RunRef, b: RunRef): string[] {
+  const flagged = differences.filter((d) => d.flagged).sort((x, y) => Math.abs(y.relative ?? 0) - Math.abs(x.relative ?? 0));
+  if (!flagged.length) return [`No difference between ${a.id} and ${b.id} beyond noise (${differences.length} quantities compared).`];
+  return flagged.map((d) => d.reading ?? `${d.where}: ${d.metric} changed.`);
+}
+
+function fmt(v: number): string {
+  const abs = Math.abs(v);
+  return abs >= 100 ? v.toFixed(1) : abs >= 1 ? v.toFixed(2) : v.toFixed(3);
+}
+
+export function differenceTable(id: string, title: string, differences: Difference[], a: RunRef, b: RunRef, note?: string): ResultTable {
+  return {
+    id,
+    title,
+    columns: [
+      { key: 'where', label: 'where', align: 'left' },
+      { key: 'metric', label: 'metric', align: 'left' },
+      { key: 'a', label: `A ${a.id}`, digits: 3 },
+      { key: 'b', label: `B ${b.id}`, digits: 3 },
+      { key: 'delta', label: 'B − A', digits: 3 },
+      { key: 'pct', label: 'Δ %', digits: 1 },
+      { key: 'threshold', label: 'noise ±', digits: 3 },
+      { key: 'flag', label: 'flag', align: 'left' },
+    ],
+    rows: differences.map((d) => ({
+      where: d.where,
+      metric: d.metric,
+      a: d.a,
+      b: d.b,
+      delta: d.delta,
+      pct: d.relative !== undefined && Number.isFinite(d.relative) ? d.relative * 100 : undefined,
+      threshold: d.threshold,
+      flag: d.flagged ? (d.better ? `▲ ${d.better.toUpperCase()} better` : '▲ changed') : '',
+    })),
+    note,
+  };
+}
+
+function macroTable(differences: Difference[], a: RunRef, b: RunRef): ResultTable {
+  return differenceTable('compare-macro', `Macro: ${a.label} (A) vs ${b.label} (B)`, differences, a, b,
+    'Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run\'s std and sample count) and 1% of A; throughput inherits the mean latency\'s relative error; 3% where a run reports no spread.');
+}

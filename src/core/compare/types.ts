@@ -1,0 +1,38 @@
+import { ResultTable } from '../../shared/table';
+
+export interface RunRef {
+  id: string;
+  /** "macro run 2026-...-macro on h200 (simulator)", for headings. */
+  label: string;
+  simulated?: boolean;
+}
+
+/** One quantity in both runs. */
+export interface Difference {
+  /** Where in the run: "c=4", "moe.gate_up M=8", "category attention", "kernel ...". */
+  where: string;
+  metric: string;
+  a?: number;
+  b?: number;
+  delta?: number;
+  relative?: number;
+  /** The absolute change beyond which it is flagged. */
+  threshold?: number;
+  flagged: boolean;
+  /** For flagged differences: which run is better, where "better" has a direction. */
+  better?: 'a' | 'b';
+  /** A sentence for the summary. */
+  reading?: string;
+}
+
+export interface Comparison {
+  phase: 'macro' | 'micro' | 'profile';
+  a: RunRef;
+  b: RunRef;
+  differences: Difference[];
+  /** Flagged differences as sentences, the biggest first; "no differences beyond noise" otherwise. */
+  summary: string[];
+  /** Quantities only one run has (a concurrency the other did not run, a shape only one measured). */
+  unmatched: string[];
+  tables: ResultTable[];
+}

@@ -1,0 +1,168 @@
+import * as assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compareRunFolders, CompareError, findRun } from '../../../src/core/compare/compareRuns';
+import { compareMacro } from '../../../src/core/compare/macro';
+import { compareMicro } from '../../../src/core/compare/micro';
+import { normalQuantile, standardError } from '../../../src/core/compare/noise';
+import { compareProfiles } from '../../../src/core/compare/profile';
+import { ImportError, importVllmBench, levelFromVllm, parseVllmBenchFile } from '../../../src/core/compare/vllmBench';
+import { MicroInput, ProfileInput } from '../../../src/core/explain/inputs';
+import { RunFolder } from '../../../src/core/runs/runFolder';
+
+const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'vllm-bench');
+const C1 = join(FIXTURES, 'kimi-sim-c1.json');
+const SWEEP = join(FIXTURES, 'kimi-sim-sweep.jsonl');
+const ref = (id: string) => ({ id, label: id });
+const workspace = () => mkdtempSync(join(tmpdir(), 'ib-compare-'));
+
+describe('importing a vllm bench serve result', () => {
+  it('keeps vLLM\'s numbers under the same names, one level per result, without the per-request lists', () => {
+    const raw = JSON.parse(readFileSync(C1, 'utf8'));
+    const [level] = parseVllmBenchFile(readFileSync(C1, 'utf8')).map(levelFromVllm);
+    assert.equal(level.max_concurrency, 1);
+    assert.equal(level.request_rate, null, '"inf" becomes our null (unlimited)');
+    for (const key of ['median_tpot_ms', 'p99_tpot_ms', 'mean_ttft_ms', 'output_throughput', 'completed', 'duration']) assert.equal(level[key], raw[key], key);
+    assert.equal(level.latencies, undefined);
+    assert.equal(level.model_id, undefined);
+    // Known answer: at concurrency 1 the simulator's TPOT is its batch-1 step, 21.7 ms (±3% jitter averages out).
+    assert.ok(Math.abs((level.median_tpot_ms as number) - 21.7) < 0.1);
+  });
+
+  it('reads an --append-result file as a sweep and creates a completed macro run folder', () => {
+    const ws = workspace();
+    const run = importVllmBench(ws, SWEEP);
+    const reopened = RunFolder.open(run.dir);
+    assert.equal(reopened.info.phase, 'macro');
+    assert.equal(reopened.info.status, 'completed');
+    assert.equal(reopened.info.simulated, true, 'a simulated model id keeps the simulator label');
+    assert.equal(reopened.info.options.imported_from, 'kimi-sim-sweep.jsonl');
+    const result = reopened.readResult<{ levels: { max_concurrency: number; p90_e2el_ms?: number }[]; source: string }>()!;
+    assert.equal(result.source, 'vllm bench serve');
+    assert.deepEqual(result.levels.map((l) => l.max_concurrency), [1, 4, 16]);
+    assert.ok(typeof result.levels[0].p90_e2el_ms === 'number', '--metric-percentiles 50,90,99 fields come through');
+    assert.equal(RunFolder.list(ws)[0].info.id, run.info.id);
+  });
+
+  it('says what is wrong with a file that is not a vllm bench serve result', () => {
+    const ws = workspace();
+    const bad = join(ws, 'bad.json');
+    writeFileSync(bad, '{"date": "20261201-000000", "completed": 3}\n');
+    assert.throws(() => importVllmBench(ws, bad), (e: Error) => e instanceof ImportError && /lacks duration, output_throughput/.test(e.message));
+    writeFileSync(bad, '{"completed": 1, "duration": 2, "output_throughput": 3}\n{oops\n');
+    assert.throws(() => importVllmBench(ws, bad), /line 2 is not JSON/);
+    assert.throws(() => importVllmBench(ws, join(ws, 'missing.json')), /Cannot read .*missing\.json: ENOENT/);
+  });
+});
+
+describe('judging differences against noise', () => {
+  it('uses the sampling error of the statistic compared', () => {
+    assert.ok(Math.abs(normalQuantile(0.99) - 2.3263) < 1e-3);
+    assert.ok(Math.abs(standardError('median', 1, 100) - 0.12533) < 1e-4);
+    assert.equal(standardError('mean', 2, 16), 0.5);
+    assert.ok(standardError(0.99, 1, 100) > 3 * standardError('mean', 1, 100), 'p99 is far noisier than the mean');
+  });
+});
+
+describe('comparing macro runs', () => {
+  const levels = (file: string) => parseVllmBenchFile(readFileSync(file, 'utf8')).map(levelFromVllm) as unknown as Record<string, unknown>[];
+
+  it('finds no difference beyond noise between two runs of the same server and load', () => {
+    // The two fixtures' concurrency-1 runs replay the same timing model with different jitter seeds.
+    const c = compareMacro(ref('A'), levels(C1), ref('B'), levels(SWEEP));
+    assert.equal(c.differences.filter((d) => d.flagged).length, 0, c.summary.join('\n'));
+    assert.match(c.summary[0], /No difference between A and B beyond noise/);
+    assert.deepEqual(c.unmatched, ['c=4 only in B', 'c=16 only in B']);
+  });
+
+  it('flags an 8% slower TPOT and the lower throughput that comes with it, naming the better run', () => {
+    const a = levels(C1);
+    const slower = a.map((l) => ({ ...l, median_tpot_ms: (l.median_tpot_ms as number) * 1.08, mean_tpot_ms: (l.mean_tpot_ms as number) * 1.08, output_throughput: (l.output_throughput as number) / 1.08 }));
+    const c = compareMacro(ref('before'), a, ref('after'), slower);
+    const tpot = c.differences.find((d) => d.metric === 'TPOT median (ms)')!;
+    assert.equal(tpot.flagged, true);
+    assert.equal(tpot.better, 'a');
+    const thr = c.differences.find((d) => d.metric === 'output throughput (tok/s)')!;
+    assert.equal(thr.flagged, true);
+    assert.match(c.summary.join('\n'), /c=1: TPOT median 21\.\d+ → 23\.\d+ ms \(\+8\.0%, beyond the ±0\.\d+ ms noise threshold, 1% floor\): before is better/);
+    assert.equal(c.differences.find((d) => d.metric === 'TTFT mean (ms)')!.flagged, false, 'what did not change is not flagged');
+  });
+
+  it('does not flag a change smaller than the noise of a spread-out metric', () => {
+    const a = levels(C1);
+    // TTFT's sd is ~1.1 ms over 16 requests: a 1 ms shift of the mean is within 3 SE of the difference.
+    const b = a.map((l) => ({ ...l, mean_ttft_ms: (l.mean_ttft_ms as number) + 1 }));
+    assert.equal(compareMacro(ref('A'), a, ref('B'), b).differences.find((d) => d.metric === 'TTFT mean (ms)')!.flagged, false);
+    const far = a.map((l) => ({ ...l, mean_ttft_ms: (l.mean_ttft_ms as number) + 3 }));
+    assert.equal(compareMacro(ref('A'), a, ref('B'), far).differences.find((d) => d.metric === 'TTFT mean (ms)')!.flagged, true);
+  });
+});
+
+describe('comparing profiles', () => {
+  const profile = (over: Partial<ProfileInput> & { by_category_ms: Record<string, number> }): ProfileInput => ({
+    runId: 'p',
+    batch: 1,
+    step_ms: Object.values(over.by_category_ms).reduce((a, b) => a + b, 0),
+    ...over,
+  });
+
+  it('flags the category that moved and the kernels that appeared or vanished', () => {
+    const a = profile({
+      by_category_ms: { 'all-reduce': 11.17, 'moe gemm': 3.98, attention: 1.3, idle: 5.25 },
+      top_kernels: [
+        { name: 'cross_device_reduce_1stage<bf16>', category: 'all-reduce', ms_per_step: 11.17 },
+        { name: 'fused_moe_kernel', category: 'moe gemm', ms_per_step: 3.98 },
+      ],
+    });
+    const b = profile({
+      by_category_ms: { 'all-reduce': 6.1, 'moe gemm': 3.99, attention: 1.3, idle: 5.25 },
+      top_kernels: [
+        { name: 'allreduce_fusion_kernel<bf16>', category: 'all-reduce', ms_per_step: 6.1 },
+        { name: 'fused_moe_kernel', category: 'moe gemm', ms_per_step: 3.99 },
+      ],
+    });
+    const c = compareProfiles(ref('A'), a, ref('B'), b);
+    const flagged = c.differences.filter((d) => d.flagged).map((d) => d.where);
+    assert.ok(flagged.includes('decode step'));
+    assert.ok(flagged.includes('category all-reduce'));
+    assert.ok(!flagged.includes('category moe gemm'), '0.01 ms is not a change that matters');
+    const text = c.summary.join('\n');
+    assert.match(text, /all-reduce: 11\.17 → 6\.10 ms per step \(−45\.4%\), 51\.5% → 36\.7% of the step/);
+    assert.match(text, /Vanished in B: cross_device_reduce_1stage<bf16>/);
+    assert.match(text, /Appeared in B: allreduce_fusion_kernel<bf16>/);
+  });
+});
+
+describe('comparing micro runs', () => {
+  it('flags a GEMM 10% slower but not a 0.5 us wobble on a 3 us kernel', () => {
+    const base: MicroInput = {
+      runId: 'a',
+      gemm: [{ shape: 'moe.gate_up', m: 1, n: 512, k: 7168, time_us: 20 }, { shape: 'moe.down', m: 1, n: 7168, k: 256, time_us: 3 }],
+      allreduce: [{ size_bytes: 14336, time_us: 40 }],
+      launch: [{ mode: 'graph', us_per_kernel: 1 }],
+    };
+    const after: MicroInput = { ...base, runId: 'b', gemm: [{ ...base.gemm[0], time_us: 22 }, { ...base.gemm[1], time_us: 3.5 }] };
+    const c = compareMicro(ref('A'), base, ref('B'), after);
+    assert.deepEqual(c.differences.filter((d) => d.flagged).map((d) => d.where), ['GEMM moe.gate_up 512x7168 M=1']);
+    assert.match(c.summary[0], /GEMM moe\.gate_up 512x7168 M=1: 20\.0 → 22\.0 us \(\+10\.0%\): A is faster/);
+  });
+});
+
+describe('comparing run folders', () => {
+  it('refuses two runs of different phases, saying what to use instead', () => {
+    const ws = workspace();
+    const macro = importVllmBench(ws, C1);
+    const micro = RunFolder.create(ws, 'micro', 'local', {});
+    micro.writeResult({ points: [] });
+    micro.finish('completed');
+    assert.throws(() => compareRunFolders(macro, micro), (e: Error) => e instanceof CompareError && /compare two runs of the same phase .*infbench explain/.test(e.message));
+  });
+
+  it('finds runs by a unique start of their id and explains a missing one', () => {
+    const ws = workspace();
+    const run = importVllmBench(ws, C1);
+    assert.equal(findRun(ws, run.info.id.slice(0, 12)).info.id, run.info.id);
+    assert.throws(() => findRun(ws, 'nope'), /No run "nope"/);
+  });
+});
