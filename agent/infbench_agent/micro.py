@@ -1,0 +1,244 @@
+"""The micro phase: how fast are the pieces of a decode step on this host's devices?
+
+GEMMs at the model's exact shapes under its tensor-parallel split, all-reduce at decode message
+sizes, and kernel launch overhead eager vs CUDA graph, each next to the device's own measured
+ceilings (a copy and a large matmul, the `peak` points). One `micro.point` event per data point as
+it is measured; the final `result` holds every point.
+PyTorch is imported inside `run` only, after the busy-GPU guard has looked at nvidia-smi.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+from typing import Any, Optional
+
+from infbench_agent import events
+from infbench_agent.events import AgentError
+from infbench_agent.micro_allreduce import annotate, doubling_sizes, run_allreduce, worker_main
+from infbench_agent.micro_guard import check_gpus, describe, read_occupancy
+from infbench_agent.models import GemmShape, ModelError, ModelInfo, gemm_shapes, parse_shape, preset_names, resolve_model
+
+MIB = 1024 * 1024
+DEFAULT_M = "1,2,4,8,16,32,64,128,256"
+PARTS = ("peak", "gemm", "launch", "allreduce")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead."
+    p.add_argument("--model", help=f"a preset ({', '.join(preset_names())}), a model folder, or a Hugging Face id in the host's cache")
+    p.add_argument("--config", help="the model's config.json (or its folder)")
+    p.add_argument("--server-url", help="find the model through this server's /v1/models when no --model/--config is given")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size the shapes are split by (default 1)")
+    p.add_argument("--m", default=DEFAULT_M, help=f"token counts M to sweep (default {DEFAULT_M})")
+    p.add_argument("--shape", action="append", default=[], help="an extra GEMM NAME=NxK (repeatable); with no model, the only shapes")
+    p.add_argument("--only", action="append", default=[], help="keep only shapes whose name contains this (repeatable)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32", "fp8", "int4"],
+                   help="GEMM weights: auto follows the model (int4 -> Marlin, fp8 -> scaled_mm, else its dtype)")
+    p.add_argument("--group-size", type=int, default=0, help="int4 quantization group size (default: the model's, else 128)")
+    p.add_argument("--device", default="auto", help="auto (a GPU when one is there), cuda, cuda:N or cpu")
+    p.add_argument("--allow-busy", action="store_true", help="run even when the GPUs' memory is mostly taken, sized to what is free")
+    p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
+    p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
+    p.add_argument("--repeats", type=int, default=10, help="timed repeats per point; the median is reported (default 10)")
+    p.add_argument("--launch-kernels", type=int, default=1000, help="kernels per launch-overhead sample (default 1000)")
+    p.add_argument("--ar-world-size", type=int, default=0, help="all-reduce processes (default: one per GPU; 2 on CPU)")
+    p.add_argument("--ar-backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
+    p.add_argument("--ar-min-bytes", type=int, default=1024, help="smallest message of the doubling sweep (default 1 KiB)")
+    p.add_argument("--ar-max-bytes", type=int, default=0, help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)")
+    p.add_argument("--hidden", type=int, default=0, help="hidden size for decode all-reduce sizes when no model is given")
+    # Internal: a worker rank of the all-reduce, started by the agent itself.
+    p.add_argument("--allreduce-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--world-size", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--rendezvous", help=argparse.SUPPRESS)
+    p.add_argument("--ar-sizes", default="", help=argparse.SUPPRESS)
+
+
+def parse_m_list(text: str) -> list[int]:
+    try:
+        values = sorted({int(x) for x in text.replace(" ", "").split(",") if x})
+    except ValueError as exc:
+        raise AgentError("bad_option", f"--m {text!r} is not a list of integers.", "For example --m 1,8,64.") from exc
+    if not values or values[0] < 1:
+        raise AgentError("bad_option", f"--m {text!r}: token counts must be positive integers.", "For example --m 1,8,64.")
+    return values
+
+
+def select_shapes(args: Any) -> tuple[Optional[ModelInfo], list[GemmShape]]:
+    """The model (if any) and the GEMM shapes to run, before anything heavy is imported."""
+    model = None
+    shapes: list[GemmShape] = []
+    try:
+        if args.model or args.config or (args.server_url and not args.shape):
+            model = resolve_model(args.model, args.config, args.server_url)
+            shapes = gemm_shapes(model, args.tp)
+        shapes += [parse_shape(s) for s in args.shape]
+    except ModelError as exc:
+        raise AgentError("bad_model", str(exc), "Run `python agent.pyz micro --help` for the options.") from exc
+    if args.only:
+        shapes = [s for s in shapes if any(o in s.name for o in args.only)]
+    if not shapes and "gemm" not in args.skip_parts:
+        raise AgentError("no_shapes", "No GEMM shapes to run.",
+                         f"Pass --model (presets: {', '.join(preset_names())}), --config, or --shape NAME=NxK; or --skip gemm.")
+    return model, shapes
+
+
+def run(args: Any) -> int:
+    if args.allreduce_worker:
+        return worker_main(args)
+    args.skip_parts = {s.strip() for s in args.skip.split(",") if s.strip()}
+    unknown = args.skip_parts - set(PARTS)
+    if unknown:
+        raise AgentError("bad_option", f"--skip {args.skip!r}: unknown part {sorted(unknown)}.", f"Parts: {', '.join(PARTS)}.")
+    if args.tp < 1:
+        raise AgentError("bad_option", "--tp must be at least 1.", "For example --tp 8.")
+    m_values = parse_m_list(args.m)
+    model, shapes = select_shapes(args)
+
+    # The guard looks before PyTorch touches a GPU, so that a busy server is not disturbed at all.
+    occupancy = None
+    budget_mib: Optional[float] = None
+    if args.device != "cpu":
+        occupancy = read_occupancy()
+        if occupancy is not None and occupancy.gpus:
+            indices = [int(args.device.split(":")[1])] if args.device.startswith("cuda:") else None
+            budget_mib = check_gpus(occupancy, args.busy_threshold, args.allow_busy, indices)
+            if args.allow_busy and any(g.used_fraction > args.busy_threshold for g in occupancy.gpus):
+                events.log(f"The GPUs are busy ({describe(occupancy)}); running anyway as allowed, sized to "
+                           f"{budget_mib / 1024:.1f} GiB free. Numbers include the other processes' interference.", "warn")
+
+    try:
+        import torch
+    except ImportError as exc:
+        raise AgentError("no_torch", f"PyTorch is not importable by {platform.python_implementation()} at this interpreter ({exc}).",
+                         "Point the target's python at the server's interpreter (the one with torch and vLLM), "
+                         "for example --python /opt/venv/bin/python3.") from exc
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise AgentError("no_gpu", f"--device {device}: this PyTorch ({torch.__version__}) sees no GPU.",
+                         "Check `nvidia-smi` and that torch is a CUDA build; or pass --device cpu.")
+    on_gpu = device.startswith("cuda")
+    if on_gpu:
+        torch.cuda.set_device(torch.device(device))
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        device_name = props.name
+        l2_bytes = float(getattr(props, "L2_cache_size", 0) or 64 * MIB)
+        free_bytes, total_bytes = torch.cuda.mem_get_info()
+        budget = float(free_bytes) * 0.8
+        if budget_mib is not None:
+            budget = min(budget, budget_mib * MIB * 0.8)
+        rotate_bytes = 3 * l2_bytes
+    else:
+        device_name = f"CPU ({platform.processor() or platform.machine()})"
+        budget = 2048.0 * MIB
+        rotate_bytes = 96.0 * MIB  # past a typical server CPU's last-level cache per core group
+        total_bytes = 0
+
+    from infbench_agent.micro_gemm import build_gemm, choose_kernel, gemm_point, time_gemm, torch_dtype
+    from infbench_agent.micro_timing import event_time_us, launch_overhead, measure_peaks
+
+    want = args.dtype
+    if want == "auto":
+        want = (model.quant if model and model.quant else None) or (model.dtype if model else "bf16")
+    if not on_gpu and want == "bf16" and args.dtype == "auto":
+        want = "fp32"  # CPUs without bf16 units run it through slow emulation
+    group_size = args.group_size or int((model.config.get("_group_size") if model else 0) or 0) or 128
+    kernel = choose_kernel(torch, device, want, (model.dtype if model else "bf16") if on_gpu else "fp32", group_size)
+    if kernel.fallback_reason:
+        events.log(f"GEMM kernel: {kernel.label}. Fallback: {kernel.fallback_reason}.", "warn")
+    else:
+        events.log(f"GEMM kernel: {kernel.label}.")
+
+    hidden = model.hidden if model else (args.hidden or None)
+    decode_sizes = {m * hidden * 2: m for m in m_values} if hidden else {}
+    max_bytes = args.ar_max_bytes or (256 * MIB if on_gpu else MIB)
+    ar_sizes = sorted(set(decode_sizes) | set(doubling_sizes(args.ar_min_bytes, max_bytes)))
+    world = args.ar_world_size or (torch.cuda.device_count() if on_gpu else 2)
+    backend = args.ar_backend if args.ar_backend != "auto" else ("nccl" if on_gpu else "gloo")
+
+    parts = [p for p in PARTS if p not in args.skip_parts]
+    total = (("peak" in parts) * 2 + ("gemm" in parts) * len(shapes) * len(m_values) + ("launch" in parts) * (2 if on_gpu else 1)
+             + ("allreduce" in parts) * len(ar_sizes) * (2 if on_gpu and backend == "nccl" else 1))
+    points: list[dict] = []
+    done = 0
+
+    def record(kind: str, point: dict) -> None:
+        nonlocal done
+        point = {"kind": kind, **point}
+        points.append(point)
+        events.emit(events.MICRO_POINT, kind=kind, point=point)
+        done += 1
+        events.emit(events.PROGRESS, done=done, total=total, message=f"{kind} {_label(kind, point)}")
+
+    peak_tbps = peak_tflops = None
+    if "peak" in parts:
+        # Marlin and fp8 compute in the activations' dtype on tensor cores; the bf16 matmul is their ceiling
+        # until the fp8 one below replaces it.
+        peaks = measure_peaks(torch, device, torch_dtype(torch, kernel.act_dtype), kernel.act_dtype, budget, args.repeats)
+        if kernel.mode == "fp8":
+            # FP8 tensor cores run twice the bf16 rate: the ceiling for an fp8 GEMM is an fp8 matmul.
+            size = 8192
+            built = build_gemm(torch, kernel, device, size, size, size, 1, group_size)
+            us = event_time_us(torch, built.calls[0], args.repeats)
+            peaks[1] = {"what": "matmul", "dtype": "fp8", "m": size, "n": size, "k": size, "flops": 2.0 * size ** 3, "us": us,
+                        "tflops": 2.0 * size ** 3 / us / 1e6, "timing": f"cuda events, median of {args.repeats}",
+                        "note": f"{size}^3 torch._scaled_mm fp8 on random data"}
+        for p in peaks:
+            record("peak", p)
+        peak_tbps, peak_tflops = peaks[0]["tbps"], peaks[1]["tflops"]
+
+    if "gemm" in parts:
+        for shape in shapes:
+            for m in m_values:
+                us, built, how = time_gemm(torch, kernel, device, m, shape.n, shape.k, rotate_bytes, budget, args.repeats, group_size)
+                del built.calls
+                record("gemm", gemm_point(shape, m, us, built, kernel, how, peak_tbps, peak_tflops))
+            if on_gpu:
+                torch.cuda.empty_cache()
+
+    if "launch" in parts:
+        for p in launch_overhead(torch, device, args.launch_kernels, args.repeats):
+            record("launch", p)
+
+    ar_note = None
+    if "allreduce" in parts:
+        if on_gpu:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        if world == 1:
+            ar_note = ("world size 1: there is no other rank, so busbw is 0 by definition and the time is the "
+                       f"{backend} call's own overhead; all-reduce across GPUs needs a multi-GPU host")
+            events.log(ar_note, "warn")
+        run_allreduce(ar_sizes, world, backend, device, max(3, args.repeats // 2),
+                      lambda p: record("allreduce", annotate(p, decode_sizes, hidden)))
+
+    result = {
+        "device": {"name": device_name, "kind": "gpu" if on_gpu else "cpu", "device": device,
+                   "torch": torch.__version__, "total_bytes": total_bytes,
+                   "gpu_count": torch.cuda.device_count() if on_gpu else 0},
+        "model": model.to_dict() if model else None,
+        "tp": args.tp,
+        "m": m_values,
+        "shapes": [s.to_dict() for s in shapes],
+        "kernel": {"label": kernel.label, "dtype": kernel.dtype, "fallback_reason": kernel.fallback_reason or None},
+        "allreduce": {"backend": backend, "world_size": world, "note": ar_note} if "allreduce" in parts else None,
+        "occupancy": occupancy.to_dict() if occupancy else None,
+        "allow_busy": bool(args.allow_busy),
+        "timing": "CUDA graph replay with CUDA events" if on_gpu else "CPU wall-clock loops (no GPU): not GPU figures",
+        "points": points,
+    }
+    events.emit(events.RESULT, result=result)
+    return 0
+
+
+def _label(kind: str, p: dict) -> str:
+    if kind == "gemm":
+        return f"{p['shape']} M={p['m']}: {p['us']:.1f} us"
+    if kind == "allreduce":
+        return f"{p['bytes']} B {p['mode']}: {p['us']:.1f} us"
+    if kind == "launch":
+        return f"{p['mode']}: {p['us_per_kernel']:.2f} us/kernel"
+    return f"{p['what']}"
