@@ -3,9 +3,12 @@ import { SettingsError } from '../core/config/target';
 import { macroCommand } from './commands/macro';
 import { simulateCommand } from './commands/simulate';
 import { analyzeCommand } from './commands/analyze';
+import { explainCommand } from './commands/explain';
+import { compareCommand } from './commands/compare';
+import { importCommand } from './commands/import';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand];
+const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, explainCommand, compareCommand, importCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);

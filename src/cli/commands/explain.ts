@@ -1,0 +1,88 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CliCommand, UsageError } from '../command';
+import { stderrLogger } from '../cliLogger';
+import { FindingsFile } from '../findingsFile';
+import { Budget } from '../../core/explain/budget';
+import { explainRuns, ExplainError, selectRuns } from '../../core/explain/campaign';
+import { budgetFindings, budgetTables } from '../../core/explain/findings';
+import { MODEL_PRESETS } from '../../core/explain/modelStructure';
+import { formatCell, ResultTable } from '../../shared/table';
+
+const USAGE = `infbench explain — where the milliseconds of a decode step go, from the macro, micro and profile runs
+
+Usage: infbench explain [options]
+
+Builds one account of a decode step at the profiled batch size: measured (the macro run's TPOT at that
+concurrency, the profiler's ms per step), explained (the profiler's time per kernel category) and
+predicted (the micro run's all-reduce, GEMM and launch costs at the step's sizes), with the gap
+between each pair. A phase that has no run is named with the command that fills it in.
+
+  --workspace DIR      where runs are kept (default: current folder)
+  --runs ID,ID,ID      the runs to use, one per phase (default: the newest completed run of each phase)
+  --model NAME         model structure when the micro run names none (${Object.keys(MODEL_PRESETS).join(', ')})
+  --batch N            the batch to account for when there is no profile (default 1)
+  --findings FILE      also write the account into the findings document's "Where the milliseconds go"
+  --json               print the budget as JSON
+
+Example: infbench explain --workspace . --findings k25b6000bench1.md`;
+
+/** A result table as aligned plain text for the terminal. */
+export function textTable(table: ResultTable): string {
+  const header = table.columns.map((c) => c.label);
+  const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const right = table.columns.map((c) => c.align !== 'left');
+  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
+  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
+  if (table.note) out.push(table.note);
+  return out.join('\n');
+}
+
+export function budgetText(b: Budget): string {
+  const runs = Object.entries(b.runs).filter(([, id]) => id).map(([phase, id]) => `${phase} ${id}`);
+  const out = [b.view.title, `Runs: ${runs.join(', ') || 'none'}`, ''];
+  for (const r of b.readings) out.push(`• ${r}`);
+  if (b.readings.length) out.push('');
+  for (const t of budgetTables(b)) out.push(textTable(t), '');
+  for (const c of b.caveats) out.push(`Caveat: ${c}`);
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+export const explainCommand: CliCommand = {
+  name: 'explain',
+  summary: 'where a decode step\'s milliseconds go: macro, micro and profile runs reconciled',
+  usage: USAGE,
+  async run(argv) {
+    let v: { workspace?: string; runs?: string; model?: string; batch?: string; findings?: string; json?: boolean };
+    try {
+      v = parseArgs({
+        args: argv,
+        options: { workspace: { type: 'string' }, runs: { type: 'string' }, model: { type: 'string' }, batch: { type: 'string' }, findings: { type: 'string' }, json: { type: 'boolean' } },
+        allowPositionals: false,
+      }).values;
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
+    }
+    const workspace = resolve(v.workspace ?? '.');
+    const model = v.model ? MODEL_PRESETS[v.model.toLowerCase()] : undefined;
+    if (v.model && !model) throw new UsageError(`--model ${v.model}: no such preset; use one of ${Object.keys(MODEL_PRESETS).join(', ')}.`);
+    const batch = v.batch !== undefined ? Number(v.batch) : undefined;
+    if (batch !== undefined && !(Number.isInteger(batch) && batch > 0)) throw new UsageError(`--batch takes a positive whole number; got "${v.batch}".`);
+    let budget: Budget;
+    try {
+      const selection = selectRuns(workspace, v.runs?.split(',').map((s) => s.trim()).filter(Boolean));
+      if (!selection.macro && !selection.micro && !selection.profile) {
+        throw new ExplainError(`No completed macro, micro or profile run in ${workspace}/.inference-bench/runs. Run a phase first (infbench macro, infbench micro, infbench profile), or import one with infbench import-vllm FILE.json; pass --workspace if the runs are elsewhere.`);
+      }
+      budget = explainRuns(selection, { model, batch });
+    } catch (err) {
+      if (err instanceof ExplainError) throw new UsageError(err.message);
+      throw err;
+    }
+    if (v.findings) new FindingsFile(resolve(workspace, v.findings), stderrLogger()).findings(budgetFindings(budget));
+    if (v.json) process.stdout.write(`${JSON.stringify(budget, null, 2)}\n`);
+    else process.stdout.write(budgetText(budget));
+    return 0;
+  },
+};
