@@ -1,0 +1,314 @@
+"""`probe`: what is on this host and who serves at the URL, without disturbing anything.
+
+Reports the Python and package versions (read from package metadata, never imported), the GPUs with
+their memory and the processes holding them (nvidia-smi), the GPU topology, and the server at
+--url: whether it answers, which server it is, which model it serves, and whether its profiler
+endpoints are enabled. It never starts a profile: the endpoint is asked with OPTIONS, which runs no
+handler (FastAPI answers 405 for a route that exists and 404 for one that does not).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, List, Optional, Tuple
+
+from infbench_agent import events
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+PACKAGES = ["torch", "vllm", "sglang", "transformers", "triton", "flashinfer-python"]
+SIMULATOR_MARK = "inference-bench-simulator"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
+    parser.add_argument("--timeout", type=float, default=3.0, help="seconds per HTTP request and nvidia-smi call")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = collect(args.url, args.timeout)
+    events.emit(events.PROBE, result=result)
+    events.emit(events.RESULT, result=result)
+    return 0
+
+
+def collect(url: str, timeout: float) -> Dict[str, Any]:
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": {"version": platform.python_version(), "executable": sys.executable,
+                   "implementation": platform.python_implementation()},
+        "packages": package_versions(PACKAGES),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gpus": probe_gpus(timeout),
+        "server": probe_server(url, timeout),
+    }
+
+
+def package_versions(names: List[str]) -> Dict[str, Optional[str]]:
+    """Versions from installed metadata; importing torch or vllm would take seconds and may touch the GPU."""
+    from importlib import metadata
+    out: Dict[str, Optional[str]] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- GPUs
+
+def run_nvidia_smi(args: List[str], timeout: float) -> Tuple[Optional[str], Optional[str]]:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None, "nvidia-smi is not on PATH: no NVIDIA driver here, or the container was started without GPUs (--gpus all)"
+    try:
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=max(timeout, 10.0))
+    except subprocess.TimeoutExpired:
+        return None, f"nvidia-smi {' '.join(args)} did not answer within {max(timeout, 10.0):.0f} s"
+    if proc.returncode != 0:
+        return None, f"nvidia-smi {' '.join(args)} failed: {(proc.stderr or proc.stdout).strip()[:300]}"
+    return proc.stdout, None
+
+
+def number(text: str) -> Optional[float]:
+    try:
+        return float(text)
+    except ValueError:
+        return None  # "[N/A]", "[Not Supported]"
+
+
+def parse_gpu_csv(text: str) -> List[Dict[str, Any]]:
+    gpus = []
+    for line in text.strip().splitlines():
+        f = [c.strip() for c in line.split(",")]
+        if len(f) < 7:
+            continue
+        used, total, util = number(f[3]), number(f[4]), number(f[5])
+        gpus.append({"index": int(f[0]), "name": f[1], "uuid": f[2],
+                     "memory_used_mib": used, "memory_total_mib": total, "utilization_pct": util,
+                     "driver_version": f[6]})
+    return gpus
+
+
+def parse_apps_csv(text: str, uuid_to_index: Dict[str, int]) -> List[Dict[str, Any]]:
+    apps = []
+    for line in text.strip().splitlines():
+        f = [c.strip() for c in line.split(",")]
+        if len(f) < 4 or not f[1].isdigit():
+            continue
+        apps.append({"gpu_uuid": f[0], "gpu_index": uuid_to_index.get(f[0]), "pid": int(f[1]),
+                     "process_name": f[2], "used_memory_mib": number(f[3])})
+    return apps
+
+
+def probe_gpus(timeout: float) -> Dict[str, Any]:
+    text, err = run_nvidia_smi(["--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu,driver_version",
+                                "--format=csv,noheader,nounits"], timeout)
+    if err:
+        return {"available": False, "error": err, "devices": [], "processes": [], "topology": None}
+    devices = parse_gpu_csv(text or "")
+    apps_text, apps_err = run_nvidia_smi(["--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+                                          "--format=csv,noheader,nounits"], timeout)
+    processes = parse_apps_csv(apps_text or "", {d["uuid"]: d["index"] for d in devices})
+    topo, topo_err = run_nvidia_smi(["topo", "-m"], timeout)
+    return {"available": True, "error": apps_err or topo_err, "devices": devices, "processes": processes,
+            "topology": ANSI_ESCAPE.sub("", topo).rstrip() if topo else None}
+
+
+# -------------------------------------------------------------------------------------------- server
+
+def http(url: str, timeout: float, method: str = "GET") -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
+    """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error."""
+    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
+            return resp.status, resp.read(2_000_000), {k.lower(): v for k, v in resp.headers.items()}, None
+    except urllib.error.HTTPError as exc:
+        try:
+            body = exc.read(200_000)
+        except Exception:  # noqa: BLE001 - the body of an error page is optional
+            body = b""
+        return exc.code, body, {k.lower(): v for k, v in (exc.headers or {}).items()}, None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return None, None, {}, str(reason)
+
+
+def json_of(body: Optional[bytes]) -> Any:
+    try:
+        return json.loads(body or b"")
+    except ValueError:
+        return None
+
+
+def probe_server(url: str, timeout: float) -> Dict[str, Any]:
+    base = url.rstrip("/")
+    out: Dict[str, Any] = {"url": url, "reachable": False, "healthy": None, "error": None, "kind": "unknown",
+                           "kind_evidence": None, "simulated": False, "version": None, "models": [],
+                           "profiler": {"enabled": None, "evidence": None}, "pid": None, "command_line": None}
+    status, _, headers, err = http(base + "/health", timeout)
+    if status is None:
+        out["error"] = (f"nothing answers at {url} ({err}). Is the server running, and is this the URL as seen from "
+                        f"this host (not from your laptop)?")
+        attach_process(out, url)
+        out.pop("_environ", None)
+        return out
+    out["reachable"] = True
+    out["healthy"] = status == 200
+    server_header = headers.get("server", "")
+
+    status, body, _, _ = http(base + "/v1/models", timeout)
+    models = json_of(body) if status == 200 else None
+    if isinstance(models, dict) and isinstance(models.get("data"), list):
+        for m in models["data"]:
+            if isinstance(m, dict):
+                out["models"].append({"id": m.get("id"), "max_model_len": m.get("max_model_len"),
+                                      "owned_by": m.get("owned_by"), "root": m.get("root")})
+
+    status, body, _, _ = http(base + "/version", timeout)
+    version = json_of(body) if status == 200 else None
+    if isinstance(version, dict) and "version" in version:
+        out["version"] = str(version["version"])
+
+    metrics_status, metrics_body, _, _ = http(base + "/metrics", timeout)
+    metrics = metrics_body.decode("utf-8", "replace") if metrics_status == 200 and metrics_body else ""
+    attach_process(out, url)
+    cmdline = " ".join(out["command_line"] or [])
+
+    owned = " ".join(str(m.get("owned_by")) for m in out["models"])
+    if SIMULATOR_MARK in owned or SIMULATOR_MARK in (out["version"] or "") or SIMULATOR_MARK in server_header:
+        out.update(kind="vllm", simulated=True, kind_evidence="the inference-bench SIMULATOR (vLLM API): "
+                   "its /v1/models and /version say so; not a real model")
+    elif "vllm:" in metrics:
+        out.update(kind="vllm", kind_evidence="/metrics has vllm:* metrics")
+    elif "sglang:" in metrics:
+        out.update(kind="sglang", kind_evidence="/metrics has sglang:* metrics")
+    elif "sglang" in cmdline:
+        out.update(kind="sglang", kind_evidence="the server's command line")
+    elif "vllm" in cmdline:
+        out.update(kind="vllm", kind_evidence="the server's command line")
+    else:
+        status, body, _, _ = http(base + "/get_server_info", timeout)
+        info = json_of(body) if status == 200 else None
+        if isinstance(info, dict):
+            out.update(kind="sglang", kind_evidence="/get_server_info answers (SGLang)")
+            out["version"] = out["version"] or info.get("version")
+        elif out["version"] is not None:
+            out.update(kind="vllm", kind_evidence="/version answers as vLLM does")
+    if out["kind"] == "sglang" and out["version"] is None:
+        status, body, _, _ = http(base + "/get_server_info", timeout)
+        info = json_of(body) if status == 200 else None
+        if isinstance(info, dict):
+            out["version"] = info.get("version")
+
+    out["profiler"] = profiler_state(base, out, timeout)
+    return out
+
+
+def profiler_state(base: str, server: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+    """Whether /start_profile would work, judged without starting a profile."""
+    argv = server["command_line"] or []
+    cmdline = " ".join(argv)
+    env = server.get("_environ") or {}
+    server.pop("_environ", None)
+    if "--profiler-config" in cmdline and "torch" in cmdline:
+        return {"enabled": True, "evidence": "the server was started with --profiler-config (torch)"}
+    if env.get("VLLM_TORCH_PROFILER_DIR"):
+        return {"enabled": True, "evidence": f"VLLM_TORCH_PROFILER_DIR={env['VLLM_TORCH_PROFILER_DIR']} in the server's environment"}
+    if server.get("simulated") and "--profiler-dir" in argv:
+        return {"enabled": True, "evidence": "the simulator was started with --profiler-dir"}
+    if server["kind"] == "sglang":
+        return {"enabled": True, "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)"}
+    status, _, _, err = http(base + "/start_profile", timeout, method="OPTIONS")
+    if status in (200, 204, 405):
+        return {"enabled": True, "evidence": f"/start_profile exists (OPTIONS answered {status})"}
+    if status == 404:
+        hint = ("start the server with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"
+                if server["kind"] == "vllm" else "start it with its profiler enabled")
+        if server.get("simulated"):
+            hint = "start the simulator with --profiler-dir DIR"
+        return {"enabled": False, "evidence": f"/start_profile answers 404: the profiler is off; {hint}"}
+    return {"enabled": None, "evidence": f"could not tell ({err or f'OPTIONS answered {status}'})"}
+
+
+# ------------------------------------------------------------------------------ the server's process
+
+def is_local_host(host: str) -> bool:
+    if host in ("localhost", "0.0.0.0", "::", "::1") or host.startswith("127."):
+        return True
+    try:
+        mine = set(socket.gethostbyname_ex(socket.gethostname())[2])
+        return socket.gethostbyname(host) in mine
+    except OSError:
+        return False
+
+
+def listening_inodes(port: int) -> List[str]:
+    inodes = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.append(cols[9])
+        except OSError:
+            continue
+    return inodes
+
+
+def pid_holding(inodes: List[str]) -> Optional[int]:
+    targets = {f"socket:[{i}]" for i in inodes}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            for fd in os.listdir(fd_dir):
+                try:
+                    if os.readlink(f"{fd_dir}/{fd}") in targets:
+                        return int(pid)
+                except OSError:
+                    continue
+        except OSError:
+            continue  # another user's process: not ours to read
+    return None
+
+
+def attach_process(out: Dict[str, Any], url: str) -> None:
+    """The server's PID and command line, when it runs here and /proc lets us see it."""
+    parsed = urllib.parse.urlsplit(url)
+    host = parsed.hostname or "127.0.0.1"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    if not is_local_host(host):
+        return
+    inodes = listening_inodes(port)
+    pid = pid_holding(inodes) if inodes else None
+    if pid is None:
+        return
+    out["pid"] = pid
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            out["command_line"] = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            pairs = [a.decode("utf-8", "replace").split("=", 1) for a in f.read().split(b"\0") if b"=" in a]
+        out["_environ"] = {k: v for k, v in pairs if k in ("VLLM_TORCH_PROFILER_DIR", "SGLANG_TORCH_PROFILER_DIR")}
+    except OSError:
+        pass
