@@ -1,7 +1,7 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { addTargetCommand } from './commands/addTarget';
+import { FindingsEditor } from './findings/findingsEditor';
+import { insertResultHere } from './findings/insertResult';
 import { registerRunCommands } from './commands/registerRunCommands';
 import { localConnector } from './runs/connect';
 import { RunController } from './runs/runController';
@@ -19,6 +19,8 @@ export function activate(context: vscode.ExtensionContext): void {
 
   const states = new TargetStates();
   const controller = new RunController(localConnector, log);
+  const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
+  controller.findingsTarget = findings;
   const tree = new TargetsTreeProvider(controller, states);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };
@@ -26,6 +28,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     states,
     controller,
+    findings,
     tree,
     breakdown,
     vscode.window.createTreeView('inferenceBench.targets', { treeDataProvider: tree, showCollapseAll: true }),
@@ -37,14 +40,13 @@ export function activate(context: vscode.ExtensionContext): void {
       if (await addTargetCommand(log)) tree.refresh();
     }),
     vscode.commands.registerCommand('inferenceBench.openFindings', async () => {
-      const file = findingsDocumentPath(readSettings());
-      if (!file) {
-        void vscode.window.showErrorMessage('Inference Bench: open a folder first; the findings document lives in the workspace folder.');
-        return;
+      try {
+        await findings.ensureOpen(undefined, { focus: true });
+      } catch (err) {
+        void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
       }
-      if (!fs.existsSync(file)) fs.writeFileSync(file, `# Findings: ${path.basename(file, '.md')}\n\n## Notes\n\n`);
-      await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: false });
     }),
+    vscode.commands.registerCommand('inferenceBench.insertResult', () => insertResultHere(() => findings.resultTables())),
     vscode.commands.registerCommand('inferenceBench.showResults', (runId?: unknown, compareRunId?: unknown) => {
       showResults(typeof runId === 'string' ? runId : undefined, typeof compareRunId === 'string' ? compareRunId : undefined);
     }),

@@ -1,0 +1,192 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as vscode from 'vscode';
+import { FindingsUpdate, ResultSink } from '../../core/campaign/phaseContext';
+import { applyUpdateOnDisk, createSkeletonIfAbsent } from '../../core/findings/diskDocument';
+import { campaignUpdate, ProbeInfo } from '../../core/findings/skeleton';
+import { LabeledTable, tablesInDocument } from '../../core/findings/storedTables';
+import { applyFindingsUpdate } from '../../core/findings/update';
+import { Logger } from '../../core/log';
+import { Disposable } from '../disposable';
+
+export interface FindingsEditorOptions {
+  /** How long updates of one section are gathered before they land (rows of a sweep arrive fast). */
+  batchMs?: number;
+  /** How often an edit is tried again when the user typed between reading and applying. */
+  maxAttempts?: number;
+  /** Show the document (without taking focus) when a run sends its first update; default true. */
+  showOnNewRun?: boolean;
+  now?: () => Date;
+}
+
+interface Pending {
+  update: FindingsUpdate;
+  waiters: { resolve: () => void; reject: (err: Error) => void }[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Keeps the campaign's findings document filled in while phases run, without ever taking a
+ * keystroke from the user: updates are gathered per section for a moment (a sweep sends a row at a
+ * time), then each lands as one WorkspaceEdit computed from the document's text at that instant,
+ * tried again if the user typed in between. A document no editor holds is edited on disk.
+ * It is the VS Code front end's ResultSink.findings.
+ */
+export class FindingsEditor extends Disposable implements Pick<ResultSink, 'findings'> {
+  private readonly pending = new Map<string, Pending>();
+  private readonly written = new Set<string>();
+  private readonly latestTables = new Map<string, LabeledTable[]>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Flushes run one after another, so two sections updating at once never race each other. */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    /** The document's path now (settings may change between runs); undefined without a workspace. */
+    private readonly resolvePath: () => string | undefined,
+    private readonly log: Logger,
+    private readonly options: FindingsEditorOptions = {},
+  ) {
+    super();
+    this._register({ dispose: () => this.timer && clearTimeout(this.timer) });
+  }
+
+  /** The document's path, or an error that says how to get one. */
+  path(): string {
+    const file = this.resolvePath();
+    if (!file) throw new Error('Inference Bench: open a folder first; the findings document (setting inferenceBench.findingsDocument) lives in the workspace folder.');
+    return file;
+  }
+
+  /**
+   * Creates the document with its skeleton if it does not exist, and shows it in the first editor
+   * column, beside the results. With probe information the campaign header is filled in.
+   */
+  async ensureOpen(probe?: ProbeInfo, options: { focus?: boolean } = {}): Promise<vscode.TextEditor> {
+    const file = this.path();
+    if (createSkeletonIfAbsent(file, probe)) this.log.info(`Created the findings document ${file}`);
+    const uri = vscode.Uri.file(file);
+    const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === uri.fsPath);
+    const editor =
+      shown && !options.focus
+        ? shown
+        : await vscode.window.showTextDocument(uri, { viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One, preserveFocus: !options.focus, preview: false });
+    if (probe) await this.update(campaignUpdate(probe));
+    return editor;
+  }
+
+  /** ResultSink.findings: never throws into a phase; a failure is logged with what to do. */
+  findings(update: FindingsUpdate): void {
+    this.update(update).catch((err: unknown) => this.log.error(err instanceof Error ? err.message : String(err)));
+  }
+
+  /**
+   * Queues an update; resolves once it (or a later update of the same section, which replaces it)
+   * is in the document.
+   */
+  update(update: FindingsUpdate): Promise<void> {
+    // A run's first update brings the document into view beside the results; a user who closes
+    // it mid-run is not pestered again until the next run (and its updates then go to disk).
+    if (!this.latestTables.has(update.sectionId) && (this.options.showOnNewRun ?? true)) {
+      this.ensureOpen().catch((err: unknown) => this.log.warn(`Could not show the findings document: ${err instanceof Error ? err.message : String(err)}`));
+    }
+    this.latestTables.set(
+      update.sectionId,
+      update.tables.map((table) => ({ label: table.title || update.heading, detail: `${update.heading} · ${update.sectionId}`, table })),
+    );
+    return new Promise<void>((resolve, reject) => {
+      const entry = this.pending.get(update.sectionId);
+      if (entry) {
+        entry.update = update;
+        entry.waiters.push({ resolve, reject });
+      } else {
+        this.pending.set(update.sectionId, { update, waiters: [{ resolve, reject }] });
+      }
+      // The first update of a batch sets the clock; later ones join it, so a steady stream still lands every batchMs.
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        void this.flush();
+      }, this.options.batchMs ?? 150);
+    });
+  }
+
+  /** Writes everything queued now, without waiting for the batch window. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    this.chain = this.chain.then(async () => {
+      for (const entry of batch) {
+        try {
+          await this.write(entry.update);
+          entry.waiters.forEach((w) => w.resolve());
+        } catch (err) {
+          const error = err instanceof Error ? err : new Error(String(err));
+          entry.waiters.forEach((w) => w.reject(error));
+        }
+      }
+    });
+    return this.chain;
+  }
+
+  /** Result tables for "Insert Result Here": this session's updates, then those in the document. */
+  resultTables(): LabeledTable[] {
+    const fresh = [...this.latestTables.values()].flat();
+    let stored: LabeledTable[] = [];
+    try {
+      const file = this.path();
+      const doc = this.openDocument(file);
+      stored = tablesInDocument(doc ? doc.getText() : existsSync(file) ? readFileSync(file, 'utf8') : '');
+    } catch {
+      // no workspace or an unreadable document: offer what this session produced
+    }
+    const seen = new Set(fresh.map((t) => `${t.label}\u0000${t.detail}`));
+    return [...fresh, ...stored.filter((t) => !seen.has(`${t.label}\u0000${t.detail}`))];
+  }
+
+  private openDocument(file: string): vscode.TextDocument | undefined {
+    const uri = vscode.Uri.file(file);
+    return vscode.workspace.textDocuments.find((d) => !d.isClosed && d.uri.scheme === 'file' && d.uri.fsPath === uri.fsPath);
+  }
+
+  private async write(update: FindingsUpdate): Promise<void> {
+    const file = this.path();
+    const now = this.options.now?.() ?? new Date();
+    const maxAttempts = this.options.maxAttempts ?? 40;
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const previouslyWritten = this.written.has(update.sectionId);
+      const doc = this.openDocument(file);
+      if (!doc) {
+        if (!existsSync(file) && createSkeletonIfAbsent(file)) this.log.info(`Created the findings document ${file}`);
+        const result = applyUpdateOnDisk(file, update, { now, previouslyWritten });
+        this.written.add(update.sectionId);
+        if (result.notice) this.log.warn(result.notice);
+        return;
+      }
+      // Read, compute and hand the edit over without yielding in between: the edit then carries
+      // exactly the version it was computed from, and VS Code refuses it if the user typed since.
+      const version = doc.version;
+      const wasDirty = doc.isDirty;
+      const result = applyFindingsUpdate(doc.getText(), update, { now, previouslyWritten });
+      if (!result.edits.length) return;
+      const edit = new vscode.WorkspaceEdit();
+      for (const e of result.edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
+      const applied = await vscode.workspace.applyEdit(edit);
+      if (applied) {
+        this.written.add(update.sectionId);
+        if (result.notice) this.log.warn(result.notice);
+        // A document that held nothing unsaved is saved again, so the file on disk keeps up;
+        // one the user is editing stays theirs to save.
+        if (!wasDirty && doc.isDirty && doc.version === version + 1) await doc.save();
+        return;
+      }
+      this.log.debug(`Findings edit for ${update.sectionId} did not apply (the document changed underneath, attempt ${attempt}); trying again.`);
+      await sleep(Math.min(20 * attempt, 250));
+    }
+    throw new Error(
+      `Inference Bench could not write "${update.heading || update.sectionId}" into ${file}: the document kept changing or refused the edit (is it read-only?). The results are in the run folder; run "Inference Bench: Insert Result Here" to add them by hand.`,
+    );
+  }
+}
