@@ -1,3 +1,4 @@
+/* global window */
 // How long the results view takes to redraw a chart of 10,000 points: the page's own bundle
 // (dist/webview.js) in headless Chromium, fed the messages the extension host sends while a macro
 // run goes (a snapshot, then runUpdated increments). Prints one line per measurement.

@@ -74,12 +74,15 @@ export interface GpuPeak {
   busbw_gbps?: number;
 }
 
-/** One kernel of a decode step, aggregated over the steps analysed. Times in microseconds. */
+/** One kernel of a decode step, averaged over the steps (and ranks) analysed. Times in microseconds. */
 export interface KernelStat {
   name: string;
   category: string;
+  /** Launches per decode step. */
   count: number;
+  /** Time per decode step. */
   total_us: number;
+  /** Per launch. */
   mean_us: number;
   min_us: number;
   max_us: number;

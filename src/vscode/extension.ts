@@ -3,7 +3,10 @@ import { addTargetCommand } from './commands/addTarget';
 import { FindingsEditor } from './findings/findingsEditor';
 import { insertResultHere } from './findings/insertResult';
 import { registerRunCommands } from './commands/registerRunCommands';
-import { localConnector } from './runs/connect';
+import { analyzeTraceCommand } from './commands/analyzeTrace';
+import { makeConnector } from './runs/connect';
+import { macroRunner } from './runs/macroRunner';
+import { registerPhase } from './runs/phases';
 import { RunController } from './runs/runController';
 import { findingsDocumentPath, readSettings } from './settings';
 import { TargetStates } from './views/targetState';
@@ -18,9 +21,10 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(log);
 
   const states = new TargetStates();
-  const controller = new RunController(localConnector, log);
+  const controller = new RunController(makeConnector(states, log), log);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
   controller.findingsTarget = findings;
+  registerPhase(macroRunner);
   const tree = new TargetsTreeProvider(controller, states);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };
@@ -57,6 +61,7 @@ export function activate(context: vscode.ExtensionContext): void {
       },
     }),
     ...registerRunCommands({ controller, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
+    vscode.commands.registerCommand('inferenceBench.analyzeTrace', (arg?: unknown) => analyzeTraceCommand(controller, log, (runId) => showResults(runId), arg)),
   );
 
   log.info(`Inference Bench activated in ${Date.now() - started} ms`);

@@ -18,11 +18,11 @@ interface BreakdownState {
 export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined): ResultTable {
   const rows = [
     { stat: 'category', value: kernel.category },
-    { stat: 'launches', value: String(kernel.count) },
-    { stat: 'total (µs)', value: kernel.total_us.toFixed(1) },
-    { stat: 'mean (µs)', value: kernel.mean_us.toFixed(2) },
-    { stat: 'min (µs)', value: kernel.min_us.toFixed(2) },
-    { stat: 'max (µs)', value: kernel.max_us.toFixed(2) },
+    { stat: 'launches per decode step', value: Number.isInteger(kernel.count) ? String(kernel.count) : kernel.count.toFixed(1) },
+    { stat: 'time per decode step (µs)', value: kernel.total_us.toFixed(1) },
+    { stat: 'mean per launch (µs)', value: kernel.mean_us.toFixed(2) },
+    { stat: 'min per launch (µs)', value: kernel.min_us.toFixed(2) },
+    { stat: 'max per launch (µs)', value: kernel.max_us.toFixed(2) },
   ];
   const share = kernel.share ?? (stepUs ? kernel.total_us / stepUs : undefined);
   if (share !== undefined) rows.push({ stat: 'share of decode step', value: `${(share * 100).toFixed(1)}%` });

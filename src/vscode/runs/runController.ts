@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { Target } from '../../core/config/target';
@@ -7,7 +8,8 @@ import { workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
 import { Connector } from './connect';
 import { PhaseRunner } from './phases';
-import { saveRunView, StoredRuns } from './storedRuns';
+import { viewableRun } from './profileView';
+import { runDir, saveRunView, StoredRuns } from './storedRuns';
 
 /** Where findings updates go; the findings editor provides it. */
 export interface FindingsTarget {
@@ -37,6 +39,8 @@ export class RunController extends Disposable implements RunsSource {
   readonly onDidChangeRuns = this.listChanged.event;
 
   private readonly live = new Map<string, RunSummary>();
+  /** Runs with no folder to live in (a trace analysed with no workspace open): kept for this session. */
+  private readonly memory = new Map<string, RunSummary>();
   private readonly active = new Set<ActiveRun>();
   private readonly stored = new StoredRuns(workspaceRoot);
   private readonly statusBar = this._register(vscode.window.createStatusBarItem('inferenceBench.run', vscode.StatusBarAlignment.Left, 50));
@@ -52,12 +56,26 @@ export class RunController extends Disposable implements RunsSource {
   runs(): RunSummary[] {
     const stored = this.stored.list();
     const ids = new Set(stored.map((r) => r.id));
-    const liveOnly = [...this.live.values()].filter((r) => !ids.has(r.id));
+    const liveOnly = [...this.live.values(), ...this.memory.values()].filter((r) => !ids.has(r.id));
     return [...liveOnly, ...stored.map((r) => this.live.get(r.id) ?? r)].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   }
 
   run(id: string): RunSummary | undefined {
-    return this.live.get(id) ?? this.stored.list().find((r) => r.id === id);
+    return this.live.get(id) ?? this.memory.get(id) ?? this.stored.list().find((r) => r.id === id);
+  }
+
+  /** Shows a run that no phase runner started (Analyze Trace File): saved beside its folder if it has one. */
+  publish(run: RunSummary): void {
+    const workspace = workspaceRoot();
+    if (workspace && existsSync(runDir(workspace, run.id))) {
+      this.runChanged(workspace, run);
+      if (run.status !== 'running') this.live.delete(run.id);
+      return;
+    }
+    const viewable = viewableRun(run);
+    this.memory.set(run.id, viewable);
+    this.changed.fire(viewable);
+    this.listChanged.fire();
   }
 
   isRunning(targetName?: string): boolean {
@@ -138,7 +156,8 @@ export class RunController extends Disposable implements RunsSource {
   }
 
   /** The sink's runChanged: the views, the status bar and (throttled) the run folder. */
-  private runChanged(workspace: string, run: RunSummary): void {
+  private runChanged(workspace: string, incoming: RunSummary): void {
+    const run = viewableRun(incoming);
     const isNew = !this.live.has(run.id);
     this.live.set(run.id, run);
     const now = Date.now();

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { RunFolder, writeAtomic } from '../../core/runs/runFolder';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
+import { viewableRun } from './profileView';
 
 /** The file beside a run's result where the front end keeps the last RunSummary it drew. */
 const VIEW_FILE = 'view.json';
@@ -41,7 +42,7 @@ export function summaryOf(folder: RunFolder): RunSummary {
   if (info.phase === 'macro' && Array.isArray(result.levels)) base.macro = { levels: result.levels as MacroLevelSummary[] };
   if (info.phase === 'micro' && typeof result === 'object') base.micro = { points: Array.isArray(result.points) ? (result.points as Record<string, unknown>[]) : [], ...(result as object) };
   if (info.phase === 'profile') base.profile = result;
-  return base;
+  return viewableRun(base);
 }
 
 /** Stored runs, newest first, re-read only when a run folder's meta or view changed. */

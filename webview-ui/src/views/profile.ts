@@ -30,8 +30,8 @@ export function kernelTable(kernels: KernelStat[], title: string, stepUs?: numbe
     columns: [
       { key: 'name', label: 'kernel', align: 'left' },
       { key: 'category', label: 'category', align: 'left' },
-      { key: 'count', label: 'count', digits: 0 },
-      { key: 'total_us', label: 'total (µs)', digits: 1 },
+      { key: 'count', label: 'launches / step', digits: 1 },
+      { key: 'total_us', label: 'µs / step', digits: 1 },
       { key: 'mean_us', label: 'mean (µs)', digits: 2 },
       { key: 'min_us', label: 'min (µs)', digits: 2 },
       { key: 'max_us', label: 'max (µs)', digits: 2 },
@@ -91,5 +91,5 @@ export function topKernels(run: RunSummary, limit = 30): ResultTable | undefined
   if (!profile?.kernels.length) return undefined;
   const meanStep = profile.ranks.length ? profile.ranks.reduce((s, r) => s + r.step_us, 0) / profile.ranks.length : undefined;
   const top = [...profile.kernels].sort((a, b) => b.total_us - a.total_us).slice(0, limit);
-  return kernelTable(top, `Top ${top.length} kernels by time per decode step`, meanStep);
+  return kernelTable(top, `Top ${top.length} kernels by time per decode step (mean, min, max per launch)`, meanStep);
 }
