@@ -283,7 +283,7 @@ export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): T
   const headline = !n
     ? 'No decode steps found in the trace(s).'
     : top
-      ? `${top.category} ${top.sharePct.toFixed(1)}% of a ${stepMs.toFixed(stepMs < 10 ? 2 : 1)} ms decode step (${scope})`
+      ? `${top.category} ${top.sharePct.toFixed(1)}% of a ${stepMs.toFixed(stepMs < 1 ? 3 : stepMs < 10 ? 2 : 1)} ms decode step (${scope})`
       : `${stepMs.toFixed(2)} ms decode step, all idle (${scope})`;
   const order = [...categoryOrder];
   for (const c of categories) if (!order.includes(c.category)) order.splice(order.length - 1, 0, c.category);

@@ -218,7 +218,11 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     if (o > 0 && k.ts[ki] > busyEnd) gaps.push(k.ts[ki] - busyEnd);
     busyEnd = Math.max(busyEnd, k.ts[ki] + k.dur[ki]);
   }
-  const threshold = options.minStepGapUs ?? Math.max(10, 5 * median(gaps));
+  // Within a step gaps are many and short; between steps, one long gap per step. The lower quartile
+  // is a typical in-step gap even when steps hold few kernels.
+  const sortedGaps = [...gaps].sort((a, b) => a - b);
+  const typicalGap = sortedGaps.length ? sortedGaps[Math.floor(sortedGaps.length / 4)] : 0;
+  const threshold = options.minStepGapUs ?? Math.max(10, 5 * typicalGap);
   const steps: Step[] = [];
   let current: Step = { kind: 'decode', label: 'gap step 1', kernels: [] };
   busyEnd = -Infinity;

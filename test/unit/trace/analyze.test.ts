@@ -1,0 +1,208 @@
+import * as assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
+import { analyzeTracesInWorker } from '../../../src/core/trace/analyzeInWorker';
+import { RankBreakdown, TraceBreakdown } from '../../../src/core/trace/types';
+import { kinetoTrace, StepSpec } from './kineto';
+
+const FIXTURES = 'test/fixtures/traces';
+const dir = mkdtempSync(join(tmpdir(), 'ib-trace-'));
+
+function write(name: string, content: string | Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+function share(b: { categories: { category: string; sharePct: number; msPerStep: number; rawMsPerStep: number }[] }, category: string) {
+  const c = b.categories.find((x) => x.category === category);
+  assert.ok(c, `no category ${category} in ${b.categories.map((x) => x.category).join(', ')}`);
+  return c;
+}
+
+/** A decode step of known composition: GEMM 100 us, all-reduce `ar` us, attention on a second stream overlapping the all-reduce by 30 us, a 10 us gap, a norm. */
+function decodeStep(ar: number, annotation?: string, gapAfter = 500): StepSpec {
+  return {
+    annotation,
+    gapAfter,
+    kernels: [
+      { name: 'nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT', at: 0, dur: 100 },
+      { name: 'void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)', at: 100, dur: ar },
+      { name: 'void flash::flash_fwd_splitkv_kernel<...>', at: 70 + ar, dur: 50, stream: 8 },
+      { name: 'void vllm::rms_norm_kernel<c10::BFloat16>(...)', at: 130 + ar, dur: 10 },
+    ],
+  };
+}
+const prefillStep = (annotation?: string): StepSpec => ({ annotation, gapAfter: 800, kernels: [{ name: 'sm90_xmma_gemm_bf16bf16_bf16f32', at: 0, dur: 1000 }] });
+
+function rankTrace(ar: number, rank: number, annotate: boolean, distributedInfoLast = false): string {
+  const steps = [prefillStep(annotate ? 'execute_new_2_cached_0' : undefined)];
+  for (let i = 0; i < 4; i++) steps.push(decodeStep(ar, annotate ? 'execute_new_0_cached_2' : undefined));
+  return kinetoTrace(steps, { rank, worldSize: 2, distributedInfoLast });
+}
+
+function sumShares(r: { categories: { sharePct: number }[] }): number {
+  return r.categories.reduce((a, c) => a + c.sharePct, 0);
+}
+
+describe('trace breakdown on real H200 traces', () => {
+  for (const name of ['llama_eager_decode', 'llama_cudagraph_decode']) {
+    it(`${name}: every kernel's count and total time agree with torch's key_averages() (within 0.01%)`, async () => {
+      const b = await analyzeTraceFiles([join(FIXTURES, `${name}.pt.trace.json.gz`)]);
+      const expected = JSON.parse(readFileSync(join(FIXTURES, `${name}.key_averages.json`), 'utf8')) as { events: { name: string; device_type: string; count: number; self_device_time_total_us: number }[] };
+      const ours = new Map(b.ranks[0].kernelTotals.map((k) => [k.name, k]));
+      const annotations = /^(execute_new_\d+_cached_\d+|gpu_model_runner: forward)$/;
+      let compared = 0;
+      for (const row of expected.events) {
+        if (row.device_type !== 'DeviceType.CUDA' || row.self_device_time_total_us <= 0) continue;
+        const k = ours.get(row.name);
+        if (!k) {
+          // key_averages also lists the GPU-side copies of record_function ranges; they are not kernels
+          assert.match(row.name, annotations, `kernel missing from the breakdown: ${row.name}`);
+          continue;
+        }
+        compared++;
+        assert.equal(k.count, row.count, row.name);
+        assert.ok(Math.abs(k.totalMs * 1000 - row.self_device_time_total_us) <= 1e-4 * row.self_device_time_total_us, `${row.name}: ${k.totalMs * 1000} us vs ${row.self_device_time_total_us} us`);
+      }
+      assert.equal(compared, ours.size, 'a kernel in the breakdown that torch does not list');
+      assert.ok(compared > 25);
+    });
+  }
+
+  it('finds the 20 decode steps and the prefill of the eager trace from its vLLM-style step annotations', async () => {
+    const r = (await analyzeTraceFiles([join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz')])).ranks[0];
+    assert.equal(r.stepSource, 'annotation');
+    assert.equal(r.decode.count, 20);
+    assert.equal(r.prefill.count, 1);
+    assert.equal(r.totals.kernelsOutsideSteps, 0);
+    assert.ok(Math.abs(sumShares(r.decode) - 100) < 1e-6);
+    const msSum = r.decode.categories.reduce((a, c) => a + c.msPerStep, 0);
+    assert.ok(Math.abs(msSum - r.decode.stepMs!.mean) < 1e-6);
+    assert.equal(r.device, 'NVIDIA H200');
+    assert.ok(r.launch && r.launch.launches > 4000 && r.launch.graphLaunches === 0);
+  });
+
+  it('finds one decode step per CUDA graph replay when the trace has no annotations', async () => {
+    const r = (await analyzeTraceFiles([join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz')])).ranks[0];
+    assert.equal(r.stepSource, 'cuda-graph');
+    assert.equal(r.decode.count, 20);
+    assert.equal(r.prefill.count, 0);
+    assert.equal(r.launch?.graphLaunches, 20);
+    // the captured step holds 4 layers: 4 attention kernels and 21 GEMMs (4 x 5 + lm_head) per step
+    assert.equal(share(r.decode, 'attention').rawMsPerStep > 0, true);
+    assert.equal(r.decode.categories.find((c) => c.category === 'gemm')?.kernelsPerStep, 21);
+    assert.equal(r.decode.categories.find((c) => c.category === 'attention')?.kernelsPerStep, 4);
+    assert.ok(Math.abs(sumShares(r.decode) - 100) < 1e-6);
+  });
+});
+
+describe('trace breakdown arithmetic (synthetic traces with known answers)', () => {
+  let both: TraceBreakdown;
+  before(async () => {
+    both = await analyzeTraceFiles([write('rank0.json', rankTrace(50, 0, true)), write('rank1.json', rankTrace(100, 1, true, true))]);
+  });
+
+  it('attributes overlap once, to the kernel that started first, and makes idle its own category', () => {
+    const r0 = both.ranks[0];
+    assert.equal(r0.decode.count, 4);
+    assert.equal(r0.prefill.count, 1);
+    assert.ok(Math.abs(r0.decode.stepMs!.mean - 0.19) < 1e-9);
+    assert.ok(Math.abs(share(r0.decode, 'all-reduce').msPerStep - 0.05) < 1e-9);
+    assert.ok(Math.abs(share(r0.decode, 'attention').msPerStep - 0.02) < 1e-9, 'attention keeps only what the all-reduce did not cover');
+    assert.ok(Math.abs(share(r0.decode, 'attention').rawMsPerStep - 0.05) < 1e-9, 'raw sums count the overlap too');
+    assert.ok(Math.abs(share(r0.decode, 'idle').msPerStep - 0.01) < 1e-9);
+    assert.ok(Math.abs(share(r0.decode, 'gemm').sharePct - (100 * 100) / 190) < 1e-9);
+    assert.ok(Math.abs(sumShares(r0.decode) - 100) < 1e-9);
+    assert.ok(Math.abs(r0.decode.periodMs!.mean - 0.69) < 1e-9, 'period = step + gap to the next step');
+  });
+
+  it('reads each rank from distributedInfo wherever it sits, and reports rank skew', () => {
+    assert.deepEqual(both.ranks.map((r) => r.rank), [0, 1]);
+    assert.equal(both.ranks[1].worldSize, 2);
+    assert.ok(both.skew);
+    assert.equal(both.skew.slowestRank, 1);
+    assert.ok(Math.abs(both.skew.spreadPct - (100 * (0.24 - 0.19)) / 0.19) < 1e-9);
+  });
+
+  it('averages categories over ranks and leads with the biggest one', () => {
+    assert.ok(Math.abs(share(both.overall, 'all-reduce').msPerStep - 0.075) < 1e-9);
+    assert.ok(Math.abs(share(both.overall, 'all-reduce').sharePct - (100 * 0.075) / 0.215) < 1e-9);
+    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% of a 0.215 ms decode step (2 ranks, 8 decode steps)`);
+    assert.equal(both.categoryOrder.at(-1), 'idle');
+  });
+
+  it('falls back to CUDA graph launches, then to idle gaps, and still tells the prefill apart', async () => {
+    const graphSteps: StepSpec[] = [prefillStep(), ...Array.from({ length: 3 }, () => ({ ...decodeStep(50), graph: true }))];
+    const g = (await analyzeTraceFiles([write('graph.json', kinetoTrace(graphSteps))])).ranks[0];
+    assert.equal(g.stepSource, 'cuda-graph');
+    assert.equal(g.decode.count, 3);
+    assert.equal(g.totals.kernelsOutsideSteps, 1, 'the eager prefill before the first graph launch belongs to no step');
+
+    const gaps = (await analyzeTraceFiles([write('gaps.json', rankTrace(50, 0, false))])).ranks[0];
+    assert.equal(gaps.stepSource, 'idle-gaps');
+    assert.equal(gaps.decode.count, 4);
+    assert.equal(gaps.prefill.count, 1);
+    assert.ok(Math.abs(gaps.decode.stepMs!.mean - 0.19) < 1e-9);
+    assert.match(gaps.warnings.join(' '), /guessed from GPU idle gaps/);
+  });
+
+  it('uses a step annotation name the user gives', async () => {
+    const steps = [decodeStep(50, 'my_engine_step'), decodeStep(50, 'my_engine_step')];
+    const r = (await analyzeTraceFiles([write('custom.json', kinetoTrace(steps))], { stepAnnotation: '^my_engine_step$' })).ranks[0];
+    assert.equal(r.stepSource, 'annotation');
+    assert.equal(r.decode.count, 2);
+  });
+
+  it('runs in worker threads with the same answer as on the calling thread', async () => {
+    const files = [write('w0.json.gz', gzipSync(rankTrace(50, 0, true))), write('w1.json', rankTrace(100, 1, true))];
+    const inWorker = await analyzeTracesInWorker(files, {}, { concurrency: 2 });
+    const inline = await analyzeTraceFiles(files);
+    assert.deepEqual(inWorker, inline);
+    assert.equal(inWorker.ranks[0].totals.compressed, true);
+  });
+});
+
+describe('bad trace inputs', () => {
+  const eagerGz = readFileSync(join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz'));
+
+  it('analyses what is whole of a cut gzip file and says it was cut', async () => {
+    const cut = write('cut.json.gz', eagerGz.subarray(0, Math.floor(eagerGz.length * 0.6)));
+    const r: RankBreakdown = (await analyzeTraceFiles([cut])).ranks[0];
+    assert.match(r.truncated ?? '', /gzip stream is cut short.*ends inside traceEvents after \d+ complete events/);
+    assert.ok(r.totals.kernels > 0 && r.totals.kernels < 4751);
+    assert.ok(r.totals.events > 1000);
+  });
+
+  it('analyses the whole events of JSON cut mid-event', async () => {
+    const text = kinetoTrace([decodeStep(50, 'execute_new_0_cached_1'), decodeStep(50, 'execute_new_0_cached_1'), decodeStep(50, 'execute_new_0_cached_1')]);
+    const at = text.lastIndexOf('"name"');
+    const b = await analyzeTraceFiles([write('cut.json', text.slice(0, at))]);
+    assert.match(b.ranks[0].truncated ?? '', /ends inside traceEvents after \d+ complete events.*cut event/);
+    assert.match(b.warnings.join(' '), /rank 0 .*ends inside traceEvents/);
+    assert.ok(b.ranks[0].decode.count >= 2);
+  });
+
+  it('refuses an empty file', async () => {
+    await assert.rejects(analyzeTraceFiles([write('empty.json', '')]), /The file is empty/);
+  });
+
+  it('refuses JSON that is not a trace', async () => {
+    await assert.rejects(analyzeTraceFiles([write('config.json', '{"model": "x", "tensor_parallel_size": 8}')]), /no "traceEvents" array.*not a Chrome\/Kineto trace/);
+  });
+
+  it('refuses a non-trace file in a worker too, naming the file', async () => {
+    const f = write('notes.txt', 'hello');
+    await assert.rejects(analyzeTracesInWorker([f]), (e: Error) => e.message.includes(f) && /starts with "\{" or "\["/.test(e.message));
+  });
+
+  it('gives an empty breakdown with a reason for a trace without kernels', async () => {
+    const b = await analyzeTraceFiles([write('cpu-only.json', JSON.stringify({ traceEvents: [{ ph: 'X', cat: 'cpu_op', name: 'aten::mm', pid: 1, tid: 1, ts: 1, dur: 5 }] }))]);
+    assert.equal(b.headline, 'No decode steps found in the trace(s).');
+    assert.equal(b.ranks[0].stepSource, 'none');
+    assert.match(b.ranks[0].warnings.join(' '), /no GPU kernels/);
+  });
+});
