@@ -138,6 +138,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
     caveats.push(`Micro run ${micro.runId} names no model whose structure is known (layers, shapes), so nothing is predicted from it; pass --model kimi-k2.5 or run micro with --model.`);
   }
   if (micro) predictIdle(micro, profile, rowOf('idle', 'idle (gaps between kernels)'), caveats);
+  if (micro?.on_cpu) caveats.push(`Micro run ${micro.runId} ran on a CPU (no GPU on its host), so its predictions are CPU figures that say nothing about the GPU step; run micro on the GPU host.`);
   for (const [key, row] of rows) {
     if (row.profiled_ms === undefined && row.predicted_ms === undefined) rows.delete(key);
     else if (row.profiled_ms !== undefined && row.predicted_ms !== undefined) row.gap_ms = row.profiled_ms - row.predicted_ms;

@@ -58,6 +58,8 @@ export interface MicroInput {
   /** Datasheet or measured peak bus bandwidth, GB/s. */
   peak_busbw_gbps?: number;
   gpu?: string;
+  /** The micro run had no GPU: its times are CPU figures, useless for a GPU step. */
+  on_cpu?: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -203,11 +205,15 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     m: num(p.m) ?? NaN,
     n: num(p.n) ?? NaN,
     k: num(p.k) ?? NaN,
-    time_us: num(p.time_us) ?? num(p.median_us) ?? NaN,
+    time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
   })).filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
-  const allreduce = ofKind('allreduce', 'allreduce').map((p) => ({
+  // The agent times each size eagerly and replayed from a CUDA graph; vLLM decodes from CUDA graphs,
+  // so the graph times are the ones a decode step sees where they exist.
+  const arPoints = ofKind('allreduce', 'allreduce');
+  const graphOnly = arPoints.some((p) => p.mode === 'graph');
+  const allreduce = arPoints.filter((p) => !graphOnly || p.mode === 'graph').map((p) => ({
     size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
-    time_us: num(p.time_us) ?? num(p.median_us) ?? NaN,
+    time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
     busbw_gbps: num(p.busbw_gbps),
     world_size: num(p.world_size),
   })).filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
@@ -220,8 +226,10 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     if (num(p.eager_us) !== undefined) launch.push({ mode: 'eager', us_per_kernel: p.eager_us as number });
     if (num(p.graph_us) !== undefined) launch.push({ mode: 'graph', us_per_kernel: p.graph_us as number });
   }
-  const peak = ofKind('peak', 'peak')[0] ?? (isObj(r.peak) ? r.peak : undefined);
-  const world_size = num(r.world_size) ?? num(r.tp) ?? allreduce.find((p) => p.world_size)?.world_size;
+  const peak = ofKind('peak', 'peak').find((p) => num(p.busbw_gbps) !== undefined) ?? (isObj(r.peak) ? r.peak : undefined);
+  const arInfo = isObj(r.allreduce) ? r.allreduce : {};
+  const world_size = num(arInfo.world_size) ?? num(r.world_size) ?? allreduce.find((p) => p.world_size)?.world_size ?? num(r.tp);
+  const device = isObj(r.device) ? r.device : {};
   return {
     runId,
     simulated: r.simulated === true || undefined,
@@ -231,7 +239,8 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     allreduce,
     launch,
     peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
-    gpu: peak ? str(peak.gpu) : str(r.gpu),
+    gpu: str(device.name) ?? (peak ? str(peak.gpu) : str(r.gpu)),
+    on_cpu: device.kind === 'cpu' || undefined,
   };
 }
 

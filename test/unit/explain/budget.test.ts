@@ -227,6 +227,39 @@ describe('budget inputs from phase results', () => {
     assert.equal(input.model?.name, 'kimi-k2.5', 'a model name with a preset gives the structure');
   });
 
+  it('reads the micro agent\'s result: flat points, graph all-reduce times preferred, the model\'s shapes and counts', () => {
+    // Field names as agent/infbench_agent/micro.py writes them (`us`, `bytes`, `mode`, `per_step`).
+    const input = microInputFrom('m', {
+      device: { name: 'NVIDIA H200', kind: 'gpu' },
+      model: { name: 'kimi-k2.5', source: 'preset', hidden: 7168, layers: 61, dtype: 'bf16', quant: 'int4' },
+      tp: 8,
+      shapes: [
+        { name: 'moe.gate_up', n: 512, k: 7168, per_step: 480, note: 'one expert; M = tokens routed to it (384 experts, 8 active per token)' },
+        { name: 'attn.o_proj', n: 7168, k: 1024, per_step: 61, note: '' },
+      ],
+      allreduce: { backend: 'nccl', world_size: 8 },
+      points: [
+        { kind: 'gemm', shape: 'moe.gate_up', m: 1, n: 512, k: 7168, per_step: 480, us: 6.5 },
+        { kind: 'allreduce', bytes: 14336, us: 31, mode: 'eager', busbw_gbps: 0.8, world_size: 8 },
+        { kind: 'allreduce', bytes: 14336, us: 12, mode: 'graph', busbw_gbps: 2.1, world_size: 8 },
+        { kind: 'launch', mode: 'eager', us_per_kernel: 5.1 },
+        { kind: 'launch', mode: 'graph', us_per_kernel: 1.2 },
+        { kind: 'peak', what: 'copy', tbps: 4.3 },
+      ],
+    });
+    assert.deepEqual(input.allreduce.map((p) => p.time_us), [12], 'CUDA-graph all-reduce times, as vLLM decodes');
+    assert.equal(input.gemm[0].time_us, 6.5);
+    assert.equal(input.world_size, 8);
+    assert.equal(input.gpu, 'NVIDIA H200');
+    assert.equal(input.model?.source, 'micro run m');
+    assert.deepEqual(input.model?.experts, { total: 384, active: 8 });
+    assert.equal(input.model?.linears.find((l) => l.name === 'moe.gate_up')?.routedExpert, true);
+    const b = buildBudget({ micro: input });
+    assert.ok(Math.abs(b.rows.find((r) => r.key === 'allreduce')!.predicted_ms! - (123 * 12) / 1000) < 1e-9);
+    assert.ok(Math.abs(b.rows.find((r) => r.key === 'moe_gemm')!.predicted_ms! - (480 * 6.5) / 1000) < 1e-9);
+    assert.match(b.caveats.join('\n'), /measured none of the dense GEMM shapes \(attn\.o_proj 7168x1024\)/);
+  });
+
   it('reads a breakdown given in milliseconds per category and fills idle from the step', () => {
     const p = profileInputFrom('p', { step_ms: 10, categories: [{ category: 'gemm', ms: 6 }, { category: 'attention', ms: 3 }], batch: 2 })!;
     assert.equal(p.batch, 2);
