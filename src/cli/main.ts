@@ -1,4 +1,5 @@
 import { CliCommand, UsageError } from './command';
+import { probeCommand } from './commands/probe';
 import { SettingsError } from '../core/config/target';
 import { macroCommand } from './commands/macro';
 import { simulateCommand } from './commands/simulate';
@@ -8,7 +9,7 @@ import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, explainCommand, compareCommand, importCommand];
+const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, explainCommand, compareCommand, importCommand, probeCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);

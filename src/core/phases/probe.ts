@@ -1,0 +1,160 @@
+import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
+import { RunFolder } from '../runs/runFolder';
+import { RunSummary } from '../../shared/results';
+import { ResultTable } from '../../shared/table';
+import { AgentRunOutcome, runAgentCommand } from './agentRun';
+
+/** What agent/infbench_agent/probe.py reports (its `probe` and `result` events). */
+export interface ProbeResult {
+  host: string;
+  platform: string;
+  python: { version: string; executable: string; implementation: string };
+  packages: Record<string, string | null>;
+  cuda_visible_devices: string | null;
+  gpus: {
+    available: boolean;
+    error: string | null;
+    devices: { index: number; name: string; uuid: string; memory_used_mib: number | null; memory_total_mib: number | null; utilization_pct: number | null; driver_version: string }[];
+    processes: { gpu_uuid: string; gpu_index: number | null; pid: number; process_name: string; used_memory_mib: number | null }[];
+    topology: string | null;
+  };
+  server: {
+    url: string;
+    reachable: boolean;
+    healthy: boolean | null;
+    error: string | null;
+    kind: 'vllm' | 'sglang' | 'unknown';
+    kind_evidence: string | null;
+    simulated: boolean;
+    version: string | null;
+    models: { id: string | null; max_model_len: number | null; owned_by?: string | null }[];
+    profiler: { enabled: boolean | null; evidence: string | null };
+    pid: number | null;
+    command_line: string[] | null;
+  };
+}
+
+export interface ProbePhaseOutcome {
+  run: RunFolder;
+  summary: RunSummary;
+  result?: ProbeResult;
+  agent: AgentRunOutcome;
+}
+
+/**
+ * Asks the agent on the target what is there: Python and packages, GPUs and who holds them, and
+ * the server at the target's URL. The result lands in the run folder, the sidebar (runChanged) and
+ * the findings document (an Environment section).
+ */
+export async function runProbePhase(ctx: PhaseContext, options: { url?: string; timeoutS?: number } = {}): Promise<ProbePhaseOutcome> {
+  const url = options.url ?? ctx.target.serverUrl;
+  const args = ['--url', url, ...(options.timeoutS ? ['--timeout', String(options.timeoutS)] : [])];
+  const run = RunFolder.create(ctx.workspace, 'probe', ctx.target.name, { url, agentArgs: args });
+  const summary: RunSummary = { id: run.info.id, phase: 'probe', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running' };
+  ctx.sink.runChanged({ ...summary });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'probe', args, run, {
+    signal: ctx.signal,
+    onEvent: (event) => {
+      if (event.type === 'log') ctx.log[event.level](`probe: ${event.message}`);
+    },
+  });
+  const result = agent.result as ProbeResult | undefined;
+  summary.status = agent.status;
+  summary.reason = agent.reason;
+  if (result) {
+    summary.headline = probeHeadline(result);
+    if (result.server.simulated) {
+      summary.simulated = true;
+      run.update({ simulated: true });
+    }
+    ctx.sink.findings(probeFindings(ctx.target.name, run, result));
+  }
+  ctx.sink.runChanged({ ...summary });
+  return { run, summary, result, agent };
+}
+
+/** "vLLM 0.13.0 · Qwen/Qwen3-8B · 8× NVIDIA H200, 3 busy" */
+export function probeHeadline(r: ProbeResult): string {
+  const parts: string[] = [];
+  const s = r.server;
+  if (!s.reachable) parts.push('server not answering');
+  else parts.push([serverName(r), s.models[0]?.id].filter(Boolean).join(' · '));
+  const gpus = r.gpus.devices;
+  if (gpus.length) {
+    const busy = new Set(r.gpus.processes.map((p) => p.gpu_index)).size;
+    parts.push(`${gpus.length}× ${gpus[0].name}${busy ? `, ${busy} in use` : ''}`);
+  } else parts.push('no GPU seen');
+  return parts.join(' · ');
+}
+
+export function serverName(r: ProbeResult): string {
+  const s = r.server;
+  const kind = s.kind === 'vllm' ? 'vLLM' : s.kind === 'sglang' ? 'SGLang' : 'unknown server';
+  return `${s.simulated ? 'SIMULATOR (vLLM API)' : kind}${s.version && !s.simulated ? ` ${s.version}` : ''}`;
+}
+
+const mib = (v: number | null) => (v === null ? null : v / 1024);
+
+export function gpuTable(r: ProbeResult): ResultTable {
+  return {
+    id: 'probe-gpus',
+    title: 'GPUs',
+    columns: [
+      { key: 'index', label: 'GPU', digits: 0 },
+      { key: 'name', label: 'Name', align: 'left' },
+      { key: 'used', label: 'Memory used (GiB)', digits: 1 },
+      { key: 'total', label: 'Total (GiB)', digits: 1 },
+      { key: 'util', label: 'Util (%)', digits: 0 },
+      { key: 'procs', label: 'Processes', align: 'left' },
+    ],
+    rows: r.gpus.devices.map((d) => ({
+      index: d.index,
+      name: d.name,
+      used: mib(d.memory_used_mib),
+      total: mib(d.memory_total_mib),
+      util: d.utilization_pct,
+      procs: r.gpus.processes.filter((p) => p.gpu_index === d.index).map((p) => `${p.process_name} (pid ${p.pid}, ${((p.used_memory_mib ?? 0) / 1024).toFixed(1)} GiB)`).join(', ') || '—',
+    })),
+    note: r.gpus.available ? `driver ${r.gpus.devices[0]?.driver_version ?? '?'}` : (r.gpus.error ?? undefined),
+  };
+}
+
+/** Readable lines for the terminal and the findings document: the facts, then what to do about problems. */
+export function probeSummaryLines(r: ProbeResult): string[] {
+  const s = r.server;
+  const lines: string[] = [];
+  lines.push(`Host ${r.host} · Python ${r.python.version} (${r.python.executable})`);
+  const pkgs = Object.entries(r.packages).map(([name, v]) => `${name} ${v ?? '—'}`).join(', ');
+  lines.push(`Packages: ${pkgs}`);
+  if (!s.reachable) {
+    lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
+  } else {
+    lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy ? '' : ' (health check failed)'}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
+    for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
+    const p = s.profiler;
+    lines.push(`  profiler: ${p.enabled === true ? 'enabled' : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`);
+  }
+  if (s.command_line) lines.push(`  command (pid ${s.pid}): ${s.command_line.join(' ')}`);
+  if (!r.gpus.available) lines.push(`GPUs: ${r.gpus.error}`);
+  else {
+    for (const d of r.gpus.devices) {
+      const procs = r.gpus.processes.filter((p) => p.gpu_index === d.index);
+      lines.push(`GPU ${d.index}: ${d.name}, ${fmtGiB(d.memory_used_mib)} / ${fmtGiB(d.memory_total_mib)} GiB used, ${d.utilization_pct ?? '?'}% busy${procs.length ? ` — ${procs.map((p) => `${p.process_name} pid ${p.pid}`).join(', ')}` : ''}`);
+    }
+  }
+  return lines;
+}
+
+function fmtGiB(v: number | null): string {
+  return v === null ? '?' : (v / 1024).toFixed(1);
+}
+
+function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): FindingsUpdate {
+  const s = r.server;
+  const lines = [
+    `${probeHeadline(r)}. Probed ${run.info.startedAt} on target "${targetName}" (host ${r.host}); run \`${run.info.id}\`.`,
+    s.simulated ? 'The server is the inference-bench SIMULATOR, not a real model.' : '',
+    s.reachable && s.profiler.enabled === false ? `Profiler: not enabled — ${s.profiler.evidence}.` : '',
+  ].filter(Boolean);
+  return { sectionId: `probe-${targetName}`, heading: `Environment: ${targetName}`, lines, tables: r.gpus.devices.length ? [gpuTable(r)] : [] };
+}
