@@ -88,6 +88,7 @@ class SimRequest:
     writer: Optional[asyncio.StreamWriter] = None
     fault: Optional[Fault] = None
     sent: int = 0
+    queued_at: float = 0.0
     first_token_at: Optional[float] = None
     last_token_at: Optional[float] = None
     aborted: bool = False
@@ -172,9 +173,10 @@ class Simulator:
                     return
                 now = time.monotonic()
                 if next_start is None:
-                    # Idle until now: the step starts at once. While busy, steps keep their absolute
-                    # deadlines (a late wake-up is caught up), so the model's times never drift.
-                    next_start = now
+                    # Idle until now: the step starts when the first waiting request arrived (not when
+                    # this thread got the CPU). While busy, steps keep their absolute deadlines (a late
+                    # wake-up is caught up), so the model's times never drift.
+                    next_start = min([now] + [r.queued_at for r in self.waiting if not r.aborted])
                 elif now - next_start > 0.5 * model.step_ms(len(self.running)) / 1000.0:
                     self.late_steps += 1
                 self.running = [r for r in self.running if not r.aborted]
@@ -360,6 +362,7 @@ class Simulator:
             await self.generate_unbatched(r)
         else:
             with self.cv:
+                r.queued_at = time.monotonic()
                 self.waiting.append(r)
                 self.cv.notify()
         try:
