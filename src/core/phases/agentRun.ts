@@ -53,6 +53,10 @@ export async function runAgentCommand(
   if (options.signal?.aborted) {
     status = 'cancelled';
     reason = 'Cancelled by the user; the results received so far are kept.';
+  } else if (exit.error && events.length === 0) {
+    // The command never started (for example the SSH connection could not be made).
+    status = 'failed';
+    reason = exit.error.message;
   } else if (done === true) {
     status = 'completed';
   } else if (done === false) {
