@@ -122,6 +122,8 @@ def run(args: Any) -> int:
                          "Check `nvidia-smi` and that torch is a CUDA build; or pass --device cpu.")
     on_gpu = device.startswith("cuda")
     if on_gpu:
+        if device == "cuda":
+            device = f"cuda:{torch.cuda.current_device()}"
         torch.cuda.set_device(torch.device(device))
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         device_name = props.name
@@ -137,6 +139,7 @@ def run(args: Any) -> int:
         rotate_bytes = 96.0 * MIB  # past a typical server CPU's last-level cache per core group
         total_bytes = 0
 
+    events.log(f"Device: {device_name} ({device}), torch {torch.__version__}, memory budget {budget / 2**30:.1f} GiB.")
     from infbench_agent.micro_gemm import build_gemm, choose_kernel, gemm_point, time_gemm, torch_dtype
     from infbench_agent.micro_timing import event_time_us, launch_overhead, measure_peaks
 
@@ -161,7 +164,7 @@ def run(args: Any) -> int:
 
     parts = [p for p in PARTS if p not in args.skip_parts]
     total = (("peak" in parts) * 2 + ("gemm" in parts) * len(shapes) * len(m_values) + ("launch" in parts) * (2 if on_gpu else 1)
-             + ("allreduce" in parts) * len(ar_sizes) * (2 if on_gpu and backend == "nccl" else 1))
+             + ("allreduce" in parts) * len(ar_sizes) * (2 if on_gpu and world > 1 else 1))
     points: list[dict] = []
     done = 0
 
@@ -190,18 +193,33 @@ def run(args: Any) -> int:
             record("peak", p)
         peak_tbps, peak_tflops = peaks[0]["tbps"], peaks[1]["tflops"]
 
+    failures: list[dict] = []
+
+    def failed(part: str, what: str, exc: BaseException) -> None:
+        # One part failing (a shape the kernel rejects, NCCL on an odd host) keeps the points already measured.
+        message = f"{part} {what} failed: {getattr(exc, 'message', None) or f'{type(exc).__name__}: {exc}'}"
+        failures.append({"part": part, "what": what, "message": message})
+        events.log(message, "error")
+
     if "gemm" in parts:
         for shape in shapes:
             for m in m_values:
-                us, built, how = time_gemm(torch, kernel, device, m, shape.n, shape.k, rotate_bytes, budget, args.repeats, group_size)
+                try:
+                    us, built, how = time_gemm(torch, kernel, device, m, shape.n, shape.k, rotate_bytes, budget, args.repeats, group_size)
+                except Exception as exc:  # noqa: BLE001 - reported as a failure of this point
+                    failed("gemm", f"{shape.name} M={m}", exc)
+                    continue
                 del built.calls
                 record("gemm", gemm_point(shape, m, us, built, kernel, how, peak_tbps, peak_tflops))
             if on_gpu:
                 torch.cuda.empty_cache()
 
     if "launch" in parts:
-        for p in launch_overhead(torch, device, args.launch_kernels, args.repeats):
-            record("launch", p)
+        try:
+            for p in launch_overhead(torch, device, args.launch_kernels, args.repeats):
+                record("launch", p)
+        except Exception as exc:  # noqa: BLE001 - reported as a failure of this part
+            failed("launch", "overhead", exc)
 
     ar_note = None
     if "allreduce" in parts:
@@ -209,11 +227,15 @@ def run(args: Any) -> int:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
         if world == 1:
-            ar_note = ("world size 1: there is no other rank, so busbw is 0 by definition and the time is the "
-                       f"{backend} call's own overhead; all-reduce across GPUs needs a multi-GPU host")
+            ar_note = ("world size 1: there is no other rank, so busbw is 0 by definition, the time is the "
+                       f"{backend} call's own overhead, and a CUDA graph would capture nothing (not timed); "
+                       "all-reduce across GPUs needs a multi-GPU host")
             events.log(ar_note, "warn")
-        run_allreduce(ar_sizes, world, backend, device, max(3, args.repeats // 2),
-                      lambda p: record("allreduce", annotate(p, decode_sizes, hidden)))
+        try:
+            run_allreduce(ar_sizes, world, backend, device, max(3, args.repeats // 2),
+                          lambda p: record("allreduce", annotate(p, decode_sizes, hidden)))
+        except AgentError as exc:
+            failed("allreduce", f"{world} x {backend}", exc)
 
     result = {
         "device": {"name": device_name, "kind": "gpu" if on_gpu else "cpu", "device": device,
@@ -228,6 +250,7 @@ def run(args: Any) -> int:
         "occupancy": occupancy.to_dict() if occupancy else None,
         "allow_busy": bool(args.allow_busy),
         "timing": "CUDA graph replay with CUDA events" if on_gpu else "CPU wall-clock loops (no GPU): not GPU figures",
+        "failures": failures,
         "points": points,
     }
     events.emit(events.RESULT, result=result)
