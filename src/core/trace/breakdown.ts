@@ -3,6 +3,9 @@ import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { Step, StepFinding } from './steps';
 import { CategoryShare, Distribution, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
 
+/** Categories that are all-reduce, whichever library ran it. */
+const ALL_REDUCE_CATEGORIES = ['all-reduce', 'nccl all-reduce'];
+
 export function distribution(values: ArrayLike<number>): Distribution | null {
   const n = values.length;
   if (!n) return null;
@@ -278,13 +281,21 @@ export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): T
     skew = { stepMsByRank: byRank, minMs: min.stepMs, maxMs: max.stepMs, spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0, slowestRank: max.rank, fastestRank: min.rank };
   }
 
-  const top = categories.find((c) => c.category !== IDLE_CATEGORY);
+  // The headline names the biggest part of the step; vLLM's custom all-reduce and NCCL's count as one.
+  const allReduceParts = categories.filter((c) => ALL_REDUCE_CATEGORIES.includes(c.category));
+  const allReduce = n && allReduceParts.length
+    ? { msPerStep: allReduceParts.reduce((a, c) => a + c.msPerStep, 0), sharePct: allReduceParts.reduce((a, c) => a + c.sharePct, 0) }
+    : null;
+  const candidates = categories.filter((c) => c.category !== IDLE_CATEGORY && !ALL_REDUCE_CATEGORIES.includes(c.category)).map((c) => ({ name: c.category, msPerStep: c.msPerStep, sharePct: c.sharePct }));
+  if (allReduce) candidates.push({ name: 'all-reduce', ...allReduce });
+  const top = candidates.sort((a, b) => b.msPerStep - a.msPerStep)[0];
+  const ms = (v: number) => v.toFixed(v < 1 ? 3 : 2);
   const scope = `${n} rank${n === 1 ? '' : 's'}, ${steps} decode step${steps === 1 ? '' : 's'}`;
   const headline = !n
     ? 'No decode steps found in the trace(s).'
     : top
-      ? `${top.category} ${top.sharePct.toFixed(1)}% of a ${stepMs.toFixed(stepMs < 1 ? 3 : stepMs < 10 ? 2 : 1)} ms decode step (${scope})`
-      : `${stepMs.toFixed(2)} ms decode step, all idle (${scope})`;
+      ? `${top.name} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms) of a ${ms(stepMs)} ms decode step (${scope})`
+      : `${ms(stepMs)} ms decode step, all idle (${scope})`;
   const order = [...categoryOrder];
   for (const c of categories) if (!order.includes(c.category)) order.splice(order.length - 1, 0, c.category);
   return {
@@ -292,6 +303,7 @@ export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): T
     headline,
     files: sorted.map((r) => r.file),
     overall: { ranks: n, count: steps, stepMs: distribution(pooled), periodMs: distribution(periods), categories },
+    allReduce,
     ranks: sorted,
     skew,
     categoryOrder: order,

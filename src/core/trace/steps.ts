@@ -89,15 +89,18 @@ function lastAtOrBefore(starts: ArrayLike<number>, t: number): number {
   return found;
 }
 
-/** Outermost annotations only: a range inside an earlier kept one (same pattern) is nested, not a step. */
+/**
+ * Outermost annotations only: a range wholly inside an earlier kept one (same pattern) is nested,
+ * not a step. Ranges that merely overlap stay separate steps; a kernel then joins the later one.
+ */
 function outermost(list: Annotation[]): Annotation[] {
   const sorted = [...list].sort((a, b) => a.ts - b.ts || b.dur - a.dur);
   const kept: Annotation[] = [];
   let end = -Infinity;
   for (const a of sorted) {
-    if (a.ts < end) continue;
+    if (a.ts + a.dur <= end) continue;
     kept.push(a);
-    end = a.ts + a.dur;
+    end = Math.max(end, a.ts + a.dur);
   }
   return kept;
 }
@@ -109,8 +112,30 @@ function median(values: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/**
+ * The kind a nested GPU annotation gives a step ("prefill+decode", "decode", SGLang's "extend"...),
+ * looked up at the step's first kernel.
+ */
+function kindFromNestedAnnotations(trace: CollectedTrace, pending: { step: Step; kind: StepKind | undefined }[]): void {
+  const kinds = trace.annotations.filter((a) => a.gpu && byName(a.name) !== undefined).sort((a, b) => a.ts - b.ts);
+  if (!kinds.length) return;
+  const starts = kinds.map((a) => a.ts);
+  for (const p of pending) {
+    if (p.kind !== undefined || !p.step.kernels.length) continue;
+    const t = trace.kernels.ts[p.step.kernels[0]];
+    // The latest-starting range that holds t is the innermost; a range ending exactly at t is the step before.
+    for (let i = lastAtOrBefore(starts, t), seen = 0; i >= 0 && seen < 8; i--, seen++) {
+      const a = kinds[i];
+      if (t >= a.ts + a.dur) continue;
+      p.kind = byName(a.name);
+      break;
+    }
+  }
+}
+
 /** Steps whose kind no name told: much bigger than the typical step means prefill (or mixed), else decode. */
 function settleKinds(trace: CollectedTrace, pending: { step: Step; kind: StepKind | undefined }[]): void {
+  kindFromNestedAnnotations(trace, pending);
   const unknown = pending.filter((p) => p.kind === undefined);
   const busy = (s: Step) => s.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0);
   const typicalCount = median(unknown.map((p) => p.step.kernels.length));

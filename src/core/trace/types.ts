@@ -143,11 +143,16 @@ export interface RankSkew {
 
 export interface TraceBreakdown {
   version: number;
-  /** One line a user reads first: "all-reduce 51.5% of a 21.7 ms decode step (8 ranks, 40 steps)". */
+  /** One line a user reads first: "all-reduce 51.5% (11.17 ms) of a 21.70 ms decode step (8 ranks, 256 decode steps)". */
   headline: string;
   files: string[];
-  /** Per-rank categories averaged over ranks: ms per decode step and shares. */
+  /**
+   * Per-rank categories averaged over ranks: ms per decode step and shares. Here `stepMs` is the
+   * distribution of the ranks' mean decode step times, `count` the decode steps of all ranks.
+   */
   overall: StepGroupBreakdown & { ranks: number };
+  /** All-reduce in all its forms (vLLM's custom kernels and NCCL's) per decode step, overall; null without decode steps. */
+  allReduce: { msPerStep: number; sharePct: number } | null;
   ranks: RankBreakdown[];
   skew: RankSkew | null;
   /** The category names in the classifier's order, idle last: a stable order for charts. */

@@ -131,7 +131,8 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
   it('averages categories over ranks and leads with the biggest one', () => {
     assert.ok(Math.abs(share(both.overall, 'all-reduce').msPerStep - 0.075) < 1e-9);
     assert.ok(Math.abs(share(both.overall, 'all-reduce').sharePct - (100 * 0.075) / 0.215) < 1e-9);
-    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% of a 0.215 ms decode step (2 ranks, 8 decode steps)`);
+    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% (0.100 ms) of a 0.215 ms decode step (2 ranks, 8 decode steps)`);
+    assert.ok(both.allReduce && Math.abs(both.allReduce.msPerStep - 0.075) < 1e-9);
     assert.equal(both.categoryOrder.at(-1), 'idle');
   });
 

@@ -1,0 +1,109 @@
+"""The profile subcommand against the real simulator (vllm_sim), run as the agent runs: a subprocess whose stdout is the event stream."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AGENT = os.path.join(ROOT, "agent")
+sys.path.insert(0, AGENT)
+
+from infbench_agent import profile  # noqa: E402
+
+
+def run_agent(*args: str, timeout: float = 120) -> list:
+    proc = subprocess.run([sys.executable, "-m", "infbench_agent", "profile", *args], cwd=AGENT, capture_output=True,
+                          text=True, timeout=timeout)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+class Simulator:
+    """The project's simulated vLLM server, started on a free port."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        self.url = json.loads(line)["url"]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+
+class EnableInstructionsTest(unittest.TestCase):
+    def test_vllm_013_and_later_get_profiler_config_on_their_own_command_line(self) -> None:
+        text = profile.enable_instructions({"command_line": ["vllm", "serve", "m", "-tp", "8"], "version": "0.15.1"}, "/data/traces")
+        self.assertIn("""vllm serve m -tp 8 --profiler-config '{"profiler":"torch","torch_profiler_dir":"/data/traces"}'""", text)
+
+    def test_older_vllm_gets_the_environment_variable(self) -> None:
+        text = profile.enable_instructions({"command_line": ["vllm", "serve", "m"], "version": "0.11.0"}, "/data/traces")
+        self.assertIn("VLLM_TORCH_PROFILER_DIR=/data/traces vllm serve m", text)
+
+    def test_an_existing_profiler_flag_is_replaced_not_doubled(self) -> None:
+        argv = ["vllm", "serve", "m", "--profiler-config", '{"profiler":"cuda"}']
+        text = profile.enable_instructions({"command_line": argv, "version": "0.14.0"}, "/t")
+        self.assertEqual(text.count("--profiler-config"), 2)  # once in the advice, once in the command
+        self.assertNotIn('"cuda"', text)
+
+    def test_without_a_readable_command_line_it_still_gives_the_flag(self) -> None:
+        text = profile.enable_instructions({"command_line": None, "version": None}, "/t")
+        self.assertIn("--profiler-config", text)
+        self.assertIn("VLLM_TORCH_PROFILER_DIR", text)
+
+    def test_reads_the_trace_folder_and_rank_count_from_a_command_line(self) -> None:
+        argv = ["vllm", "serve", "m", "--tensor-parallel-size", "4", "--pipeline-parallel-size=2",
+                "--profiler-config", '{"profiler":"torch","torch_profiler_dir":"/x/y"}']
+        self.assertEqual(profile.profiler_dir_from_argv(argv), "/x/y")
+        self.assertEqual(profile.ranks_from_argv(argv), 8)
+        self.assertEqual(profile.rank_of("/d/dp0_pp0_tp0_rank5.123.pt.trace.json.gz"), 5)
+        self.assertEqual(profile.rank_of("/d/abc-TP-3-DP-0.trace.json.gz"), 3)
+
+
+class ProfileAgainstSimulatorTest(unittest.TestCase):
+    def test_profiler_off_says_404_and_how_to_enable_it(self) -> None:
+        sim = Simulator()
+        try:
+            evs = run_agent("--url", sim.url)
+        finally:
+            sim.close()
+        errors = [e for e in evs if e["type"] == "error"]
+        self.assertEqual(errors[0]["code"], "profiler_disabled")
+        self.assertIn("answered 404 on /start_profile", errors[0]["message"])
+        self.assertIn("--profiler-dir", errors[0]["hint"])
+        self.assertEqual(evs[-1], {**evs[-1], "type": "done", "ok": False})
+
+    def test_captures_one_settled_trace_per_rank(self) -> None:
+        d = tempfile.mkdtemp(prefix="ib-prof-")
+        sim = Simulator("--profiler-dir", d, "--world-size", "2", "--layers", "2")
+        try:
+            evs = run_agent("--url", sim.url, "--concurrency", "2", "--output-len", "6", "--settle-seconds", "0.5")
+        finally:
+            sim.close()
+        try:
+            traces = [e for e in evs if e["type"] == "profile.trace"]
+            self.assertEqual(sorted(t["rank"] for t in traces), [0, 1], evs[-3:])
+            for t in traces:
+                self.assertEqual(t["bytes"], os.path.getsize(t["path"]))
+                with gzip.open(t["path"]) as f:
+                    self.assertIn(b'"traceEvents"', f.read())
+            stages = [e["stage"] for e in evs if e["type"] == "profile.status"]
+            self.assertEqual(stages[:3], ["start", "workload", "stop"])
+            result = [e for e in evs if e["type"] == "result"][0]["result"]
+            self.assertEqual(result["workload"]["failed"], 0)
+            self.assertEqual(result["expected_ranks"], 2)
+            self.assertTrue(result["server"]["simulated"])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
