@@ -65,6 +65,8 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
       unmatched.push(`${where} only in ${a.id}`);
       continue;
     }
+    const workload = workloadMismatch(la, lb);
+    if (workload) unmatched.push(`${where}: ${workload}`);
     // Throughput inherits the relative error of the mean request latency (closed loop: thr ∝ 1/latency).
     const relSe = (l: Level) => {
       for (const m of ['e2el', 'tpot']) {
@@ -99,6 +101,23 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
   }
   for (const lb of levelsB) if (!keysA.has(levelKey(lb))) unmatched.push(`${levelKey(lb)} only in ${b.id}`);
   return { phase: 'macro', a, b, differences, summary: summarize(differences, a, b), unmatched, tables: [macroTable(differences, a, b)] };
+}
+
+/** Tokens per request in and out: runs with different workloads are not like for like. */
+function workloadMismatch(a: Level, b: Level): string | undefined {
+  const per = (l: Level, key: string) => {
+    const total = num(l[key]);
+    const n = num(l.completed);
+    return total !== undefined && n ? total / n : undefined;
+  };
+  const inA = per(a, 'total_input_tokens');
+  const inB = per(b, 'total_input_tokens');
+  const outA = per(a, 'total_output_tokens');
+  const outB = per(b, 'total_output_tokens');
+  const differs = (x?: number, y?: number) => x !== undefined && y !== undefined && Math.abs(x - y) > 0.05 * Math.max(x, y);
+  if (!differs(inA, inB) && !differs(outA, outB)) return undefined;
+  const f = (v?: number) => (v === undefined ? '?' : Math.round(v).toString());
+  return `the workloads differ (A ${f(inA)} tokens in / ${f(outA)} out per request, B ${f(inB)} / ${f(outB)}): TTFT and E2EL are not like for like; TPOT and ITL still are.`;
 }
 
 function diff(where: string, metric: string, unit: string, va: number, vb: number, v: ReturnType<typeof judge>, higherIsBetter: boolean, a: RunRef, b: RunRef): Difference {

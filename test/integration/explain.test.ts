@@ -1,0 +1,120 @@
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { PhaseContext } from '../../src/core/campaign/phaseContext';
+import { compareRunFolders } from '../../src/core/compare/compareRuns';
+import { importVllmBench } from '../../src/core/compare/vllmBench';
+import { explainRuns, selectRuns } from '../../src/core/explain/campaign';
+import { silentLogger } from '../../src/core/log';
+import { startSimulator, RunningSimulator } from '../../src/core/macro/simulator';
+import { runMacroPhase } from '../../src/core/phases/macro';
+import { RunFolder } from '../../src/core/runs/runFolder';
+import { analyzeTraceFiles } from '../../src/core/trace/analyze';
+import { deployAgent, DeployedAgent } from '../../src/remote/agentDeploy';
+import { LocalTransport } from '../../src/remote/localTransport';
+
+// Known answers: the simulator's default preset (simulator/sim_timing.py, kimi-k25-tp8) decodes one
+// sequence in 21.5 + 0.2 = 21.7 ms, of which all-reduce is 10.919 (custom) + 0.251 (NCCL) = 11.17 ms
+// (51.5%). Its traces write those durations exactly, so the profiled step and categories must match to
+// within rounding (0.05 ms); the macro TPOT is measured over loopback HTTP and gets the macro tests'
+// tolerance (3% + 0.2 ms).
+const STEP_MS = 21.7;
+const ALLREDUCE_MS = 10.919 + 0.251;
+const pexec = promisify(execFile);
+
+describe('decode-step budget from simulator runs (known answers)', function () {
+  this.timeout(120_000);
+  const workspace = mkdtempSync(join(tmpdir(), 'ib-explain-'));
+  const profilerDir = mkdtempSync(join(tmpdir(), 'ib-explain-traces-'));
+  const cache = mkdtempSync(join(tmpdir(), 'ib-explain-cache-'));
+  const transport = new LocalTransport();
+  const local = Object.create(transport) as LocalTransport;
+  local.exec = (argv, options = {}) => transport.exec(argv, { ...options, env: { XDG_CACHE_HOME: cache, ...options.env } });
+  let agent: DeployedAgent;
+  let sim: RunningSimulator;
+
+  before(async () => {
+    assert.ok(existsSync('dist/agent.pyz'), 'dist/agent.pyz is missing: run `npm run build` first');
+    agent = await deployAgent(local, 'dist/agent.pyz', 'python3');
+    sim = await startSimulator({ port: 0, profilerDir, profileMaxSteps: 16 });
+  });
+  after(async () => {
+    await sim?.stop();
+    await transport.close();
+  });
+
+  it('accounts for the simulated step: TPOT, profiled step, all-reduce 11.17 of 21.7 ms, micro missing', async () => {
+    const ctx: PhaseContext = {
+      target: { name: 'sim', kind: 'local', serverUrl: sim.url, python: 'python3' },
+      transport: local, agent, workspace, log: silentLogger,
+      sink: { runChanged() {}, findings() {} },
+    };
+    const macro = await runMacroPhase(ctx, { concurrency: [1], requests: 4, inputLen: 64, outputLen: 24, warmup: 1 });
+    assert.equal(macro.agent.status, 'completed', macro.agent.reason);
+
+    // The profile phase's steps, done here by hand until that phase lands: start the server's profiler,
+    // decode one request, stop it (the simulator writes one Kineto trace per rank), analyse the traces
+    // with the real analyzer and keep the breakdown as a profile run's result.
+    assert.equal((await fetch(`${sim.url}/start_profile`, { method: 'POST' })).status, 200);
+    const done = await fetch(`${sim.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: sim.model, prompt: 'the model serves tokens', max_tokens: 12, ignore_eos: true }),
+    });
+    assert.equal(done.status, 200);
+    assert.equal((await fetch(`${sim.url}/stop_profile`, { method: 'POST' })).status, 200);
+    const traces = readdirSync(profilerDir).filter((f) => f.endsWith('.pt.trace.json.gz')).map((f) => join(profilerDir, f));
+    assert.equal(traces.length, 8, 'one trace per TP rank');
+    const breakdown = await analyzeTraceFiles(traces);
+    const profile = RunFolder.create(workspace, 'profile', 'sim', { concurrency: 1 });
+    profile.writeResult(breakdown);
+    profile.update({ simulated: true });
+    profile.finish('completed');
+
+    const budget = explainRuns(selectRuns(workspace));
+    assert.equal(budget.runs.macro, macro.run.info.id);
+    assert.equal(budget.runs.profile, profile.info.id);
+    assert.equal(budget.batch, 1);
+    assert.equal(budget.simulated, true);
+    const tpot = budget.measured.tpot!.median_ms!;
+    assert.ok(Math.abs(tpot - STEP_MS) <= STEP_MS * 0.03 + 0.2, `served TPOT ${tpot} ms, model ${STEP_MS}`);
+    assert.ok(Math.abs(budget.measured.step!.ms - STEP_MS) < 0.05, `profiled step ${budget.measured.step!.ms} ms`);
+    const ar = budget.rows.find((r) => r.key === 'allreduce')!;
+    assert.ok(Math.abs(ar.profiled_ms! - ALLREDUCE_MS) < 0.05, `all-reduce ${ar.profiled_ms} ms`);
+    assert.equal(budget.rows[0].key, 'allreduce');
+    const total = budget.rows.reduce((s, r) => s + (r.profiled_ms ?? 0), 0);
+    assert.ok(Math.abs(total - budget.measured.step!.ms) < 0.01, 'the categories and idle add up to the step');
+    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\)/);
+    const host = budget.gaps.find((g) => g.key === 'host_overhead')!;
+    assert.ok(Math.abs(host.ms) < STEP_MS * 0.03 + 0.2, `TPOT − step = ${host.ms} ms; the simulator spends no time outside its steps`);
+    assert.deepEqual(budget.missing.map((m) => m.phase), ['micro']);
+    const parts = budget.view.bars.filter((b) => b.kind === 'part');
+    assert.ok(Math.abs(parts.at(-1)!.base_ms + parts.at(-1)!.ms - budget.measured.step!.ms) < 1e-6, 'the waterfall stacks to the step');
+
+    // The CLI prints the same account and writes it into the findings document.
+    const { stdout } = await pexec('node', [resolve('dist/cli.js'), 'explain', '--workspace', workspace, '--findings', 'bench.md']);
+    assert.match(stdout, /All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step/);
+    assert.match(stdout, /micro +infbench micro/);
+    const doc = readFileSync(join(workspace, 'bench.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Where the milliseconds go'));
+    assert.match(section, /### Decode-step budget at batch 1/);
+    assert.match(section, /\| all-reduce +\| +11\.1\d\d \| +51\.\d \|/);
+  });
+
+  it('sets an imported vllm bench serve run beside ours and says where the two are not like for like', () => {
+    const ours = selectRuns(workspace).macro!;
+    const theirs = importVllmBench(workspace, resolve('test/fixtures/vllm-bench/kimi-sim-sweep.jsonl'));
+    const c = compareRunFolders(ours, theirs);
+    // Ours sent 64-token prompts for 24 tokens, theirs 1024 for 128: the comparison says so.
+    assert.match(c.unmatched.join('\n'), /c=1: the workloads differ \(A 64 tokens in \/ 24 out per request, B 1024 \/ 128\)/);
+    assert.ok(c.unmatched.includes(`c=4 only in ${theirs.info.id}`));
+    // 23 more decode steps of 21.7 ms each cannot hide in noise: E2EL is flagged, ours shorter.
+    const e2el = c.differences.find((d) => d.where === 'c=1' && d.metric === 'E2EL mean (ms)')!;
+    assert.equal(e2el.flagged, true);
+    assert.equal(e2el.better, 'a');
+    assert.ok(Math.abs(e2el.b! - e2el.a! - (128 - 24) * STEP_MS) < 0.1 * 104 * STEP_MS, `E2EL difference ${e2el.b! - e2el.a!} ms`);
+  });
+});
