@@ -1,0 +1,187 @@
+// The extension as a user meets it: the VSIX installed into code-server, driven in headless Chromium.
+import * as assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
+import { packageVsix, zipEntries } from '../support/vsix';
+import { recordCspViolations, Workbench } from './workbench';
+
+const outDir = join(repoRoot, 'test-output', 'ui');
+const fixtureRuns = join(repoRoot, 'test', 'fixtures', 'runs', 'workspace', '.inference-bench');
+const FIXTURE_TARGET = 'b6000-sim';
+
+/** Files the VSIX may hold (.vscodeignore is an allow-list); anything else is a packaging leak. */
+const ALLOWED = [/^extension\.vsixmanifest$/, /^\[Content_Types\]\.xml$/, /^extension\/package\.json$/, /^extension\/readme\.md$/i, /^extension\/license(\.txt|\.md)?$/i, /^extension\/dist\/(extension|webview|traceWorker)\.js$/, /^extension\/dist\/agent\.pyz$/, /^extension\/media\//];
+const REQUIRED = ['extension/package.json', 'extension/dist/extension.js', 'extension/dist/webview.js', 'extension/dist/agent.pyz', 'extension/media/icon.svg', 'extension/media/codicons/codicon.css'];
+
+// Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
+// so the few browser names they use are declared here, for this file only.
+interface PageCanvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+}
+declare const window: { __infbenchCspViolations?: string[]; __infbenchInlineRan?: boolean };
+declare const document: { createElement(tag: 'script'): { textContent: string | null }; body: { append(node: unknown): void } };
+
+interface CanvasInk {
+  width: number;
+  height: number;
+  painted: number;
+  colors: number;
+}
+
+describe('the extension in code-server (UI)', function () {
+  this.timeout(120_000);
+  let dirs: CodeServerDirs;
+  let workspace: string;
+  let vsix: { path: string; bytes: number };
+  let server: CodeServer | undefined;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
+  let wb: Workbench;
+
+  before(async () => {
+    mkdirSync(outDir, { recursive: true });
+    dirs = makeCodeServerDirs('infbench-ui-');
+    workspace = join(dirs.root, 'workspace');
+    mkdirSync(workspace);
+    vsix = await packageVsix(join(outDir, 'inference-bench.vsix'));
+    await installExtension(vsix.path, dirs);
+    // A dark theme, as most of the extension's users run it (and as the README's screenshot shows).
+    server = await startCodeServer({ folder: workspace, dirs, logFile: join(outDir, 'code-server.log'), settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
+    browser = await launchChromium();
+    await browser.context.addInitScript(recordCspViolations);
+    wb = new Workbench(await browser.context.newPage());
+    await wb.open(server.folderUrl(workspace));
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/[^\w]+/g, '-').slice(0, 60)}`).catch(() => undefined);
+  });
+
+  after(async () => {
+    if (wb) writeFileSync(join(outDir, 'workbench-console.log'), wb.console.map((m) => `[${m.type()}] ${m.text()}`).join('\n'));
+    await browser?.close();
+    await server?.stop();
+    if (dirs) removeDirs(dirs);
+  });
+
+  it('packs a VSIX that holds only what the extension needs, and code-server installs it', () => {
+    const entries = zipEntries(vsix.path);
+    assert.deepEqual(entries.filter((e) => !ALLOWED.some((re) => re.test(e))), [], 'files in the VSIX that .vscodeignore should leave out');
+    assert.deepEqual(REQUIRED.filter((r) => !entries.includes(r)), [], 'files the extension needs at run time, missing from the VSIX');
+    const installed = readdirSync(dirs.extensionsDir).filter((d) => d.startsWith('inference-bench.inference-bench-'));
+    assert.equal(installed.length, 1, `installed extensions: ${readdirSync(dirs.extensionsDir).join(', ')}`);
+  });
+
+  it('shows the Inference Bench sidebar with its welcome view while nothing is configured', async () => {
+    await wb.activityBarItem('Inference Bench').click();
+    await wb.page.mouse.move(720, 600); // away from the activity bar, so its hover doesn't cover the screenshots
+    await wb.page.getByText('No inference server configured yet.').waitFor();
+    await wb.page.getByRole('button', { name: 'Add Target' }).first().waitFor();
+    await wb.screenshot('sidebar-welcome');
+  });
+
+  it('adds an SSH target from the command palette and lists it beside the stored runs', async () => {
+    cpSync(fixtureRuns, join(workspace, '.inference-bench'), { recursive: true });
+    await wb.runCommand('Inference Bench: Add Target');
+    await wb.answer(/SSH host/);
+    await wb.answer(/Host alias/, 'gpu-box');
+    await wb.answer(/server URL/i);
+    await wb.answer(/Python/);
+    // Named after the stored run's target, so that the sidebar files the run under it.
+    await wb.answer(/name/i, FIXTURE_TARGET);
+    const settingsFile = join(workspace, '.vscode', 'settings.json');
+    const targets = await poll('the target in .vscode/settings.json', () => {
+      if (!existsSync(settingsFile)) return undefined;
+      const saved = (JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>)['inferenceBench.targets'];
+      return Array.isArray(saved) && saved.length ? (saved as Record<string, unknown>[]) : undefined;
+    });
+    assert.deepEqual(targets, [{ name: FIXTURE_TARGET, kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: 'python3' }]);
+    // By its text: a tree item's accessible name is its tooltip when it has one.
+    await wb.page.getByRole('treeitem').filter({ hasText: FIXTURE_TARGET }).first().waitFor();
+    // With a target configured, the tree replaces the welcome view.
+    await wb.page.getByText('No inference server configured yet.').waitFor({ state: 'hidden' });
+    await wb.screenshot('sidebar-targets-and-runs');
+  });
+
+  it('opens the findings document from the command palette', async () => {
+    await wb.runCommand('Inference Bench: Open Findings Document');
+    await wb.page.getByRole('tab', { name: /k25b6000bench1\.md/ }).first().waitFor();
+    assert.ok(existsSync(join(workspace, 'k25b6000bench1.md')));
+  });
+
+  it("draws the stored macro run's chart in the results view with no Content-Security-Policy violation", async () => {
+    await wb.runCommand('Inference Bench: Show Results');
+    const view = wb.webview();
+    const canvas = view.locator('canvas').first();
+    await canvas.waitFor({ timeout: 30_000 });
+    assert.match((await view.locator('body').textContent()) ?? '', new RegExp(FIXTURE_TARGET), 'the results view does not name the stored run\'s target');
+    // chart.js draws on a canvas: count the pixels it painted and how many colours it used.
+    const ink = await poll('the chart to draw', async () => {
+      const seen = await canvas.evaluate((c): CanvasInk => {
+        const data = (c as unknown as PageCanvas).getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        const colors = new Set<number>();
+        let painted = 0;
+        for (let i = 0; i < data.length; i += 4) {
+          if (data[i + 3] === 0) continue;
+          painted++;
+          colors.add(((data[i] >> 4) << 8) | ((data[i + 1] >> 4) << 4) | (data[i + 2] >> 4));
+        }
+        return { width: c.width, height: c.height, painted, colors: colors.size };
+      });
+      return seen.painted > 0 ? seen : undefined;
+    });
+    assert.ok(ink.painted > ink.width * ink.height * 0.005, `the chart painted only ${ink.painted} of ${ink.width * ink.height} pixels`);
+    assert.ok(ink.colors >= 3, `the chart used ${ink.colors} colours: axes, labels and a data line need more`);
+    await wb.page.waitForTimeout(500); // let late resource loads report any refusal
+    const violations = await view.locator('body').evaluate(() => window.__infbenchCspViolations ?? []);
+    assert.deepEqual(violations, [], 'securitypolicyviolation events in the results view');
+    assert.deepEqual(wb.cspConsoleErrors(), [], 'Content-Security-Policy errors in the console');
+    await wb.screenshot('results-webview');
+  });
+
+  it('refuses an inline script in the results view (no unsafe-inline), and the violation check sees it', async () => {
+    const view = wb.webview();
+    const ran = await view.locator('body').evaluate(() => {
+      const s = document.createElement('script');
+      s.textContent = 'window.__infbenchInlineRan = true';
+      document.body.append(s);
+      return window.__infbenchInlineRan ?? false;
+    });
+    assert.equal(ran, false, 'an inline script without the nonce ran');
+    const violations = await poll('the securitypolicyviolation event', () =>
+      view.locator('body').evaluate(() => {
+        const v = window.__infbenchCspViolations ?? [];
+        return v.length ? v : undefined;
+      }),
+    );
+    assert.match(violations.join('\n'), /script-src/);
+  });
+
+  it('logs its activation time to its output channel', () => {
+    const log = findFile(join(dirs.userDataDir, 'logs'), 'Inference Bench.log');
+    assert.ok(log, 'no "Inference Bench.log" under the user-data logs folder');
+    const m = /activated in (\d+) ms/.exec(readFileSync(log, 'utf8'));
+    assert.ok(m, `"activated in N ms" is missing from ${log}`);
+    const ms = Number(m[1]);
+    writeFileSync(join(outDir, 'figures.json'), JSON.stringify({ activationMs: ms, vsixBytes: vsix.bytes }, null, 2));
+    assert.ok(ms < 2000, `activation took ${ms} ms`);
+  });
+});
+
+async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function findFile(dir: string, name: string): string | undefined {
+  if (!existsSync(dir)) return undefined;
+  const hit = (readdirSync(dir, { recursive: true }) as string[]).find((f) => f.endsWith(name));
+  return hit ? join(dir, hit) : undefined;
+}

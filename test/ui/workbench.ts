@@ -1,0 +1,89 @@
+// The VS Code workbench as a keyboard user drives it, through playwright-core. Selectors lean on
+// roles, labels and titles (what a screen reader announces), not on incidental markup.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ConsoleMessage, FrameLocator, Locator, Page } from 'playwright-core';
+import { repoRoot } from '../support/codeServer';
+
+export const screenshotDir = join(repoRoot, 'test-output', 'screenshots');
+
+/**
+ * Records `securitypolicyviolation` events in every frame. A webview's inner frame is loaded as
+ * fake.html and then rewritten with document.open/write, which drops listeners: re-add ours after open.
+ */
+export const recordCspViolations = `(() => {
+  const record = (e) => (window.__infbenchCspViolations ||= []).push(e.violatedDirective + ' ' + (e.blockedURI || 'inline'));
+  const listen = (doc) => doc.addEventListener('securitypolicyviolation', record, true);
+  listen(document);
+  const open = Document.prototype.open;
+  Document.prototype.open = function (...args) { const r = open.apply(this, args); listen(this); return r; };
+})();`;
+
+export class Workbench {
+  readonly console: ConsoleMessage[] = [];
+
+  constructor(readonly page: Page) {
+    page.on('console', (m) => this.console.push(m));
+  }
+
+  async open(url: string): Promise<void> {
+    await this.page.goto(url);
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await this.page.getByRole('tab', { name: /^Explorer/ }).first().waitFor({ timeout: 60_000 });
+  }
+
+  /** Console lines that report a Content-Security-Policy refusal, from any frame. */
+  cspConsoleErrors(): string[] {
+    return this.console.map((m) => m.text()).filter((t) => /Content Security Policy|Refused to (load|execute|apply|connect|frame)/i.test(t));
+  }
+
+  get quickInput(): Locator {
+    return this.page.locator('.quick-input-widget');
+  }
+
+  /** The quick input's text field (a textbox in VS Code 1.100, a combobox in some releases). */
+  get inputBox(): Locator {
+    return this.quickInput.getByRole('textbox').or(this.quickInput.getByRole('combobox')).first();
+  }
+
+  /** F1, the command's title, Enter: the command palette as users run it. */
+  async runCommand(title: string): Promise<void> {
+    await this.page.keyboard.press('Escape');
+    await this.page.keyboard.press('F1');
+    await this.inputBox.waitFor();
+    await this.page.keyboard.type(title);
+    await this.quickInput.getByRole('option', { name: new RegExp(`^${escapeRegExp(title)}`) }).first().waitFor();
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** Waits for a quick-input prompt whose title or placeholder matches, then types `text` (if any) and Enter. */
+  async answer(prompt: RegExp, text?: string): Promise<void> {
+    await this.quickInput.getByText(prompt).first().waitFor({ timeout: 15_000 }).catch(async () => {
+      const shown = (await this.quickInput.isVisible()) ? await this.quickInput.innerText() : '(no prompt shown)';
+      throw new Error(`expected a prompt matching ${prompt}; the quick input shows: ${shown}`);
+    });
+    if (text !== undefined) await this.inputBox.fill(text);
+    await this.page.keyboard.press('Enter');
+  }
+
+  /** The activity-bar entry with this name (its aria label). */
+  activityBarItem(name: string): Locator {
+    return this.page.getByRole('tab', { name: new RegExp(`^${escapeRegExp(name)}`) }).first();
+  }
+
+  /** The content of the webview that has focus: two iframes down. */
+  webview(): FrameLocator {
+    return this.page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  }
+
+  async screenshot(name: string): Promise<string> {
+    mkdirSync(screenshotDir, { recursive: true });
+    const file = join(screenshotDir, `${name}.png`);
+    await this.page.screenshot({ path: file });
+    return file;
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
