@@ -1,0 +1,188 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
+import { RunFolder, RunStatus } from '../runs/runFolder';
+import { analyzeTracesInWorker } from '../trace/analyzeInWorker';
+import { breakdownTables } from '../trace/format';
+import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
+import { AgentEvent } from '../../remote/agentProtocol';
+import { RunSummary } from '../../shared/results';
+import { AgentRunOutcome, runAgentCommand } from './agentRun';
+
+export interface ProfileOptions {
+  /** Requests decoding at once during the profile (the decode batch); default 4. */
+  concurrency?: number;
+  /** Tokens per request, about the number of decode steps profiled; default 48. */
+  outputLen?: number;
+  inputLen?: number;
+  model?: string;
+  /** Where the server writes traces, when its command line does not say (vLLM) or to choose it (SGLang). */
+  traceDir?: string;
+  expectRanks?: number;
+  /** Seconds to wait for /stop_profile while the ranks flush; default 1200. */
+  stopTimeoutS?: number;
+  /** Kernel families and step annotation for the analysis (the user's settings). */
+  analysis?: TraceAnalysisOptions;
+}
+
+export interface ProfilePhaseOutcome {
+  run: RunFolder;
+  summary: RunSummary;
+  breakdown?: TraceBreakdown;
+  /** Local copies of the traces, in the run folder. */
+  traces: string[];
+  agent: AgentRunOutcome;
+}
+
+interface RemoteTrace {
+  path: string;
+  rank: number | null;
+  bytes: number;
+  host?: string;
+}
+
+export function profileAgentArgs(options: ProfileOptions, url: string): string[] {
+  const args = ['--url', url];
+  const add = (flag: string, v: string | number | undefined) => {
+    if (v !== undefined) args.push(flag, String(v));
+  };
+  add('--concurrency', options.concurrency);
+  add('--output-len', options.outputLen);
+  add('--input-len', options.inputLen);
+  add('--model', options.model);
+  add('--trace-dir', options.traceDir);
+  add('--expect-ranks', options.expectRanks);
+  add('--stop-timeout', options.stopTimeoutS);
+  return args;
+}
+
+/**
+ * The profiler phase: the agent starts the server's torch profiler, drives a short decode workload
+ * and reports each rank's trace; the traces are copied into the run folder, analysed in worker
+ * threads, and the breakdown (result.json and breakdown.json) goes to the results view and the
+ * findings document.
+ */
+export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions = {}): Promise<ProfilePhaseOutcome> {
+  const args = profileAgentArgs(options, ctx.target.serverUrl);
+  const run = RunFolder.create(ctx.workspace, 'profile', ctx.target.name, { ...options, url: ctx.target.serverUrl, agentArgs: args });
+  const summary: RunSummary = { id: run.info.id, phase: 'profile', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running' };
+  const remote: RemoteTrace[] = [];
+  const publish = (stage: string, message: string) => {
+    summary.headline = message;
+    summary.profile = { stage, message };
+    ctx.sink.runChanged({ ...summary });
+  };
+
+  const onEvent = (event: AgentEvent) => {
+    switch (event.type) {
+      case 'log':
+        if (event.message.startsWith('server ') && event.message.includes('SIMULATED') && !summary.simulated) {
+          summary.simulated = true;
+          run.update({ simulated: true });
+        }
+        ctx.log[event.level](`profile: ${event.message}`);
+        break;
+      case 'profile.status':
+        ctx.log.info(`profile: ${event.message}`);
+        publish(event.stage, event.message);
+        break;
+      case 'progress':
+        if (event.message) ctx.log.debug(`profile: ${event.message}`);
+        break;
+      case 'profile.trace':
+        remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host });
+        ctx.log.info(`profile: trace of rank ${event.rank ?? '?'} ready: ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB)`);
+        break;
+      case 'error':
+        ctx.log.error(`profile on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        break;
+      default:
+        break;
+    }
+  };
+
+  ctx.sink.runChanged({ ...summary });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent });
+  const capture = agent.result;
+  const finish = (status: RunStatus, reason?: string, breakdown?: TraceBreakdown, traces: string[] = []): ProfilePhaseOutcome => {
+    run.finish(status, reason);
+    summary.status = status;
+    summary.reason = reason;
+    if (breakdown) {
+      summary.headline = breakdown.headline;
+      summary.profile = breakdown as unknown as Record<string, unknown>;
+    } else if (status !== 'completed') {
+      summary.headline = `Profile ${status}`;
+      summary.profile = undefined;
+    }
+    ctx.sink.runChanged({ ...summary });
+    ctx.sink.findings(findingsUpdate(run, summary, capture, breakdown, traces.length));
+    return { run, summary, breakdown, traces, agent };
+  };
+
+  if (agent.status !== 'completed') return finish(agent.status, agent.reason);
+  if (!remote.length) return finish('failed', 'The agent finished but reported no trace file; see the run log (events.jsonl).');
+
+  // Copy the traces into the run folder. Every event names its host, so traces of a multi-node
+  // server can be told apart; this transport reaches the agent's host only.
+  const hosts = new Set(remote.map((t) => t.host ?? ''));
+  const firstHost = remote[0].host ?? '';
+  const local: string[] = [];
+  const skipped: string[] = [];
+  mkdirSync(join(run.dir, 'traces'), { recursive: true });
+  try {
+    for (const [i, t] of remote.entries()) {
+      if (ctx.signal?.aborted) return finish('cancelled', 'Cancelled while fetching the traces; the capture is in events.jsonl.', undefined, local);
+      if ((t.host ?? '') !== firstHost) {
+        skipped.push(`${t.host}:${t.path}`);
+        continue;
+      }
+      const name = hosts.size > 1 ? `${t.host}-${basename(t.path)}` : basename(t.path);
+      const to = join(run.dir, 'traces', name);
+      publish('fetch', `fetching trace ${i + 1} of ${remote.length} (${(t.bytes / 1e6).toFixed(1)} MB) from ${ctx.transport.label}`);
+      await ctx.transport.download(t.path, to);
+      local.push(to);
+    }
+  } catch (err) {
+    return finish('failed', `Copying the traces from ${ctx.transport.label} failed: ${err instanceof Error ? err.message : String(err)}. They are still on the host (see events.jsonl); analyse them there with infbench analyze, or fetch them and run it here.`, undefined, local);
+  }
+  if (skipped.length) ctx.log.warn(`profile: ${skipped.length} trace(s) sit on other hosts and were not fetched: ${skipped.join(', ')}`);
+
+  let breakdown: TraceBreakdown;
+  try {
+    publish('analyze', `analysing ${local.length} trace(s)`);
+    let lastNote = 0;
+    breakdown = await analyzeTracesInWorker(local, options.analysis ?? {}, {
+      signal: ctx.signal,
+      onProgress: (path, read, total) => {
+        if (Date.now() - lastNote < 1000) return;
+        lastNote = Date.now();
+        publish('analyze', `analysing ${basename(path)}: ${((100 * read) / Math.max(1, total)).toFixed(0)}%`);
+      },
+    });
+  } catch (err) {
+    if (ctx.signal?.aborted) return finish('cancelled', 'Cancelled during the analysis; the traces are in the run folder (infbench analyze reads them).', undefined, local);
+    return finish('failed', `Analysing the traces failed: ${err instanceof Error ? err.message : String(err)}`, undefined, local);
+  }
+  if (skipped.length) breakdown.warnings.push(`${skipped.length} trace(s) on other hosts were not analysed: ${skipped.join(', ')}`);
+  const server = (capture?.server ?? {}) as { model?: string; simulated?: boolean };
+  const result = { ...breakdown, simulated: summary.simulated || server.simulated === true || undefined, model: server.model, capture };
+  writeFileSync(join(run.dir, 'breakdown.json'), `${JSON.stringify(breakdown, null, 2)}\n`);
+  run.writeResult(result);
+  return finish('completed', undefined, breakdown, local);
+}
+
+function findingsUpdate(run: RunFolder, summary: RunSummary, capture: Record<string, unknown> | undefined, breakdown: TraceBreakdown | undefined, traces: number): FindingsUpdate {
+  const lines: string[] = [];
+  const server = (capture?.server ?? {}) as { kind?: string; version?: string; model?: string; url?: string };
+  const workload = (capture?.workload ?? {}) as { concurrency?: number; output_len?: number };
+  if (breakdown) lines.push(`**${breakdown.headline}**`);
+  const who = server.kind ? `${server.kind} ${server.version ?? ''}`.trim() : 'the server';
+  const model = server.model ? ` serving \`${server.model}\`` : '';
+  const load = workload.concurrency ? `, ${workload.concurrency} request(s) at once × ${workload.output_len} output tokens` : '';
+  lines.push(`torch.profiler traces of ${who}${model}${load}; ${traces} trace file(s) analysed. Run \`${run.info.id}\`.`);
+  if (summary.simulated) lines.push('⚠ **Simulator**: these traces come from the inference-bench simulator (a known timing model), not a real model server.');
+  if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
+  for (const w of breakdown?.warnings ?? []) lines.push(`Note: ${w}`);
+  return { sectionId: `profile-${run.info.id}`, heading: `Where the decode step goes — ${summary.target}`, lines, tables: breakdown ? breakdownTables(breakdown) : [] };
+}
