@@ -4,12 +4,13 @@ import { SettingsError } from '../core/config/target';
 import { macroCommand } from './commands/macro';
 import { simulateCommand } from './commands/simulate';
 import { analyzeCommand } from './commands/analyze';
+import { profileCommand } from './commands/profile';
 import { explainCommand } from './commands/explain';
 import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, explainCommand, compareCommand, importCommand, probeCommand];
+const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);

@@ -1,0 +1,123 @@
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CliCommand, UsageError } from '../command';
+import { stderrLogger } from '../cliLogger';
+import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../../core/config/target';
+import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
+import { renderBreakdownText } from '../../core/trace/format';
+import { KernelFamilySpec } from '../../core/trace/types';
+import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
+import { LocalTransport } from '../../remote/localTransport';
+
+const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
+
+Usage: infbench profile [options]
+
+Starts the server's profiler (/start_profile), drives a short decode workload, stops it, copies the
+trace of every rank into the run folder and breaks each decode step down by kernel category.
+vLLM must run with a profiler configured (the error says how for its version); SGLang always can.
+
+Target:
+  --target local            run on this machine (SSH targets run from the VS Code extension)
+  --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
+  --python PATH             Python 3 on the target (default ${DEFAULT_PYTHON})
+  --workspace DIR           where runs are kept (default: current folder)
+Workload:
+  --concurrency N           requests decoding at once (default 4)
+  --output-len N            tokens per request, about the decode steps profiled (default 48)
+  --input-len N             prompt words (default 128)
+  --model NAME              default: the server's first model
+Traces:
+  --trace-dir DIR           where the server writes traces, when its command line does not say
+  --expect-ranks N          trace files to wait for (default: from the server's command line)
+  --stop-timeout S          seconds to wait while the ranks flush (default 1200)
+  --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
+  --step-annotation REGEX   the server's step annotation, if not a known one
+Output:
+  --out FILE                also write the breakdown JSON to FILE
+  --json                    print the breakdown JSON instead of tables
+  --verbose
+
+Example: infbench profile --url http://127.0.0.1:8000 --concurrency 8 --output-len 64`;
+
+function positive(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!(v > 0)) throw new UsageError(`${flag} takes a positive number; got "${text}".`);
+  return v;
+}
+
+export const profileCommand: CliCommand = {
+  name: 'profile',
+  summary: "profiler phase: capture the server's torch traces and break each decode step down by kernel category",
+  usage: USAGE,
+  async run(argv: string[]): Promise<number> {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: {
+          target: { type: 'string', default: 'local' }, url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
+          concurrency: { type: 'string' }, 'output-len': { type: 'string' }, 'input-len': { type: 'string' }, model: { type: 'string' },
+          'trace-dir': { type: 'string' }, 'expect-ranks': { type: 'string' }, 'stop-timeout': { type: 'string' },
+          family: { type: 'string', multiple: true }, 'step-annotation': { type: 'string' },
+          out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+        },
+        strict: true,
+      });
+    } catch (err) {
+      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench profile --help.`);
+    }
+    const v = parsed.values;
+    if (v.target !== 'local') throw new UsageError(`--target ${v.target}: this command runs on this machine only so far (--target local); run SSH targets from the VS Code extension, or run infbench on the GPU host.`);
+    const families: KernelFamilySpec[] = (v.family ?? []).map((f) => {
+      const eq = f.indexOf('=');
+      if (eq <= 0) throw new UsageError(`--family takes CATEGORY=REGEX, got "${f}".`);
+      return { category: f.slice(0, eq), pattern: f.slice(eq + 1) };
+    });
+    const options: ProfileOptions = {
+      concurrency: positive(v.concurrency, '--concurrency'),
+      outputLen: positive(v['output-len'], '--output-len'),
+      inputLen: positive(v['input-len'], '--input-len'),
+      model: v.model,
+      traceDir: v['trace-dir'] ? resolve(v['trace-dir']) : undefined,
+      expectRanks: positive(v['expect-ranks'], '--expect-ranks'),
+      stopTimeoutS: positive(v['stop-timeout'], '--stop-timeout'),
+      analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
+    };
+    const log = stderrLogger(v.verbose);
+    const target: Target = { name: 'local', kind: 'local', serverUrl: v.url ?? DEFAULT_SERVER_URL, python: v.python ?? DEFAULT_PYTHON };
+    const transport = new LocalTransport();
+    const abort = new AbortController();
+    const onSigint = () => {
+      process.stderr.write('\nStopping the profile run…\n');
+      abort.abort();
+    };
+    process.once('SIGINT', onSigint);
+    try {
+      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
+      const ctx: PhaseContext = { target, transport, agent, workspace: resolve(v.workspace ?? '.'), log, signal: abort.signal, sink: nullSink };
+      const outcome = await runProfilePhase(ctx, options);
+      const b = outcome.breakdown;
+      if (b) {
+        if (v.out) writeFileSync(v.out, `${JSON.stringify(b, null, 2)}\n`);
+        if (v.json) process.stdout.write(`${JSON.stringify(b, null, 2)}\n`);
+        else {
+          if (outcome.summary.simulated) process.stdout.write('SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n');
+          process.stdout.write(renderBreakdownText(b));
+          process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nBreakdown: ${v.out}` : ''}\n`);
+        }
+      }
+      if (outcome.summary.status !== 'completed') {
+        process.stderr.write(`infbench profile: ${outcome.summary.status}: ${outcome.summary.reason ?? ''}\n`);
+        return outcome.summary.status === 'cancelled' ? 130 : 1;
+      }
+      return 0;
+    } finally {
+      process.removeListener('SIGINT', onSigint);
+      await transport.close();
+    }
+  },
+};
