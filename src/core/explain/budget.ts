@@ -130,7 +130,11 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   };
 
   // Predicted: micro's isolated kernels at this step's sizes.
-  const allreduceFloor = micro && model ? predictAllReduce(micro, model, batch, rowOf('allreduce', 'all-reduce'), caveats) : undefined;
+  // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
+  const allreduceFloor = micro && model && allReducesPerStep(model) > 0 ? predictAllReduce(micro, model, batch, rowOf('allreduce', 'all-reduce'), caveats) : undefined;
+  if (micro?.gemm_kernel?.fallback_reason && micro.gemm.length) {
+    caveats.push(`Micro timed its GEMMs with ${micro.gemm_kernel.label ?? 'a fallback kernel'}, not the server's kernel (${micro.gemm_kernel.fallback_reason}); the GEMM predictions are for that kernel and its weight dtype.`);
+  }
   if (micro && model) {
     predictGemms(micro, model, batch, false, rowOf('gemm', 'GEMM (dense and quantized)'), caveats);
     predictGemms(micro, model, batch, true, rowOf('moe_gemm', 'MoE GEMM (routed experts)'), caveats);
@@ -188,7 +192,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       first: 'profiled step (profile)',
       second: 'micro prediction',
       ms: d,
-      reading: `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted_ms)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${ms(sum(predictedRows.map((r) => r.gap_ms ?? 0)))} where the step's kernels run slower than the same kernels in isolation.`,
+      reading: `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted_ms)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(predictedRows.map((r) => r.gap_ms ?? 0)))}.`,
     });
   }
   if (served !== undefined && predicted_ms !== undefined) {
@@ -418,6 +422,12 @@ function budgetView(b: Budget): DecodeBudgetView {
   }
   const title = `Decode step at batch ${b.batch}${b.model ? ` — ${b.model.name}, TP=${b.model.tp}` : ''}${b.simulated ? ' (simulator)' : ''}`;
   return { batch: b.batch, title, bars, readings: b.readings, missing: b.missing, runs: b.runs, simulated: b.simulated };
+}
+
+function inIsolation(gap: number): string {
+  return gap >= 0
+    ? `${ms(gap)} where the step's kernels run slower than the same kernels in isolation`
+    : `the step's measured kernels run ${ms(-gap)} faster than micro's isolated ones`;
 }
 
 function sum(xs: number[]): number {

@@ -1,0 +1,81 @@
+import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildBudget } from '../../../src/core/explain/budget';
+import { microInputFrom, profileInputFrom } from '../../../src/core/explain/inputs';
+import { KIMI_K25_TP8, ModelStructure } from '../../../src/core/explain/modelStructure';
+import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
+
+// Real H200 captures on both sides, made independently: the trace of a small Llama-like decoder
+// (test/fixtures/traces, capture.py) and micro-benchmarks of the same GEMM shapes (test/fixtures/explain).
+const TRACES = join(__dirname, '..', '..', 'fixtures', 'traces');
+const MICRO = join(__dirname, '..', '..', 'fixtures', 'explain');
+
+/** The result event of an agent event log. */
+function agentResult(file: string): Record<string, unknown> {
+  const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; result?: Record<string, unknown> });
+  return lines.find((e) => e.type === 'result')!.result!;
+}
+
+// capture.py's model: hidden 2048, 4 layers, bf16 F.linear for qkv (6144x2048), o (2048x2048),
+// gate_up (11264x2048), down (2048x5632) per layer and lm_head (32000x2048) once; one GPU, no TP.
+const CAPTURED_LLAMA: ModelStructure = {
+  name: 'capture.py llama',
+  source: 'test/fixtures/traces/capture.py',
+  hidden: 2048,
+  layers: 4,
+  tp: 1,
+  activationBytes: 2,
+  allReducesPerLayer: 0,
+  extraAllReduces: 0,
+  linears: [
+    { name: 'qkv', n: 6144, k: 2048, perStep: 4 },
+    { name: 'o_proj', n: 2048, k: 2048, perStep: 4 },
+    { name: 'gate_up', n: 11264, k: 2048, perStep: 4 },
+    { name: 'down', n: 2048, k: 5632, perStep: 4 },
+    { name: 'lm_head', n: 32000, k: 2048, perStep: 1 },
+  ],
+};
+
+describe('decode-step budget on real H200 captures', () => {
+  it('predicts the traced step\'s GEMM time from micro\'s isolated GEMMs to within 5%', async () => {
+    const breakdown = await analyzeTraceFiles([join(TRACES, 'llama_cudagraph_decode.pt.trace.json.gz')]);
+    const profile = profileInputFrom('llama-trace', breakdown, { concurrency: 4 })!;
+    const micro = microInputFrom('llama-micro', agentResult(join(MICRO, 'micro-llama-h200.jsonl')));
+    assert.equal(micro.gpu, 'NVIDIA H200');
+    const b = buildBudget({ profile, micro, model: CAPTURED_LLAMA });
+    assert.equal(b.batch, 4);
+    const gemm = b.rows.find((r) => r.key === 'gemm')!;
+    // 17 GEMMs per step at M = 4 (plus cuBLAS split-K reductions in the trace), ~0.19 ms on both sides.
+    assert.ok(gemm.profiled_ms! > 0.15 && gemm.profiled_ms! < 0.25, `traced GEMM ${gemm.profiled_ms} ms per step`);
+    const rel = Math.abs(gemm.gap_ms!) / gemm.profiled_ms!;
+    assert.ok(rel < 0.05, `micro predicts ${gemm.predicted_ms!.toFixed(4)} ms, the trace shows ${gemm.profiled_ms!.toFixed(4)} ms (${(rel * 100).toFixed(1)}% apart)`);
+    assert.match(gemm.prediction!, /^M = 4: qkv 4 x \d+\.\d us \+ o_proj 4 x/);
+    assert.ok(!b.rows.some((r) => r.key === 'allreduce'), 'no tensor parallelism, no all-reduce row');
+    assert.ok(!b.caveats.some((c) => /all-reduce/.test(c)));
+    // Idle against launch gaps: every kernel of the step x micro's CUDA-graph gap per kernel.
+    const idle = b.rows.find((r) => r.key === 'idle')!;
+    const graphGap = micro.launch.find((l) => l.mode === 'graph')!.us_per_kernel;
+    assert.ok(Math.abs(idle.predicted_ms! - (profile.kernels_per_step! * graphGap) / 1000) < 1e-9);
+    assert.ok(profile.kernels_per_step! > 200 && profile.kernels_per_step! < 250, `${profile.kernels_per_step} kernels per step`);
+    // The parts still add up to the traced step.
+    const total = b.rows.reduce((s, r) => s + (r.profiled_ms ?? 0), 0);
+    assert.ok(Math.abs(total - profile.step_ms) < 1e-6);
+  });
+
+  it('says when micro timed a fallback kernel instead of the server\'s (no vLLM, so no Marlin)', () => {
+    const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
+    assert.equal(micro.model?.name, 'kimi-k2.5');
+    assert.equal(micro.model?.layers, 61);
+    assert.deepEqual(micro.model?.experts, KIMI_K25_TP8.experts);
+    const b = buildBudget({ micro });
+    assert.match(b.caveats.join('\n'), /Micro timed its GEMMs with torch\.matmul bf16 \(cuBLAS\), not the server's kernel \(vLLM is not importable here/);
+    // Every Kimi shape was measured, so both GEMM rows are predicted from the H200's own numbers.
+    const moe = b.rows.find((r) => r.key === 'moe_gemm')!;
+    const gateUp = micro.gemm.find((p) => p.shape === 'moe.gate_up' && p.m === 1)!.time_us;
+    const down = micro.gemm.find((p) => p.shape === 'moe.down' && p.m === 1)!.time_us;
+    assert.ok(Math.abs(moe.predicted_ms! - (480 * (gateUp + down)) / 1000) < 1e-9);
+    assert.ok(b.rows.find((r) => r.key === 'gemm')!.predicted_ms! > 0);
+    assert.ok(!b.caveats.some((c) => /did not measure/.test(c)));
+  });
+});
