@@ -190,7 +190,7 @@ def run(args: Any) -> int:
                         "tflops": 2.0 * size ** 3 / us / 1e6, "timing": f"cuda events, median of {args.repeats}",
                         "note": f"{size}^3 torch._scaled_mm fp8 on random data"}
         for p in peaks:
-            record("peak", p)
+            record("peak", {**p, "device": device_name})
         peak_tbps, peak_tflops = peaks[0]["tbps"], peaks[1]["tflops"]
 
     failures: list[dict] = []
@@ -230,7 +230,7 @@ def run(args: Any) -> int:
             ar_note = ("world size 1: there is no other rank, so busbw is 0 by definition, the time is the "
                        f"{backend} call's own overhead, and a CUDA graph would capture nothing (not timed); "
                        "all-reduce across GPUs needs a multi-GPU host")
-            events.log(ar_note, "warn")
+            events.log(ar_note)
         try:
             run_allreduce(ar_sizes, world, backend, device, max(3, args.repeats // 2),
                           lambda p: record("allreduce", annotate(p, decode_sizes, hidden)))

@@ -8,9 +8,10 @@ import { profileCommand } from './commands/profile';
 import { explainCommand } from './commands/explain';
 import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
+import { microCommand } from './commands/micro';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [macroCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
+const COMMANDS: CliCommand[] = [macroCommand, microCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);

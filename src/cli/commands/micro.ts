@@ -1,0 +1,191 @@
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CliCommand, UsageError } from '../command';
+import { stderrLogger } from '../cliLogger';
+import { FindingsFile } from '../findingsFile';
+import { cliTarget } from './probe';
+import { renderTextTable } from './macro';
+import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL } from '../../core/config/target';
+import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
+import { microTables } from '../../core/micro/tables';
+import { runMicroPhase } from '../../core/phases/micro';
+import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
+import { openTransport } from '../../remote/openTransport';
+
+const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
+
+Usage: infbench micro [options]
+
+Runs PyTorch on the target's GPUs (the agent's \`micro\` command) and compares each piece with the
+device's own measured ceilings (a copy and a large matmul). Refuses when the GPUs are mostly taken
+(for example by the running server) unless --allow-busy is given.
+
+Target:
+  --target local|HOST       this machine (default), or an SSH host (a ~/.ssh/config alias, user@host)
+  --port N, --user NAME, --ssh-config FILE, --prefix "docker exec -i vllm", --accept-new-host-key
+  --python PATH             the Python with PyTorch (and vLLM) on the target (default ${DEFAULT_PYTHON})
+  --url URL                 the server, to find its model when no --model/--config is given (default ${DEFAULT_SERVER_URL})
+  --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
+Shapes:
+  --model NAME              a preset (kimi-k2.5, deepseek-v3, llama-3-70b, llama-3-8b, qwen3-235b-a22b,
+                            qwen3-30b-a3b), a model folder or a Hugging Face id in the target's cache
+  --config PATH             the model's config.json (or its folder) on the target
+  --tp N                    tensor-parallel size the shapes are split by (default 1)
+  --m 1,8,64                token counts M (default 1,2,4,...,256)
+  --shape NAME=NxK          an extra GEMM (repeatable); with no model, the only shapes
+  --only TEXT               keep only shapes whose name contains TEXT (repeatable)
+  --dtype auto|bf16|fp16|fp32|fp8|int4   GEMM weights (auto follows the model: int4 -> Marlin, fp8 -> scaled_mm)
+Run:
+  --device auto|cuda|cuda:N|cpu
+  --allow-busy              run even when the GPUs are mostly taken (sized to the free memory)
+  --busy-threshold F        fraction of GPU memory in use that counts as busy (default 0.5)
+  --skip ${MICRO_PARTS.join(',')}   leave parts out
+  --repeats N               timed repeats per point, median reported (default 10)
+  --ar-world-size N         all-reduce processes (default one per GPU; 2 on CPU)
+  --ar-backend auto|nccl|gloo
+  --ar-max-bytes N          largest all-reduce message of the doubling sweep
+Output:
+  --findings FILE           also write the results into this findings document (its micro section)
+  --out FILE                write the result JSON to FILE
+  --json                    print the result JSON on stdout instead of tables
+  --verbose
+
+Example: infbench micro --target local --python /usr/bin/python3 --model kimi-k2.5 --tp 8 --m 1,8,64`;
+
+function list(text: string | undefined, flag: string): number[] | undefined {
+  if (text === undefined) return undefined;
+  const values = text.split(',').filter((s) => s.trim()).map(Number);
+  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new UsageError(`${flag} takes a comma-separated list of positive whole numbers, for example ${flag} 1,8,64; got "${text}".`);
+  }
+  return values;
+}
+
+function integer(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!Number.isInteger(v) || v < 1) throw new UsageError(`${flag} takes a positive whole number; got "${text}".`);
+  return v;
+}
+
+export const microCommand: CliCommand = {
+  name: 'micro',
+  summary: "micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead",
+  usage: USAGE,
+  async run(argv: string[]): Promise<number> {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        options: {
+          target: { type: 'string', default: 'local' }, port: { type: 'string' }, user: { type: 'string' }, 'ssh-config': { type: 'string' },
+          prefix: { type: 'string' }, 'accept-new-host-key': { type: 'boolean' }, url: { type: 'string' }, python: { type: 'string' },
+          workspace: { type: 'string' }, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
+          shape: { type: 'string', multiple: true }, only: { type: 'string', multiple: true }, dtype: { type: 'string' },
+          'group-size': { type: 'string' }, device: { type: 'string' }, 'allow-busy': { type: 'boolean' }, 'busy-threshold': { type: 'string' },
+          skip: { type: 'string' }, repeats: { type: 'string' }, 'launch-kernels': { type: 'string' }, 'ar-world-size': { type: 'string' },
+          'ar-backend': { type: 'string' }, 'ar-max-bytes': { type: 'string' }, hidden: { type: 'string' },
+          findings: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+        },
+        strict: true,
+      });
+    } catch (err) {
+      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench micro --help.`);
+    }
+    const v = parsed.values;
+    const dtypes: MicroDtype[] = ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int4'];
+    if (v.dtype && !dtypes.includes(v.dtype as MicroDtype)) throw new UsageError(`--dtype must be one of ${dtypes.join(', ')}; got "${v.dtype}".`);
+    if (v['ar-backend'] && !['auto', 'nccl', 'gloo'].includes(v['ar-backend'])) throw new UsageError(`--ar-backend must be auto, nccl or gloo; got "${v['ar-backend']}".`);
+    const skip = v.skip?.split(',').map((s) => s.trim()).filter(Boolean) as MicroPart[] | undefined;
+    const threshold = v['busy-threshold'] === undefined ? undefined : Number(v['busy-threshold']);
+    const options: MicroOptions = {
+      model: v.model, config: v.config, tp: integer(v.tp, '--tp'), m: list(v.m, '--m'), shapes: v.shape, only: v.only,
+      dtype: v.dtype as MicroDtype | undefined, groupSize: integer(v['group-size'], '--group-size'), device: v.device,
+      allowBusy: v['allow-busy'], busyThreshold: threshold, skip, repeats: integer(v.repeats, '--repeats'),
+      launchKernels: integer(v['launch-kernels'], '--launch-kernels'), arWorldSize: integer(v['ar-world-size'], '--ar-world-size'),
+      arBackend: v['ar-backend'] as MicroOptions['arBackend'], arMaxBytes: integer(v['ar-max-bytes'], '--ar-max-bytes'),
+      hidden: integer(v.hidden, '--hidden'),
+    };
+    for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
+
+    const target = cliTarget(v);
+    const log = stderrLogger(v.verbose);
+    const workspace = resolve(v.workspace ?? '.');
+    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
+    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, {
+      onUnknownHostKey: v['accept-new-host-key'] ? async () => true : undefined,
+      log: (level, message) => log[level](message),
+    });
+    const abort = new AbortController();
+    const onSigint = () => {
+      process.stderr.write('\nStopping: the points measured so far are kept…\n');
+      abort.abort();
+    };
+    process.once('SIGINT', onSigint);
+    try {
+      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
+      let printed = 0;
+      const ctx: PhaseContext = {
+        target, transport, agent, workspace, log, signal: abort.signal,
+        sink: {
+          ...nullSink,
+          runChanged(run) {
+            const points = run.micro?.points ?? [];
+            for (; printed < points.length; printed++) process.stderr.write(`${pointLine(points[printed])}\n`);
+          },
+          findings: (update) => findings?.findings(update),
+        },
+      };
+      let outcome;
+      try {
+        outcome = await runMicroPhase(ctx, options);
+      } catch (err) {
+        if (err instanceof MicroOptionsError) throw new UsageError(err.message);
+        throw err;
+      }
+      if (outcome.busy) {
+        process.stderr.write(`infbench micro: ${outcome.busy.message}\n${outcome.busy.hint ?? ''}\nRun folder: ${outcome.run.dir}\n`);
+        return 3;
+      }
+      const result = outcome.run.readResult<Record<string, unknown>>() ?? { points: outcome.points };
+      if (v.out) writeFileSync(v.out, JSON.stringify(result, null, 2));
+      if (v.json) {
+        process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      } else {
+        const kernel = outcome.points.find((p) => p.kind === 'gemm')?.kernel;
+        if (outcome.summary.headline) process.stdout.write(`${outcome.summary.headline}\n\n`);
+        for (const table of microTables(outcome.points, { kernel: typeof kernel === 'string' ? kernel : undefined })) {
+          process.stdout.write(`${renderTextTable(table)}\n\n`);
+        }
+        process.stdout.write(`Run folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
+      }
+      if (outcome.agent.status !== 'completed') {
+        process.stderr.write(`infbench micro: ${outcome.agent.status}: ${outcome.agent.reason ?? ''}\n`);
+        return outcome.agent.status === 'cancelled' ? 130 : 1;
+      }
+      return 0;
+    } finally {
+      process.removeListener('SIGINT', onSigint);
+      await transport.close();
+    }
+  },
+};
+
+/** One progress line per measured point, on stderr while the run goes. */
+function pointLine(p: Record<string, unknown>): string {
+  const f = (x: unknown, d = 1) => (typeof x === 'number' ? x.toFixed(d) : '?');
+  switch (p.kind) {
+    case 'gemm':
+      return `gemm ${String(p.shape)} M=${String(p.m)}: ${f(p.us)} µs, ${f(p.tbps, 2)} TB/s${typeof p.pct_peak_bw === 'number' ? ` (${f(p.pct_peak_bw, 0)}% of peak)` : ''}`;
+    case 'allreduce':
+      return `all-reduce ${String(p.bytes)} B ${String(p.mode)}: ${f(p.us)} µs, busbw ${f(p.busbw_gbps, 2)} GB/s`;
+    case 'launch':
+      return `launch ${String(p.mode)}: ${f(p.us_per_kernel, 2)} µs per kernel`;
+    case 'peak':
+      return p.what === 'copy' ? `peak copy: ${f(p.tbps, 2)} TB/s` : `peak matmul: ${f(p.tflops, 1)} TFLOP/s`;
+    default:
+      return JSON.stringify(p);
+  }
+}

@@ -1,0 +1,144 @@
+import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
+import { DEFAULT_M, MicroOptions, microAgentArgs } from '../micro/options';
+import { MicroPoint, microChartData, microHeadline, microTables } from '../micro/tables';
+import { RunFolder } from '../runs/runFolder';
+import { AgentEvent } from '../../remote/agentProtocol';
+import { RunSummary } from '../../shared/results';
+import { AgentRunOutcome, runAgentCommand } from './agentRun';
+
+/** The agent refused because something else holds the GPUs; the front end may ask the user and run again with allowBusy. */
+export interface BusyRefusal {
+  message: string;
+  hint?: string;
+}
+
+export interface MicroPhaseOutcome {
+  run: RunFolder;
+  summary: RunSummary;
+  points: MicroPoint[];
+  agent: AgentRunOutcome;
+  busy?: BusyRefusal;
+}
+
+// The results view and sidebar at most this often; the findings document less often (each update
+// is an edit of the user's document).
+const VIEW_UPDATE_MS = 250;
+const FINDINGS_UPDATE_MS = 2000;
+
+interface RunContext {
+  kernel?: string;
+  fallback?: string;
+  device?: string;
+  timing?: string;
+  model?: string;
+  allreduceNote?: string;
+  failures: string[];
+  warnings: string[];
+}
+
+/**
+ * Runs the micro phase on the context's target: GEMMs at the model's shapes, all-reduce at decode
+ * sizes and launch overhead, each point turned into run-summary updates (results view, sidebar) and
+ * findings tables as it arrives. result.json holds the agent's result with every point.
+ * When the GPUs are busy the agent refuses before touching them; the outcome's `busy` says so, and
+ * the caller may run again with `allowBusy` once the user consents.
+ */
+export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {}): Promise<MicroPhaseOutcome> {
+  const args = microAgentArgs(options, ctx.target.serverUrl);
+  const run = RunFolder.create(ctx.workspace, 'micro', ctx.target.name, { ...options, m: options.m ?? DEFAULT_M, agentArgs: args });
+  const points: MicroPoint[] = [];
+  const info: RunContext = { failures: [], warnings: [] };
+  const summary: RunSummary = {
+    id: run.info.id, phase: 'micro', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running', micro: { points },
+  };
+  let lastView = 0;
+  let lastFindings = 0;
+
+  const publish = (force: boolean) => {
+    const now = Date.now();
+    if (force || now - lastView >= VIEW_UPDATE_MS) {
+      lastView = now;
+      summary.micro = { points: [...points], ...microChartData(points, info.device) };
+      const headline = microHeadline(points);
+      // CPU figures are there to prove the code path; nobody should read them as a GPU's.
+      if (headline) summary.headline = /^CPU/.test(info.device ?? '') ? `CPU only — ${headline}` : headline;
+      ctx.sink.runChanged({ ...summary });
+    }
+    if (force || now - lastFindings >= FINDINGS_UPDATE_MS) {
+      lastFindings = now;
+      ctx.sink.findings(findingsUpdate(run, summary, points, info, options));
+    }
+  };
+
+  const onEvent = (event: AgentEvent) => {
+    switch (event.type) {
+      case 'log':
+        if (event.level === 'error') info.failures.push(event.message);
+        // The kernel's fallback is said once in the findings from the points themselves.
+        else if (event.level === 'warn' && !event.message.startsWith('GEMM kernel: ')) info.warnings.push(event.message);
+        ctx.log[event.level](`micro: ${event.message}`);
+        break;
+      case 'micro.point': {
+        const point = { ...event.point, kind: event.kind } as MicroPoint;
+        points.push(point);
+        if (point.kind === 'peak' && typeof point.device === 'string') info.device = point.device;
+        if (point.kind === 'gemm' && info.kernel === undefined) {
+          info.kernel = String(point.kernel);
+          info.fallback = typeof point.fallback_reason === 'string' ? point.fallback_reason : undefined;
+        }
+        publish(false);
+        break;
+      }
+      case 'result': {
+        const r = event.result;
+        const device = r.device as { name?: string } | undefined;
+        const model = r.model as { name?: string } | null | undefined;
+        const ar = r.allreduce as { note?: string | null } | null | undefined;
+        info.device = device?.name ?? info.device;
+        info.model = model?.name;
+        info.timing = typeof r.timing === 'string' ? r.timing : undefined;
+        info.allreduceNote = ar?.note ?? undefined;
+        break;
+      }
+      case 'error':
+        ctx.log.error(`micro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        break;
+      default:
+        break;
+    }
+  };
+
+  ctx.sink.runChanged({ ...summary });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, { signal: ctx.signal, onEvent });
+  if (!agent.result) {
+    // Cancelled, refused or cut off: keep every point that arrived.
+    run.writeResult({ points, partial: true, status: agent.status, reason: agent.reason, errors: agent.errors });
+  }
+  const busyError = agent.errors.find((e) => e.code === 'gpus_busy');
+  summary.status = agent.status;
+  summary.reason = agent.reason;
+  publish(true);
+  return { run, summary, points, agent, busy: busyError ? { message: busyError.message, hint: busyError.hint } : undefined };
+}
+
+function findingsUpdate(run: RunFolder, summary: RunSummary, points: MicroPoint[], info: RunContext, options: MicroOptions): FindingsUpdate {
+  const lines: string[] = [];
+  if (summary.headline) lines.push(`**${summary.headline}**`);
+  const model = info.model ?? options.model ?? options.config ?? (options.shapes?.length ? 'given shapes' : 'the served model');
+  const cpu = /cpu/i.test(info.timing ?? '') || /^CPU/.test(info.device ?? '');
+  lines.push(
+    `\`${model}\` shapes at TP=${options.tp ?? 1} on ${info.device ?? 'the target'}` +
+      `${info.kernel ? `, GEMM kernel ${info.kernel}` : ''}${info.timing ? `; ${info.timing}` : ''}. Run \`${run.info.id}\`.`,
+  );
+  if (info.fallback) lines.push(`Not the server's kernel: ${info.fallback}.`);
+  if (cpu) lines.push('⚠ **CPU only**: no GPU was used; these figures show the code path, not GPU performance.');
+  for (const w of info.warnings) lines.push(`⚠ ${w}`);
+  for (const f of info.failures) lines.push(`✗ ${f}`);
+  if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
+  return {
+    sectionId: `micro-${run.info.id}`,
+    heading: `Micro-benchmarks — ${summary.target}`,
+    lines,
+    tables: microTables(points, { kernel: info.kernel, allreduceNote: info.allreduceNote }),
+  };
+}
