@@ -6,8 +6,11 @@ import { pickTarget } from './pickers';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = { macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
 
-/** Run one phase on a target: options from a quick pick, then the run controller takes over. */
-export async function runPhaseCommand(controller: RunController, phase: RunnablePhase, arg: unknown): Promise<RunSummary | undefined> {
+/**
+ * Run one phase on a target: options from a quick pick (or given as the command's second argument,
+ * for keybindings and tests), then the run controller takes over.
+ */
+export async function runPhaseCommand(controller: RunController, phase: RunnablePhase, arg: unknown, given?: unknown): Promise<RunSummary | undefined> {
   const runner = phaseRunner(phase);
   if (!runner) {
     void vscode.window.showErrorMessage(`Inference Bench: the ${phase} phase is not part of this build.`);
@@ -16,7 +19,7 @@ export async function runPhaseCommand(controller: RunController, phase: Runnable
   const target = await pickTarget(arg, PHASE_TITLES[phase]);
   if (!target) return undefined;
   if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
-  const options = await runner.pickOptions(target, false);
+  const options = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : await runner.pickOptions(target, false);
   if (!options) return undefined;
   await vscode.commands.executeCommand('inferenceBench.showResults');
   return controller.runPhase(runner, target, options);

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { renderMarkdownTable } from '../../core/findings/markdownTable';
 import { ResultTable } from '../../shared/table';
+import { insertTableAt } from '../findings/insertResult';
 import { findingsDocumentPath, readSettings, workspaceRoot } from '../settings';
 
 /** Asks where to save an export (PNG or CSV from a results view) and writes it there. Returns the path, or undefined if the user cancelled. */
@@ -42,11 +42,7 @@ export async function insertTableIntoFindings(table: ResultTable): Promise<void>
     }
     editor = await vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.One, preserveFocus: true, preview: false });
   }
-  const at = editor.selection.active;
-  const lineText = editor.document.lineAt(at.line).text;
-  // A table must start on a line of its own with a blank line before it, or markdown will not see it.
-  const before = lineText.trim() === '' ? '' : at.character === 0 ? '' : '\n\n';
-  const markdown = `${before}**${table.title}**\n\n${renderMarkdownTable(table)}\n${table.note ? `\n_${table.note}_\n` : ''}\n`;
-  const ok = await editor.edit((b) => b.insert(at, markdown));
-  if (!ok) throw new Error('The editor refused the edit (the document may be read-only).');
+  // Same markdown as Insert Result Here (title, aligned table, note), at the cursor.
+  const ok = await insertTableAt(editor, { label: table.title, detail: table.id, table });
+  if (!ok) throw new Error('The editor refused the insertion (the findings document may be read-only).');
 }
