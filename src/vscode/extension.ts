@@ -4,7 +4,7 @@ import { FindingsEditor } from './findings/findingsEditor';
 import { insertResultHere } from './findings/insertResult';
 import { registerRunCommands } from './commands/registerRunCommands';
 import { analyzeTraceCommand } from './commands/analyzeTrace';
-import { makeConnector } from './runs/connect';
+import { ConnectionManager } from './connections/connectionManager';
 import { macroRunner } from './runs/macroRunner';
 import { registerPhase } from './runs/phases';
 import { RunController } from './runs/runController';
@@ -21,7 +21,10 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(log);
 
   const states = new TargetStates();
-  const controller = new RunController(makeConnector(states, log), log);
+  // One shared SSH connection per target; host-key prompts and passphrases (SecretStorage) live there.
+  const connections = new ConnectionManager(context.secrets, log);
+  context.subscriptions.push(connections, connections.onDidChangeState((c) => states.set(c.target, { connection: c.state === 'reconnecting' ? 'connecting' : c.state, detail: c.detail })));
+  const controller = new RunController(connections.connector, log);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
   controller.findingsTarget = findings;
   registerPhase(macroRunner);
