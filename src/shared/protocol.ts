@@ -2,6 +2,7 @@
 // One discriminated union per direction; messages that expect a reply carry a request id.
 import type { ProfileSummary, RunSummary } from './results';
 import type { ResultTable } from './table';
+import type { DecodeBudgetView } from './budget';
 
 /** Everything a results view needs to draw from scratch. The host owns it; the view only renders. */
 export interface ResultsSnapshot {
@@ -9,6 +10,8 @@ export interface ResultsSnapshot {
   /** The run shown; a second one is overlaid for comparison. */
   selectedRunId?: string;
   compareRunId?: string;
+  /** The decode-step budget waterfall from the newest macro, micro and profile runs (src/core/explain). */
+  budget?: DecodeBudgetView;
 }
 
 export type HostToWebview =
@@ -18,6 +21,8 @@ export type HostToWebview =
   | { type: 'select'; runId: string; compareRunId?: string }
   /** To the kernel-breakdown side view: the profile to inspect (undefined when there is none yet). */
   | { type: 'breakdown'; breakdown?: BreakdownView }
+  /** The decode-step budget changed (a macro, micro or profile run finished). */
+  | { type: 'budget'; budget?: DecodeBudgetView }
   | { type: 'reply'; requestId: number; ok: boolean; error?: string };
 
 /** What the kernel-breakdown side view draws: one profile run. */
