@@ -150,6 +150,8 @@ class Simulator:
         self.generation_tokens_total = 0
         self.success_total = 0
         self.late_steps = 0
+        self.sent_tpot_sum = 0.0
+        self.sent_tpot_count = 0
         self.steps_total = 0
         self.h_ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                                 [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
@@ -277,6 +279,10 @@ class Simulator:
         if ok:
             self.success_total += 1
             self.h_e2e.observe(time.monotonic() - r.arrival)
+            if r.sent > 1 and r.first_token_at is not None and r.last_token_at is not None:
+                # TPOT as the server sent it, so a benchmark can tell the client's error from the server's lag.
+                self.sent_tpot_sum += (r.last_token_at - r.first_token_at) / (r.sent - 1)
+                self.sent_tpot_count += 1
         if r.done is not None and not r.done.done():
             r.done.set_result(ok)
 
@@ -378,12 +384,16 @@ class Simulator:
 
     async def generate_unbatched(self, r: SimRequest) -> None:
         """Zero-cost (all tokens at once, one chunk each) or paced (one token per pace per stream) modes."""
-        start = time.monotonic()
+        # Token i is due at base + (i - 1) x pace. The base is the first token's real time, so a late first
+        # token (a busy host) is not caught up by squeezing the rest; later late wake-ups are caught up.
+        base = time.monotonic() + (self.pace_s or 0.0)
         for i in range(1, r.max_tokens + 1):
             if self.pace_s:
-                delay = start + i * self.pace_s - time.monotonic()
+                delay = base + (i - 1) * self.pace_s - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
+                if i == 1:
+                    base = max(base, time.monotonic())
             r.sent = i
             self.emit_token(r, i)
             if r.aborted or (r.done is not None and r.done.done()):
@@ -425,6 +435,10 @@ class Simulator:
             "# HELP inference_bench_simulator_late_steps_total Steps that began over half a step late (host too busy); their tokens were caught up.",
             "# TYPE inference_bench_simulator_late_steps_total counter",
             f"inference_bench_simulator_late_steps_total {self.late_steps}",
+            "# HELP inference_bench_simulator_sent_tpot_seconds TPOT of finished requests as the simulator wrote their tokens.",
+            "# TYPE inference_bench_simulator_sent_tpot_seconds summary",
+            f"inference_bench_simulator_sent_tpot_seconds_sum {self.sent_tpot_sum}",
+            f"inference_bench_simulator_sent_tpot_seconds_count {self.sent_tpot_count}",
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
             f"vllm:num_requests_running{{{labels}}} {float(running)}",
