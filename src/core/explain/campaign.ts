@@ -81,3 +81,18 @@ function modelName(result: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The waterfall for the results view: the budget from the workspace's newest completed runs, or
+ * undefined when it has none of the three phases (the view then shows nothing rather than an error).
+ */
+export function budgetViewForWorkspace(workspace: string): Budget['view'] | undefined {
+  try {
+    const selection = selectRuns(workspace);
+    if (!selection.macro && !selection.micro && !selection.profile) return undefined;
+    return explainRuns(selection).view;
+  } catch {
+    // A half-written or unreadable run must not break the results view; `infbench explain` reports it.
+    return undefined;
+  }
+}

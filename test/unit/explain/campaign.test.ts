@@ -1,0 +1,61 @@
+import * as assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { budgetViewForWorkspace, explainRuns, ExplainError, selectRuns } from '../../../src/core/explain/campaign';
+import { PhaseName, RunFolder } from '../../../src/core/runs/runFolder';
+
+const ws = () => mkdtempSync(join(tmpdir(), 'ib-explain-'));
+
+function run(workspace: string, phase: PhaseName, at: string, result: unknown, status: 'completed' | 'failed' = 'completed', options: Record<string, unknown> = {}): RunFolder {
+  const r = RunFolder.create(workspace, phase, 'sim', options, new Date(at));
+  if (result !== undefined) r.writeResult(result);
+  r.finish(status);
+  return r;
+}
+
+const macroResult = (tpot: number) => ({ levels: [{ max_concurrency: 1, request_rate: null, completed: 8, median_tpot_ms: tpot, mean_tpot_ms: tpot }] });
+const profileResult = { ranks: [{ rank: 0, step_us: 20_000, by_category: { 'all-reduce': 10_000, gemm: 6_000, idle: 4_000 } }], categories: ['all-reduce', 'gemm', 'idle'], kernels: [] };
+
+describe('choosing the runs a budget is built from', () => {
+  it('takes the newest completed run of each phase, skipping failed ones and runs without a result', () => {
+    const w = ws();
+    run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));
+    const newest = run(w, 'macro', '2026-12-01T11:00:00Z', macroResult(22));
+    run(w, 'macro', '2026-12-01T12:00:00Z', macroResult(99), 'failed');
+    run(w, 'profile', '2026-12-01T12:30:00Z', undefined);
+    const profile = run(w, 'profile', '2026-12-01T09:00:00Z', profileResult, 'completed', { concurrency: 1 });
+    const chosen = selectRuns(w);
+    assert.equal(chosen.macro?.info.id, newest.info.id);
+    assert.equal(chosen.profile?.info.id, profile.info.id);
+    assert.equal(chosen.micro, undefined);
+    const b = explainRuns(chosen);
+    assert.equal(b.measured.tpot?.median_ms, 22);
+    assert.equal(b.measured.step?.ms, 20);
+    assert.ok(Math.abs(b.gaps.find((g) => g.key === 'host_overhead')!.ms - 2) < 1e-9);
+  });
+
+  it('takes the runs named with --runs, one per phase, and says what is wrong with a bad list', () => {
+    const w = ws();
+    const old = run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));
+    const other = run(w, 'macro', '2026-12-01T11:00:00Z', macroResult(22));
+    assert.equal(selectRuns(w, [old.info.id]).macro?.info.id, old.info.id);
+    assert.throws(() => selectRuns(w, [old.info.id, other.info.id]), (e: Error) => e instanceof ExplainError && /names two macro runs/.test(e.message));
+    assert.throws(() => selectRuns(w, ['2025-nothing']), /No run "2025-nothing"/);
+  });
+
+  it('gives the results view a waterfall, or nothing when the workspace has no runs', () => {
+    assert.equal(budgetViewForWorkspace(ws()), undefined);
+    const w = ws();
+    run(w, 'profile', '2026-12-01T09:00:00Z', profileResult, 'completed', { concurrency: 1 });
+    const view = budgetViewForWorkspace(w)!;
+    assert.deepEqual(view.bars.map((b) => b.key), ['step', 'allreduce', 'gemm', 'idle']);
+    assert.deepEqual(view.missing.map((m) => m.phase), ['macro', 'micro']);
+  });
+
+  it('reports a profile result with no decode-step breakdown instead of inventing one', () => {
+    const w = ws();
+    run(w, 'profile', '2026-12-01T09:00:00Z', { traces: ['a.json.gz'] });
+    assert.throws(() => explainRuns(selectRuns(w)), /has a result without a decode-step breakdown/);
+  });
+});
