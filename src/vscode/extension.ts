@@ -6,6 +6,7 @@ import { registerRunCommands } from './commands/registerRunCommands';
 import { analyzeTraceCommand } from './commands/analyzeTrace';
 import { ConnectionManager } from './connections/connectionManager';
 import { macroRunner } from './runs/macroRunner';
+import { microRunner } from './runs/microRunner';
 import { registerPhase } from './runs/phases';
 import { RunController } from './runs/runController';
 import { findingsDocumentPath, readSettings } from './settings';
@@ -28,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
   controller.findingsTarget = findings;
   registerPhase(macroRunner);
+  registerPhase(microRunner);
   const tree = new TargetsTreeProvider(controller, states);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };

@@ -56,6 +56,11 @@ export async function runAllCommand(controller: RunController, arg: unknown): Pr
     const options = await runner.pickOptions(target, true);
     if (!options) return;
     const run = await controller.runPhase(runner, target, options, all.signal);
+    // Micro failing (GPUs busy and the user declined, no PyTorch there) says nothing about the server: the profiler can still run.
+    if (run && run.status === 'failed' && runner.phase === 'micro') {
+      void vscode.window.showWarningMessage(`Inference Bench: the micro phase did not complete (${run.reason ?? 'failed'}); going on with the profiler.`);
+      continue;
+    }
     if (!run || run.status !== 'completed') {
       void vscode.window.showWarningMessage(`Inference Bench: Run All Phases stopped after the ${runner.phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''}`.trim());
       return;

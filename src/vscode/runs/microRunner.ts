@@ -1,0 +1,55 @@
+import * as vscode from 'vscode';
+import { MicroOptions } from '../../core/micro/options';
+import { runMicroPhase } from '../../core/phases/micro';
+import { PhaseRunner } from './phases';
+
+const MODELS = [
+  { label: 'kimi-k2.5', detail: 'Kimi-K2.5 (DeepSeek-V3 shapes: hidden 7168, 384 experts, 8 active), INT4 weights — the seed scenario', tp: 8 },
+  { label: 'deepseek-v3', detail: 'DeepSeek-V3 shapes, FP8', tp: 8 },
+  { label: 'qwen3-235b-a22b', detail: 'Qwen3-235B-A22B shapes', tp: 8 },
+  { label: 'llama-3-70b', detail: 'Llama-3-70B shapes', tp: 4 },
+  { label: 'llama-3-8b', detail: 'Llama-3-8B shapes', tp: 1 },
+];
+
+/**
+ * The micro phase: GEMMs at the model's shapes under its tensor-parallel split, all-reduce at decode
+ * sizes, launch overhead. The agent checks whether something holds the GPUs and refuses before
+ * touching them; the user is then asked, and only with their consent does it run beside it.
+ */
+export const microRunner: PhaseRunner = {
+  phase: 'micro',
+  title: 'Micro phase (GEMM, all-reduce, launch)',
+  needsGpusFree: false,
+  async pickOptions(target, defaults) {
+    if (defaults) return { model: 'kimi-k2.5', tp: 8 };
+    const picked = await vscode.window.showQuickPick(
+      [...MODELS.map((m) => ({ ...m, description: `TP ${m.tp}` })), { label: 'The model the server runs', detail: "Shapes from the config.json of the model the server at the target's URL loaded", description: '', tp: 8 }],
+      { title: `Run Micro Phase on ${target.name}`, placeHolder: 'Which model\'s GEMM shapes?', matchOnDetail: true },
+    );
+    if (!picked) return undefined;
+    const tp = await vscode.window.showInputBox({
+      title: 'Run Micro Phase: tensor-parallel size',
+      prompt: 'GPUs the model is split over (the GEMM shapes are divided by it; all-reduce runs across that many GPUs)',
+      value: String(picked.tp),
+      ignoreFocusOut: true,
+      validateInput: (v) => (/^[1-9]\d*$/.test(v.trim()) ? undefined : 'A whole number, for example 8'),
+    });
+    if (tp === undefined) return undefined;
+    const options: MicroOptions = { tp: Number(tp) };
+    if (MODELS.some((m) => m.label === picked.label)) options.model = picked.label;
+    return options as Record<string, unknown>;
+  },
+  async run(ctx, options) {
+    let outcome = await runMicroPhase(ctx, options as MicroOptions);
+    if (outcome.busy && !ctx.signal?.aborted) {
+      const go = 'Run Beside It';
+      const pick = await vscode.window.showWarningMessage(
+        `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message}${outcome.busy.hint ? ` ${outcome.busy.hint}` : ''} Timings taken beside a loaded server are skewed. Stop the server and run again for clean numbers, or run now sized to the free memory.`,
+        { modal: true },
+        go,
+      );
+      if (pick === go) outcome = await runMicroPhase(ctx, { ...(options as MicroOptions), allowBusy: true });
+    }
+    return outcome.summary;
+  },
+};
