@@ -57,7 +57,7 @@ async function main() {
   const dirs = makeCodeServerDirs('infbench-ext-tests-', { userDataDir: opts.userDataDir, extensionsDir: opts.extensionsDir });
   const folder = opts.folder ?? join(dirs.root, 'workspace');
   mkdirSync(folder, { recursive: true });
-  const logDir = join(repoRoot, 'test-output', 'extension');
+  const logDir = process.env.INFBENCH_EXTENSION_LOG_DIR ?? join(repoRoot, 'test-output', 'extension');
   mkdirSync(logDir, { recursive: true });
 
   let server;
@@ -89,7 +89,7 @@ async function main() {
     let timer;
     const timedOut = new Promise((ok) => {
       timer = setTimeout(() => {
-        console.error(`codeServerShim: the extension tests did not finish within ${timeoutMs / 1000} s; see test-output/extension/code-server.log and workbench-console.log.`);
+        console.error(`codeServerShim: the extension tests did not finish within ${timeoutMs / 1000} s; see code-server.log and workbench-console.log in ${logDir}.`);
         ok(1);
       }, timeoutMs);
     });

@@ -1,5 +1,5 @@
 // Runs inside the extension host (VS Code's `extensionTestsPath` module): mocha over every
-// suite/**/*.test.ts, bundled by runTests.js into out/test/extension/. Adding a file is enough.
+// suite/**/*.test.ts, bundled by runTests.js into out/extension-tests-<pid>/. Adding a file is enough.
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { format } from 'node:util';
@@ -26,7 +26,7 @@ export function run(): Promise<void> {
   const logFile = process.env.INFBENCH_EXTENSION_TEST_LOG;
   if (logFile) Mocha.reporters.Base.consoleLog = (...args: unknown[]) => appendFileSync(logFile, `${format(...args)}\n`);
 
-  const repoRoot = resolve(__dirname, '..', '..', '..');
+  const repoRoot = resolve(__dirname, '..', '..');
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30_000, reporter: join(repoRoot, 'test', 'support', 'summaryReporter.js') });
   const suiteDir = join(__dirname, 'suite');
   const files = (readdirSync(suiteDir, { recursive: true }) as string[])

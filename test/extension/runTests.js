@@ -5,11 +5,13 @@
 const { spawnSync } = require('node:child_process');
 const { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
-const { join, resolve } = require('node:path');
+const { join, relative, resolve } = require('node:path');
 
 const repoRoot = resolve(__dirname, '..', '..');
-const outDir = join(repoRoot, 'out', 'test', 'extension');
-const logDir = join(repoRoot, 'test-output', 'extension');
+// One folder per run: others may run these tests from the same working tree at the same time.
+const outDir = join(repoRoot, 'out', `extension-tests-${process.pid}`);
+// Logs of this run (mocha's report, code-server, the workbench console); kept only when it fails.
+const logDir = join(repoRoot, 'test-output', 'extension', `run-${process.pid}`);
 
 async function main() {
   if (!existsSync(join(repoRoot, 'dist', 'extension.js'))) {
@@ -24,6 +26,7 @@ async function main() {
   const env = {
     INFBENCH_SUMMARY_FILE: process.env.INFBENCH_SUMMARY_FILE ? resolve(process.env.INFBENCH_SUMMARY_FILE) : join(logDir, 'summary.json'),
     INFBENCH_EXTENSION_TEST_LOG: testLog,
+    INFBENCH_EXTENSION_LOG_DIR: logDir,
   };
   // The extension host may not inherit our environment (desktop VS Code strips some, code-server
   // starts it from its server process): the test index reads the same values from this file.
@@ -45,13 +48,16 @@ async function main() {
       // The shim makes its own scratch profile; desktop VS Code gets runTests' default one.
       reuseMachineInstall: !desktop,
     });
+    rmSync(logDir, { recursive: true, force: true });
     return 0;
   } catch (err) {
     console.error(`extension tests: ${err instanceof Error ? err.message : String(err)}`);
-    if (!existsSync(env.INFBENCH_SUMMARY_FILE)) console.error(`no test counts were written; see ${join('test-output', 'extension', 'code-server.log')} and the messages above.`);
+    if (!existsSync(env.INFBENCH_SUMMARY_FILE)) console.error('no test counts were written: the tests did not start or did not finish.');
+    console.error(`logs of this run (mocha, code-server, the workbench console): ${relative(repoRoot, logDir)}`);
     return 1;
   } finally {
     rmSync(workspace, { recursive: true, force: true });
+    rmSync(outDir, { recursive: true, force: true });
   }
 }
 
@@ -62,7 +68,6 @@ async function bundleTests() {
   const suites = readdirSync(suiteDir, { recursive: true }).filter((f) => f.endsWith('.test.ts'));
   const entryPoints = { index: join(__dirname, 'index.ts') };
   for (const f of suites) entryPoints[join('suite', f.replace(/\.ts$/, ''))] = join(suiteDir, f);
-  rmSync(outDir, { recursive: true, force: true });
   await esbuild.build({
     entryPoints,
     outdir: outDir,

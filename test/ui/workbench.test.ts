@@ -45,7 +45,8 @@ describe('the extension in code-server (UI)', function () {
     dirs = makeCodeServerDirs('infbench-ui-');
     workspace = join(dirs.root, 'workspace');
     mkdirSync(workspace);
-    vsix = await packageVsix(join(outDir, 'inference-bench.vsix'));
+    // Packed into the scratch folder: others may run these tests from the same working tree.
+    vsix = await packageVsix(join(dirs.root, 'inference-bench.vsix'));
     await installExtension(vsix.path, dirs);
     // A dark theme, as most of the extension's users run it (and as the README's screenshot shows).
     server = await startCodeServer({ folder: workspace, dirs, logFile: join(outDir, 'code-server.log'), settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
