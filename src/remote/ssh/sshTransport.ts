@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ClientChannel } from 'ssh2';
+import { groupRecordingArgv, killGroupArgv, newRunId, removeRecordArgv, settlesWithin } from '../processGroup';
 import { shellJoin } from '../shellQuote';
 import { ExecHandle, ExecOptions, ExecResult, Transport } from '../transport';
 import { SshConnection } from './connection';
@@ -13,19 +13,6 @@ import { SshConnection } from './connection';
 // reach about half of what 16 outstanding 256 KiB requests do.
 export const SFTP_CONCURRENCY = 16;
 export const SFTP_CHUNK_BYTES = 256 * 1024;
-
-// Records the command's process group in a file named by the run, where the command runs (host or
-// container), so that cancel can kill the whole group (children and grandchildren) with one
-// `kill -- -pgid`. sshd makes every session its own group, so on the host the command keeps it and
-// `exec` keeps the exit signal. Inside a container prefix the group is not ours (it could hold the
-// server), so there `setsid -w` starts a new one and waits for it.
-// Records are pruned when their group is gone, so runs cut off by a dropped connection leave no litter.
-const RECORDS = 'd="${TMPDIR:-/tmp}/infbench-runs-$(id -u)"; f="$d/$0"';
-const RECORD_GROUP = `${RECORDS}; mkdir -p -m 700 "$d"; for g in "$d"/*.pg; do [ -e "$g" ] || break; kill -0 "-$(tr -d ' \\n' < "$g")" 2>/dev/null || rm -f "$g"; done; ` +
-  '(cut -d" " -f5 /proc/$$/stat 2>/dev/null || ps -o pgid= -p $$) > "$f"; exec "$@"';
-const REMOVE_RECORD = `${RECORDS}; rm -f "$f"`;
-// `kill -SIG -pgid` without `--`: dash's kill does not take `--`.
-const KILL_SCRIPT = `${RECORDS}; if [ -s "$f" ]; then kill -"$1" "-$(tr -d ' \\n' < "$f")" 2>/dev/null; fi; if [ "$2" = last ]; then rm -f "$f"; fi; exit 0`;
 
 /**
  * Runs commands on an SSH host (optionally inside a container through a command prefix such as
@@ -53,10 +40,9 @@ export class SshTransport implements Transport {
   exec(argv: readonly string[], options: ExecOptions = {}): ExecHandle {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
-    const runId = `${randomUUID()}.pg`;
+    const runId = newRunId();
     const envArgs = Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`);
-    const inner = ['sh', '-c', RECORD_GROUP, runId, ...(envArgs.length ? ['env', ...envArgs] : []), ...argv];
-    const command = shellJoin(this.prefix.length ? [...this.prefix, 'setsid', '-w', ...inner] : inner);
+    const command = shellJoin(groupRecordingArgv(this.prefix, runId, [...(envArgs.length ? ['env', ...envArgs] : []), ...argv], this.prefix.length > 0));
     let channel: ClientChannel | undefined;
     let started: () => void = () => undefined;
     const startedPromise = new Promise<void>((r) => (started = r));
@@ -122,13 +108,13 @@ export class SshTransport implements Transport {
     this.running.add(handle);
     void done.then((result) => {
       this.running.delete(handle);
-      if (channel && !result.lostConnection && !cancelling) void this.runQuiet([...this.prefix, 'sh', '-c', REMOVE_RECORD, runId]);
+      if (channel && !result.lostConnection && !cancelling) void this.runQuiet(removeRecordArgv(this.prefix, runId));
     });
     return handle;
   }
 
   private killGroup(runId: string, signal: 'TERM' | 'KILL', last = false): Promise<void> {
-    return this.runQuiet([...this.prefix, 'sh', '-c', KILL_SCRIPT, runId, signal, last ? 'last' : '']);
+    return this.runQuiet(killGroupArgv(this.prefix, runId, signal, last));
   }
 
   /** A housekeeping command whose output nobody needs; skipped when the connection is down. */
@@ -208,11 +194,4 @@ export class SshTransport implements Transport {
       });
     });
   }
-}
-
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const result = await Promise.race([p.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
-  clearTimeout(timer);
-  return result;
 }
