@@ -168,7 +168,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       second: 'profiled step (profile)',
       ms: d,
       reading: d >= 0
-        ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${tpot!.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
+        ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${(tpot!.concurrency ?? 2) > 1 ? ', and at this concurrency the longer steps in which other requests\' prompts are prefilled' : ''}${tpot!.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
         : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${tpot!.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`,
     });
   }

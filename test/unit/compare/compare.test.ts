@@ -8,7 +8,8 @@ import { compareMicro } from '../../../src/core/compare/micro';
 import { normalQuantile, standardError } from '../../../src/core/compare/noise';
 import { compareProfiles } from '../../../src/core/compare/profile';
 import { ImportError, importVllmBench, levelFromVllm, parseVllmBenchFile } from '../../../src/core/compare/vllmBench';
-import { MicroInput, ProfileInput } from '../../../src/core/explain/inputs';
+import { MicroInput, ProfileInput, profileInputFrom } from '../../../src/core/explain/inputs';
+import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { RunFolder } from '../../../src/core/runs/runFolder';
 
 const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'vllm-bench');
@@ -164,5 +165,20 @@ describe('comparing run folders', () => {
     const run = importVllmBench(ws, C1);
     assert.equal(findRun(ws, run.info.id.slice(0, 12)).info.id, run.info.id);
     assert.throws(() => findRun(ws, 'nope'), /No run "nope"/);
+  });
+});
+
+describe('comparing profiles of real H200 traces', () => {
+  it('flags eager launching against CUDA graphs as idle time while the GEMMs stay the same', async () => {
+    const traces = join(__dirname, '..', '..', 'fixtures', 'traces');
+    const graph = profileInputFrom('graph', await analyzeTraceFiles([join(traces, 'llama_cudagraph_decode.pt.trace.json.gz')]), { concurrency: 4 })!;
+    const eager = profileInputFrom('eager', await analyzeTraceFiles([join(traces, 'llama_eager_decode.pt.trace.json.gz')]), { concurrency: 4 })!;
+    const c = compareProfiles(ref('graph'), graph, ref('eager'), eager);
+    const flagged = (where: string) => c.differences.find((d) => d.where === where && d.metric === 'ms per step')!.flagged;
+    assert.equal(flagged('decode step'), true);
+    assert.equal(flagged('category idle'), true);
+    assert.equal(flagged('category gemm'), false, 'the same cuBLAS GEMMs run in both');
+    assert.equal(c.differences.find((d) => d.where === 'decode step')!.better, 'a');
+    assert.match(c.summary.join('\n'), /idle: 0\.23 → 98\.\d\d ms per step/);
   });
 });
