@@ -13,8 +13,10 @@ export interface Heading {
   endLine: number;
 }
 
-// html: true as in VS Code's preview, so HTML blocks (our markers among them) parse as HTML.
+// html: true as in VS Code's preview, so HTML blocks (our markers among them) parse as HTML. Only
+// the block structure is needed: the inline pass (links, emphasis) is most of the time and is off.
 const md = new MarkdownIt({ html: true });
+md.core.ruler.disable(['inline', 'linkify', 'replacements', 'smartquotes', 'text_join'], true);
 
 export function headingsOf(text: string): Heading[] {
   const tokens = md.parse(text, {});
