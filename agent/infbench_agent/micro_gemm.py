@@ -141,6 +141,9 @@ def time_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: 
               budget_bytes: float, repeats: int, group_size: int, min_calls: int = 32) -> tuple[float, BuiltGemm, str]:
     """Median microseconds of one GEMM call, the built GEMM, and how it was timed."""
     weight_bytes = k * n * ELEMENT_BYTES[kernel.dtype]
+    if weight_bytes > budget_bytes / 2:
+        raise MemoryError(f"one {n}x{k} weight ({weight_bytes / 2**30:.2f} GiB) is more than half the memory budget "
+                          f"({budget_bytes / 2**30:.2f} GiB); skipped")
     copies = _copies_for(weight_bytes, rotate_bytes, budget_bytes)
     built = build_gemm(torch, kernel, device, m, n, k, copies, group_size)
     # Enough calls per replay that the replay lasts well past the event timer's resolution.
