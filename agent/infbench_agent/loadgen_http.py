@@ -389,10 +389,14 @@ class Engine:
             self.idle.remove(sock)
         sock.close()
 
-    def abort_all(self, reason: str, message: str) -> None:
-        now = time.monotonic()
+    def abort_all(self) -> None:
+        """Drops every request in flight without a record: a cancelled run reports only what finished."""
         for st in list(self.active.values()):
-            self._fail(st, reason, message, now)
+            self._forget(st)
+            try:
+                st.sock.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         for s in self.idle:

@@ -204,7 +204,7 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
         time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
     while True:
         if should_stop():
-            engine.abort_all("cancelled", "cancelled")
+            engine.abort_all()
             return
         now = time.monotonic()
         accepting = deadline is None or now < deadline
