@@ -145,6 +145,12 @@ function outsideRegions(parsed: ParsedRegions, offset: number): number {
   return offset;
 }
 
+/** Past the regions that start right here (the campaign header, earlier probes), so the newest comes last. */
+function afterAdjacentRegions(parsed: ParsedRegions, offset: number): number {
+  for (let r = parsed.regions.find((x) => x.start === offset); r; r = parsed.regions.find((x) => x.start === offset)) offset = r.end;
+  return offset;
+}
+
 /**
  * Where in a section a new region goes: after its last content (and after one blank line, if there
  * is one, so the region is set off from the user's paragraph), directly after a region that ends
@@ -175,7 +181,7 @@ function insertionPoint(text: string, parsed: ParsedRegions, sectionId: string):
     if (!title) return { offset: outsideRegions(parsed, 0) };
     const after = title.endLine;
     const line = after < lineCount && isBlank(text, parsed.lines[after]) ? after + 1 : after;
-    return { offset: outsideRegions(parsed, offsetOfLine(text, parsed.lines, line)) };
+    return { offset: afterAdjacentRegions(parsed, outsideRegions(parsed, offsetOfLine(text, parsed.lines, line))) };
   }
   const span = phaseSection(headings, lineCount, place);
   if (span) return { offset: outsideRegions(parsed, endOfSection(text, parsed, span)) };

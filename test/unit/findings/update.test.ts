@@ -37,6 +37,17 @@ describe('findings document: writing updates', () => {
     assert.equal(userText(text), userText(doc));
   });
 
+  it('puts a probe\'s environment under the campaign header, and a second target\'s after the first', () => {
+    const doc = renderSkeleton('b.md');
+    const probe = (name: string) => ({ sectionId: `probe-${name}`, heading: `Environment: ${name}`, lines: [`GPUs on ${name}`], tables: [] });
+    const text = apply(apply(doc, probe('h200-a')).text, probe('h200-b')).text;
+    const at = (s: string) => text.indexOf(s);
+    assert.ok(at('inference-bench:end id=campaign') < at('Environment: h200-a'));
+    assert.ok(at('Environment: h200-a') < at('Environment: h200-b'));
+    assert.ok(at('Environment: h200-b') < at('## Macro'));
+    assert.equal(userText(text), userText(doc));
+  });
+
   it('puts the first result at the end of its phase section, after the user\'s paragraph', () => {
     const doc = renderSkeleton('b.md').replace('## Macro: serving benchmark\n\n', '## Macro: serving benchmark\n\nServer started with --max-num-seqs 256.\n\n');
     const { text, edits } = apply(doc);
