@@ -1,7 +1,7 @@
 import { CollectedTrace, RuntimeKind } from './collect';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
-import { Step, StepFinding } from './steps';
-import { CategoryShare, Distribution, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
+import { StepFinding, StepKind } from './steps';
+import { CategoryShare, Distribution, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, StepSource, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
 
 /** Categories that are all-reduce, whichever library ran it. */
 const ALL_REDUCE_CATEGORIES = ['all-reduce', 'nccl all-reduce'];
@@ -24,99 +24,124 @@ export function categoriesOf(trace: CollectedTrace, classifier: KernelClassifier
   return names.map((n, id) => classifier.classify(n, memoryName[id] === 1));
 }
 
-interface GroupAccumulator {
-  count: number;
-  spanUs: number;
-  stepMs: number[];
-  starts: number[];
+/** One step, reduced to what the breakdown needs: filled from kernels in start order, then the kernels can go. */
+export interface StepAggregate {
+  kind: StepKind | undefined;
+  label: string;
+  /** First kernel start and last kernel end, us. */
+  start: number;
+  end: number;
+  kernels: number;
+  /** Sum of kernel durations, us. */
+  busyUs: number;
   /** category -> [attributed us, raw us, kernels] */
   byCategory: Map<string, [number, number, number]>;
-}
-
-function newGroup(): GroupAccumulator {
-  return { count: 0, spanUs: 0, stepMs: [], starts: [], byCategory: new Map() };
+  /** kernel name id -> [count, total us, min us, max us] */
+  byName: Map<number, [number, number, number, number]>;
 }
 
 /**
- * Adds one step to a group: wall time from its first kernel's start to its last kernel's end; every
- * microsecond of it goes to exactly one category. Where kernels on several streams overlap, the
- * kernel that started first keeps the overlap (as vLLM's nsys tool does); the rest is idle.
+ * Reduces one step's kernels (given in start-time order): wall time from the first kernel's start to
+ * the last kernel's end; every microsecond of it goes to exactly one category. Where kernels on
+ * several streams overlap, the kernel that started first keeps the overlap (as vLLM's nsys tool
+ * does); what no kernel covers is idle.
  */
-function addStep(group: GroupAccumulator, step: Step, trace: CollectedTrace, category: string[]): void {
-  const { ts, dur, name } = trace.kernels;
-  const ks = step.kernels;
+export function aggregateStep(label: string, kind: StepKind | undefined, count: number, ts: (i: number) => number, dur: (i: number) => number, nameId: (i: number) => number, category: readonly string[]): StepAggregate {
   let start = Infinity;
   let end = -Infinity;
-  for (const ki of ks) {
-    start = Math.min(start, ts[ki]);
-    end = Math.max(end, ts[ki] + dur[ki]);
+  for (let i = 0; i < count; i++) {
+    start = Math.min(start, ts(i));
+    end = Math.max(end, ts(i) + dur(i));
   }
-  const span = end - start;
+  const byCategory = new Map<string, [number, number, number]>();
+  const byName = new Map<number, [number, number, number, number]>();
   let covered = start;
   let attributedTotal = 0;
-  for (const ki of ks) {
-    const kEnd = ts[ki] + dur[ki];
-    const attributed = Math.max(0, kEnd - Math.max(ts[ki], covered));
+  let busy = 0;
+  for (let i = 0; i < count; i++) {
+    const t = ts(i);
+    const d = dur(i);
+    const kEnd = t + d;
+    const attributed = Math.max(0, kEnd - Math.max(t, covered));
     if (kEnd > covered) covered = kEnd;
     attributedTotal += attributed;
-    const cat = category[name[ki]];
-    let acc = group.byCategory.get(cat);
-    if (!acc) group.byCategory.set(cat, (acc = [0, 0, 0]));
+    busy += d;
+    const id = nameId(i);
+    const cat = category[id];
+    let acc = byCategory.get(cat);
+    if (!acc) byCategory.set(cat, (acc = [0, 0, 0]));
     acc[0] += attributed;
-    acc[1] += dur[ki];
+    acc[1] += d;
     acc[2] += 1;
+    const n = byName.get(id);
+    if (!n) byName.set(id, [1, d, d, d]);
+    else {
+      n[0]++;
+      n[1] += d;
+      if (d < n[2]) n[2] = d;
+      if (d > n[3]) n[3] = d;
+    }
   }
-  let idle = group.byCategory.get(IDLE_CATEGORY);
-  if (!idle) group.byCategory.set(IDLE_CATEGORY, (idle = [0, 0, 0]));
-  idle[0] += Math.max(0, span - attributedTotal);
-  group.count++;
-  group.spanUs += span;
-  group.stepMs.push(span / 1000);
-  group.starts.push(start);
+  byCategory.set(IDLE_CATEGORY, [Math.max(0, end - start - attributedTotal), 0, 0]);
+  return { kind, label, start, end, kernels: count, busyUs: busy, byCategory, byName };
 }
 
-function finishGroup(g: GroupAccumulator, adjacent: boolean[]): StepGroupBreakdown {
+/** Decode or prefill steps of one rank, from their aggregates in time order. */
+function groupBreakdown(all: StepAggregate[], kind: StepKind): StepGroupBreakdown {
+  const totals = new Map<string, [number, number, number]>();
+  let spanUs = 0;
+  let count = 0;
+  const stepMs: number[] = [];
+  const periods: number[] = [];
+  for (let i = 0; i < all.length; i++) {
+    const a = all[i];
+    if (a.kind !== kind) continue;
+    count++;
+    spanUs += a.end - a.start;
+    stepMs.push((a.end - a.start) / 1000);
+    if (i > 0 && all[i - 1].kind === kind) periods.push((a.start - all[i - 1].start) / 1000);
+    for (const [cat, [attr, raw, k]] of a.byCategory) {
+      const acc = totals.get(cat) ?? [0, 0, 0];
+      acc[0] += attr;
+      acc[1] += raw;
+      acc[2] += k;
+      totals.set(cat, acc);
+    }
+  }
   const categories: CategoryShare[] = [];
-  for (const [category, [attributed, raw, kernels]] of g.byCategory) {
-    categories.push({
-      category,
-      msPerStep: attributed / 1000 / g.count,
-      sharePct: g.spanUs > 0 ? (100 * attributed) / g.spanUs : 0,
-      rawMsPerStep: raw / 1000 / g.count,
-      kernelsPerStep: kernels / g.count,
-    });
+  for (const [category, [attributed, raw, kernels]] of totals) {
+    categories.push({ category, msPerStep: attributed / 1000 / count, sharePct: spanUs > 0 ? (100 * attributed) / spanUs : 0, rawMsPerStep: raw / 1000 / count, kernelsPerStep: kernels / count });
   }
   categories.sort((a, b) => b.msPerStep - a.msPerStep);
-  const periods: number[] = [];
-  for (let i = 1; i < g.starts.length; i++) if (adjacent[i]) periods.push((g.starts[i] - g.starts[i - 1]) / 1000);
-  return { count: g.count, stepMs: distribution(g.stepMs), periodMs: distribution(periods), categories };
+  return { count, stepMs: distribution(stepMs), periodMs: distribution(periods), categories };
 }
 
-function kernelStats(trace: CollectedTrace, category: string[], kernels: Iterable<number>, limit: number): KernelStat[] {
-  const { dur, name, names } = trace.kernels;
-  const count = new Float64Array(names.length);
-  const total = new Float64Array(names.length);
-  const min = new Float64Array(names.length).fill(Infinity);
-  const max = new Float64Array(names.length).fill(-Infinity);
-  for (const ki of kernels) {
-    const id = name[ki];
-    const d = dur[ki];
-    count[id]++;
-    total[id] += d;
-    if (d < min[id]) min[id] = d;
-    if (d > max[id]) max[id] = d;
+/** Per-name statistics merged over steps of one kind. */
+function stepKernelStats(all: StepAggregate[], kind: StepKind, names: readonly string[], category: readonly string[], limit: number): KernelStat[] {
+  const merged = new Map<number, [number, number, number, number]>();
+  for (const a of all) {
+    if (a.kind !== kind) continue;
+    for (const [id, [c, t, mn, mx]] of a.byName) {
+      const m = merged.get(id);
+      if (!m) merged.set(id, [c, t, mn, mx]);
+      else {
+        m[0] += c;
+        m[1] += t;
+        m[2] = Math.min(m[2], mn);
+        m[3] = Math.max(m[3], mx);
+      }
+    }
   }
+  return statsFrom(merged, names, category, limit);
+}
+
+export function statsFrom(byName: Map<number, [number, number, number, number]>, names: readonly string[], category: readonly string[], limit: number): KernelStat[] {
   const stats: KernelStat[] = [];
-  for (let id = 0; id < names.length; id++) {
-    if (!count[id]) continue;
-    stats.push({ name: names[id], category: category[id], count: count[id], totalMs: total[id] / 1000, meanUs: total[id] / count[id], minUs: min[id], maxUs: max[id] });
+  for (const [id, [count, total, min, max]] of byName) {
+    stats.push({ name: names[id], category: category[id], count, totalMs: total / 1000, meanUs: total / count, minUs: min, maxUs: max });
   }
   stats.sort((a, b) => b.totalMs - a.totalMs);
   return stats.slice(0, limit);
-}
-
-function* range(n: number): Iterable<number> {
-  for (let i = 0; i < n; i++) yield i;
 }
 
 function launchStats(trace: CollectedTrace): LaunchStats | null {
@@ -149,6 +174,70 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
   return { launches: calls.length, graphLaunches, launchCallUs: distribution(calls), launchToStartUs: distribution(queue), syncMs: syncUs / 1000 };
 }
 
+/** Everything one rank's breakdown is assembled from, whichever way the trace was read. */
+export interface RankParts {
+  file: string;
+  fallbackRank: number;
+  metadata: Record<string, unknown>;
+  events: number;
+  jsonBytes: number;
+  fileBytes: number;
+  compressed: boolean;
+  truncated?: string;
+  source: StepSource;
+  annotation?: string;
+  /** In time order, kinds settled. */
+  steps: StepAggregate[];
+  names: readonly string[];
+  /** Category of each name id. */
+  category: readonly string[];
+  /** name id -> [count, total us, min us, max us] over the whole trace. */
+  kernelTotals: Map<number, [number, number, number, number]>;
+  launch: LaunchStats | null;
+  kernels: number;
+  kernelUs: number;
+  firstTs: number;
+  lastEnd: number;
+  kernelsOutside: number;
+  warnings: string[];
+}
+
+/** The in-memory way: every kernel was kept, the steps found afterwards (steps.ts). */
+export function partsFromCollected(input: RankInput, classifier: KernelClassifier): RankParts {
+  const { trace, steps } = input;
+  const k = trace.kernels;
+  const category = categoriesOf(trace, classifier);
+  const aggregates = steps.steps.map((step) => {
+    const ks = step.kernels;
+    return aggregateStep(step.label, step.kind, ks.length, (i) => k.ts[ks[i]], (i) => k.dur[ks[i]], (i) => k.name[ks[i]], category);
+  });
+  aggregates.sort((a, b) => a.start - b.start);
+  const totals = new Map<number, [number, number, number, number]>();
+  let kernelUs = 0;
+  let first = Infinity;
+  let last = -Infinity;
+  for (let i = 0; i < k.count; i++) {
+    const d = k.dur[i];
+    kernelUs += d;
+    first = Math.min(first, k.ts[i]);
+    last = Math.max(last, k.ts[i] + d);
+    const t = totals.get(k.name[i]);
+    if (!t) totals.set(k.name[i], [1, d, d, d]);
+    else {
+      t[0]++;
+      t[1] += d;
+      if (d < t[2]) t[2] = d;
+      if (d > t[3]) t[3] = d;
+    }
+  }
+  return {
+    file: input.file, fallbackRank: input.fallbackRank, metadata: input.metadata, events: input.events, jsonBytes: input.jsonBytes,
+    fileBytes: input.fileBytes, compressed: input.compressed, truncated: input.truncated,
+    source: steps.source, annotation: steps.annotation, steps: aggregates, names: k.names, category, kernelTotals: totals,
+    launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings: [...steps.warnings],
+  };
+}
+
 export interface RankInput {
   file: string;
   fallbackRank: number;
@@ -172,65 +261,43 @@ function rankOf(file: string, metadata: Record<string, unknown>, fallback: numbe
   return { rank: m ? Number(m[1]) : fallback, worldSize };
 }
 
-/** The breakdown of one rank's trace. */
-export function rankBreakdown(input: RankInput, classifier: KernelClassifier, topKernels = 15): RankBreakdown {
-  const { trace, steps } = input;
-  const category = categoriesOf(trace, classifier);
-  const decode = newGroup();
-  const prefill = newGroup();
-  const decodeAdjacent: boolean[] = [];
-  const prefillAdjacent: boolean[] = [];
-  let previous: string | undefined;
-  const decodeKernels: number[] = [];
-  for (const step of steps.steps) {
-    if (step.kind === 'decode') {
-      decodeAdjacent.push(previous === 'decode');
-      addStep(decode, step, trace, category);
-      for (const ki of step.kernels) decodeKernels.push(ki);
-    } else {
-      prefillAdjacent.push(previous === 'prefill');
-      addStep(prefill, step, trace, category);
-    }
-    previous = step.kind;
-  }
-  const k = trace.kernels;
-  let kernelUs = 0;
-  let first = Infinity;
-  let last = -Infinity;
-  for (let i = 0; i < k.count; i++) {
-    kernelUs += k.dur[i];
-    first = Math.min(first, k.ts[i]);
-    last = Math.max(last, k.ts[i] + k.dur[i]);
-  }
-  const props = input.metadata.deviceProperties as { name?: unknown }[] | undefined;
-  const { rank, worldSize } = rankOf(input.file, input.metadata, input.fallbackRank);
-  const warnings = [...steps.warnings];
-  if (k.count > 0 && decode.count === 0) warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
+/** One rank's breakdown from its parts. */
+export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
+  const props = p.metadata.deviceProperties as { name?: unknown }[] | undefined;
+  const { rank, worldSize } = rankOf(p.file, p.metadata, p.fallbackRank);
+  const decode = groupBreakdown(p.steps, 'decode');
+  const warnings = [...p.warnings];
+  if (p.kernels > 0 && decode.count === 0) warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
   return {
-    file: input.file,
+    file: p.file,
     rank,
     worldSize,
     device: Array.isArray(props) && typeof props[0]?.name === 'string' ? props[0].name : null,
-    stepSource: steps.source,
-    stepAnnotation: steps.annotation,
-    decode: finishGroup(decode, decodeAdjacent),
-    prefill: finishGroup(prefill, prefillAdjacent),
-    topKernels: kernelStats(trace, category, decodeKernels, topKernels),
-    kernelTotals: kernelStats(trace, category, range(k.count), Infinity),
-    launch: launchStats(trace),
+    stepSource: p.source,
+    stepAnnotation: p.annotation,
+    decode,
+    prefill: groupBreakdown(p.steps, 'prefill'),
+    topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels),
+    kernelTotals: statsFrom(p.kernelTotals, p.names, p.category, Infinity),
+    launch: p.launch,
     totals: {
-      events: input.events,
-      kernels: k.count,
-      kernelMs: kernelUs / 1000,
-      gpuSpanMs: k.count ? (last - first) / 1000 : 0,
-      jsonBytes: input.jsonBytes,
-      fileBytes: input.fileBytes,
-      compressed: input.compressed,
-      kernelsOutsideSteps: steps.kernelsOutside,
+      events: p.events,
+      kernels: p.kernels,
+      kernelMs: p.kernelUs / 1000,
+      gpuSpanMs: p.kernels ? (p.lastEnd - p.firstTs) / 1000 : 0,
+      jsonBytes: p.jsonBytes,
+      fileBytes: p.fileBytes,
+      compressed: p.compressed,
+      kernelsOutsideSteps: p.kernelsOutside,
     },
-    truncated: input.truncated,
+    truncated: p.truncated,
     warnings,
   };
+}
+
+/** The breakdown of one rank's trace, from the in-memory collection. */
+export function rankBreakdown(input: RankInput, classifier: KernelClassifier, topKernels = 15): RankBreakdown {
+  return assembleRank(partsFromCollected(input, classifier), topKernels);
 }
 
 /** Combines per-rank breakdowns: categories averaged over ranks, rank skew, the headline. */

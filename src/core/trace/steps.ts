@@ -18,18 +18,18 @@ export interface StepFinding {
   warnings: string[];
 }
 
-interface StepPattern {
+export interface StepPattern {
   re: RegExp;
   /** 'prefill' / 'decode' when the name says; undefined to decide from the step's size. */
   kindOf(name: string): StepKind | undefined;
 }
 
-const byName = (name: string): StepKind | undefined => (/prefill|extend/i.test(name) ? 'prefill' : /decode/i.test(name) ? 'decode' : undefined);
+export const byName = (name: string): StepKind | undefined => (/prefill|extend/i.test(name) ? 'prefill' : /decode/i.test(name) ? 'decode' : undefined);
 
 // Step annotations, best first. vLLM's worker marks each step `execute_new_{N}_cached_{M}` (N new
 // requests: a prefill when N > 0); torch's schedule marks `ProfilerStep#k`; servers and scripts use
 // names like execute_model / forward_batch / decode_step.
-const BUILTIN_PATTERNS: StepPattern[] = [
+export const BUILTIN_PATTERNS: StepPattern[] = [
   { re: /^execute_new_(\d+)_cached_(\d+)/, kindOf: (n) => (Number(/^execute_new_(\d+)/.exec(n)?.[1] ?? 0) > 0 ? 'prefill' : 'decode') },
   { re: /^ProfilerStep#\d+$/, kindOf: byName },
   { re: /execute_model|model_forward|forward_batch|run_batch|forward_(decode|extend|idle)|decode_step|prefill_step|^(decode|prefill)$/i, kindOf: byName },
@@ -75,7 +75,7 @@ class LaunchIndex {
 }
 
 /** Index of the last start <= t in an ascending array, or -1. */
-function lastAtOrBefore(starts: ArrayLike<number>, t: number): number {
+export function lastAtOrBefore(starts: ArrayLike<number>, t: number): number {
   let lo = 0;
   let hi = starts.length - 1;
   let found = -1;
@@ -93,7 +93,7 @@ function lastAtOrBefore(starts: ArrayLike<number>, t: number): number {
  * Outermost annotations only: a range wholly inside an earlier kept one (same pattern) is nested,
  * not a step. Ranges that merely overlap stay separate steps; a kernel then joins the later one.
  */
-function outermost(list: Annotation[]): Annotation[] {
+export function outermost(list: Annotation[]): Annotation[] {
   const sorted = [...list].sort((a, b) => a.ts - b.ts || b.dur - a.dur);
   const kept: Annotation[] = [];
   let end = -Infinity;
@@ -112,38 +112,52 @@ function median(values: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** What the step-kind rules need to know of a step. */
+export interface KindCandidate {
+  kind: StepKind | undefined;
+  /** Start of the step's first kernel on the GPU, us. */
+  firstTs: number;
+  kernels: number;
+  busyUs: number;
+}
+
+/** GPU-side annotations whose names tell a step's kind ("prefill+decode", "decode", SGLang's "extend"...). */
+export function isKindAnnotation(a: Annotation): boolean {
+  return a.gpu && byName(a.name) !== undefined;
+}
+
 /**
- * The kind a nested GPU annotation gives a step ("prefill+decode", "decode", SGLang's "extend"...),
- * looked up at the step's first kernel.
+ * Decides the kind of steps no name told: first from a nested GPU annotation at the step's first
+ * kernel, else by size: much bigger than the typical step means prefill (or mixed), else decode.
  */
-function kindFromNestedAnnotations(trace: CollectedTrace, pending: { step: Step; kind: StepKind | undefined }[]): void {
-  const kinds = trace.annotations.filter((a) => a.gpu && byName(a.name) !== undefined).sort((a, b) => a.ts - b.ts);
-  if (!kinds.length) return;
+export function settleStepKinds(items: KindCandidate[], kindAnnotations: Annotation[]): void {
+  const kinds = [...kindAnnotations].sort((a, b) => a.ts - b.ts);
   const starts = kinds.map((a) => a.ts);
-  for (const p of pending) {
-    if (p.kind !== undefined || !p.step.kernels.length) continue;
-    const t = trace.kernels.ts[p.step.kernels[0]];
+  for (const p of items) {
+    if (p.kind !== undefined || !p.kernels || !kinds.length) continue;
     // The latest-starting range that holds t is the innermost; a range ending exactly at t is the step before.
-    for (let i = lastAtOrBefore(starts, t), seen = 0; i >= 0 && seen < 8; i--, seen++) {
+    for (let i = lastAtOrBefore(starts, p.firstTs), seen = 0; i >= 0 && seen < 8; i--, seen++) {
       const a = kinds[i];
-      if (t >= a.ts + a.dur) continue;
+      if (p.firstTs >= a.ts + a.dur) continue;
       p.kind = byName(a.name);
       break;
     }
   }
+  const unknown = items.filter((p) => p.kind === undefined);
+  const typicalCount = median(unknown.map((p) => p.kernels));
+  const typicalBusy = median(unknown.map((p) => p.busyUs));
+  for (const p of unknown) p.kind = p.kernels > 1.5 * typicalCount || p.busyUs > 2.5 * typicalBusy ? 'prefill' : 'decode';
 }
 
-/** Steps whose kind no name told: much bigger than the typical step means prefill (or mixed), else decode. */
 function settleKinds(trace: CollectedTrace, pending: { step: Step; kind: StepKind | undefined }[]): void {
-  kindFromNestedAnnotations(trace, pending);
-  const unknown = pending.filter((p) => p.kind === undefined);
-  const busy = (s: Step) => s.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0);
-  const typicalCount = median(unknown.map((p) => p.step.kernels.length));
-  const typicalBusy = median(unknown.map((p) => busy(p.step)));
-  for (const p of pending) {
-    if (p.kind !== undefined) p.step.kind = p.kind;
-    else p.step.kind = p.step.kernels.length > 1.5 * typicalCount || busy(p.step) > 2.5 * typicalBusy ? 'prefill' : 'decode';
-  }
+  const items = pending.map((p) => ({
+    kind: p.kind,
+    firstTs: p.step.kernels.length ? trace.kernels.ts[p.step.kernels[0]] : 0,
+    kernels: p.step.kernels.length,
+    busyUs: p.step.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0),
+  }));
+  settleStepKinds(items, trace.annotations.filter(isKindAnnotation));
+  pending.forEach((p, i) => (p.step.kind = items[i].kind!));
 }
 
 /**
