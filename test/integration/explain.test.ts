@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,8 +11,7 @@ import { explainRuns, selectRuns } from '../../src/core/explain/campaign';
 import { silentLogger } from '../../src/core/log';
 import { startSimulator, RunningSimulator } from '../../src/core/macro/simulator';
 import { runMacroPhase } from '../../src/core/phases/macro';
-import { RunFolder } from '../../src/core/runs/runFolder';
-import { analyzeTraceFiles } from '../../src/core/trace/analyze';
+import { runProfilePhase } from '../../src/core/phases/profile';
 import { deployAgent, DeployedAgent } from '../../src/remote/agentDeploy';
 import { LocalTransport } from '../../src/remote/localTransport';
 
@@ -55,24 +54,12 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     const macro = await runMacroPhase(ctx, { concurrency: [1], requests: 4, inputLen: 64, outputLen: 24, warmup: 1 });
     assert.equal(macro.agent.status, 'completed', macro.agent.reason);
 
-    // The profile phase's steps, done here by hand until that phase lands: start the server's profiler,
-    // decode one request, stop it (the simulator writes one Kineto trace per rank), analyse the traces
-    // with the real analyzer and keep the breakdown as a profile run's result.
-    assert.equal((await fetch(`${sim.url}/start_profile`, { method: 'POST' })).status, 200);
-    const done = await fetch(`${sim.url}/v1/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: sim.model, prompt: 'the model serves tokens', max_tokens: 12, ignore_eos: true }),
-    });
-    assert.equal(done.status, 200);
-    assert.equal((await fetch(`${sim.url}/stop_profile`, { method: 'POST' })).status, 200);
-    const traces = readdirSync(profilerDir).filter((f) => f.endsWith('.pt.trace.json.gz')).map((f) => join(profilerDir, f));
-    assert.equal(traces.length, 8, 'one trace per TP rank');
-    const breakdown = await analyzeTraceFiles(traces);
-    const profile = RunFolder.create(workspace, 'profile', 'sim', { concurrency: 1 });
-    profile.writeResult(breakdown);
-    profile.update({ simulated: true });
-    profile.finish('completed');
+    // The profiler phase: the agent starts the simulator's profiler, decodes one request, stops it; the
+    // simulator writes one Kineto trace per rank, which the phase copies and analyses.
+    const profiled = await runProfilePhase(ctx, { concurrency: 1, outputLen: 12, inputLen: 32 });
+    assert.equal(profiled.agent.status, 'completed', profiled.agent.reason ?? profiled.summary.reason);
+    assert.equal(profiled.traces.length, 8, 'one trace per TP rank');
+    const profile = profiled.run;
 
     const budget = explainRuns(selectRuns(workspace));
     assert.equal(budget.runs.macro, macro.run.info.id);

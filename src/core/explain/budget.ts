@@ -6,7 +6,7 @@
 import { BudgetBar, BudgetMissingPhase, DecodeBudgetView } from '../../shared/budget';
 import { MacroInput, MacroLevelInput, MicroInput, ProfileInput } from './inputs';
 import { readLinearCurve, readSizeCurve } from './interpolate';
-import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure } from './modelStructure';
+import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
 
 export interface BudgetInputs {
   macro?: MacroInput;
@@ -90,7 +90,7 @@ export function rowFor(category: string): { key: string; label: string } {
 
 export function buildBudget(inputs: BudgetInputs): Budget {
   const { macro, micro, profile } = inputs;
-  const model = inputs.model ?? micro?.model;
+  const model = inputs.model ?? micro?.model ?? presetFor(profile?.model ?? macro?.model);
   const batch = profile?.batch ?? inputs.batch ?? 1;
   const caveats: string[] = [];
   const readings: string[] = [];
@@ -241,7 +241,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   if (!profile && served !== undefined && predicted_ms !== undefined) readings.push(gaps.find((g) => g.key === 'tpot_vs_micro')!.reading);
   if (!profile && served !== undefined && predicted_ms === undefined) readings.push(`Served TPOT at concurrency ${tpot!.concurrency ?? 'unlimited'}: ${ms(served)} per token (${(1000 / served).toFixed(1)} tok/s per stream).`);
 
-  const missing = missingPhases(inputs, batch);
+  const missing = missingPhases(inputs, batch, model);
   const runs = { macro: macro?.runId, micro: micro?.runId, profile: profile?.runId };
   const simulated = Boolean(macro?.simulated || micro?.simulated || profile?.simulated);
   const budget: Budget = {
@@ -380,11 +380,12 @@ function rowGapReading(row: BudgetRow): string {
     : `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro (${pct(-rel)} faster): the server fuses or batches these kernels better than micro's one-at-a-time timing.`;
 }
 
-function missingPhases(inputs: BudgetInputs, batch: number): BudgetMissingPhase[] {
+function missingPhases(inputs: BudgetInputs, batch: number, model: ModelStructure | undefined): BudgetMissingPhase[] {
   const out: BudgetMissingPhase[] = [];
   if (!inputs.macro) out.push({ phase: 'macro', command: `infbench macro --concurrency ${batch}`, adds: 'the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).' });
   if (!inputs.profile) out.push({ phase: 'profile', command: `infbench profile --concurrency ${batch}`, adds: 'where the step\'s GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.' });
-  if (!inputs.micro) out.push({ phase: 'micro', command: 'infbench micro', adds: 'what all-reduce, the GEMMs and kernel launches cost in isolation at this step\'s sizes, which tells sync waits and launch gaps apart from the kernels\' own time.' });
+  const microCommand = model ? `infbench micro --model ${model.name} --tp ${model.tp} --m ${batch}` : `infbench micro --model <preset or config.json> --tp <TP> --m ${batch}`;
+  if (!inputs.micro) out.push({ phase: 'micro', command: microCommand, adds: 'what all-reduce, the GEMMs and kernel launches cost in isolation at this step\'s sizes, which tells sync waits and launch gaps apart from the kernels\' own time.' });
   return out;
 }
 

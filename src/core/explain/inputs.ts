@@ -127,8 +127,11 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
   };
 }
 
-const batchOf = (root: Obj, options: Record<string, unknown>): number =>
-  num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1;
+/** Sequences per profiled step: the profile phase's workload (capture.workload.concurrency), else its options. */
+const batchOf = (root: Obj, options: Record<string, unknown>): number => {
+  const workload = isObj(root.capture) && isObj(root.capture.workload) ? root.capture.workload : {};
+  return num(workload.concurrency) ?? num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1;
+};
 
 /** The trace analyzer's TraceBreakdown (src/core/trace/types.ts): decode steps averaged over ranks. */
 function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, unknown>): ProfileInput | undefined {
