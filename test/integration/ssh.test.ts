@@ -172,6 +172,12 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     }
   });
 
+  it('says that a ProxyCommand is not run, instead of connecting around it', async () => {
+    const c = client('proxycommand', ['ProxyCommand nc %h %p', `IdentityFile ${clientKey.privateFile}`]);
+    const err = await expectSshError(connect(c.configFile), 'config');
+    assert.match(err.message, /ProxyCommand .*ProxyJump/);
+  });
+
   it('goes through a ProxyJump host', async () => {
     const c = writeClientConfig(join(dir, 'jump'), {
       bastion: ['HostName 127.0.0.1', `Port ${jump.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'],

@@ -26,6 +26,10 @@ export interface ResolvedSshConfig {
   identityAgent?: string;
   proxyJump: JumpSpec[];
   userKnownHostsFiles: string[];
+  /** System-wide known_hosts, read but never written. */
+  globalKnownHostsFiles: string[];
+  /** Set when the config names a ProxyCommand (which we do not run; see the connection). */
+  proxyCommand?: string;
   /** Seconds; 0 means off. */
   serverAliveInterval: number;
   serverAliveCountMax: number;
@@ -84,6 +88,8 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
   else if (agentSetting !== 'none') identityAgent = agentSetting.startsWith('$') ? env[agentSetting.slice(1)] || undefined : expandPath(agentSetting, tokens);
   const knownHosts = all('userknownhostsfile');
   const proxyJumpText = first('proxyjump');
+  const globalKnownHosts = all('globalknownhostsfile');
+  const proxyCommand = typeof computed['proxycommand'] === 'string' ? computed['proxycommand'] : undefined;
 
   return {
     alias,
@@ -96,6 +102,8 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
     identityAgent,
     proxyJump: proxyJumpText && proxyJumpText.toLowerCase() !== 'none' ? parseProxyJump(proxyJumpText) : [],
     userKnownHostsFiles: (knownHosts.length ? knownHosts : ['~/.ssh/known_hosts', '~/.ssh/known_hosts2']).map((f) => expandPath(f, tokens)),
+    globalKnownHostsFiles: (globalKnownHosts.length ? globalKnownHosts : ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2']).map((f) => expandPath(f, tokens)),
+    proxyCommand: proxyCommand && proxyCommand.toLowerCase() !== 'none' ? proxyCommand : undefined,
     serverAliveInterval: toInt(first('serveraliveinterval')) ?? 0,
     serverAliveCountMax: toInt(first('serveralivecountmax')) ?? 3,
     connectTimeout: toInt(first('connecttimeout')),

@@ -202,6 +202,9 @@ export class SshConnection extends EventEmitter {
   /** Opens one SSH session (directly, or over a stream forwarded by the previous hop). */
   private dial(cfg: ResolvedSshConfig, sock: Duplex | undefined, via: string | undefined): Promise<Client> {
     const where = `${cfg.user}@${cfg.hostName}:${cfg.port}${cfg.alias !== cfg.hostName ? ` (${cfg.alias})` : ''}${via ? ` via ${via}` : ''}`;
+    if (cfg.proxyCommand && !sock) {
+      return Promise.reject(new SshError('config', `"${cfg.alias}" uses ProxyCommand (${cfg.proxyCommand}) in the ssh config, which Inference Bench does not run. Reach it with ProxyJump instead, or run VS Code on a machine that reaches ${cfg.hostName} directly.`, cfg.alias));
+    }
     const timeoutMs = this.endpoint.connectTimeoutMs ?? (cfg.connectTimeout ? cfg.connectTimeout * 1000 : DEFAULT_CONNECT_TIMEOUT_MS);
     return new Promise<Client>((resolve, reject) => {
       const client = new Client();
@@ -232,7 +235,7 @@ export class SshConnection extends EventEmitter {
       client.on('close', () => finish(failure ?? new SshError('unreachable', `The SSH server at ${where} closed the connection before login. Check that it accepts connections from here (\`ssh -v ${cfg.alias}\`).`, cfg.alias)));
 
       const methods = this.authMethods(cfg, tried, timer);
-      const knownTypes = knownKeyTypes(cfg.userKnownHostsFiles, cfg.hostName, cfg.port);
+      const knownTypes = knownKeyTypes([...cfg.userKnownHostsFiles, ...cfg.globalKnownHostsFiles], cfg.hostName, cfg.port);
       const preferred = HOST_KEY_ALGORITHMS.filter((a) => knownTypes.some((t) => t === a || (t === 'ssh-rsa' && a.startsWith('rsa-'))));
       try {
         client.connect({
@@ -266,7 +269,7 @@ export class SshConnection extends EventEmitter {
 
   private async verifyHostKey(cfg: ResolvedSshConfig, blob: Buffer, timer: PausableTimer): Promise<void> {
     const key = { type: keyTypeOf(blob), blob };
-    const check = checkHostKey(cfg.userKnownHostsFiles, cfg.hostName, cfg.port, key);
+    const check = checkHostKey([...cfg.userKnownHostsFiles, ...cfg.globalKnownHostsFiles], cfg.hostName, cfg.port, key);
     const knownHostsFile = cfg.userKnownHostsFiles[0];
     switch (check.status) {
       case 'known':

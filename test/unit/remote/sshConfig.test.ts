@@ -80,6 +80,7 @@ describe('ssh config resolution', () => {
       assert.equal(String(ours.serverAliveInterval), ref.get('serveraliveinterval'), 'serveraliveinterval');
       assert.equal(String(ours.serverAliveCountMax), ref.get('serveralivecountmax'), 'serveralivecountmax');
       assert.equal(ours.userKnownHostsFiles.join(' '), ref.get('userknownhostsfile'), 'userknownhostsfile');
+      assert.equal(ours.globalKnownHostsFiles.join(' '), ref.get('globalknownhostsfile'), 'globalknownhostsfile');
       assert.equal(ours.connectTimeout === undefined ? 'none' : String(ours.connectTimeout), ref.get('connecttimeout'), 'connecttimeout');
       if (ref.has('identityagent')) assert.equal(ours.identityAgent, ref.get('identityagent'), 'identityagent');
       else assert.equal(ours.identityAgent, env.SSH_AUTH_SOCK, 'identityagent falls back to SSH_AUTH_SOCK');
