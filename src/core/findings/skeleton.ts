@@ -23,22 +23,18 @@ export function campaignName(fileName: string): string {
   return base.replace(/\.(md|markdown)$/i, '') || 'campaign';
 }
 
-/** The header region under the title: target, hardware, model and server, as far as known. */
+/** The header region under the title: target, hardware, model and server, as far as they are known. */
 export function campaignUpdate(probe: ProbeInfo = {}): FindingsUpdate {
-  const field = (label: string, value: string | undefined, missing: string) => `- **${label}:** ${value?.trim() || `_${missing}_`}`;
-  return {
-    sectionId: CAMPAIGN_SECTION_ID,
-    heading: '',
-    lines: [
-      [
-        field('Target', probe.target, 'not chosen yet'),
-        field('Hardware', probe.hardware, 'filled in by the probe'),
-        field('Model', probe.model, 'filled in by the probe'),
-        field('Server', probe.server, 'filled in by the probe'),
-      ].join('\n'),
-    ],
-    tables: [],
-  };
+  const fields = [
+    ['Target', probe.target],
+    ['Hardware', probe.hardware],
+    ['Model', probe.model],
+    ['Server', probe.server],
+  ].filter(([, value]) => value?.trim());
+  const lines = fields.length
+    ? [fields.map(([label, value]) => `- **${label}:** ${value!.trim()}`).join('\n')]
+    : ['_Target, GPUs, server and model: the probe writes them below when it runs._'];
+  return { sectionId: CAMPAIGN_SECTION_ID, heading: '', lines, tables: [] };
 }
 
 /**
