@@ -3,13 +3,15 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { stderrLogger } from '../cliLogger';
+import { FindingsFile } from '../findingsFile';
+import { cliTarget } from './probe';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
-import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../../core/config/target';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL } from '../../core/config/target';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
 import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
-import { LocalTransport } from '../../remote/localTransport';
+import { openTransport } from '../../remote/openTransport';
 import { formatCell, ResultTable } from '../../shared/table';
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
@@ -20,8 +22,8 @@ The load generator runs on the target next to the server and streams from its Op
 Metrics follow \`vllm bench serve\`; the result file holds one object per level with its field names.
 
 Target:
-  --target local            run on this machine (the only target kind this command supports so far;
-                            SSH targets run from the VS Code extension)
+  --target local|HOST       this machine (default), or an SSH host (a ~/.ssh/config alias, user@host)
+  --port N, --user NAME, --ssh-config FILE, --prefix "docker exec -i vllm", --accept-new-host-key
   --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
   --python PATH             Python 3 on the target (default ${DEFAULT_PYTHON})
   --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
@@ -44,6 +46,7 @@ Load:
   --workers auto|N          load-generator processes (default auto)
   --seed N
 Output:
+  --findings FILE           also write the tables into this findings document (created if absent)
   --out FILE                write the result (one object per level) to FILE as JSON
   --json                    print the result JSON on stdout instead of a table
   --verbose
@@ -87,7 +90,9 @@ export const macroCommand: CliCommand = {
       parsed = parseArgs({
         args: argv,
         options: {
-          target: { type: 'string', default: 'local' }, url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
+          target: { type: 'string', default: 'local' }, port: { type: 'string' }, user: { type: 'string' }, 'ssh-config': { type: 'string' },
+          prefix: { type: 'string' }, 'accept-new-host-key': { type: 'boolean' }, findings: { type: 'string' },
+          url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
           concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
           requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
           'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
@@ -100,9 +105,6 @@ export const macroCommand: CliCommand = {
       throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench macro --help.`);
     }
     const v = parsed.values;
-    if (v.target !== 'local') {
-      throw new UsageError(`--target ${v.target}: this command runs on this machine only so far (--target local); run SSH targets from the VS Code extension, or run infbench on the GPU host.`);
-    }
     const api = v.api ?? 'completions';
     if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);
     const goodput: MacroOptions['goodput'] = {};
@@ -133,8 +135,13 @@ export const macroCommand: CliCommand = {
     for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
 
     const log = stderrLogger(v.verbose);
-    const target: Target = { name: 'local', kind: 'local', serverUrl: v.url ?? DEFAULT_SERVER_URL, python: v.python ?? DEFAULT_PYTHON };
-    const transport = new LocalTransport();
+    const target = cliTarget(v);
+    const workspace = resolve(v.workspace ?? '.');
+    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
+    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, {
+      onUnknownHostKey: v['accept-new-host-key'] ? async () => true : undefined,
+      log: (level, message) => log[level](message),
+    });
     const abort = new AbortController();
     const onSigint = () => {
       process.stderr.write('\nStopping: the levels finished so far are kept…\n');
@@ -145,7 +152,7 @@ export const macroCommand: CliCommand = {
       const agent = await deployAgent(transport, bundledAgentPath(), target.python);
       let printed = 0;
       const ctx: PhaseContext = {
-        target, transport, agent, workspace: resolve(v.workspace ?? '.'), log, signal: abort.signal,
+        target, transport, agent, workspace, log, signal: abort.signal,
         sink: {
           ...nullSink,
           runChanged(run) {
@@ -156,6 +163,7 @@ export const macroCommand: CliCommand = {
               process.stderr.write(`${levelLabel(l)}: ${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s\n`);
             }
           },
+          findings: (update) => findings?.findings(update),
         },
       };
       let outcome;
