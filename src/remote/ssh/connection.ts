@@ -67,6 +67,8 @@ export class SshConnection extends EventEmitter {
 
   constructor(readonly endpoint: SshEndpoint, private readonly hooks: SshHooks = {}) {
     super();
+    // Every transport sharing this connection listens for state changes.
+    this.setMaxListeners(0);
     this.label = `ssh ${endpoint.user ? `${endpoint.user}@` : ''}${endpoint.host}${endpoint.port ? `:${endpoint.port}` : ''}`;
   }
 

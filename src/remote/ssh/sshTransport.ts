@@ -26,7 +26,24 @@ export class SshTransport implements Transport {
     readonly connection: SshConnection,
     private readonly prefix: readonly string[] = [],
     private readonly onClose: () => Promise<void> = () => connection.close(),
-  ) {}
+  ) {
+    connection.on('state', this.onState);
+  }
+
+  // Commands cut off by a dropped connection keep running on the host (no terminal, no SIGHUP);
+  // once the connection is back they are killed, so that a lost run does not hold the GPUs or load
+  // the server behind the user's back.
+  private readonly orphans = new Set<string>();
+  private readonly onState = (state: string) => {
+    if (state !== 'connected' || this.orphans.size === 0) return;
+    const runIds = [...this.orphans];
+    this.orphans.clear();
+    void (async () => {
+      for (const runId of runIds) await this.killGroup(runId, 'TERM');
+      await new Promise((r) => setTimeout(r, 2000).unref());
+      for (const runId of runIds) await this.killGroup(runId, 'KILL', true);
+    })();
+  };
 
   get label(): string {
     return this.prefix.length ? `${this.connection.label} (in: ${this.prefix.join(' ')})` : this.connection.label;
@@ -67,6 +84,7 @@ export class SshTransport implements Transport {
             stream.stderr.pipe(stderr);
             stream.on('close', () => {
               // ssh2 closes every channel when the connection goes; without an exit status we never learned how it ended.
+              if (!exit) this.orphans.add(runId);
               resolve(exit ?? { code: null, signal: null, lostConnection: true });
             });
             if (options.stdin !== undefined) stream.end(options.stdin);
@@ -159,6 +177,7 @@ export class SshTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    this.connection.off('state', this.onState);
     await Promise.all([...this.running].map((h) => h.cancel()));
     await this.onClose();
   }
