@@ -13,7 +13,7 @@ import unittest
 
 from infbench_agent import events
 from infbench_agent.micro_allreduce import bus_bandwidth, doubling_sizes
-from infbench_agent.models import ModelError, gemm_shapes, hf_cache_config, load_config_file, load_preset, parse_shape
+from infbench_agent.models import ModelError, gemm_shapes, hf_cache_config, load_config_file, load_preset, parse_shape, resolve_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -102,6 +102,37 @@ class ShapesTest(unittest.TestCase):
                     del os.environ["HF_HOME"]
                 else:
                     os.environ["HF_HOME"] = old
+
+    def test_finds_the_served_model_through_v1_models_root(self):
+        # vLLM and SGLang report the loaded model's path as `root` in /v1/models.
+        import http.server
+        import threading
+
+        roots = [os.path.join(FIXTURES, "tiny-moe"), "acme/not-on-this-host"]
+
+        class Models(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps({"object": "list", "data": [{"id": "served", "root": roots[0]}]}).encode()
+                self.send_response(200 if self.path == "/v1/models" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Models)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            model = resolve_model(None, None, url)
+            self.assertEqual((model.hidden, model.quant), (256, "int4"))
+            roots.pop(0)
+            with self.assertRaisesRegex(ModelError, "serves 'acme/not-on-this-host'.*Pass --config"):
+                resolve_model(None, None, url)
+        finally:
+            server.shutdown()
+            server.server_close()
 
     def test_a_split_that_does_not_divide_says_so(self):
         with self.assertRaisesRegex(ModelError, "does not divide"):
