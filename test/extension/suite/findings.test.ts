@@ -127,6 +127,28 @@ describe('the findings document in the editor', () => {
     assert.match(regionContent(text, macroUpdate(1).sectionId), /\| +2 \| +47\.0 \|/);
   });
 
+  it('gathers a burst of rows into one edit, so that one undo takes back one batch', async () => {
+    const editor = await findings.ensureOpen(undefined, { focus: true });
+    await findings.update(macroUpdate(1));
+    const afterFirst = editor.document.getText();
+    const workspace = vscode.workspace as { applyEdit: typeof vscode.workspace.applyEdit };
+    const realApplyEdit = workspace.applyEdit;
+    let calls = 0;
+    workspace.applyEdit = (edit, metadata) => {
+      calls++;
+      return realApplyEdit.call(vscode.workspace, edit, metadata);
+    };
+    try {
+      await Promise.all([2, 3, 4, 5, 6, 7, 8].map((rows) => findings.update(macroUpdate(rows))));
+    } finally {
+      workspace.applyEdit = realApplyEdit;
+    }
+    assert.equal(calls, 1, 'seven rows sent together land as one edit');
+    assert.match(regionContent(editor.document.getText(), macroUpdate(1).sectionId), /\| +128 \|/);
+    await vscode.commands.executeCommand('undo');
+    assert.equal(editor.document.getText(), afterFirst);
+  });
+
   it('saves a document that held nothing unsaved, so the file on disk keeps up', async () => {
     const editor = await findings.ensureOpen();
     await findings.update(profileUpdate());
