@@ -87,13 +87,15 @@ def sent_tpot(url: str) -> tuple[float, int]:
 def paced(pace_ms: float, output_len: int) -> None:
     print(f"\n== paced simulator: every stream one token per {pace_ms:g} ms, {output_len} tokens per request ==")
     print(f"{'streams':>7} {'client TPOT ms':>14} {'median':>7} {'p99':>7} {'sent TPOT ms':>12} {'client error':>12} "
-          f"{'tok/s in':>9} {'client µs/tok':>13} {'client CPU':>10} {'procs':>5}")
+          f"{'tok/s in':>9} {'client µs/tok':>13} {'client CPU':>10} {'procs':>5} {'sim µs/tok':>10}")
     proc, url = start_simulator("--pace-ms", str(pace_ms))
     measured = {}
     try:
         for c in (8, 256):
             s0, n0 = sent_tpot(url)
+            sim0 = cpu_of(proc.pid)
             [level] = run_agent(url, str(c), c, output_len, ["--warmup", "0"])
+            sim_us = 1e6 * (cpu_of(proc.pid) - sim0) / max(1, level["total_output_tokens"])
             s1, n1 = sent_tpot(url)
             sent_ms = 1000 * (s1 - s0) / max(1, n1 - n0)
             cpu = level["client_cpu"]
@@ -101,7 +103,7 @@ def paced(pace_ms: float, output_len: int) -> None:
             print(f"{c:>7} {level['mean_tpot_ms']:>14.3f} {level['median_tpot_ms']:>7.3f} {level['p99_tpot_ms']:>7.3f} "
                   f"{sent_ms:>12.3f} {100 * (level['mean_tpot_ms'] - sent_ms) / sent_ms:>+11.2f}% "
                   f"{level['output_throughput']:>9.0f} {cpu['us_per_output_token']:>13.1f} "
-                  f"{cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5}", flush=True)
+                  f"{cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5} {sim_us:>10.1f}", flush=True)
     finally:
         proc.terminate()
         proc.wait()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import heapq
 import json
 import os
 import re
@@ -89,6 +90,7 @@ class SimRequest:
     fault: Optional[Fault] = None
     sent: int = 0
     queued_at: float = 0.0
+    pace_base: float = 0.0
     first_token_at: Optional[float] = None
     last_token_at: Optional[float] = None
     aborted: bool = False
@@ -135,6 +137,10 @@ class Simulator:
         self.profile_max_steps = args.profile_max_steps
         self.faults = [Fault.parse(f) for f in args.fault or []]
         self.natural_len = args.natural_output_len
+        self.pace_heap: List[tuple] = []
+        self.pace_seq = 0
+        self.pacer_handle: Optional[asyncio.TimerHandle] = None
+        self.pacer_due = 0.0
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         # Scheduler state, shared with the scheduler thread under `cv`.
         self.cv = threading.Condition()
@@ -364,7 +370,9 @@ class Simulator:
                          b"transfer-encoding: chunked\r\nserver: inference-bench-simulator\r\n\r\n")
         if fault and fault.kind == "slow":
             await asyncio.sleep(fault.ms / 1000.0)
-        if self.zero_cost or self.pace_s:
+        if self.pace_s:
+            self.start_paced(r)
+        elif self.zero_cost:
             await self.generate_unbatched(r)
         else:
             with self.cv:
@@ -383,23 +391,55 @@ class Simulator:
             await writer.drain()
 
     async def generate_unbatched(self, r: SimRequest) -> None:
-        """Zero-cost (all tokens at once, one chunk each) or paced (one token per pace per stream) modes."""
-        # Token i is due at base + (i - 1) x pace. The base is the first token's real time, so a late first
-        # token (a busy host) is not caught up by squeezing the rest; later late wake-ups are caught up.
-        base = time.monotonic() + (self.pace_s or 0.0)
+        """Zero-cost mode: every token at once, one SSE message each."""
         for i in range(1, r.max_tokens + 1):
-            if self.pace_s:
-                delay = base + (i - 1) * self.pace_s - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                if i == 1:
-                    base = max(base, time.monotonic())
             r.sent = i
             self.emit_token(r, i)
             if r.aborted or (r.done is not None and r.done.done()):
                 return
             if r.writer is not None and i % 32 == 0:
                 await r.writer.drain()
+
+    def start_paced(self, r: SimRequest) -> None:
+        """Paced mode: token i of a stream is due at base + (i - 1) x pace, where base is its first token's
+        real time (a late first token on a busy host is not caught up by squeezing the rest; later late
+        wake-ups are). One timer serves every stream, so 256 streams cost 256 writes per pace, not 256 tasks."""
+        assert self.pace_s is not None
+        self.pace_seq += 1
+        heapq.heappush(self.pace_heap, (time.monotonic() + self.pace_s, self.pace_seq, r, 1))
+        self.arm_pacer()
+
+    def arm_pacer(self) -> None:
+        assert self.loop is not None
+        if not self.pace_heap:
+            return
+        due = self.pace_heap[0][0]
+        if self.pacer_handle is not None:
+            if self.pacer_due <= due:
+                return
+            self.pacer_handle.cancel()
+        self.pacer_due = due
+        # loop.time() is time.monotonic(), so deadlines carry over as they are.
+        self.pacer_handle = self.loop.call_at(due, self.pace_tick)
+
+    def pace_tick(self) -> None:
+        assert self.pace_s is not None
+        self.pacer_handle = None
+        now = time.monotonic()
+        heap = self.pace_heap
+        while heap and heap[0][0] <= now:
+            due, _, r, i = heapq.heappop(heap)
+            if r.aborted:
+                continue
+            if i == 1:
+                r.pace_base = max(due, now)
+            r.sent = i
+            self.emit_token(r, i)
+            if r.aborted or (r.done is not None and r.done.done()):
+                continue
+            self.pace_seq += 1
+            heapq.heappush(heap, (r.pace_base + i * self.pace_s, self.pace_seq, r, i + 1))
+        self.arm_pacer()
 
     def full_response(self, r: SimRequest) -> dict:
         text = "".join(r.text)

@@ -221,14 +221,17 @@ class HttpApi(unittest.TestCase):
     def test_the_agent_client_measures_one_stream_as_the_model_says(self):
         body = {"model": self.model, "prompt": " ".join(["w"] * 100), "max_tokens": 20, "stream": True,
                 "stream_options": {"include_usage": True}, "ignore_eos": True}
-        rec = self.sim.stream("/v1/completions", body)
-        self.assertTrue(rec["ok"], rec.get("error"))
-        self.assertEqual(rec["output_tokens"], 20)
-        self.assertEqual(rec["prompt_tokens"], 100)
-        self.assertEqual(len(rec["itl"]), 19)
-        # The median gap is the batch-1 step; the integration tests hold TPOT to the model more tightly.
-        self.assertAlmostEqual(statistics.median(rec["itl"]) * 1000, 5.5, delta=0.5)
-        self.assertGreaterEqual(rec["ttft"] * 1000, 5.5 + 1.0 - 0.3)
+        recs = [self.sim.stream("/v1/completions", body) for _ in range(3)]
+        for rec in recs:
+            self.assertTrue(rec["ok"], rec.get("error"))
+            self.assertEqual(rec["output_tokens"], 20)
+            self.assertEqual(rec["prompt_tokens"], 100)
+            self.assertEqual(len(rec["itl"]), 19)
+            self.assertGreaterEqual(rec["ttft"] * 1000, 5.5 + 1.0 - 0.3)
+        # The median of three keeps one request stalled by a busy host from deciding; the integration
+        # tests hold TPOT to the model more tightly.
+        tpot = statistics.median((r["e2el"] - r["ttft"]) / 19 for r in recs)
+        self.assertAlmostEqual(tpot * 1000, 5.5, delta=0.5)
 
     def test_faults_on_request_become_failures_with_reasons(self):
         body = {"model": self.model, "prompt": "x", "max_tokens": 10, "stream": True, "stream_options": {"include_usage": True}}
@@ -276,9 +279,10 @@ class ProfilerOff(unittest.TestCase):
         sim = Simulator("--pace-ms", "10")
         try:
             model = json.loads(sim.get("/v1/models")[1])["data"][0]["id"]
-            rec = sim.stream("/v1/completions", {"model": model, "prompt": "x", "max_tokens": 21, "stream": True,
-                                                 "stream_options": {"include_usage": True}})
-            self.assertAlmostEqual((rec["e2el"] - rec["ttft"]) / 20 * 1000, 10.0, delta=0.6)
+            body = {"model": model, "prompt": "x", "max_tokens": 21, "stream": True, "stream_options": {"include_usage": True}}
+            recs = [sim.stream("/v1/completions", body) for _ in range(3)]
+            tpot = statistics.median((r["e2el"] - r["ttft"]) / 20 for r in recs)
+            self.assertAlmostEqual(tpot * 1000, 10.0, delta=0.6)
         finally:
             sim.close()
 
