@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -12,6 +12,7 @@ import { silentLogger } from '../../src/core/log';
 import { startSimulator, RunningSimulator } from '../../src/core/macro/simulator';
 import { runMacroPhase } from '../../src/core/phases/macro';
 import { runProfilePhase } from '../../src/core/phases/profile';
+import { runMicroPhase } from '../../src/core/phases/micro';
 import { deployAgent, DeployedAgent } from '../../src/remote/agentDeploy';
 import { LocalTransport } from '../../src/remote/localTransport';
 
@@ -103,5 +104,33 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     assert.equal(e2el.flagged, true);
     assert.equal(e2el.better, 'a');
     assert.ok(Math.abs(e2el.b! - e2el.a! - (128 - 24) * STEP_MS) < 0.1 * 104 * STEP_MS, `E2EL difference ${e2el.b! - e2el.a!} ms`);
+  });
+  it('with a micro run as well, predicts each part and names the gaps (micro on this machine\'s CPU)', async function () {
+    // The micro phase needs PyTorch; scripts/setup-test-env.sh gives Debian's python3 a CPU build.
+    const torchPython = '/usr/bin/python3';
+    if (spawnSync(torchPython, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) this.skip();
+    const torchAgent = await deployAgent(local, 'dist/agent.pyz', torchPython);
+    const ctx: PhaseContext = {
+      target: { name: 'sim', kind: 'local', serverUrl: sim.url, python: torchPython },
+      transport: local, agent: torchAgent, workspace, log: silentLogger,
+      sink: { runChanged() {}, findings() {} },
+    };
+    const micro = await runMicroPhase(ctx, { model: 'kimi-k2.5', tp: 8, m: [1], device: 'cpu', repeats: 3, arMaxBytes: 65536 });
+    assert.equal(micro.agent.status, 'completed', micro.agent.reason);
+
+    const budget = explainRuns(selectRuns(workspace));
+    assert.equal(budget.runs.micro, micro.run.info.id);
+    assert.deepEqual(budget.missing, []);
+    assert.equal(budget.model?.source, `micro run ${micro.run.info.id}`);
+    // Every part micro measures has a prediction, from its own points and the model's counts.
+    for (const key of ['allreduce', 'gemm', 'moe_gemm']) {
+      const row = budget.rows.find((r) => r.key === key)!;
+      assert.ok(row.predicted_ms! > 0 && row.gap_ms !== undefined, `${key} predicted ${row.predicted_ms}`);
+    }
+    assert.match(budget.rows.find((r) => r.key === 'allreduce')!.prediction!, /^123 calls \(2 per layer x 61 layers \+ 1\) x \d+\.\d us at 14 KiB$/);
+    assert.ok(budget.gaps.some((g) => g.key === 'step_vs_micro'));
+    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, \d+\.\d us each; micro measures/);
+    // CPU figures are not GPU figures, and the budget says so.
+    assert.match(budget.caveats.join('\n'), /ran on a CPU/);
   });
 });

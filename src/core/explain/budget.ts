@@ -30,6 +30,8 @@ export interface BudgetRow {
   predicted_ms?: number;
   /** How the prediction was computed, with its numbers. */
   prediction?: string;
+  /** The terms of a GEMM prediction: calls per step x micro's time at the step's M. */
+  terms?: { name: string; calls: number; m: number; us: number }[];
   /** profiled - predicted. */
   gap_ms?: number;
 }
@@ -173,7 +175,8 @@ export function buildBudget(inputs: BudgetInputs): Budget {
     });
   }
   const period = profile?.period_ms;
-  if (step !== undefined && period !== undefined && period > step) {
+  // Below 1% of the step the difference is the trace's own rounding, not time between steps.
+  if (step !== undefined && period !== undefined && period - step > 0.01 * step) {
     gaps.push({
       key: 'between_steps',
       name: 'GPU idle between decode steps',
@@ -192,7 +195,9 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       first: 'profiled step (profile)',
       second: 'micro prediction',
       ms: d,
-      reading: `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted_ms)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(predictedRows.map((r) => r.gap_ms ?? 0)))}.`,
+      reading: d >= 0
+        ? `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted_ms)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(predictedRows.map((r) => r.gap_ms ?? 0)))}.`
+        : `Micro's parts add up to ${ms(predicted_ms)}, more than the whole profiled step (${ms(step)}): micro timed slower kernels than the server runs${micro?.on_cpu || micro?.gemm_kernel?.fallback_reason ? ' (see the caveats)' : ''}, so its predictions bound nothing here.`,
     });
   }
   if (served !== undefined && predicted_ms !== undefined) {
@@ -213,7 +218,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       first: `${row.label} (profile)`,
       second: `${row.label} (micro)`,
       ms: row.gap_ms,
-      reading: rowGapReading(row),
+      reading: rowGapReading(row, Boolean(micro?.on_cpu || (row.key !== 'allreduce' && row.key !== 'idle' && micro?.gemm_kernel?.fallback_reason))),
     });
   }
 
@@ -307,10 +312,12 @@ function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): st
   const perCall = (row.profiled_ms! / f.calls) * 1000;
   const parts = [`All-reduce takes ${ms(row.profiled_ms!)} of ${ms(stepMs)} per step (${pct(row.profiled_ms! / stepMs)}): ${f.calls} calls of ${size(f.bytes)}, ${perCall.toFixed(1)} us each`];
   const beyond = row.profiled_ms! - (f.calls * f.microCallUs) / 1000;
-  parts.push(`micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, so ${ms(Math.abs(beyond))} per step is ${beyond >= 0 ? 'waiting beyond the collective itself (rank skew, synchronisation)' : 'saved against isolation'}`);
+  parts.push(beyond >= 0
+    ? `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, so ${ms(beyond)} per step is waiting beyond the collective itself (rank skew, synchronisation)`
+    : `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, slower than the step's own (${ms(-beyond)} per step): micro's all-reduce is not the one the server uses`);
   if (f.floorCallUs !== undefined && f.busbwGbps) {
     const bound = f.microCallUs > 4 * f.floorCallUs ? 'latency, not bandwidth, bounds it' : 'it runs near the bandwidth floor';
-    parts.push(`at ${f.peakLabel} ${f.busbwGbps.toFixed(0)} GB/s the floor for this message size is ${ms((f.calls * f.floorCallUs) / 1000)} per step (${f.floorCallUs.toFixed(2)} us per call): ${bound}`);
+    parts.push(`at ${f.peakLabel} ${gbps(f.busbwGbps)} GB/s the floor for this message size is ${ms((f.calls * f.floorCallUs) / 1000)} per step (${f.floorCallUs.toFixed(2)} us per call): ${bound}`);
   }
   return `${parts.join('; ')}.`;
 }
@@ -319,7 +326,7 @@ function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, r
   const linears = model.linears.filter((l) => Boolean(l.routedExpert) === routed);
   if (!linears.length || !micro.gemm.length) return;
   let total = 0;
-  const used: string[] = [];
+  const used: { name: string; calls: number; m: number; us: number }[] = [];
   const unmeasured: string[] = [];
   for (const linear of linears) {
     const points = gemmPointsFor(micro, linear);
@@ -336,7 +343,7 @@ function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, r
       continue;
     }
     total += (calls * reading.value) / 1000;
-    used.push(`${linear.name} ${Math.round(calls)} x ${reading.value.toFixed(1)} us`);
+    used.push({ name: linear.name, calls, m, us: reading.value });
   }
   if (!used.length) {
     caveats.push(`Micro run ${micro.runId} measured none of the ${routed ? 'routed-expert' : 'dense'} GEMM shapes (${linears.map((l) => `${l.name} ${l.n}x${l.k}`).join(', ')}); the ${row.label} row has no prediction.`);
@@ -345,7 +352,15 @@ function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, r
   if (unmeasured.length) caveats.push(`Micro did not measure ${unmeasured.join(', ')}; the ${row.label} prediction leaves them out, so it is low.`);
   row.predicted_ms = total;
   const mText = routed && model.experts ? `M = ${expertSpread(model.experts.total, model.experts.active, batch).tokensPerExpert.toFixed(2)} tokens per expert` : `M = ${batch}`;
-  row.prediction = `${mText}: ${used.join(' + ')}`;
+  row.terms = used;
+  const term = (t: (typeof used)[number]) => `${t.name} ${Math.round(t.calls)} x ${t.us.toFixed(1)} us`;
+  if (used.length <= 3) {
+    row.prediction = `${mText}: ${used.map(term).join(' + ')}`;
+  } else {
+    // Ten shapes do not fit a table cell: the count and the biggest term; `terms` holds them all.
+    const top = [...used].sort((a, b) => b.calls * b.us - a.calls * a.us)[0];
+    row.prediction = `${mText}: ${Math.round(sum(used.map((t) => t.calls)))} GEMMs over ${used.length} shapes, most in ${term(top)}`;
+  }
 }
 
 function gemmPointsFor(micro: MicroInput, linear: LinearShape) {
@@ -366,13 +381,17 @@ function predictIdle(micro: MicroInput, profile: ProfileInput | undefined, row: 
   row.prediction = `${Math.round(kernels)} kernels x ${launch.us_per_kernel.toFixed(2)} us launch gap (${launch.mode === 'graph' ? 'CUDA graph replay' : 'eager launch'})`;
 }
 
-function rowGapReading(row: BudgetRow): string {
+/** `otherKernel`: micro timed something else than the server runs (a CPU, a fallback GEMM), so a gap says little. */
+function rowGapReading(row: BudgetRow, otherKernel = false): string {
   const d = row.gap_ms!;
   const rel = row.predicted_ms! > 0 ? d / row.predicted_ms! : 0;
   if (row.key === 'idle') {
     return d >= 0
       ? `Idle ${ms(row.profiled_ms!)} per step against ${ms(row.predicted_ms!)} of launch gaps (${row.prediction}): ${ms(d)} of the idle time is not launch overhead — host syncs, CPU work between kernels, or waits on another stream.`
       : `Idle ${ms(row.profiled_ms!)} per step is within the launch gaps micro predicts (${ms(row.predicted_ms!)}: ${row.prediction}).`;
+  }
+  if (otherKernel && Math.abs(rel) >= 0.1) {
+    return `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro, which did not time the server's kernel (see the caveats): rerun micro on the GPU host with the server's Python to compare like for like.`;
   }
   if (Math.abs(rel) < 0.1) return `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step, ${ms(row.predicted_ms!)} in isolation — the step runs these kernels as fast as micro does.`;
   return d > 0
@@ -445,6 +464,9 @@ function pct(v: number): string {
 }
 function cap(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
+}
+function gbps(v: number): string {
+  return v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(3);
 }
 export function size(bytes: number): string {
   if (bytes >= 1 << 20) return `${(bytes / (1 << 20)).toFixed(bytes % (1 << 20) ? 1 : 0)} MiB`;

@@ -29,11 +29,16 @@ export function selectRuns(workspace: string, runIds?: string[]): ExplainSelecti
     }
     return chosen;
   }
-  for (const run of all) {
-    const phase = run.info.phase;
-    if (phase === 'probe' || chosen[phase]) continue;
-    if (run.info.status !== 'completed' || !hasResult(run)) continue;
-    chosen[phase] = run;
+  // Our own runs first: an imported `vllm bench serve` result measured some other setup, so it stands
+  // in for the macro phase only when there is no macro run of ours.
+  const imported = (run: RunFolder) => run.info.options.tool === 'vllm bench serve';
+  for (const pass of [false, true]) {
+    for (const run of all) {
+      const phase = run.info.phase;
+      if (phase === 'probe' || chosen[phase] || imported(run) !== pass) continue;
+      if (run.info.status !== 'completed' || !hasResult(run)) continue;
+      chosen[phase] = run;
+    }
   }
   return chosen;
 }

@@ -35,6 +35,14 @@ describe('choosing the runs a budget is built from', () => {
     assert.ok(Math.abs(b.gaps.find((g) => g.key === 'host_overhead')!.ms - 2) < 1e-9);
   });
 
+  it('prefers our own macro run to a newer imported vllm bench serve result, and uses the import when it is all there is', () => {
+    const w = ws();
+    const imported = run(w, 'macro', '2026-12-01T12:00:00Z', macroResult(30), 'completed', { tool: 'vllm bench serve' });
+    assert.equal(selectRuns(w).macro?.info.id, imported.info.id);
+    const ours = run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));
+    assert.equal(selectRuns(w).macro?.info.id, ours.info.id);
+  });
+
   it('takes the runs named with --runs, one per phase, and says what is wrong with a bad list', () => {
     const w = ws();
     const old = run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));

@@ -50,7 +50,8 @@ describe('decode-step budget on real H200 captures', () => {
     assert.ok(gemm.profiled_ms! > 0.15 && gemm.profiled_ms! < 0.25, `traced GEMM ${gemm.profiled_ms} ms per step`);
     const rel = Math.abs(gemm.gap_ms!) / gemm.profiled_ms!;
     assert.ok(rel < 0.05, `micro predicts ${gemm.predicted_ms!.toFixed(4)} ms, the trace shows ${gemm.profiled_ms!.toFixed(4)} ms (${(rel * 100).toFixed(1)}% apart)`);
-    assert.match(gemm.prediction!, /^M = 4: qkv 4 x \d+\.\d us \+ o_proj 4 x/);
+    assert.deepEqual(gemm.terms!.map((t) => [t.name, t.calls, t.m]), [['qkv', 4, 4], ['o_proj', 4, 4], ['gate_up', 4, 4], ['down', 4, 4], ['lm_head', 1, 4]]);
+    assert.match(gemm.prediction!, /^M = 4: 17 GEMMs over 5 shapes, most in gate_up 4 x \d+\.\d us$/);
     assert.ok(!b.rows.some((r) => r.key === 'allreduce'), 'no tensor parallelism, no all-reduce row');
     assert.ok(!b.caveats.some((c) => /all-reduce/.test(c)));
     // Idle against launch gaps: every kernel of the step x micro's CUDA-graph gap per kernel.
