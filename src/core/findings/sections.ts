@@ -19,7 +19,8 @@ const md = new MarkdownIt({ html: true });
 md.core.ruler.disable(['inline', 'linkify', 'replacements', 'smartquotes', 'text_join'], true);
 
 export function headingsOf(text: string): Heading[] {
-  const tokens = md.parse(text, {});
+  // A byte-order mark would hide a title on the first line; a space in its place keeps every offset.
+  const tokens = md.parse(text.startsWith('\ufeff') ? ` ${text.slice(1)}` : text, {});
   const headings: Heading[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i];

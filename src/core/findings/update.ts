@@ -72,6 +72,8 @@ export function applyFindingsUpdate(text: string, update: FindingsUpdate, option
   }
 
   const at = insertionPoint(text, parsed, update.sectionId);
+  // Never before a byte-order mark: it must stay the file's first character.
+  if (at.offset === 0 && text.startsWith('\ufeff')) at.offset = 1;
   const content = renderUpdate(update, eol, { now: options.now, notes, sectionHeading: at.sectionHeading });
   const region = `${beginMarker(id, content)}${eol}${content}${endMarker(id)}${eol}`;
   const edits = [{ start: at.offset, end: at.offset, text: region }];

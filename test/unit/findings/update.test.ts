@@ -158,6 +158,14 @@ describe('findings document: writing updates', () => {
     assert.equal(apply(text, profileUpdate()).edits.length, 0);
   });
 
+  it('keeps a byte-order mark first and still finds the title after it', () => {
+    const doc = '\ufeff# Findings: bom\n\nIntro.\n';
+    const { text } = applyFindingsUpdate(doc, { sectionId: 'campaign', heading: '', lines: ['- **Target:** local'], tables: [] });
+    assert.ok(text.startsWith('\ufeff# Findings: bom\n\n<!-- inference-bench:begin id=campaign'));
+    const untitled = applyFindingsUpdate('\ufeffno title here\n', { sectionId: 'campaign', heading: '', lines: ['x'], tables: [] }).text;
+    assert.ok(untitled.startsWith('\ufeff<!-- inference-bench:begin'));
+  });
+
   it('keeps unicode text byte for byte around its regions', () => {
     const doc = renderSkeleton('b.md').replace('## Notes\n', '## Notes\n\n注意力 kernels 🚀 look café-fast; e\u0301\n');
     const text = apply(apply(doc).text, { ...macroUpdate(2), lines: ['ünïcödé 👍🏽 line'] }).text;
