@@ -200,6 +200,7 @@ export interface RankParts {
   lastEnd: number;
   kernelsOutside: number;
   warnings: string[];
+  analysis: 'streaming' | 'in-memory';
 }
 
 /** The in-memory way: every kernel was kept, the steps found afterwards (steps.ts). */
@@ -235,6 +236,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
     fileBytes: input.fileBytes, compressed: input.compressed, truncated: input.truncated,
     source: steps.source, annotation: steps.annotation, steps: aggregates, names: k.names, category, kernelTotals: totals,
     launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings: [...steps.warnings],
+    analysis: 'in-memory',
   };
 }
 
@@ -291,6 +293,7 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
       kernelsOutsideSteps: p.kernelsOutside,
     },
     truncated: p.truncated,
+    analysis: p.analysis,
     warnings,
   };
 }

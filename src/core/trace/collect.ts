@@ -1,7 +1,7 @@
 import { EventCat, EventView } from './jsonReader';
 
 /** A growable typed array: kernels of multi-GB traces are kept as numbers, not objects. */
-class Vec<T extends Float64Array | Float32Array | Int32Array | Uint8Array> {
+class Vec<T extends Float64Array | Int32Array | Uint8Array> {
   data: T;
   length = 0;
   constructor(private readonly make: (n: number) => T) {
@@ -50,7 +50,7 @@ export interface KernelColumns {
 export interface RuntimeColumns {
   count: number;
   ts: Float64Array;
-  dur: Float32Array;
+  dur: Float64Array;
   correlation: Int32Array;
   kind: Uint8Array;
 }
@@ -62,7 +62,7 @@ export interface CollectedTrace {
   cpuOps: number;
 }
 
-function runtimeKind(name: string): RuntimeKind | undefined {
+export function runtimeKind(name: string): RuntimeKind | undefined {
   if (name === 'cudaGraphLaunch' || name.startsWith('cudaGraphLaunch') || name === 'cuGraphLaunch') return RuntimeKind.GraphLaunch;
   if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel/.test(name)) return RuntimeKind.KernelLaunch;
   if (/^cu(da)?Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
@@ -85,7 +85,7 @@ export class TraceCollector {
   private readonly names: string[] = [];
   private readonly nameIds = new Map<string, number>();
   private readonly rTs = new Vec((n) => new Float64Array(n));
-  private readonly rDur = new Vec((n) => new Float32Array(n));
+  private readonly rDur = new Vec((n) => new Float64Array(n));
   private readonly rCorr = new Vec((n) => new Int32Array(n));
   private readonly rKind = new Vec((n) => new Uint8Array(n));
   private readonly runtimeKinds = new Map<string, RuntimeKind | undefined>();

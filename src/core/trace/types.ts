@@ -24,6 +24,12 @@ export interface TraceAnalysisOptions {
   topKernels?: number;
   /** Idle gap that separates steps when nothing better marks them, in microseconds; default: from the gaps' distribution. */
   minStepGapUs?: number;
+  /**
+   * 'auto' (default): one streaming pass with memory that does not grow with the file, and a second,
+   * in-memory pass only for traces that need it (steps from GPU-side annotations or idle gaps).
+   * 'in-memory': keep every kernel and find the steps afterwards (for comparison and tests).
+   */
+  mode?: 'auto' | 'in-memory';
 }
 
 /** How the decode steps were found, best first. */
@@ -127,6 +133,8 @@ export interface RankBreakdown {
   };
   /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
   truncated?: string;
+  /** 'streaming': one pass, kernels reduced per step as they came; 'in-memory': every kernel kept (GPU-annotation or idle-gap steps). */
+  analysis: 'streaming' | 'in-memory';
   warnings: string[];
 }
 

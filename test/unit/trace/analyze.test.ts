@@ -167,6 +167,30 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
   });
 });
 
+describe('streaming and in-memory analysis agree', () => {
+  const cases: [string, () => string][] = [
+    ['the eager H200 trace (step annotations)', () => join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz')],
+    ['the CUDA-graph H200 trace (graph launches)', () => join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz')],
+    ['a synthetic rank with overlapping streams', () => write('agree.json', rankTrace(50, 0, true))],
+  ];
+  for (const [what, file] of cases) {
+    it(`gives the same breakdown both ways for ${what}, streaming in one pass`, async () => {
+      const streamed = await analyzeTraceFiles([file()]);
+      const kept = await analyzeTraceFiles([file()], { mode: 'in-memory' });
+      assert.equal(streamed.ranks[0].analysis, 'streaming');
+      assert.equal(kept.ranks[0].analysis, 'in-memory');
+      const strip = (b: TraceBreakdown) => ({ ...b, ranks: b.ranks.map((r) => ({ ...r, analysis: undefined })) });
+      assert.deepEqual(strip(streamed), strip(kept));
+    });
+  }
+
+  it('reads a trace twice, in memory, when only idle gaps mark its steps', async () => {
+    const r = (await analyzeTraceFiles([write('gaps2.json', rankTrace(50, 0, false))])).ranks[0];
+    assert.equal(r.analysis, 'in-memory');
+    assert.equal(r.stepSource, 'idle-gaps');
+  });
+});
+
 describe('bad trace inputs', () => {
   const eagerGz = readFileSync(join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz'));
 

@@ -1,0 +1,353 @@
+import { aggregateStep, distribution, RankParts, StepAggregate } from './breakdown';
+import { Annotation, RuntimeKind, runtimeKind } from './collect';
+import { KernelClassifier, MEMORY_CATEGORY } from './families';
+import { EventCat, EventView } from './jsonReader';
+import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
+import { Distribution, LaunchStats, TraceAnalysisOptions } from './types';
+
+// The streaming way to a breakdown, in one pass and with memory that does not grow with the file:
+// each kernel is routed to its step as it arrives (through its launch call's correlation id and
+// the step annotation holding that call), and a step is reduced to an aggregate, its kernels
+// dropped, once kernels of later steps arrive. Kineto writes CPU events (the step annotations)
+// ahead of the GPU events and launches next to their kernels, which is what makes this work; when
+// a trace is laid out otherwise, or its steps can only come from GPU-side annotations or idle
+// gaps, finish() says so and the caller reads the file again the in-memory way.
+
+/** Steps left open at once per track; an older one is reduced when a newer one gets kernels. */
+const OPEN_STEPS = 3;
+/** Bounds on bookkeeping for launches and kernels that have not met their partner yet. */
+const MAX_PENDING = 500_000;
+
+interface OnlineStep {
+  label: string;
+  kind: StepKind | undefined;
+  /** The annotation's CPU range (annotation tracks), or the graph launch time. */
+  ts: number;
+  end: number;
+  kTs: number[];
+  kDur: number[];
+  kName: number[];
+  received: number;
+  open: boolean;
+  aggregate?: StepAggregate;
+}
+
+/** One way of cutting the trace into steps: an annotation pattern, or CUDA graph launches. */
+class StepTrack {
+  readonly steps: OnlineStep[] = [];
+  private readonly starts: number[] = [];
+  private readonly open: OnlineStep[] = [];
+  outside = 0;
+  late = 0;
+  routed = 0;
+
+  constructor(readonly category: readonly string[]) {}
+
+  /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
+  addRange(label: string, kind: StepKind | undefined, ts: number, end: number, nestable = true): OnlineStep | undefined {
+    let at = this.steps.length;
+    while (at > 0 && this.starts[at - 1] > ts) at--;
+    if (nestable) for (let j = at - 1; j >= 0 && j >= at - 4; j--) if (this.steps[j].ts <= ts && end <= this.steps[j].end) return undefined;
+    const step: OnlineStep = { label, kind, ts, end, kTs: [], kDur: [], kName: [], received: 0, open: false };
+    this.steps.splice(at, 0, step);
+    this.starts.splice(at, 0, ts);
+    return step;
+  }
+
+  /** The step whose range holds CPU time t (the latest starting one). */
+  find(t: number): OnlineStep | undefined {
+    const i = lastAtOrBefore(this.starts, t);
+    return i >= 0 && t <= this.steps[i].end ? this.steps[i] : undefined;
+  }
+
+  /** The step of the last graph launch at or before t. */
+  latestAtOrBefore(t: number): OnlineStep | undefined {
+    const i = lastAtOrBefore(this.starts, t);
+    return i >= 0 ? this.steps[i] : undefined;
+  }
+
+  add(step: OnlineStep | undefined, ts: number, dur: number, name: number): void {
+    if (!step) {
+      this.outside++;
+      return;
+    }
+    if (step.aggregate) {
+      this.late++;
+      return;
+    }
+    this.routed++;
+    step.kTs.push(ts);
+    step.kDur.push(dur);
+    step.kName.push(name);
+    step.received++;
+    if (!step.open) {
+      step.open = true;
+      this.open.push(step);
+      while (this.open.length > OPEN_STEPS) this.close(this.open.shift()!);
+    }
+  }
+
+  private close(step: OnlineStep): void {
+    step.open = false;
+    const n = step.kTs.length;
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => step.kTs[a] - step.kTs[b] || a - b);
+    step.aggregate = aggregateStep(step.label, step.kind, n, (i) => step.kTs[order[i]], (i) => step.kDur[order[i]], (i) => step.kName[order[i]], this.category);
+    step.kTs = [];
+    step.kDur = [];
+    step.kName = [];
+  }
+
+  finish(): StepAggregate[] {
+    while (this.open.length) this.close(this.open.shift()!);
+    return this.steps.filter((s) => s.aggregate && s.aggregate.kernels > 0).map((s) => s.aggregate!);
+  }
+}
+
+/** Exact statistics up to `capacity` values, a uniform sample beyond (seeded, so runs repeat). */
+class Sampler {
+  private readonly values: number[] = [];
+  private seen = 0;
+  private sum = 0;
+  private min = Infinity;
+  private max = -Infinity;
+  private seed = 12345;
+  constructor(private readonly capacity = 1 << 17) {}
+  add(v: number): void {
+    this.seen++;
+    this.sum += v;
+    if (v < this.min) this.min = v;
+    if (v > this.max) this.max = v;
+    if (this.values.length < this.capacity) this.values.push(v);
+    else {
+      this.seed = (this.seed * 1103515245 + 12345) >>> 0;
+      const j = this.seed % this.seen;
+      if (j < this.capacity) this.values[j] = v;
+    }
+  }
+  distribution(): Distribution | null {
+    const d = distribution(this.values);
+    if (!d || this.seen === this.values.length) return d;
+    return { ...d, mean: this.sum / this.seen, min: this.min, max: this.max };
+  }
+}
+
+interface Launch {
+  ts: number;
+  graph: boolean;
+}
+
+export class OnlineAnalyzer {
+  private readonly classifier: KernelClassifier;
+  private readonly patterns: StepPattern[];
+  private readonly names: string[] = [];
+  private readonly nameIds = new Map<string, number>();
+  private readonly category: string[] = [];
+  private readonly tracks: (StepTrack | undefined)[];
+  private readonly graphTrack: StepTrack;
+  private readonly graphSteps = new Map<number, OnlineStep>();
+  private readonly graphOrder: number[] = [];
+  private readonly launches = new Map<number, Launch>();
+  private readonly pendingKernels = new Map<number, [number, number, number][]>();
+  private pendingCount = 0;
+  private droppedPending = 0;
+  private readonly kindAnnotations: Annotation[] = [];
+  private gpuStepAnnotations = 0;
+  private readonly totals = new Map<number, [number, number, number, number]>();
+  private kernels = 0;
+  private kernelUs = 0;
+  private firstTs = Infinity;
+  private lastEnd = -Infinity;
+  private readonly launchCalls = new Sampler();
+  private readonly launchToStart = new Sampler();
+  private launchCount = 0;
+  private graphLaunches = 0;
+  private syncUs = 0;
+  private runtimeSeen = 0;
+  private readonly runtimeKinds = new Map<string, RuntimeKind | undefined>();
+
+  constructor(options: TraceAnalysisOptions = {}) {
+    this.classifier = new KernelClassifier(options.extraFamilies);
+    this.patterns = [...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName }] : []), ...BUILTIN_PATTERNS];
+    this.tracks = this.patterns.map(() => undefined);
+    this.graphTrack = new StepTrack(this.category);
+  }
+
+  private nameId(name: string, memory: boolean): number {
+    let id = this.nameIds.get(name);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(name);
+      this.nameIds.set(name, id);
+      this.category.push(memory ? MEMORY_CATEGORY : this.classifier.classify(name));
+    }
+    return id;
+  }
+
+  readonly onEvent = (e: EventView): void => {
+    const cat = e.cat;
+    if (cat === EventCat.CpuOp || e.ph !== 0x58 || Number.isNaN(e.ts)) return;
+    if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) this.kernel(e, cat !== EventCat.Kernel);
+    else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) this.runtime(e);
+    else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) this.annotation(e, cat === EventCat.GpuUserAnnotation);
+  };
+
+  private kernel(e: EventView, memory: boolean): void {
+    const id = this.nameId(e.name(), memory);
+    const ts = e.ts;
+    const dur = Number.isNaN(e.dur) ? 0 : e.dur;
+    this.kernels++;
+    this.kernelUs += dur;
+    if (ts < this.firstTs) this.firstTs = ts;
+    if (ts + dur > this.lastEnd) this.lastEnd = ts + dur;
+    const t = this.totals.get(id);
+    if (!t) this.totals.set(id, [1, dur, dur, dur]);
+    else {
+      t[0]++;
+      t[1] += dur;
+      if (dur < t[2]) t[2] = dur;
+      if (dur > t[3]) t[3] = dur;
+    }
+    const corr = e.correlation;
+    const launch = this.launches.get(corr);
+    if (launch) {
+      if (!launch.graph) {
+        this.launches.delete(corr);
+        if (!memory) this.launchToStart.add(ts - launch.ts);
+      }
+      this.route(corr, launch, ts, dur, id);
+    } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
+      // The launch call comes later in the file: keep the kernel until it does.
+      const list = this.pendingKernels.get(corr);
+      if (list) list.push([ts, dur, id]);
+      else this.pendingKernels.set(corr, [[ts, dur, id]]);
+      this.pendingCount++;
+    } else {
+      this.droppedPending++;
+    }
+  }
+
+  private runtime(e: EventView): void {
+    const name = e.name();
+    let kind = this.runtimeKinds.get(name);
+    if (!this.runtimeKinds.has(name)) {
+      kind = runtimeKind(name);
+      this.runtimeKinds.set(name, kind);
+    }
+    if (kind === undefined) return;
+    this.runtimeSeen++;
+    const dur = Number.isNaN(e.dur) ? 0 : e.dur;
+    if (kind === RuntimeKind.Sync) {
+      this.syncUs += dur;
+      return;
+    }
+    const graph = kind === RuntimeKind.GraphLaunch;
+    if (kind !== RuntimeKind.Copy) {
+      this.launchCount++;
+      this.launchCalls.add(dur);
+    }
+    const corr = e.correlation;
+    if (graph) {
+      this.graphLaunches++;
+      const step = this.graphTrack.addRange(`cudaGraphLaunch #${this.graphLaunches}`, undefined, e.ts, Infinity, false);
+      if (step) {
+        this.graphSteps.set(corr, step);
+        this.graphOrder.push(corr);
+        // Replayed kernels of old launches have long arrived: forget them.
+        if (this.graphOrder.length > 256) this.graphSteps.delete(this.graphOrder.shift()!);
+      }
+    }
+    if (corr < 0) return;
+    const launch: Launch = { ts: e.ts, graph };
+    const waiting = this.pendingKernels.get(corr);
+    if (waiting) {
+      this.pendingKernels.delete(corr);
+      this.pendingCount -= waiting.length;
+      for (const [ts, dur, id] of waiting) {
+        if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - launch.ts);
+        this.route(corr, launch, ts, dur, id);
+      }
+      if (!graph) return;
+    }
+    this.launches.set(corr, launch);
+    if (this.launches.size > MAX_PENDING) {
+      // Launches whose kernels never came (outside the profiled window): drop the oldest.
+      let n = 0;
+      for (const key of this.launches.keys()) {
+        this.launches.delete(key);
+        if (++n >= MAX_PENDING / 5) break;
+      }
+    }
+  }
+
+  private annotation(e: EventView, gpu: boolean): void {
+    const name = e.name();
+    const dur = Number.isNaN(e.dur) ? 0 : e.dur;
+    if (gpu) {
+      const a: Annotation = { name, ts: e.ts, dur, gpu: true, pid: e.pid };
+      if (isKindAnnotation(a)) this.kindAnnotations.push(a);
+      if (this.patterns.some((p) => p.re.test(name))) this.gpuStepAnnotations++;
+      return;
+    }
+    this.patterns.forEach((p, i) => {
+      if (!p.re.test(name)) return;
+      const track = (this.tracks[i] ??= new StepTrack(this.category));
+      track.addRange(name, p.kindOf(name), e.ts, e.ts + dur);
+    });
+  }
+
+  private route(corr: number, launch: Launch, ts: number, dur: number, id: number): void {
+    for (const track of this.tracks) if (track) track.add(track.find(launch.ts), ts, dur, id);
+    const g = this.graphTrack;
+    g.add(launch.graph ? this.graphSteps.get(corr) : g.latestAtOrBefore(launch.ts), ts, dur, id);
+  }
+
+  /**
+   * The rank's parts, or a reason why this trace needs the in-memory way (steps from GPU-side
+   * annotations or idle gaps, or a layout where kernels could not be routed as they came).
+   */
+  finish(base: Pick<RankParts, 'file' | 'fallbackRank' | 'metadata' | 'events' | 'jsonBytes' | 'fileBytes' | 'compressed' | 'truncated'>): RankParts | { fallback: string } {
+    if (this.kernels === 0) return { fallback: 'no kernels' };
+    const unresolved = this.pendingCount + this.droppedPending;
+    let chosen: { track: StepTrack; source: 'annotation' | 'cuda-graph'; pattern?: StepPattern } | undefined;
+    for (let i = 0; i < this.patterns.length && !chosen; i++) {
+      const t = this.tracks[i];
+      if (t && t.routed + t.late > 0) chosen = { track: t, source: 'annotation', pattern: this.patterns[i] };
+    }
+    if (!chosen && this.graphLaunches > 0) chosen = { track: this.graphTrack, source: 'cuda-graph' };
+    if (!chosen) return { fallback: this.gpuStepAnnotations ? 'steps only in GPU-side annotations' : 'no step annotations or graph launches' };
+    const { track } = chosen;
+    // Kernels that reached a step after it was reduced, or that found no range because its
+    // annotation came later in the file: this layout needs the in-memory way to be exact.
+    if (track.late > 0 || (chosen.source === 'annotation' && track.outside > 0.05 * this.kernels)) {
+      return { fallback: `kernels out of order for streaming (${track.late} late, ${track.outside} outside)` };
+    }
+    const steps = track.finish();
+    const candidates = steps.map((s) => ({ kind: s.kind, firstTs: s.start, kernels: s.kernels, busyUs: s.busyUs }));
+    settleStepKinds(candidates, this.kindAnnotations);
+    candidates.forEach((c, i) => (steps[i].kind = c.kind));
+    steps.sort((a, b) => a.start - b.start);
+    const warnings: string[] = [];
+    if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
+    if (chosen.source === 'cuda-graph') warnings.push('No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
+    const launch: LaunchStats | null = this.runtimeSeen
+      ? { launches: this.launchCount, graphLaunches: this.graphLaunches, launchCallUs: this.launchCalls.distribution(), launchToStartUs: this.launchToStart.distribution(), syncMs: this.syncUs / 1000 }
+      : null;
+    return {
+      ...base,
+      source: chosen.source,
+      annotation: chosen.pattern?.re.source,
+      steps,
+      names: this.names,
+      category: this.category,
+      kernelTotals: this.totals,
+      launch,
+      kernels: this.kernels,
+      kernelUs: this.kernelUs,
+      firstTs: this.firstTs,
+      lastEnd: this.lastEnd,
+      kernelsOutside: track.outside + unresolved,
+      warnings,
+      analysis: 'streaming',
+    };
+  }
+}
