@@ -9,10 +9,11 @@ import { shellJoin } from '../shellQuote';
 import { ExecHandle, ExecOptions, ExecResult, Transport } from '../transport';
 import { SshConnection } from './connection';
 
-// SFTP tuned on loopback (see docs/BENCHMARKS.md): ssh2's defaults (64 outstanding 32 KiB reads)
-// reach about half of what 16 outstanding 256 KiB requests do.
+// SFTP tuned on loopback (see docs/BENCHMARKS.md): 16 requests in flight of the largest size
+// OpenSSH's sftp-server serves in one reply (255 KiB, its SFTP_MAX_READ_LENGTH). 256 KiB would split
+// every request into 255 KiB plus a 1 KiB remainder.
 export const SFTP_CONCURRENCY = 16;
-export const SFTP_CHUNK_BYTES = 256 * 1024;
+export const SFTP_CHUNK_BYTES = 255 * 1024;
 
 /**
  * Runs commands on an SSH host (optionally inside a container through a command prefix such as
