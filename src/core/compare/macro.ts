@@ -30,12 +30,17 @@ function levelKey(l: Level): string {
   return r !== undefined ? `rate=${r}` : 'c=∞';
 }
 
-/** Samples behind a latency statistic: one per request, except ITL (one per later token). */
+/**
+ * Independent samples behind a latency statistic: one per request (one per later token for ITL),
+ * divided by the concurrency, because the requests in flight together share their steps (a wave that
+ * joins the same step has the same TTFT) and so vary together, not independently.
+ */
 function samples(l: Level, metric: string): number | undefined {
   const completed = num(l.completed);
-  if (metric !== 'itl') return completed;
   const out = num(l.total_output_tokens);
-  return out !== undefined && completed !== undefined ? out - completed : completed;
+  const raw = metric !== 'itl' ? completed : out !== undefined && completed !== undefined ? out - completed : completed;
+  const together = num(l.max_concurrency) ?? 1;
+  return raw !== undefined ? Math.max(1, raw / together) : undefined;
 }
 
 function latencyStats(a: Level, b: Level): { key: string; metric: string; stat: 'mean' | 'median' | number; label: string }[] {
@@ -170,5 +175,5 @@ export function differenceTable(id: string, title: string, differences: Differen
 
 function macroTable(differences: Difference[], a: RunRef, b: RunRef): ResultTable {
   return differenceTable('compare-macro', `Macro: ${a.label} (A) vs ${b.label} (B)`, differences, a, b,
-    'Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run\'s std and sample count) and 1% of A; throughput inherits the mean latency\'s relative error; 3% where a run reports no spread.');
+    'Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run\'s std and its requests over the concurrency) and 1% of A; throughput inherits the mean latency\'s relative error; 3% where a run reports no spread.');
 }

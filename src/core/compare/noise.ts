@@ -5,6 +5,9 @@
 //   mean:        SE = sd / sqrt(n)
 //   percentile p: SE = sd * sqrt(p(1-p)/n) / phi(z_p)   (asymptotic SE of a sample quantile, taking the
 //                samples as roughly normal; p = 0.5 gives the median's 1.2533 sd / sqrt(n))
+// with n the independent samples: requests (later tokens for ITL) divided by the concurrency, since
+// requests in flight together share their steps and vary together (counting them as independent
+// flagged TTFT in 1.3% of same-server comparisons instead of 0.3%: bench/compare-noise.ts);
 // and the difference of two independent runs has SE_d = sqrt(SE_a^2 + SE_b^2). A difference is flagged
 // when it exceeds 3 SE_d (a false alarm about 0.3% of the time for each metric) and also 1% of the
 // baseline, because a sub-percent change moves no decision even when a very steady server (or the
