@@ -11,7 +11,7 @@ Usage: infbench compare RUN_A RUN_B [options]
 
 RUN_A and RUN_B are run folders (a path, a folder name under .inference-bench/runs/, or a unique start
 of one). Macro: throughput at each concurrency and the TTFT/TPOT/ITL/E2EL statistics, flagged beyond
-3 standard errors of the difference (from each run's std and request count) and 1%. Profile: the
+3 standard errors of the difference (from each run's std and its requests over the concurrency) and 1%. Profile: the
 step, each category's ms and share, kernels that appeared or vanished. Micro: each GEMM shape and M,
 all-reduce size and launch mode, flagged beyond 5% and 1 us. A \`vllm bench serve\` result imported
 with \`infbench import-vllm\` is a macro run like ours.
