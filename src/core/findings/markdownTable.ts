@@ -8,8 +8,9 @@ function escapeCell(text: string): string {
 
 function isRightAligned(column: TableColumn, values: unknown[]): boolean {
   if (column.align) return column.align === 'right';
-  // Without an explicit alignment, numbers line up on the right and text on the left.
-  return values.some((v) => typeof v === 'number');
+  // Without an explicit alignment, text lines up on the left and numbers on the right; a column with
+  // no values yet counts as numbers, so that it does not flip sides when its first number arrives.
+  return !values.some((v) => typeof v === 'string' && v !== '');
 }
 
 /**

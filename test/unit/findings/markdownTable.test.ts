@@ -60,10 +60,15 @@ describe('markdown tables for the findings document', () => {
     assert.ok(widths.every((w) => w === widths[0]), `rows of unequal display width: ${widths.join(', ')}`);
   });
 
-  it('left-aligns text columns when the table does not say', () => {
-    const table: ResultTable = { id: 't', title: '', columns: [{ key: 'k', label: 'kind' }, { key: 'v', label: 'value' }], rows: [{ k: 'gemm', v: 3 }] };
+  it('left-aligns text columns when the table does not say, and keeps a column still empty on the right', () => {
+    const table: ResultTable = {
+      id: 't',
+      title: '',
+      columns: [{ key: 'k', label: 'kind' }, { key: 'v', label: 'value' }, { key: 'cpu', label: 'CPU' }],
+      rows: [{ k: 'gemm', v: 3, cpu: null }],
+    };
     const lines = renderMarkdownTable(table).split('\n');
-    assert.equal(lines[1], '| ---- | ----: |');
-    assert.equal(lines[2], '| gemm |  3.00 |');
+    assert.equal(lines[1], '| ---- | ----: | --: |');
+    assert.equal(lines[2], '| gemm |  3.00 |   — |');
   });
 });
