@@ -47,7 +47,8 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     private readonly options: FindingsEditorOptions = {},
   ) {
     super();
-    this._register({ dispose: () => this.timer && clearTimeout(this.timer) });
+    // Updates still gathered when the extension goes away are written rather than dropped.
+    this._register({ dispose: () => void this.flush() });
   }
 
   /** The document's path, or an error that says how to get one. */
