@@ -1,5 +1,6 @@
 // Picks the runs a decode-step budget is built from: the ones named, or the newest completed run of
 // each phase in the workspace, and reads their results into the budget's inputs.
+import { resolve } from 'node:path';
 import { RunFolder } from '../runs/runFolder';
 import { Budget, buildBudget } from './budget';
 import { macroLevelsFrom, microInputFrom, profileInputFrom } from './inputs';
@@ -19,7 +20,7 @@ export function selectRuns(workspace: string, runIds?: string[]): ExplainSelecti
   const chosen: ExplainSelection = {};
   if (runIds?.length) {
     for (const id of runIds) {
-      const run = all.find((r) => r.info.id === id || r.dir === id) ?? all.find((r) => r.info.id.startsWith(id));
+      const run = all.find((r) => r.info.id === id || r.dir === resolve(id)) ?? all.find((r) => r.info.id.startsWith(id));
       if (!run) {
         throw new ExplainError(`No run "${id}" in ${workspace}/.inference-bench/runs. List the runs with \`ls .inference-bench/runs\` and pass their folder names to --runs.`);
       }
