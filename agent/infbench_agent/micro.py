@@ -157,7 +157,8 @@ def run(args: Any) -> int:
 
     hidden = model.hidden if model else (args.hidden or None)
     decode_sizes = {m * hidden * 2: m for m in m_values} if hidden else {}
-    max_bytes = args.ar_max_bytes or (256 * MIB if on_gpu else MIB)
+    # Each rank holds one message; on a busy GPU keep it to a small share of what is free.
+    max_bytes = args.ar_max_bytes or int(min(256 * MIB if on_gpu else MIB, max(MIB, budget / 16)))
     ar_sizes = sorted(set(decode_sizes) | set(doubling_sizes(args.ar_min_bytes, max_bytes)))
     world = args.ar_world_size or (torch.cuda.device_count() if on_gpu else 2)
     backend = args.ar_backend if args.ar_backend != "auto" else ("nccl" if on_gpu else "gloo")
@@ -249,6 +250,7 @@ def run(args: Any) -> int:
         "allreduce": {"backend": backend, "world_size": world, "note": ar_note} if "allreduce" in parts else None,
         "occupancy": occupancy.to_dict() if occupancy else None,
         "allow_busy": bool(args.allow_busy),
+        "memory_budget_bytes": budget,
         "timing": "CUDA graph replay with CUDA events" if on_gpu else "CPU wall-clock loops (no GPU): not GPU figures",
         "failures": failures,
         "points": points,
