@@ -6,6 +6,7 @@
    simulator's own CPU (on a small machine the simulator, not the client, is usually what saturates).
 2. Paced: every stream gets one token per 20 ms, as a real server sends them (one token per packet).
    TPOT at 256 streams must stay within 2% of TPOT at 8 streams; prints the client's CPU per token.
+   400 streams at 20 ms are 20,000 tokens/s, one per packet: a real server's rate the client must not limit.
 
     python3 bench/macro-client-ceiling.py              # both parts
     python3 bench/macro-client-ceiling.py --quick      # fewer levels, for a smoke run
@@ -35,6 +36,12 @@ def start_simulator(*args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
                             stdout=subprocess.PIPE, text=True)
     info = json.loads(proc.stdout.readline())
+    # The client is what is measured: where allowed, the simulator runs at a higher priority so that a
+    # busy host starves the client rather than the server it measures.
+    try:
+        os.setpriority(os.PRIO_PROCESS, proc.pid, -10)
+    except OSError:
+        pass
     return proc, info["url"]
 
 
@@ -91,7 +98,7 @@ def paced(pace_ms: float, output_len: int) -> None:
     proc, url = start_simulator("--pace-ms", str(pace_ms))
     measured = {}
     try:
-        for c in (8, 256):
+        for c in (8, 256, 400):
             s0, n0 = sent_tpot(url)
             sim0 = cpu_of(proc.pid)
             [level] = run_agent(url, str(c), c, output_len, ["--warmup", "0"])
@@ -120,7 +127,7 @@ def main() -> int:
     p.add_argument("--paced-output-len", type=int, default=150)
     a = p.parse_args()
     print(f"host: {os.uname().machine}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}; simulator at nice -10 where permitted")
     zero_cost([1, 8, 64, 512] if a.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], a.output_len)
     paced(a.pace_ms, 50 if a.quick else a.paced_output_len)
     return 0
