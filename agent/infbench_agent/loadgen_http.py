@@ -25,7 +25,12 @@ from urllib.parse import urlsplit
 from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_none, message_content
 
 
+# SO_TIMESTAMPNS is 35 on x86-64 and arm64 Linux (other architectures number it differently).
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def kernel_stamps_supported() -> bool:
+    return sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64", "arm64")
 
 
 class Endpoint:
@@ -116,8 +121,7 @@ class Engine:
         self.sel = selectors.DefaultSelector()
         self.idle: List[socket.socket] = []
         self.active: Dict[int, Stream] = {}
-        # SO_TIMESTAMPNS is 35 on x86-64 and arm64 Linux (other architectures number it differently).
-        self.kernel_stamps = sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64", "arm64")
+        self.kernel_stamps = kernel_stamps_supported()
         self.clock_offset = time.time() - time.monotonic()
         self._cmsg_space = socket.CMSG_SPACE(16) if self.kernel_stamps else 0
 
