@@ -1,9 +1,9 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, posix } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ClientChannel } from 'ssh2';
+import { ClientChannel, SFTPWrapper } from 'ssh2';
 import { groupRecordingArgv, killGroupArgv, newRunId, removeRecordArgv, settlesWithin } from '../processGroup';
 import { shellJoin } from '../shellQuote';
 import { ExecHandle, ExecOptions, ExecResult, Transport } from '../transport';
@@ -156,8 +156,8 @@ export class SshTransport implements Transport {
       await this.streamThroughCommand(['sh', '-c', 'mkdir -p "$(dirname "$1")" && cat > "$1"', 'sh', remotePath], 'upload', localPath, remotePath);
       return;
     }
-    await this.mkdirRemote(dirname(remotePath));
     const sftp = await this.connection.sftp();
+    await sftpMkdirP(sftp, posix.dirname(remotePath), this.connection.label);
     await new Promise<void>((resolve, reject) => {
       sftp.fastPut(localPath, remotePath, { concurrency: SFTP_CONCURRENCY, chunkSize: SFTP_CHUNK_BYTES }, (err) =>
         err ? reject(new Error(`Upload of ${localPath} to ${this.connection.label}:${remotePath} failed: ${err.message}`)) : resolve());
@@ -183,16 +183,6 @@ export class SshTransport implements Transport {
     await this.onClose();
   }
 
-  private async mkdirRemote(dir: string): Promise<void> {
-    const handle = this.exec(['mkdir', '-p', '--', dir]);
-    const err: Buffer[] = [];
-    handle.stdout.resume();
-    handle.stderr.on('data', (b: Buffer) => err.push(b));
-    const r = await handle.done;
-    if (r.error) throw r.error;
-    if (r.code !== 0) throw new Error(`Could not create ${dir} on ${this.connection.label}: ${Buffer.concat(err).toString().trim()}`);
-  }
-
   /** Through a container prefix the file travels on the command's stdin or stdout. */
   private async streamThroughCommand(argv: string[], direction: 'upload' | 'download', localPath: string, remotePath: string): Promise<void> {
     const client = await this.connection.connect();
@@ -214,4 +204,16 @@ export class SshTransport implements Transport {
       });
     });
   }
+}
+
+/** `mkdir -p` over SFTP: no process started on the host for it. */
+async function sftpMkdirP(sftp: SFTPWrapper, dir: string, where: string): Promise<void> {
+  const isDir = (p: string) => new Promise<boolean>((resolve) => sftp.stat(p, (err, st) => resolve(!err && st.isDirectory())));
+  if (dir === '' || dir === '.' || dir === '/' || (await isDir(dir))) return;
+  await sftpMkdirP(sftp, posix.dirname(dir), where);
+  await new Promise<void>((resolve, reject) => sftp.mkdir(dir, (err) => {
+    if (!err) return resolve();
+    // Made by someone else meanwhile is fine.
+    void isDir(dir).then((ok) => (ok ? resolve() : reject(new Error(`Could not create ${dir} on ${where}: ${err.message}. Check that the folder above it exists and is writable.`))));
+  }));
 }
