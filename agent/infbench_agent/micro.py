@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 from typing import Any, Optional
 
 from infbench_agent import events
@@ -106,11 +107,15 @@ def run(args: Any) -> int:
             if args.allow_busy and any(g.used_fraction > args.busy_threshold for g in occupancy.gpus):
                 events.log(f"The GPUs are busy ({describe(occupancy)}); running anyway as allowed, sized to "
                            f"{budget_mib / 1024:.1f} GiB free. Numbers include the other processes' interference.", "warn")
+            elif occupancy.processes:
+                # Under the threshold but not alone: say who else is there, since their kernels share the GPU.
+                events.log(f"Other processes use the GPUs ({describe(occupancy)}); if they are busy, the figures include "
+                           "their interference.", "warn")
 
     try:
         import torch
     except ImportError as exc:
-        raise AgentError("no_torch", f"PyTorch is not importable by {platform.python_implementation()} at this interpreter ({exc}).",
+        raise AgentError("no_torch", f"PyTorch is not importable by {sys.executable} ({exc}).",
                          "Point the target's python at the server's interpreter (the one with torch and vLLM), "
                          "for example --python /opt/venv/bin/python3.") from exc
 
