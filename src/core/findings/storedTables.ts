@@ -56,7 +56,8 @@ function readTable(tokens: Token[], start: number, id: string): { table: ResultT
     if (t.type === 'thead_close') inHead = false;
     if (t.type === 'tr_open') row = [];
     if ((t.type === 'th_open' || t.type === 'td_open') && row) {
-      const cell = tokens[i + 1]?.type === 'inline' ? tokens[i + 1].content : '';
+      // Undo the escapes the renderer adds (markdown-it has already taken the pipes' backslashes).
+      const cell = tokens[i + 1]?.type === 'inline' ? tokens[i + 1].content.replace(/\\([\\|])/g, '$1') : '';
       row.push(cell);
       if (inHead) {
         const right = /text-align:\s*right/.test(t.attrGet('style') ?? '');

@@ -56,5 +56,7 @@ describe('findings document: the section model', () => {
     assert.equal(serving.rows[2].c1, '54.0');
     assert.equal(serving.note, 'simulator, 200 requests per level');
     assert.match(tables[1].detail ?? '', /Profiler run 2026-12-01 11:00 UTC/);
+    const odd = { ...profileUpdate('profile-odd'), tables: [{ id: 'k', title: 'Kernels', columns: [{ key: 'n', label: 'kernel' }], rows: [{ n: 'all|reduce \\ a\\|b' }] }] };
+    assert.equal(tablesInDocument(applyFindingsUpdate('# x\n', odd).text)[0].table.rows[0].c0, 'all|reduce \\ a\\|b', 'pipes and backslashes come back as they were');
   });
 });
