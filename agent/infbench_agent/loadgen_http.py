@@ -1,12 +1,12 @@
 """The load generator's streaming HTTP client: one selectors loop, raw non-blocking sockets, no threads.
 
 Each in-flight request is a small state machine (connect, send, read headers, read a chunked or
-length-delimited body, split SSE events). Every read is stamped once, so the cost per token is one
-syscall plus one small JSON parse. Connections are kept alive and reused.
+length-delimited body, split SSE events). Every recv() is stamped with time.monotonic() once, so the
+cost per token is one syscall plus one small JSON parse. Connections are kept alive and reused.
 
-On Linux the stamp is the kernel's receive time of the data (SO_TIMESTAMPNS), mapped onto
-time.monotonic(): when the host is busy and this process is scheduled late, the times still say when
-the tokens arrived, not when the client got round to them. Elsewhere it is time.monotonic() at the read.
+Why not the kernel's receive time (SO_TIMESTAMPNS)? Tried: it makes E2EL exact when the client falls
+behind, but packets that queue up are merged and carry the latest arrival, so TTFT is then late while
+E2EL is not, and TPOT read 5-12% low on an overloaded 2-core host, against 0-5% high with read times.
 CLOCK_MONOTONIC is shared by all processes on a host, so worker processes' stamps compare directly.
 """
 from __future__ import annotations
@@ -14,23 +14,12 @@ from __future__ import annotations
 import errno
 import json
 import selectors
-import platform
 import socket
-import struct
-import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_none, message_content
-
-
-# SO_TIMESTAMPNS is 35 on x86-64 and arm64 Linux (other architectures number it differently).
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-
-
-def kernel_stamps_supported() -> bool:
-    return sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64", "arm64")
 
 
 class Endpoint:
@@ -121,9 +110,6 @@ class Engine:
         self.sel = selectors.DefaultSelector()
         self.idle: List[socket.socket] = []
         self.active: Dict[int, Stream] = {}
-        self.kernel_stamps = kernel_stamps_supported()
-        self.clock_offset = time.time() - time.monotonic()
-        self._cmsg_space = socket.CMSG_SPACE(16) if self.kernel_stamps else 0
 
     @property
     def in_flight(self) -> int:
@@ -154,11 +140,6 @@ class Engine:
         try:
             s = socket.socket(socket.AF_INET6 if ":" in self.endpoint.host else socket.AF_INET, socket.SOCK_STREAM)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.kernel_stamps:
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                except OSError:
-                    self.kernel_stamps = False
             s.setblocking(False)
             err = s.connect_ex((self.endpoint.host, self.endpoint.port))
             if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
@@ -213,25 +194,13 @@ class Engine:
 
     def _readable(self, st: Stream) -> None:
         try:
-            if self.kernel_stamps:
-                # The stamp is the arrival of the read's last packet (packets that queued up while this
-                # process was away are merged, and carry the latest arrival): never later than the read.
-                data, ancillary, _, _ = st.sock.recvmsg(262144, self._cmsg_space)
-            else:
-                data, ancillary = st.sock.recv(262144), ()
+            data = st.sock.recv(262144)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._conn_error(st, exc)
             return
         now = time.monotonic()
-        for level, kind, cdata in ancillary:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
-                sec, nsec = struct.unpack_from("qq", cdata)
-                arrived = sec + nsec * 1e-9 - self.clock_offset
-                # Trust the kernel's time only when it is plausible (a wall-clock step would show here).
-                if now - 60.0 < arrived <= now:
-                    now = arrived
         if not data:
             self._eof(st, now)
             return

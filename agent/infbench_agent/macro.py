@@ -22,7 +22,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from infbench_agent import events
-from infbench_agent.loadgen_http import Endpoint, Engine, kernel_stamps_supported, simple_request
+from infbench_agent.loadgen_http import Endpoint, Engine, simple_request
 from infbench_agent.loadgen_metrics import compact_record, parse_prometheus_totals, parse_slos, summarize
 
 SIMULATOR_OWNER = "inference-bench-simulator"
@@ -611,8 +611,7 @@ def run(args: argparse.Namespace) -> int:
                     "config": {k: v for k, v in vars(args).items() if k != "worker"},
                     "prompts": {"seed": seed, "calibration": calibration, "source": args.prompts_file or "random"},
                     "client": {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host": os.uname().nodename,
-                               "timestamps": ("kernel receive time (SO_TIMESTAMPNS)" if kernel_stamps_supported()
-                                              else "time.monotonic() at each read")}}
+                               "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"}}
     id_base = 0
     if args.warmup > 0 and not _cancelled:
         warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
