@@ -129,7 +129,7 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     }
     assert.match(budget.rows.find((r) => r.key === 'allreduce')!.prediction!, /^123 calls \(2 per layer x 61 layers \+ 1\) x \d+\.\d us at 14 KiB$/);
     assert.ok(budget.gaps.some((g) => g.key === 'step_vs_micro'));
-    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, \d+\.\d us each; micro measures/);
+    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, \d+\.\d us each \(the server runs vLLM's custom all-reduce; micro timed GLOO's\); micro measures/);
     // CPU figures are not GPU figures, and the budget says so.
     assert.match(budget.caveats.join('\n'), /ran on a CPU/);
   });

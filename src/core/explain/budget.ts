@@ -285,6 +285,7 @@ interface AllReduceFloor {
   peakLabel?: string;
   floorCallUs?: number;
   worldSize: number;
+  backend?: string;
 }
 
 function predictAllReduce(micro: MicroInput, model: ModelStructure, batch: number, row: BudgetRow, caveats: string[]): AllReduceFloor | undefined {
@@ -305,13 +306,16 @@ function predictAllReduce(micro: MicroInput, model: ModelStructure, batch: numbe
   const peakLabel = measuredBusbw > 0 ? 'the measured busbw' : micro.peak_busbw_gbps ? 'the datasheet busbw' : undefined;
   // nccl-tests: busbw = algbw * 2(n-1)/n, algbw = bytes / time, so the fastest one call can be is bytes * 2(n-1)/n / busbw.
   const floorCallUs = busbw && worldSize > 1 ? ((bytes * (2 * (worldSize - 1)) / worldSize) / (busbw * 1e9)) * 1e6 : undefined;
-  return { calls, bytes, microCallUs: reading.value, busbwGbps: busbw, peakLabel, floorCallUs, worldSize };
+  return { calls, bytes, microCallUs: reading.value, busbwGbps: busbw, peakLabel, floorCallUs, worldSize, backend: micro.allreduce_backend };
 }
 
 function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): string {
   const perCall = (row.profiled_ms! / f.calls) * 1000;
   const parts = [`All-reduce takes ${ms(row.profiled_ms!)} of ${ms(stepMs)} per step (${pct(row.profiled_ms! / stepMs)}): ${f.calls} calls of ${size(f.bytes)}, ${perCall.toFixed(1)} us each`];
   const beyond = row.profiled_ms! - (f.calls * f.microCallUs) / 1000;
+  // vLLM's custom all-reduce (cross_device_reduce_*) is not NCCL, which is what micro can time.
+  const custom = row.categories.some((c) => c.toLowerCase().replace(/[^a-z]/g, '') === 'allreduce');
+  if (custom && f.backend && f.backend !== 'custom') parts[0] += ` (the server runs vLLM's custom all-reduce; micro timed ${f.backend.toUpperCase()}'s)`;
   parts.push(beyond >= 0
     ? `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, so ${ms(beyond)} per step is waiting beyond the collective itself (rank skew, synchronisation)`
     : `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, slower than the step's own (${ms(-beyond)} per step): micro's all-reduce is not the one the server uses`);

@@ -2,7 +2,9 @@
 // each phase in the workspace, and reads their results into the budget's inputs.
 import { resolve } from 'node:path';
 import { RunFolder } from '../runs/runFolder';
+import { FindingsUpdate } from '../campaign/phaseContext';
 import { Budget, buildBudget } from './budget';
+import { budgetFindings } from './findings';
 import { macroLevelsFrom, microInputFrom, profileInputFrom } from './inputs';
 import { ModelStructure } from './modelStructure';
 
@@ -99,6 +101,20 @@ export function budgetViewForWorkspace(workspace: string): Budget['view'] | unde
     return explainRuns(selection).view;
   } catch {
     // A half-written or unreadable run must not break the results view; `infbench explain` reports it.
+    return undefined;
+  }
+}
+
+/**
+ * The findings document's "Where the milliseconds go" section from the workspace's newest runs, for a
+ * front end to refresh after each phase finishes; undefined when there is nothing to account yet.
+ */
+export function budgetFindingsForWorkspace(workspace: string): FindingsUpdate | undefined {
+  try {
+    const selection = selectRuns(workspace);
+    if (!selection.macro && !selection.micro && !selection.profile) return undefined;
+    return budgetFindings(explainRuns(selection));
+  } catch {
     return undefined;
   }
 }

@@ -60,6 +60,8 @@ export interface MicroInput {
   gpu?: string;
   /** The micro run had no GPU: its times are CPU figures, useless for a GPU step. */
   on_cpu?: boolean;
+  /** The collective library micro's all-reduce went through (nccl, gloo). */
+  allreduce_backend?: string;
   /** The GEMM kernel micro timed, and why it is not the server's (Marlin needs vLLM on the host). */
   gemm_kernel?: { label?: string; fallback_reason?: string };
 }
@@ -246,6 +248,7 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
     gpu: str(device.name) ?? (peak ? str(peak.gpu) : str(r.gpu)),
     on_cpu: device.kind === 'cpu' || undefined,
+    allreduce_backend: str(arInfo.backend),
     gemm_kernel: isObj(r.kernel) ? { label: str(r.kernel.label), fallback_reason: str(r.kernel.fallback_reason) } : undefined,
   };
 }
