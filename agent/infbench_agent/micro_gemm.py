@@ -152,8 +152,8 @@ def time_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: 
         us = graph_time_us(torch, per_replay, repeats)
         how = f"CUDA graph of {len(per_replay)} calls replayed, median of {repeats}; {copies} weight copies rotated"
     else:
-        us = loop_time_us(built.calls, repeats)
-        how = f"CPU wall-clock loop (no CUDA graph), median of {repeats}; {copies} weight copies rotated"
+        us, done = loop_time_us(built.calls, repeats)
+        how = f"CPU wall-clock loop (no CUDA graph), median of {done}; {copies} weight copies rotated"
     return us, built, how
 
 

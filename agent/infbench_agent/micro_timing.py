@@ -47,10 +47,18 @@ def graph_time_us(torch: Any, calls: Sequence[Callable[[], Any]], repeats: int) 
     return median(samples)
 
 
-def loop_time_us(calls: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.002) -> float:
-    """CPU: median microseconds per call of a wall-clock loop over `calls` (repeated to at least min_seconds)."""
-    for call in calls[: min(3, len(calls))]:
-        call()
+def loop_time_us(calls: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.002,
+                 max_seconds: float = 1.0) -> tuple[float, int]:
+    """CPU: median microseconds per call of a wall-clock loop over `calls` (each repeat at least
+    min_seconds), and the repeats made: fewer when one call is slow, so that a point takes about
+    max_seconds at most (a CPU can take seconds for a GEMM a GPU does in microseconds)."""
+    start = time.perf_counter()
+    calls[0]()  # warm-up, and an estimate of one call
+    first = time.perf_counter() - start
+    # Weight rotation matters less on a CPU than finishing: a slow call rotates through fewer copies.
+    if first * len(calls) > max_seconds:
+        calls = calls[: max(1, int(max_seconds / max(first, 1e-9)))]
+    repeats = max(1, min(repeats, int(max_seconds / max(first * len(calls), 1e-9))))
     samples = []
     for _ in range(repeats):
         count = 0
@@ -63,7 +71,7 @@ def loop_time_us(calls: Sequence[Callable[[], Any]], repeats: int, min_seconds: 
             if elapsed >= min_seconds:
                 break
         samples.append(elapsed * 1e6 / count)
-    return median(samples)
+    return median(samples), repeats
 
 
 def event_time_us(torch: Any, call: Callable[[], Any], repeats: int, warmup: int = 3) -> float:
@@ -93,8 +101,8 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
         copy_us = event_time_us(torch, lambda: dst.copy_(src), repeats)
         timing = f"cuda events, median of {repeats}"
     else:
-        copy_us = loop_time_us([lambda: dst.copy_(src)], repeats, min_seconds=0.02)
-        timing = f"cpu wall-clock loop, median of {repeats}"
+        copy_us, done = loop_time_us([lambda: dst.copy_(src)], repeats, min_seconds=0.02)
+        timing = f"cpu wall-clock loop, median of {done}"
     moved = 2 * copy_bytes  # read + written, the way bandwidth tests count a copy
     del src, dst
     points = [{"what": "copy", "bytes": moved, "us": copy_us, "tbps": moved / copy_us / 1e6, "timing": timing,
@@ -109,7 +117,7 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
     if on_gpu:
         mm_us = event_time_us(torch, lambda: torch.matmul(a, b, out=out), repeats)
     else:
-        mm_us = loop_time_us([lambda: torch.matmul(a, b, out=out)], repeats, min_seconds=0.02)
+        mm_us, _ = loop_time_us([lambda: torch.matmul(a, b, out=out)], repeats, min_seconds=0.02)
     flops = 2.0 * size ** 3
     del a, b, out
     points.append({"what": "matmul", "dtype": dtype_name, "m": size, "n": size, "k": size, "flops": flops, "us": mm_us,
