@@ -133,4 +133,23 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     // CPU figures are not GPU figures, and the budget says so.
     assert.match(budget.caveats.join('\n'), /ran on a CPU/);
   });
+  it('answers bad input on the command line with what failed and what to do, and exit code 2', async () => {
+    const cli = (...args: string[]) => pexec('node', [resolve('dist/cli.js'), ...args]).then(
+      (r) => ({ code: 0, ...r }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    );
+    const notVllm = await cli('import-vllm', resolve('package.json'), '--workspace', workspace);
+    assert.equal(notVllm.code, 2);
+    assert.match(notVllm.stderr, /package\.json lacks completed, duration, output_throughput: it does not look like a `vllm bench serve --save-result` file/);
+    const runs = selectRuns(workspace);
+    const mixed = await cli('compare', runs.macro!.info.id, runs.profile!.info.id, '--workspace', workspace);
+    assert.equal(mixed.code, 2);
+    assert.match(mixed.stderr, /is a macro run and .* a profile run; compare two runs of the same phase/);
+    const empty = await cli('explain', '--workspace', mkdtempSync(join(tmpdir(), 'ib-explain-empty-')));
+    assert.equal(empty.code, 2);
+    assert.match(empty.stderr, /No completed macro, micro or profile run in .*Run a phase first/);
+    const imported = await cli('import-vllm', resolve('test/fixtures/vllm-bench/kimi-sim-c1.json'), '--workspace', workspace);
+    assert.equal(imported.code, 0);
+    assert.match(imported.stdout, /Imported kimi-sim-c1\.json \(moonshotai\/Kimi-K2\.5-INT4 \(simulated\), simulator\)/);
+  });
 });
