@@ -1,3 +1,4 @@
+import { demoCommand } from './commands/demo';
 import { CliCommand, UsageError } from './command';
 import { probeCommand } from './commands/probe';
 import { SettingsError } from '../core/config/target';
@@ -11,7 +12,7 @@ import { importCommand } from './commands/import';
 import { microCommand } from './commands/micro';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [macroCommand, microCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
+const COMMANDS: CliCommand[] = [demoCommand, macroCommand, microCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);
