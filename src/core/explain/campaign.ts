@@ -35,15 +35,39 @@ export function selectRuns(workspace: string, runIds?: string[]): ExplainSelecti
   // Our own runs first: an imported `vllm bench serve` result measured some other setup, so it stands
   // in for the macro phase only when there is no macro run of ours.
   const imported = (run: RunFolder) => run.info.options.tool === 'vllm bench serve';
+  const usable = (run: RunFolder) => run.info.status === 'completed' && hasResult(run);
   for (const pass of [false, true]) {
     for (const run of all) {
       const phase = run.info.phase;
       if (phase === 'probe' || chosen[phase] || imported(run) !== pass) continue;
-      if (run.info.status !== 'completed' || !hasResult(run)) continue;
-      chosen[phase] = run;
+      if (usable(run)) chosen[phase] = run;
     }
   }
+  // A campaign often has a single-stream run and a sweep: the macro run to set beside the profile is
+  // the newest one that ran the profiled batch as a concurrency level, where there is one.
+  const batch = chosen.profile ? profiledBatch(chosen.profile) : undefined;
+  if (batch !== undefined && chosen.macro && !hasLevel(chosen.macro, batch)) {
+    const better = all.find((r) => r.info.phase === 'macro' && !imported(r) && usable(r) && hasLevel(r, batch))
+      ?? all.find((r) => r.info.phase === 'macro' && usable(r) && hasLevel(r, batch));
+    if (better) chosen.macro = better;
+  }
   return chosen;
+}
+
+function profiledBatch(run: RunFolder): number | undefined {
+  try {
+    return profileInputFrom(run.info.id, run.readResult(), run.info.options)?.batch;
+  } catch {
+    return undefined;
+  }
+}
+
+function hasLevel(run: RunFolder, concurrency: number): boolean {
+  try {
+    return macroLevelsFrom(run.readResult()).some((l) => l.max_concurrency === concurrency);
+  } catch {
+    return false;
+  }
 }
 
 function hasResult(run: RunFolder): boolean {

@@ -43,6 +43,19 @@ describe('choosing the runs a budget is built from', () => {
     assert.equal(selectRuns(w).macro?.info.id, ours.info.id);
   });
 
+  it('sets the profile beside the newest macro run that ran its batch, not merely the newest macro run', () => {
+    const w = ws();
+    const sweep = run(w, 'macro', '2026-12-01T10:00:00Z', { levels: [{ max_concurrency: 4, completed: 16, median_tpot_ms: 22.3 }, { max_concurrency: 16, completed: 64, median_tpot_ms: 24.7 }] });
+    run(w, 'macro', '2026-12-01T11:00:00Z', macroResult(21.7));
+    run(w, 'profile', '2026-12-01T12:00:00Z', { ...profileResult, capture: { workload: { concurrency: 4 } } });
+    const chosen = selectRuns(w);
+    assert.equal(chosen.macro?.info.id, sweep.info.id);
+    const b = explainRuns(chosen);
+    assert.equal(b.batch, 4);
+    assert.equal(b.measured.tpot?.median_ms, 22.3);
+    assert.equal(b.caveats.length, 0);
+  });
+
   it('takes the runs named with --runs, one per phase, and says what is wrong with a bad list', () => {
     const w = ws();
     const old = run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));
