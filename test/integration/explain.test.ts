@@ -105,7 +105,7 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     assert.equal(e2el.better, 'a');
     assert.ok(Math.abs(e2el.b! - e2el.a! - (128 - 24) * STEP_MS) < 0.1 * 104 * STEP_MS, `E2EL difference ${e2el.b! - e2el.a!} ms`);
   });
-  it('with a micro run as well, predicts each part and names the gaps (micro on this machine\'s CPU)', async function () {
+  it('with a micro run made on this machine\'s CPU, takes the model\'s structure from it but predicts nothing from CPU times', async function () {
     // The micro phase needs PyTorch; scripts/setup-test-env.sh gives Debian's python3 a CPU build.
     const torchPython = '/usr/bin/python3';
     if (spawnSync(torchPython, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) this.skip();
@@ -121,17 +121,11 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     const budget = explainRuns(selectRuns(workspace));
     assert.equal(budget.runs.micro, micro.run.info.id);
     assert.deepEqual(budget.missing, []);
+    // The micro run's model gives the step's structure; its CPU times predict nothing for a GPU step.
     assert.equal(budget.model?.source, `micro run ${micro.run.info.id}`);
-    // Every part micro measures has a prediction, from its own points and the model's counts.
-    for (const key of ['allreduce', 'gemm', 'moe_gemm']) {
-      const row = budget.rows.find((r) => r.key === key)!;
-      assert.ok(row.predicted_ms! > 0 && row.gap_ms !== undefined, `${key} predicted ${row.predicted_ms}`);
-    }
-    assert.match(budget.rows.find((r) => r.key === 'allreduce')!.prediction!, /^123 calls \(2 per layer x 61 layers \+ 1\) x \d+\.\d us at 14 KiB$/);
-    assert.ok(budget.gaps.some((g) => g.key === 'step_vs_micro'));
-    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, \d+\.\d us each \(the server runs vLLM's custom all-reduce; micro timed GLOO's\); micro measures/);
-    // CPU figures are not GPU figures, and the budget says so.
-    assert.match(budget.caveats.join('\n'), /ran on a CPU/);
+    assert.ok(budget.rows.every((r) => r.predicted_ms === undefined), 'no prediction from CPU figures');
+    assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, 90\.\d us each\.$/);
+    assert.match(budget.caveats.join('\n'), /ran on a CPU .*Run `infbench micro` on the GPU host/);
   });
   it('answers bad input on the command line with what failed and what to do, and exit code 2', async () => {
     const cli = (...args: string[]) => pexec('node', [resolve('dist/cli.js'), ...args]).then(

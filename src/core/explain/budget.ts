@@ -91,8 +91,11 @@ export function rowFor(category: string): { key: string; label: string } {
 }
 
 export function buildBudget(inputs: BudgetInputs): Budget {
-  const { macro, micro, profile } = inputs;
-  const model = inputs.model ?? micro?.model ?? presetFor(profile?.model ?? macro?.model);
+  const { macro, profile } = inputs;
+  // A micro run without a GPU timed CPU kernels: its model structure still counts the step's parts,
+  // but its times would predict nonsense for a GPU step, so they are left out.
+  const micro = inputs.micro?.on_cpu ? undefined : inputs.micro;
+  const model = inputs.model ?? inputs.micro?.model ?? presetFor(profile?.model ?? macro?.model);
   const batch = profile?.batch ?? inputs.batch ?? 1;
   const caveats: string[] = [];
   const readings: string[] = [];
@@ -133,7 +136,9 @@ export function buildBudget(inputs: BudgetInputs): Budget {
 
   // Predicted: micro's isolated kernels at this step's sizes.
   // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
-  const allreduceFloor = micro && model && allReducesPerStep(model) > 0 ? predictAllReduce(micro, model, batch, rowOf('allreduce', 'all-reduce'), caveats) : undefined;
+  const allreduceFloor = model && allReducesPerStep(model) > 0
+    ? (micro ? predictAllReduce(micro, model, batch, rowOf('allreduce', 'all-reduce'), caveats) : undefined) ?? { calls: allReducesPerStep(model), bytes: decodeMessageBytes(model, batch), worldSize: model.tp }
+    : undefined;
   if (micro?.gemm_kernel?.fallback_reason && micro.gemm.length) {
     caveats.push(`Micro timed its GEMMs with ${micro.gemm_kernel.label ?? 'a fallback kernel'}, not the server's kernel (${micro.gemm_kernel.fallback_reason}); the GEMM predictions are for that kernel and its weight dtype.`);
   }
@@ -144,7 +149,9 @@ export function buildBudget(inputs: BudgetInputs): Budget {
     caveats.push(`Micro run ${micro.runId} names no model whose structure is known (layers, shapes), so nothing is predicted from it; pass --model kimi-k2.5 or run micro with --model.`);
   }
   if (micro) predictIdle(micro, profile, rowOf('idle', 'idle (gaps between kernels)'), caveats);
-  if (micro?.on_cpu) caveats.push(`Micro run ${micro.runId} ran on a CPU (no GPU on its host), so its predictions are CPU figures that say nothing about the GPU step; run micro on the GPU host.`);
+  if (inputs.micro?.on_cpu) {
+    caveats.push(`Micro run ${inputs.micro.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run \`infbench micro\` on the GPU host, with the server's Python, to predict the step's parts.`);
+  }
   for (const [key, row] of rows) {
     if (row.profiled_ms === undefined && row.predicted_ms === undefined) rows.delete(key);
     else if (row.profiled_ms !== undefined && row.predicted_ms !== undefined) row.gap_ms = row.profiled_ms - row.predicted_ms;
@@ -197,7 +204,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       ms: d,
       reading: d >= 0
         ? `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted_ms)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(predictedRows.map((r) => r.gap_ms ?? 0)))}.`
-        : `Micro's parts add up to ${ms(predicted_ms)}, more than the whole profiled step (${ms(step)}): micro timed slower kernels than the server runs${micro?.on_cpu || micro?.gemm_kernel?.fallback_reason ? ' (see the caveats)' : ''}, so its predictions bound nothing here.`,
+        : `Micro's parts add up to ${ms(predicted_ms)}, more than the whole profiled step (${ms(step)}): micro timed slower kernels than the server runs${micro?.gemm_kernel?.fallback_reason ? ' (see the caveats)' : ''}, so its predictions bound nothing here.`,
     });
   }
   if (served !== undefined && predicted_ms !== undefined) {
@@ -218,7 +225,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       first: `${row.label} (profile)`,
       second: `${row.label} (micro)`,
       ms: row.gap_ms,
-      reading: rowGapReading(row, Boolean(micro?.on_cpu || (row.key !== 'allreduce' && row.key !== 'idle' && micro?.gemm_kernel?.fallback_reason))),
+      reading: rowGapReading(row, Boolean(row.key !== 'allreduce' && row.key !== 'idle' && micro?.gemm_kernel?.fallback_reason)),
     });
   }
 
@@ -234,7 +241,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
       const slow = profile.ranks!.find((r) => r.step_ms === rankSpread.max)!;
       readings.push(`Rank ${slow.rank} is the slowest at ${ms(rankSpread.max)} per step, ${ms(rankSpread.max - rankSpread.min)} over the fastest: every all-reduce waits for it.`);
     }
-  } else if (allreduceFloor && rows.get('allreduce')?.predicted_ms !== undefined) {
+  } else if (rows.get('allreduce')?.predicted_ms !== undefined) {
     readings.push(`Micro predicts ${ms(rows.get('allreduce')!.predicted_ms!)} of all-reduce per step (${rows.get('allreduce')!.prediction}); a profile would show what the step really spends.`);
   }
   for (const g of gaps) {
@@ -247,8 +254,8 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   if (!profile && served !== undefined && predicted_ms === undefined) readings.push(`Served TPOT at concurrency ${tpot!.concurrency ?? 'unlimited'}: ${ms(served)} per token (${(1000 / served).toFixed(1)} tok/s per stream).`);
 
   const missing = missingPhases(inputs, batch, model);
-  const runs = { macro: macro?.runId, micro: micro?.runId, profile: profile?.runId };
-  const simulated = Boolean(macro?.simulated || micro?.simulated || profile?.simulated);
+  const runs = { macro: macro?.runId, micro: inputs.micro?.runId, profile: profile?.runId };
+  const simulated = Boolean(macro?.simulated || inputs.micro?.simulated || profile?.simulated);
   const budget: Budget = {
     batch,
     model,
@@ -280,7 +287,8 @@ function levelFor(levels: MacroLevelInput[], batch: number): MacroLevelInput | u
 interface AllReduceFloor {
   calls: number;
   bytes: number;
-  microCallUs: number;
+  /** Micro's time for one call at this size, where a usable micro run measured it. */
+  microCallUs?: number;
   busbwGbps?: number;
   peakLabel?: string;
   floorCallUs?: number;
@@ -312,6 +320,7 @@ function predictAllReduce(micro: MicroInput, model: ModelStructure, batch: numbe
 function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): string {
   const perCall = (row.profiled_ms! / f.calls) * 1000;
   const parts = [`All-reduce takes ${ms(row.profiled_ms!)} of ${ms(stepMs)} per step (${pct(row.profiled_ms! / stepMs)}): ${f.calls} calls of ${size(f.bytes)}, ${perCall.toFixed(1)} us each`];
+  if (f.microCallUs === undefined) return `${parts[0]}.`;
   const beyond = row.profiled_ms! - (f.calls * f.microCallUs) / 1000;
   // vLLM's custom all-reduce (cross_device_reduce_*) is not NCCL, which is what micro can time.
   const custom = row.categories.some((c) => c.toLowerCase().replace(/[^a-z]/g, '') === 'allreduce');

@@ -116,6 +116,16 @@ describe('decode-step budget', () => {
     assert.ok(b.readings[0].includes('123 calls of 56 KiB'));
   });
 
+  it('predicts nothing from a micro run made on a CPU, but still counts the step\'s all-reduces from its model', () => {
+    const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, micro: { ...microResult(), on_cpu: true } });
+    assert.ok(b.rows.every((r) => r.predicted_ms === undefined));
+    assert.equal(b.predicted_ms, undefined);
+    assert.equal(b.readings[0], 'All-reduce takes 11.17 ms of 21.70 ms per step (51.5%): 123 calls of 14 KiB, 90.8 us each.');
+    assert.match(b.caveats.join('\n'), /ran on a CPU .*nothing is predicted from them/);
+    assert.equal(b.runs.micro, 'micro-1');
+    assert.deepEqual(b.missing.map((m) => m.phase), ['macro'], 'micro ran, so it is not missing');
+  });
+
   it('names the gap between served TPOT and the profiled step as time outside the GPU', () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, macro: macro(22.0) });
     const gap = b.gaps.find((g) => g.key === 'host_overhead')!;
