@@ -106,7 +106,7 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
     moved = 2 * copy_bytes  # read + written, the way bandwidth tests count a copy
     del src, dst
     points = [{"what": "copy", "bytes": moved, "us": copy_us, "tbps": moved / copy_us / 1e6, "timing": timing,
-               "note": "device-to-device copy, bytes read + written"}]
+               "note": "one buffer copied to another in the device's memory, bytes read + written"}]
 
     size = 8192 if on_gpu else 256
     while on_gpu and size > 1024 and 3 * size * size * 2 > budget_bytes / 2:
