@@ -6,7 +6,7 @@ import type { KernelStat } from '../../src/shared/results';
 import type { ResultTable } from '../../src/shared/table';
 import { host, onHostMessage, post, request } from './api';
 import { button, el, renderTable } from './dom';
-import { categoryOrder, kernelTable } from './views/profile';
+import { categoryOrder, kernelTable, shortKernelName } from './views/profile';
 
 interface BreakdownState {
   runId?: string;
@@ -29,7 +29,7 @@ export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined
   if (kernel.first_offset_us !== undefined) {
     rows.push({ stat: 'first launch in step', value: `${kernel.first_offset_us.toFixed(1)} µs${stepUs ? ` (${((kernel.first_offset_us / stepUs) * 100).toFixed(0)}% into the step)` : ''}` });
   }
-  return { id: 'kernel-detail', title: `Kernel ${kernel.name}`, columns: [{ key: 'stat', label: 'statistic', align: 'left' }, { key: 'value', label: 'value', align: 'right' }], rows };
+  return { id: 'kernel-detail', title: `Kernel ${shortKernelName(kernel.name)}`, note: shortKernelName(kernel.name) === kernel.name ? undefined : `full name: ${kernel.name}`, columns: [{ key: 'stat', label: 'statistic', align: 'left' }, { key: 'value', label: 'value', align: 'right' }], rows };
 }
 
 export function startBreakdownApp(app: HTMLElement): void {
@@ -65,6 +65,7 @@ export function startBreakdownApp(app: HTMLElement): void {
     list.setAttribute('aria-label', 'Kernel categories');
     for (const category of categoryOrder([profile])) {
       const us = perCategory.get(category) ?? 0;
+      if (us <= 0) continue;
       const share = stepUs ? us / stepUs : 0;
       const li = el('li');
       const b = el('button', undefined, `category${state.category === category ? ' selected' : ''}`);
@@ -100,9 +101,9 @@ export function startBreakdownApp(app: HTMLElement): void {
       scroll.append(renderTable(table, {
         sortable: true,
         initialSort: { key: 'total_us', descending: true },
-        isSelected: (row) => row.name === state.kernel,
+        isSelected: (row) => row.full_name === state.kernel,
         onRowClick: (row) => {
-          state = { ...state, kernel: String(row.name) };
+          state = { ...state, kernel: String(row.full_name) };
           save();
           render();
         },
@@ -116,7 +117,7 @@ export function startBreakdownApp(app: HTMLElement): void {
         card.id = 'kernel-detail';
         const h = el('div', undefined, 'card-header');
         h.append(el('h3', 'Kernel'), insertButton(detail));
-        card.append(h, el('p', kernel.name, 'kernel-name'), renderTable(detail));
+        card.append(h, el('p', kernel.name, 'kernel-name'), renderTable({ ...detail, note: undefined }));
         app.append(card);
       }
     }

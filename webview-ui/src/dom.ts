@@ -48,7 +48,12 @@ export function renderTable(table: ResultTable, options: TableOptions = {}): HTM
     body.replaceChildren(
       ...rows.map((row) => {
         const tr = el('tr');
-        for (const c of table.columns) tr.append(el('td', formatCell(row[c.key], c), c.align === 'left' ? 'left' : undefined));
+        for (const c of table.columns) {
+          const td = el('td', formatCell(row[c.key], c), c.align === 'left' ? 'left' : undefined);
+          const title = options.cellTitle?.(row, c.key) ?? (c.key === 'name' && typeof row.full_name === 'string' && row.full_name !== row.name ? row.full_name : undefined);
+          if (title) td.title = title;
+          tr.append(td);
+        }
         if (options.isSelected?.(row)) {
           tr.classList.add('selected');
           tr.setAttribute('aria-selected', 'true');

@@ -8,6 +8,8 @@ export interface TableOptions {
   /** Called when a row is activated (click or Enter); rows become focusable. */
   onRowClick?: (row: Record<string, TableCell>) => void;
   initialSort?: { key: string; descending: boolean };
+  /** A tooltip for a cell (the full name behind a shortened one). */
+  cellTitle?: (row: Record<string, TableCell>, key: string) => string | undefined;
   /** Marks the row shown in detail elsewhere (aria-selected). */
   isSelected?: (row: Record<string, TableCell>) => boolean;
 }

@@ -21,6 +21,7 @@ export async function runPhaseCommand(controller: RunController, phase: Runnable
   if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
   const options = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : await runner.pickOptions(target, false);
   if (!options) return undefined;
+  await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   return controller.runPhase(runner, target, options);
 }
@@ -46,6 +47,7 @@ export async function runAllCommand(controller: RunController, arg: unknown): Pr
     void vscode.window.showErrorMessage('Inference Bench: no phases are part of this build.');
     return;
   }
+  await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
   for (const runner of runners) {

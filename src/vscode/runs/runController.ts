@@ -14,6 +14,8 @@ import { runDir, saveRunView, StoredRuns } from './storedRuns';
 /** Where findings updates go; the findings editor provides it. */
 export interface FindingsTarget {
   update(update: FindingsUpdate): unknown;
+  /** Shows the document (creating it if absent) in the first column, without taking focus. */
+  ensureOpen?(): Promise<unknown>;
 }
 
 interface ActiveRun {
@@ -91,6 +93,15 @@ export class RunController extends Disposable implements RunsSource {
       n++;
     }
     return n;
+  }
+
+  /** The findings document in the first column, so that the results view goes beside it rather than over it. */
+  async showFindings(): Promise<void> {
+    try {
+      await this.findingsTarget?.ensureOpen?.();
+    } catch (err) {
+      this.log.warn(`Could not show the findings document: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /**

@@ -87,6 +87,14 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   }
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
+    const item = this.itemFor(node);
+    // VS Code reads a string tooltip as the row's accessible name; screen readers should hear the label and description instead.
+    const label = typeof item.label === 'string' ? item.label : item.label?.label;
+    item.accessibilityInformation = { label: [label, typeof item.description === 'string' ? item.description : undefined].filter(Boolean).join(', ') };
+    return item;
+  }
+
+  private itemFor(node: TreeNode): vscode.TreeItem {
     switch (node.kind) {
       case 'problem': {
         const item = new vscode.TreeItem(node.message);

@@ -42,6 +42,11 @@ export async function insertTableIntoFindings(table: ResultTable): Promise<void>
     }
     editor = await vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.One, preserveFocus: true, preview: false });
   }
+  // A cursor the user never placed sits at the very top, above the title: append instead.
+  if (editor.selection.isEmpty && editor.selection.active.line === 0 && editor.selection.active.character === 0) {
+    const end = editor.document.lineAt(editor.document.lineCount - 1).range.end;
+    editor.selection = new vscode.Selection(end, end);
+  }
   // Same markdown as Insert Result Here (title, aligned table, note), at the cursor.
   const ok = await insertTableAt(editor, { label: table.title, detail: table.id, table });
   if (!ok) throw new Error('The editor refused the insertion (the findings document may be read-only).');

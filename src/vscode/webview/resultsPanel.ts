@@ -36,7 +36,8 @@ export class ResultsPanel extends Disposable {
   static show(deps: ResultsPanelDeps, runId?: string, compareRunId?: string): ResultsPanel {
     let view = ResultsPanel.current;
     if (!view) {
-      const panel = vscode.window.createWebviewPanel(ResultsPanel.viewType, 'Inference Bench Results', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, ResultsPanel.options(deps.extensionUri));
+      // The second column: the findings document takes the first, so that both stay in sight while a run goes.
+      const panel = vscode.window.createWebviewPanel(ResultsPanel.viewType, 'Inference Bench Results', { viewColumn: vscode.ViewColumn.Two, preserveFocus: true }, ResultsPanel.options(deps.extensionUri));
       view = ResultsPanel.current = new ResultsPanel(panel, deps);
     } else view.panel.reveal(undefined, true);
     if (runId) view.select(runId, compareRunId);

@@ -6,7 +6,7 @@ import { tableToCsv } from '../../../webview-ui/src/csv';
 import type { LineChartSpec, StackedBarSpec } from '../../../webview-ui/src/specs';
 import { macroCharts, statsFor } from '../../../webview-ui/src/views/macro';
 import { microCharts } from '../../../webview-ui/src/views/micro';
-import { categoryOrder, profileCharts, topKernels } from '../../../webview-ui/src/views/profile';
+import { categoryOrder, kernelTable, profileCharts, shortKernelName, topKernels } from '../../../webview-ui/src/views/profile';
 
 const runDir = join(__dirname, '..', '..', 'fixtures', 'runs', 'workspace', '.inference-bench', 'runs', '2026-11-30_14-02-11-482-macro');
 const levels = (JSON.parse(readFileSync(join(runDir, 'result.json'), 'utf8')) as { levels: MacroLevelSummary[] }).levels;
@@ -93,6 +93,23 @@ describe('the results view charts', () => {
     const top = topKernels(run)!;
     assert.equal(top.rows[0].name, 'cross_device_reduce_1stage');
     assert.ok(Math.abs((top.rows[0].share_pct as number) - (3900 / 9050) * 100) < 1e-9);
+  });
+
+  it('names templated C++ kernels by their function and what they wrap, and tells apart kernels that fold to one name', () => {
+    assert.equal(shortKernelName('void cutlass::device_kernel<flash::FlashAttnFwdSm90<cute::tuple<int> > >(flash::Params)'), 'cutlass::device_kernel<flash::FlashAttnFwdSm90…>');
+    assert.equal(shortKernelName('void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, cublasGemvParamsEx<int> >(float)'), 'gemv2T_kernel_val<cublasGemvParamsEx…>');
+    assert.equal(shortKernelName('ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');
+    assert.equal(shortKernelName('cross_device_reduce_1stage'), 'cross_device_reduce_1stage');
+    const k = (name: string) => ({ name, category: 'elementwise', count: 1, total_us: 1, mean_us: 1, min_us: 1, max_us: 1 });
+    const table = kernelTable([k('void f<A<int> >(int)'), k('void f<A<float> >(int)'), k('g')], 't');
+    assert.deepEqual(table.rows.map((r) => r.name), ['f<A…> #1', 'f<A…> #2', 'g']);
+    assert.equal(table.rows[1].full_name, 'void f<A<float> >(int)');
+  });
+
+  it('leaves categories with no time on any rank out of the stacked bar', () => {
+    const run: RunSummary = { id: 'z', phase: 'profile', target: 't', startedAt: '2026-12-01T00:00:00Z', status: 'completed', profile: { categories: ['gemm', 'nccl all-gather', 'idle'], ranks: [{ rank: 0, step_us: 10, by_category: { gemm: 8, 'nccl all-gather': 0, idle: 2 } }], kernels: [] } };
+    const [step] = profileCharts(run) as StackedBarSpec[];
+    assert.deepEqual(step.stacks.map((s) => s.label), ['gemm', 'idle']);
   });
 
   it('exports a table as CSV with full-precision numbers and quoted text', () => {

@@ -24,6 +24,8 @@ export function statsFor(levels: MacroLevelSummary[], metric: string): string[] 
     if (m && finite(l[k]) !== undefined) found.add(m[1]);
   }
   const rank = (s: string) => (STAT_ORDER.includes(s) ? STAT_ORDER.indexOf(s) : 50 + parseFloat(s.slice(1)));
+  // p50 is the median under another name: draw it once.
+  if (found.has('median')) found.delete('p50');
   return [...found].sort((a, b) => rank(a) - rank(b));
 }
 

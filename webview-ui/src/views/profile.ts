@@ -23,7 +23,54 @@ export function categoryOrder(profiles: ProfileSummary[]): string[] {
   return [...total.entries()].sort((a, b) => (a[0] === 'idle' ? 1 : b[0] === 'idle' ? -1 : b[1] - a[1])).map(([c]) => c);
 }
 
+/**
+ * A C++ kernel name a person can read in a table: template arguments and the parameter list
+ * folded ("void at::native::elementwise_kernel<128, 4, ...>(int, ...)" → "at::native::elementwise_kernel<…>").
+ */
+export function shortKernelName(name: string): string {
+  let out = '';
+  let depth = 0;
+  let firstArgs: string | undefined;
+  let args = '';
+  const s = name.replace(/^void\s+/, '');
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '<') {
+      if (depth === 0) out += '<…>';
+      else if (firstArgs === undefined) args += c;
+      depth++;
+    } else if (c === '>') {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0 && firstArgs === undefined) firstArgs = args;
+      else if (depth > 0 && firstArgs === undefined) args += c;
+    } else if (depth === 0) {
+      // The parameter list of a demangled name adds nothing a reader needs.
+      if (c === '(' && out.length > 0 && /[\w>]$/.test(out)) break;
+      out += c;
+    } else if (firstArgs === undefined) args += c;
+  }
+  // Wrappers such as cutlass::device_kernel<flash::...> are named by what they wrap: keep the first
+  // template argument that is a name (not a number), up to its own arguments.
+  const inner = firstArgs
+    ?.split(',')
+    .map((a) => a.trim())
+    .find((a) => /^[A-Za-z_]/.test(a) && !/^(unsigned |signed |const )?(int|long|short|char|bool|float|double|half|__half|__nv_bfloat16|c10::(BFloat16|Half)|true|false)\b/.test(a));
+  const head = inner?.split(/[<(\s]/)[0];
+  const short = (out.trim() || name).replace('<…>', head ? `<${head}…>` : '<…>');
+  return short;
+}
+
 export function kernelTable(kernels: KernelStat[], title: string, stepUs?: number): ResultTable {
+  const shortNames = kernels.map((k) => shortKernelName(k.name));
+  const seen = new Map<string, number>();
+  // Kernels that fold to the same short name are told apart by a number, in the table's order.
+  const labels = shortNames.map((n) => {
+    const dupes = shortNames.filter((x) => x === n).length;
+    if (dupes === 1) return n;
+    const i = (seen.get(n) ?? 0) + 1;
+    seen.set(n, i);
+    return `${n} #${i}`;
+  });
   return {
     id: 'profile-kernels',
     title,
@@ -37,8 +84,9 @@ export function kernelTable(kernels: KernelStat[], title: string, stepUs?: numbe
       { key: 'max_us', label: 'max (µs)', digits: 2 },
       { key: 'share_pct', label: '% of step', digits: 1 },
     ],
-    rows: kernels.map((k): Record<string, TableCell> => ({
-      name: k.name,
+    rows: kernels.map((k, i): Record<string, TableCell> => ({
+      name: labels[i],
+      full_name: k.name,
       category: k.category,
       count: k.count,
       total_us: k.total_us,
@@ -57,8 +105,9 @@ export function profileCharts(run: RunSummary, compare?: RunSummary): ChartSpec[
   });
   if (!runs.length) return [];
   const comparing = runs.length > 1;
-  const categories = categoryOrder(runs.map((r) => r.profile));
   const bars = runs.flatMap((r) => [...r.profile.ranks].sort((a, b) => a.rank - b.rank).map((rank) => ({ tag: r.tag, rank })));
+  // Categories with no time on any rank would only crowd the legend.
+  const categories = categoryOrder(runs.map((r) => r.profile)).filter((c) => bars.some((b) => (b.rank.by_category[c] ?? 0) > 0));
   const labels = bars.map((b) => (comparing ? `${b.tag} rank ${b.rank.rank}` : `rank ${b.rank.rank}`));
   const rows: Record<string, TableCell>[] = bars.map((b, i) => ({
     rank: labels[i],

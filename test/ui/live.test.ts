@@ -1,0 +1,204 @@
+// The live flow as a user meets it in code-server: from the command palette, run the macro phase
+// against the simulator on a local target and watch the chart gain points while the run goes; see
+// the findings document fill in; break a real H200 trace down and inspect its kernels beside the
+// editor; switch to a light theme and see the charts follow. Screenshots in dark and light go to
+// test-output/screenshots/live-*.png.
+import * as assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Frame, Page } from 'playwright-core';
+import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
+import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
+import { packageVsix } from '../support/vsix';
+import { recordCspViolations, Workbench } from './workbench';
+
+// Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
+// so the few browser names they use are declared here, for this file only.
+interface PageCanvas {
+  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+}
+declare const window: { __infbenchCspViolations?: string[]; infbenchBench(n: number): Promise<{ ms: number; painted: number }> };
+
+const outDir = join(repoRoot, 'test-output', 'ui');
+const TARGET = 'sim-local';
+const TRACE = 'llama_cudagraph_decode.pt.trace.json.gz';
+
+/** The inner document of the webview whose <title> is `title` (the results panel and the kernel view both live in iframes). */
+async function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Promise<Frame> {
+  return poll(`the "${title}" webview`, async () => {
+    for (const f of page.frames()) {
+      try {
+        if ((await f.title()) === title && (await f.locator('#app').count())) return f;
+      } catch {
+        // a frame that went away while we looked
+      }
+    }
+    return undefined;
+  }, timeoutMs);
+}
+
+/** Mean brightness (0..255) of a canvas's corner, where the chart paints the theme's background. */
+function canvasBackground(frame: Frame): Promise<number> {
+  return frame.locator('canvas').first().evaluate((c: PageCanvas) => {
+    const d = c.getContext('2d')!.getImageData(2, 2, 1, 1).data;
+    return (d[0] + d[1] + d[2]) / 3;
+  });
+}
+
+describe('live results in code-server (UI)', function () {
+  this.timeout(300_000);
+  let dirs: CodeServerDirs;
+  let workspace: string;
+  let sim: RunningSimulator;
+  let server: CodeServer | undefined;
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
+  let wb: Workbench;
+  const figures: Record<string, unknown> = {};
+
+  before(async () => {
+    mkdirSync(outDir, { recursive: true });
+    // A quick timing model (5 ms decode steps) so the sweep takes seconds, slow enough to watch.
+    sim = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002 });
+    dirs = makeCodeServerDirs('infbench-ui-live-');
+    workspace = join(dirs.root, 'workspace');
+    mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'inferenceBench.targets': [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }] }, null, 2));
+    copyFileSync(join(repoRoot, 'test', 'fixtures', 'traces', TRACE), join(workspace, TRACE));
+    const vsix = await packageVsix(join(outDir, 'inference-bench-live.vsix'));
+    await installExtension(vsix.path, dirs);
+    server = await startCodeServer({ folder: workspace, dirs, logFile: join(outDir, 'code-server-live.log'), settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
+    browser = await launchChromium();
+    await browser.context.addInitScript(recordCspViolations);
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 1600, height: 1000 });
+    wb = new Workbench(page);
+    await wb.open(server.folderUrl(workspace));
+  });
+
+  after(async () => {
+    writeFileSync(join(outDir, 'live-figures.json'), JSON.stringify(figures, null, 2));
+    if (wb) writeFileSync(join(outDir, 'live-console.log'), wb.console.map((m) => `[${m.type()}] ${m.text()}`).join('\n'));
+    await browser?.close();
+    await server?.stop();
+    await sim?.stop();
+    if (dirs) removeDirs(dirs);
+  });
+
+  afterEach(async function () {
+    // What the user would have seen when a step failed.
+    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`live-failed-${this.currentTest.title.slice(0, 40).replace(/[^A-Za-z0-9]+/g, '-')}`).catch(() => undefined);
+  });
+
+  it('shows the local target in the sidebar', async () => {
+    await wb.activityBarItem('Inference Bench').click();
+    await wb.page.getByRole('treeitem', { name: new RegExp(TARGET) }).first().waitFor({ timeout: 30_000 });
+    await wb.screenshot('live-sidebar-dark');
+  });
+
+  it('runs the macro phase from the palette and the chart gains points while the run goes', async () => {
+    await wb.runCommand('Inference Bench: Run Macro Phase');
+    await wb.answer(/Single stream, then a concurrency sweep/);
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    await view.locator('#run-status').getByText(/running/).waitFor({ timeout: 60_000 });
+    const points = async () => Number((await view.locator('body').getAttribute('data-points')) ?? 0);
+    const first = await poll('the first points', async () => ((await points()) > 0 ? points() : undefined), 60_000);
+    const later = await poll('more points while the run goes', async () => {
+      const n = await points();
+      return n > first && (await view.locator('#run-status').innerText()).includes('running') ? n : undefined;
+    }, 60_000);
+    figures.pointsSeenWhileRunning = [first, later];
+    await wb.screenshot('live-macro-running-dark');
+    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 120_000 });
+    assert.match(await view.locator('#run-headline').innerText(), /tok\/s/);
+    // Every chart has its data as a table: open the throughput one and read the levels.
+    await view.getByText(/^Data table/).first().click();
+    const rows = await view.locator('table[data-table-id="macro-throughput"] tbody tr').count();
+    assert.equal(rows, 4, 'the throughput table should list the four levels of the seed sweep');
+    const violations = await view.locator('body').evaluate(() => window.__infbenchCspViolations ?? []);
+    assert.deepEqual(violations, [], 'Content-Security-Policy violations in the results view');
+  });
+
+  it('fills the findings document in the editor as the run goes', async () => {
+    await wb.page.getByRole('tab', { name: /k25b6000bench1\.md/ }).first().waitFor({ timeout: 30_000 });
+    await poll('the macro section in the findings document', () => {
+      const file = join(workspace, 'k25b6000bench1.md');
+      return existsSync(file) && readFileSync(file, 'utf8').includes(`Serving benchmark — ${TARGET}`) ? true : undefined;
+    }, 60_000).catch(async () => {
+      // The document may hold the section unsaved: then the editor shows it.
+      await wb.page.locator('.monaco-editor').getByText(`Serving benchmark — ${TARGET}`).first().waitFor({ timeout: 10_000 });
+    });
+    await wb.screenshot('live-macro-findings-dark');
+  });
+
+  it('times a 10,000-point chart update inside the results view', async () => {
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    const runs: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = await view.locator('body').evaluate(() => window.infbenchBench(10_000));
+      assert.ok(r.painted > 1000, 'the benchmark chart did not draw');
+      runs.push(r.ms);
+    }
+    runs.sort((a, b) => a - b);
+    figures.chartUpdate10kMs = { median: runs[3], min: runs[0], max: runs[6] };
+    assert.ok(runs[3] < 250, `a 10,000-point update took ${runs[3]} ms`);
+  });
+
+  it('breaks a real trace down from the Explorer and inspects a kernel in the side view, then inserts it into the findings', async () => {
+    await wb.page.getByRole('tab', { name: /^Explorer/ }).first().click();
+    await wb.page.getByRole('treeitem', { name: new RegExp(TRACE.replace(/\./g, '\\.')) }).first().click({ button: 'right' });
+    // The workbench's context menu acts on the key that confirms the highlighted item.
+    await wb.page.getByRole('menuitem', { name: /Analyze Trace File/ }).first().hover();
+    await wb.page.keyboard.press('Enter');
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    await view.getByText('Decode step by kernel category, per rank').waitFor({ timeout: 60_000 });
+    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 60_000 });
+    assert.ok((await view.locator('.extras table tbody tr').count()) > 0, 'no top kernels listed');
+    await wb.screenshot('live-profile-dark');
+    await view.getByRole('button', { name: /Inspect kernels/ }).click();
+    const kernels = await webviewFrame(wb.page, 'Kernel breakdown');
+    const firstCategory = kernels.locator('button.category').first();
+    await firstCategory.waitFor({ timeout: 30_000 });
+    await firstCategory.click();
+    await kernels.locator('#category-kernels tbody tr').first().click();
+    await kernels.locator('#kernel-detail').getByText('launches per decode step').waitFor();
+    const name = await kernels.locator('#kernel-detail .kernel-name').innerText();
+    await wb.screenshot('live-kernels-dark');
+    await kernels.locator('#kernel-detail').getByRole('button', { name: /Insert into findings/ }).click();
+    await kernels.getByText('Inserted into the findings document.').waitFor({ timeout: 15_000 });
+    await wb.page.locator('.monaco-editor').getByText(`Kernel ${name.slice(0, 30)}`).first().waitFor({ timeout: 15_000 }).catch(() => undefined);
+    figures.insertedKernel = name;
+  });
+
+  it('follows a switch to a light theme: the charts repaint with the new colours', async () => {
+    const results = await webviewFrame(wb.page, 'Inference Bench Results');
+    const dark = await canvasBackground(results);
+    // The user settings file, as Preferences: Open User Settings (JSON) edits it; the workbench watches it.
+    const settingsFile = join(dirs.userDataDir, 'User', 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+    writeFileSync(settingsFile, JSON.stringify({ ...settings, 'workbench.colorTheme': 'Default Light Modern' }, null, 2));
+    const light = await poll('the chart to repaint light', async () => {
+      const v = await canvasBackground(results);
+      return v > 180 ? v : undefined;
+    }, 20_000);
+    figures.chartBackground = { dark, light };
+    assert.ok(dark < 80, `the dark theme's chart background was ${dark}`);
+    await wb.screenshot('live-profile-light');
+    const kernels = await webviewFrame(wb.page, 'Kernel breakdown');
+    await kernels.locator('button.category').first().waitFor();
+    await wb.screenshot('live-kernels-light');
+    // Back to the macro run, as drawn in the light theme.
+    await results.locator('#run-select').selectOption({ index: 1 });
+    await results.getByText('Throughput vs concurrency').waitFor();
+    await wb.screenshot('live-macro-light');
+  });
+});
+
+async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
