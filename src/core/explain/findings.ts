@@ -12,7 +12,7 @@ export function budgetTables(b: Budget): ResultTable[] {
   const tpot = b.measured.tpot;
   const totals: ResultTable = {
     id: 'budget-totals',
-    title: `Decode step at batch ${b.batch}: measured, explained, predicted`,
+    title: `Decode step at batch ${b.batch}: ${['measured', b.measured.step ? 'explained' : '', b.predicted_ms !== undefined ? 'predicted' : ''].filter(Boolean).join(', ')}`,
     columns: [
       { key: 'what', label: 'quantity', align: 'left' },
       { key: 'ms', label: 'ms per step', digits: 2 },
@@ -33,16 +33,17 @@ export function budgetTables(b: Budget): ResultTable[] {
   if (totals.rows.length) tables.push(totals);
 
   if (b.rows.length) {
+    const predicted = b.rows.some((r) => r.predicted_ms !== undefined);
+    const profiled = b.rows.some((r) => r.profiled_ms !== undefined);
     tables.push({
       id: 'budget-categories',
       title: 'Where the milliseconds go, per kernel category',
       columns: [
         { key: 'label', label: 'category', align: 'left' },
-        { key: 'profiled', label: 'profiled ms', digits: 3 },
-        { key: 'share', label: 'share %', digits: 1 },
-        { key: 'predicted', label: 'micro ms', digits: 3 },
-        { key: 'gap', label: 'gap ms', digits: 3 },
-        { key: 'how', label: 'how micro predicts it', align: 'left' },
+        ...(profiled ? [{ key: 'profiled', label: 'profiled ms', digits: 3 }, { key: 'share', label: 'share %', digits: 1 }] : []),
+        ...(predicted
+          ? [{ key: 'predicted', label: 'micro ms', digits: 3 }, ...(profiled ? [{ key: 'gap', label: 'gap ms', digits: 3 }] : []), { key: 'how', label: 'how micro predicts it', align: 'left' as const }]
+          : []),
       ],
       rows: b.rows.map((r) => ({
         label: r.label,
@@ -52,7 +53,7 @@ export function budgetTables(b: Budget): ResultTable[] {
         gap: r.gap_ms,
         how: r.prediction ?? '',
       })),
-      note: b.model ? `Model structure: ${b.model.source}. Gap = profiled − micro.` : undefined,
+      note: b.model ? `Model structure: ${b.model.source}.${predicted && profiled ? ' Gap = profiled − micro.' : ''}` : undefined,
     });
   }
   if (b.missing.length) {
