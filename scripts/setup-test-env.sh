@@ -25,8 +25,17 @@ fi
 
 [ -d node_modules ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 
-if [ ! -x "$CACHE/code-server/node_modules/.bin/code-server" ]; then
-  echo "setup: installing code-server $CODE_SERVER_VERSION into .cache/code-server"
+# Complete only when its postinstall got to its last step (installing the built-in extensions'
+# modules) and the version is the one asked for; anything less is removed and installed again.
+code_server_pkg="$CACHE/code-server/node_modules/code-server"
+code_server_ok() {
+  [ -x "$CACHE/code-server/node_modules/.bin/code-server" ] &&
+    [ -d "$code_server_pkg/lib/vscode/extensions/node_modules" ] &&
+    [ "$(node -p "require('$code_server_pkg/package.json').version" 2>/dev/null)" = "$CODE_SERVER_VERSION" ]
+}
+if ! code_server_ok; then
+  echo "setup: installing code-server $CODE_SERVER_VERSION into .cache/code-server (about a minute)"
+  rm -rf "$CACHE/code-server"
   tmp="$CACHE/tmp"
   mkdir -p "$tmp/vscode-ripgrep-cache-1.15.11" "$tmp/rg/bin"
   # @vscode/ripgrep would download rg; it accepts a cached archive instead, made from Debian's rg.
@@ -34,6 +43,7 @@ if [ ! -x "$CACHE/code-server/node_modules/.bin/code-server" ]; then
   tar -czf "$tmp/vscode-ripgrep-cache-1.15.11/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$tmp/rg/bin" rg
   TMPDIR="$tmp" npm_config_unsafe_perm=true npm_config_yes=true PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
     npm install --no-audit --no-fund --prefix "$CACHE/code-server" "code-server@$CODE_SERVER_VERSION" >"$CACHE/code-server-install.log" 2>&1 \
-    || { tail -30 "$CACHE/code-server-install.log"; exit 1; }
+    || { tail -30 "$CACHE/code-server-install.log"; echo "setup: installing code-server failed; the full log is .cache/code-server-install.log" >&2; exit 1; }
+  code_server_ok || { tail -30 "$CACHE/code-server-install.log"; echo "setup: code-server's postinstall did not finish (see .cache/code-server-install.log); it needs node 20, libkrb5-dev and a C++ toolchain" >&2; exit 1; }
 fi
 echo "setup: ready (sshd, chromium, python3-torch, code-server $CODE_SERVER_VERSION)"

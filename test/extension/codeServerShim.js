@@ -75,7 +75,14 @@ async function main() {
     server = await startCodeServer({ folder, dirs, logFile: join(logDir, 'code-server.log') });
     browser = await launchChromium();
     const page = await browser.context.newPage();
-    const exitCode = new Promise((ok) => page.exposeFunction('codeAutomationExit', (code) => ok(Number(code))));
+    let finish;
+    const exitCode = new Promise((ok) => (finish = ok));
+    // VS Code's test runner calls this with the tests' exit code.
+    await page.exposeFunction('codeAutomationExit', (code) => finish(Number(code)));
+    page.once('crash', () => {
+      console.error('codeServerShim: the browser tab running VS Code crashed before the tests finished.');
+      finish(1);
+    });
     // The workbench's console (with its %s placeholders unfilled) is kept in a file for diagnosis;
     // it is noisy (offline gallery lookups, 404s for optional files) and the verdict is the exit code.
     const consoleLog = createWriteStream(join(logDir, 'workbench-console.log'));
