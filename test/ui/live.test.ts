@@ -172,10 +172,8 @@ describe('live results in code-server (UI)', function () {
   it('follows a switch to a light theme: the charts repaint with the new colours', async () => {
     const results = await webviewFrame(wb.page, 'Inference Bench Results');
     const dark = await canvasBackground(results);
-    // The user settings file, as Preferences: Open User Settings (JSON) edits it; the workbench watches it.
-    const settingsFile = join(dirs.userDataDir, 'User', 'settings.json');
-    const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
-    writeFileSync(settingsFile, JSON.stringify({ ...settings, 'workbench.colorTheme': 'Default Light Modern' }, null, 2));
+    // To the preferred light theme (Light Modern by default), as a user flips it from the palette.
+    await wb.runCommand('Preferences: Toggle between Light/Dark Themes');
     const light = await poll('the chart to repaint light', async () => {
       const v = await canvasBackground(results);
       return v > 180 ? v : undefined;
