@@ -291,6 +291,39 @@ describe('SSH transport against a real OpenSSH sshd', function () {
   });
 });
 
+describe('SSH keepalive', function () {
+  this.timeout(30_000);
+
+  it('notices a connection that went silent (no FIN, no RST) through ServerAliveInterval', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ib-ssh-silent-'));
+    const key = makeKey(dir, 'client');
+    const server = await startSshd({ authorizedKeys: [key.publicLine] });
+    const c = writeClientConfig(join(dir, 'c'), { target: ['HostName 127.0.0.1', `Port ${server.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none', 'ServerAliveInterval 1', 'ServerAliveCountMax 2'] }, [server.knownHostsLine]);
+    const t = await openTransport({ kind: 'ssh', host: 'target', configFile: c.configFile, home: dir });
+    const marker = `ib-silent-${Date.now()}`;
+    const frozen: number[] = [];
+    try {
+      const handle = t.exec(['sh', '-c', `echo started; sleep 30 # ${marker}`]);
+      await new Promise<void>((resolve) => handle.stdout.once('data', () => resolve()));
+      // Freeze the server side of this connection: the socket stays open but nothing answers,
+      // as when a network path dies without telling either end.
+      for (const pid of sshdSessionTree(server)) {
+        process.kill(pid, 'SIGSTOP');
+        frozen.push(pid);
+      }
+      const started = Date.now();
+      const result = await handle.done;
+      assert.equal(result.lostConnection, true);
+      assert.ok(Date.now() - started < 8000, `noticed after ${Date.now() - started} ms`);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGKILL');
+      for (const pid of pgrep(marker)) process.kill(pid, 'SIGKILL');
+      await t.close();
+      await server.stop();
+    }
+  });
+});
+
 function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
