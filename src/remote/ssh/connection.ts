@@ -352,7 +352,7 @@ export class SshConnection extends EventEmitter {
   }
 
   private async unlock(file: string, data: Buffer, timer: PausableTimer): Promise<ParsedKey | Error> {
-    if (!this.hooks.askPassphrase) return new Error('encrypted, and no way to ask for its passphrase');
+    if (!this.hooks.askPassphrase) return new Error('encrypted, and there is no terminal to ask for its passphrase: load it into ssh-agent with `ssh-add`');
     let wrong = false;
     for (let attempt = 0; attempt < 3; attempt++) {
       timer.pause();
