@@ -63,8 +63,10 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
   const kernelsA = pa.top_kernels ?? [];
   const kernelsB = pb.top_kernels ?? [];
   if (kernelsA.length && kernelsB.length) {
-    const namesA = new Set(kernelsA.map((k) => k.name));
-    const namesB = new Set(kernelsB.map((k) => k.name));
+    // Against every kernel a run has where the analysis lists them all, so that a kernel that merely
+    // dropped out of the other run's top list is not called gone.
+    const namesA = new Set([...(pa.kernel_names ?? []), ...kernelsA.map((k) => k.name)]);
+    const namesB = new Set([...(pb.kernel_names ?? []), ...kernelsB.map((k) => k.name)]);
     for (const k of kernelsA.slice(0, TOP_KERNELS)) {
       if (namesB.has(k.name)) continue;
       kernelLines.push(`Vanished in ${b.id}: ${shorten(k.name)} (${k.category}, ${k.ms_per_step.toFixed(3)} ms per step in ${a.id}).`);
@@ -79,7 +81,8 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
     unmatched.push('At least one profile lists no kernels, so appeared/vanished kernels are not compared.');
   }
   const numeric = differences.filter((d) => d.a !== undefined && d.b !== undefined);
-  const summary = summarize(numeric, a, b);
+  // The step first: it is what the categories add up to.
+  const summary = summarize(numeric, a, b).sort((x, y) => Number(y.startsWith('The decode step')) - Number(x.startsWith('The decode step')));
   if (kernelLines.length) {
     if (summary.length === 1 && summary[0].startsWith('No difference')) summary.length = 0;
     summary.push(...kernelLines);

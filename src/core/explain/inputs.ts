@@ -40,6 +40,8 @@ export interface ProfileInput {
   /** Kernels launched per step on one GPU, where the profile counts them. */
   kernels_per_step?: number;
   top_kernels?: { name: string; category: string; ms_per_step: number }[];
+  /** Every kernel name the traces hold, where the analysis lists them: to tell "gone" from "out of the top". */
+  kernel_names?: string[];
 }
 
 export interface MicroGemmInput { shape: string; m: number; n: number; k: number; time_us: number }
@@ -153,6 +155,8 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
   const ranks = rankList
     .map((r) => ({ rank: num(r.rank) ?? 0, step_ms: isObj(r.decode) && isObj(r.decode.stepMs) ? num(r.decode.stepMs.mean) : undefined }))
     .filter((r): r is { rank: number; step_ms: number } => r.step_ms !== undefined);
+  const names = new Set<string>();
+  for (const r of rankList) for (const k of arr(r.kernelTotals).filter(isObj)) if (str(k.name)) names.add(k.name as string);
   // Kernels of every rank, each rank's total over its own decode steps, as ms per step averaged over ranks.
   const perStep = new Map<string, { name: string; category: string; ms: number }>();
   for (const r of rankList) {
@@ -179,6 +183,7 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
     ranks: ranks.length ? ranks : undefined,
     kernels_per_step: kernels > 0 ? kernels : undefined,
     top_kernels: perStep.size ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms })) : undefined,
+    kernel_names: names.size ? [...names] : undefined,
   };
 }
 
