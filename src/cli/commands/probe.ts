@@ -4,6 +4,7 @@ import { CliCommand, UsageError } from '../command';
 import { stderrLogger } from '../cliLogger';
 import { nullSink } from '../../core/campaign/phaseContext';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../../core/config/target';
+import { Logger } from '../../core/log';
 import { probeSummaryLines, runProbePhase } from '../../core/phases/probe';
 import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
 import { openTransport } from '../../remote/openTransport';
@@ -52,15 +53,7 @@ export const probeCommand: CliCommand = {
     const v = parsed.values;
     const target = cliTarget(v);
     const log = stderrLogger(v.verbose);
-    const hooks: SshHooks = {
-      onUnknownHostKey: v['accept-new-host-key'] ? async (p) => {
-        process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
-        return true;
-      } : undefined,
-      askPassphrase: process.stdin.isTTY ? (file) => askHidden(`Passphrase for ${file}: `) : undefined,
-      log: (level, message) => log[level](message),
-    };
-    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, hooks);
+    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, cliSshHooks(v['accept-new-host-key'] === true, log));
     const abort = new AbortController();
     const onSigint = () => abort.abort();
     process.once('SIGINT', onSigint);
@@ -81,6 +74,21 @@ export const probeCommand: CliCommand = {
     }
   },
 };
+
+/**
+ * How the CLI takes part in SSH: an unknown host key is refused unless --accept-new-host-key (then
+ * written to known_hosts, saying so); a key passphrase is asked on the terminal when there is one.
+ */
+export function cliSshHooks(acceptNewHostKey: boolean, log: Logger): SshHooks {
+  return {
+    onUnknownHostKey: acceptNewHostKey ? async (p) => {
+      process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
+      return true;
+    } : undefined,
+    askPassphrase: process.stdin.isTTY ? (file) => askHidden(`Passphrase for ${file}: `) : undefined,
+    log: (level, message) => log[level](message),
+  };
+}
 
 /** The target the flags describe; `--target user@host` splits like ssh's own argument. */
 export function cliTarget(v: { target?: string; port?: string; user?: string; prefix?: string; url?: string; python?: string }): Target {
