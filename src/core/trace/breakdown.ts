@@ -86,9 +86,49 @@ export function aggregateStep(label: string, kind: StepKind | undefined, count: 
   return { kind, label, start, end, kernels: count, busyUs: busy, byCategory, byName };
 }
 
-/** Decode or prefill steps of one rank, from their aggregates in time order. */
-function groupBreakdown(all: StepAggregate[], kind: StepKind): StepGroupBreakdown {
+/** Category and kernel sums of steps of one kind, folded as the steps closed (their aggregates keep only their times). */
+export interface FoldedSteps {
+  byCategory: Map<string, [number, number, number]>;
+  byName: Map<number, [number, number, number, number]>;
+}
+
+export function newFolded(): FoldedSteps {
+  return { byCategory: new Map(), byName: new Map() };
+}
+
+/** Adds a step's sums into `into` and empties the step's own maps. */
+export function foldStep(into: FoldedSteps, step: StepAggregate): void {
+  for (const [cat, [attr, raw, k]] of step.byCategory) {
+    const acc = into.byCategory.get(cat);
+    if (!acc) into.byCategory.set(cat, [attr, raw, k]);
+    else {
+      acc[0] += attr;
+      acc[1] += raw;
+      acc[2] += k;
+    }
+  }
+  for (const [id, [c, t, mn, mx]] of step.byName) {
+    const m = into.byName.get(id);
+    if (!m) into.byName.set(id, [c, t, mn, mx]);
+    else {
+      m[0] += c;
+      m[1] += t;
+      m[2] = Math.min(m[2], mn);
+      m[3] = Math.max(m[3], mx);
+    }
+  }
+  step.byCategory = EMPTY_CATEGORIES;
+  step.byName = EMPTY_NAMES;
+}
+
+// What a folded step keeps: nothing. Shared, never written to.
+const EMPTY_CATEGORIES: Map<string, [number, number, number]> = new Map();
+const EMPTY_NAMES: Map<number, [number, number, number, number]> = new Map();
+
+/** Decode or prefill steps of one rank, from their aggregates in time order (and what was folded already). */
+function groupBreakdown(all: StepAggregate[], kind: StepKind, folded?: FoldedSteps): StepGroupBreakdown {
   const totals = new Map<string, [number, number, number]>();
+  for (const [cat, v] of folded?.byCategory ?? []) totals.set(cat, [...v]);
   let spanUs = 0;
   let count = 0;
   const stepMs: number[] = [];
@@ -117,8 +157,9 @@ function groupBreakdown(all: StepAggregate[], kind: StepKind): StepGroupBreakdow
 }
 
 /** Per-name statistics merged over steps of one kind. */
-function stepKernelStats(all: StepAggregate[], kind: StepKind, names: readonly string[], category: readonly string[], limit: number): KernelStat[] {
+function stepKernelStats(all: StepAggregate[], kind: StepKind, names: readonly string[], category: readonly string[], limit: number, folded?: FoldedSteps): KernelStat[] {
   const merged = new Map<number, [number, number, number, number]>();
+  for (const [id, v] of folded?.byName ?? []) merged.set(id, [...v]);
   for (const a of all) {
     if (a.kind !== kind) continue;
     for (const [id, [c, t, mn, mx]] of a.byName) {
@@ -201,6 +242,8 @@ export interface RankParts {
   kernelsOutside: number;
   warnings: string[];
   analysis: 'streaming' | 'in-memory';
+  /** Sums of steps whose kind was known when they closed (streaming); their aggregates keep only times. */
+  folded?: Record<StepKind, FoldedSteps>;
 }
 
 /** The in-memory way: every kernel was kept, the steps found afterwards (steps.ts). */
@@ -267,7 +310,7 @@ function rankOf(file: string, metadata: Record<string, unknown>, fallback: numbe
 export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
   const props = p.metadata.deviceProperties as { name?: unknown }[] | undefined;
   const { rank, worldSize } = rankOf(p.file, p.metadata, p.fallbackRank);
-  const decode = groupBreakdown(p.steps, 'decode');
+  const decode = groupBreakdown(p.steps, 'decode', p.folded?.decode);
   const warnings = [...p.warnings];
   if (p.kernels > 0 && decode.count === 0) warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
   return {
@@ -278,8 +321,8 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
     stepSource: p.source,
     stepAnnotation: p.annotation,
     decode,
-    prefill: groupBreakdown(p.steps, 'prefill'),
-    topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels),
+    prefill: groupBreakdown(p.steps, 'prefill', p.folded?.prefill),
+    topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels, p.folded?.decode),
     kernelTotals: statsFrom(p.kernelTotals, p.names, p.category, Infinity),
     launch: p.launch,
     totals: {

@@ -1,4 +1,4 @@
-import { aggregateStep, distribution, RankParts, StepAggregate } from './breakdown';
+import { aggregateStep, distribution, foldStep, FoldedSteps, newFolded, RankParts, StepAggregate } from './breakdown';
 import { Annotation, RuntimeKind, runtimeKind } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
@@ -18,18 +18,94 @@ const OPEN_STEPS = 3;
 /** Bounds on bookkeeping for launches and kernels that have not met their partner yet. */
 const MAX_PENDING = 500_000;
 
+/** The kernels of one open step. Reused from step to step, so that streaming makes no garbage that lives long. */
+interface KernelBuffer {
+  ts: number[];
+  dur: number[];
+  name: number[];
+}
+
 interface OnlineStep {
   label: string;
   kind: StepKind | undefined;
   /** The annotation's CPU range (annotation tracks), or the graph launch time. */
   ts: number;
   end: number;
-  kTs: number[];
-  kDur: number[];
-  kName: number[];
+  buffer?: KernelBuffer;
   received: number;
   open: boolean;
   aggregate?: StepAggregate;
+}
+
+/**
+ * Entries keyed by correlation id, kept in typed columns with a free list: launches waiting for
+ * their kernels and kernels waiting for their launch, without an object per entry.
+ */
+class CorrelationTable {
+  private readonly slots = new Map<number, number>();
+  private free: number[] = [];
+  private used = 0;
+  a = new Float64Array(1024);
+  b = new Float64Array(1024);
+  c = new Int32Array(1024);
+  /** The next slot with the same correlation id, or -1. */
+  next = new Int32Array(1024);
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** First slot of a correlation id, or -1. */
+  head(corr: number): number {
+    return this.slots.get(corr) ?? -1;
+  }
+
+  /** Adds an entry (in front of any others with the same id); returns its slot. */
+  add(corr: number, a: number, b: number, c: number): number {
+    let slot = this.free.pop();
+    if (slot === undefined) {
+      slot = this.used++;
+      if (slot >= this.a.length) this.grow();
+    }
+    this.a[slot] = a;
+    this.b[slot] = b;
+    this.c[slot] = c;
+    this.next[slot] = this.slots.get(corr) ?? -1;
+    this.slots.set(corr, slot);
+    return slot;
+  }
+
+  /** Removes every entry of a correlation id. */
+  remove(corr: number): void {
+    for (let s = this.head(corr); s >= 0; s = this.next[s]) this.free.push(s);
+    this.slots.delete(corr);
+  }
+
+  /** Drops the oldest ids (insertion order) until `keep` remain. */
+  trim(keep: number): void {
+    for (const corr of this.slots.keys()) {
+      if (this.slots.size <= keep) break;
+      this.remove(corr);
+    }
+  }
+
+  private grow(): void {
+    const n = this.a.length * 2;
+    const grow64 = (x: Float64Array) => {
+      const y = new Float64Array(n);
+      y.set(x);
+      return y;
+    };
+    const grow32 = (x: Int32Array) => {
+      const y = new Int32Array(n);
+      y.set(x);
+      return y;
+    };
+    this.a = grow64(this.a);
+    this.b = grow64(this.b);
+    this.c = grow32(this.c);
+    this.next = grow32(this.next);
+  }
 }
 
 /** One way of cutting the trace into steps: an annotation pattern, or CUDA graph launches. */
@@ -37,18 +113,22 @@ class StepTrack {
   readonly steps: OnlineStep[] = [];
   private readonly starts: number[] = [];
   private readonly open: OnlineStep[] = [];
+  private readonly pool: KernelBuffer[] = [];
   outside = 0;
   late = 0;
   routed = 0;
 
-  constructor(readonly category: readonly string[]) {}
+  /** Sums of closed steps whose kind was known by then, so that a step costs a few numbers once closed. */
+  readonly folded: Record<StepKind, FoldedSteps> = { decode: newFolded(), prefill: newFolded() };
+
+  constructor(readonly category: readonly string[], private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined) {}
 
   /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
   addRange(label: string, kind: StepKind | undefined, ts: number, end: number, nestable = true): OnlineStep | undefined {
     let at = this.steps.length;
     while (at > 0 && this.starts[at - 1] > ts) at--;
     if (nestable) for (let j = at - 1; j >= 0 && j >= at - 4; j--) if (this.steps[j].ts <= ts && end <= this.steps[j].end) return undefined;
-    const step: OnlineStep = { label, kind, ts, end, kTs: [], kDur: [], kName: [], received: 0, open: false };
+    const step: OnlineStep = { label, kind, ts, end, received: 0, open: false };
     this.steps.splice(at, 0, step);
     this.starts.splice(at, 0, ts);
     return step;
@@ -76,25 +156,33 @@ class StepTrack {
       return;
     }
     this.routed++;
-    step.kTs.push(ts);
-    step.kDur.push(dur);
-    step.kName.push(name);
-    step.received++;
     if (!step.open) {
       step.open = true;
+      step.buffer = this.pool.pop() ?? { ts: [], dur: [], name: [] };
       this.open.push(step);
       while (this.open.length > OPEN_STEPS) this.close(this.open.shift()!);
     }
+    const b = step.buffer!;
+    b.ts.push(ts);
+    b.dur.push(dur);
+    b.name.push(name);
+    step.received++;
   }
 
   private close(step: OnlineStep): void {
     step.open = false;
-    const n = step.kTs.length;
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => step.kTs[a] - step.kTs[b] || a - b);
-    step.aggregate = aggregateStep(step.label, step.kind, n, (i) => step.kTs[order[i]], (i) => step.kDur[order[i]], (i) => step.kName[order[i]], this.category);
-    step.kTs = [];
-    step.kDur = [];
-    step.kName = [];
+    const b = step.buffer!;
+    const n = b.ts.length;
+    const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => b.ts[x] - b.ts[y] || x - y);
+    step.aggregate = aggregateStep(step.label, step.kind, n, (i) => b.ts[order[i]], (i) => b.dur[order[i]], (i) => b.name[order[i]], this.category);
+    b.ts.length = 0;
+    b.dur.length = 0;
+    b.name.length = 0;
+    this.pool.push(b);
+    step.buffer = undefined;
+    const agg = step.aggregate;
+    agg.kind ??= n ? this.kindAt(agg.start) : undefined;
+    if (agg.kind) foldStep(this.folded[agg.kind], agg);
   }
 
   finish(): StepAggregate[] {
@@ -136,6 +224,8 @@ interface Launch {
   graph: boolean;
 }
 
+const launch = (ts: number, graph: boolean): Launch => ({ ts, graph });
+
 export class OnlineAnalyzer {
   private readonly classifier: KernelClassifier;
   private readonly patterns: StepPattern[];
@@ -146,11 +236,14 @@ export class OnlineAnalyzer {
   private readonly graphTrack: StepTrack;
   private readonly graphSteps = new Map<number, OnlineStep>();
   private readonly graphOrder: number[] = [];
-  private readonly launches = new Map<number, Launch>();
-  private readonly pendingKernels = new Map<number, [number, number, number][]>();
+  /** Launch calls waiting for their kernels: a = CPU ts, c = 1 for a graph launch. */
+  private readonly launches = new CorrelationTable();
+  /** Kernels that came before their launch call: a = ts, b = dur, c = name id. */
+  private readonly pendingKernels = new CorrelationTable();
   private pendingCount = 0;
   private droppedPending = 0;
   private readonly kindAnnotations: Annotation[] = [];
+  private readonly kindStarts: number[] = [];
   private gpuStepAnnotations = 0;
   private readonly totals = new Map<number, [number, number, number, number]>();
   private kernels = 0;
@@ -208,18 +301,17 @@ export class OnlineAnalyzer {
       if (dur > t[3]) t[3] = dur;
     }
     const corr = e.correlation;
-    const launch = this.launches.get(corr);
-    if (launch) {
-      if (!launch.graph) {
-        this.launches.delete(corr);
-        if (!memory) this.launchToStart.add(ts - launch.ts);
+    const slot = this.launches.head(corr);
+    if (slot >= 0) {
+      const l = launch(this.launches.a[slot], this.launches.c[slot] === 1);
+      if (!l.graph) {
+        this.launches.remove(corr);
+        if (!memory) this.launchToStart.add(ts - l.ts);
       }
-      this.route(corr, launch, ts, dur, id);
+      this.route(corr, l, ts, dur, id);
     } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
       // The launch call comes later in the file: keep the kernel until it does.
-      const list = this.pendingKernels.get(corr);
-      if (list) list.push([ts, dur, id]);
-      else this.pendingKernels.set(corr, [[ts, dur, id]]);
+      this.pendingKernels.add(corr, ts, dur, id);
       this.pendingCount++;
     } else {
       this.droppedPending++;
@@ -253,30 +345,34 @@ export class OnlineAnalyzer {
         this.graphSteps.set(corr, step);
         this.graphOrder.push(corr);
         // Replayed kernels of old launches have long arrived: forget them.
-        if (this.graphOrder.length > 256) this.graphSteps.delete(this.graphOrder.shift()!);
+        if (this.graphOrder.length > 256) {
+          const old = this.graphOrder.shift()!;
+          this.graphSteps.delete(old);
+          this.launches.remove(old);
+        }
       }
     }
     if (corr < 0) return;
-    const launch: Launch = { ts: e.ts, graph };
-    const waiting = this.pendingKernels.get(corr);
-    if (waiting) {
-      this.pendingKernels.delete(corr);
-      this.pendingCount -= waiting.length;
-      for (const [ts, dur, id] of waiting) {
-        if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - launch.ts);
-        this.route(corr, launch, ts, dur, id);
+    const l = launch(e.ts, graph);
+    const first = this.pendingKernels.head(corr);
+    if (first >= 0) {
+      // Kernels that arrived first, oldest last in the chain: route them in arrival order.
+      const waiting: number[] = [];
+      for (let s = first; s >= 0; s = this.pendingKernels.next[s]) waiting.push(s);
+      for (let i = waiting.length - 1; i >= 0; i--) {
+        const s = waiting[i];
+        const ts = this.pendingKernels.a[s];
+        const id = this.pendingKernels.c[s];
+        if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - l.ts);
+        this.route(corr, l, ts, this.pendingKernels.b[s], id);
       }
+      this.pendingCount -= waiting.length;
+      this.pendingKernels.remove(corr);
       if (!graph) return;
     }
-    this.launches.set(corr, launch);
-    if (this.launches.size > MAX_PENDING) {
-      // Launches whose kernels never came (outside the profiled window): drop the oldest.
-      let n = 0;
-      for (const key of this.launches.keys()) {
-        this.launches.delete(key);
-        if (++n >= MAX_PENDING / 5) break;
-      }
-    }
+    this.launches.add(corr, e.ts, 0, graph ? 1 : 0);
+    // Launches whose kernels never came (outside the profiled window): drop the oldest.
+    if (this.launches.size > MAX_PENDING) this.launches.trim((MAX_PENDING * 4) / 5);
   }
 
   private annotation(e: EventView, gpu: boolean): void {
@@ -284,16 +380,32 @@ export class OnlineAnalyzer {
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
     if (gpu) {
       const a: Annotation = { name, ts: e.ts, dur, gpu: true, pid: e.pid };
-      if (isKindAnnotation(a)) this.kindAnnotations.push(a);
+      if (isKindAnnotation(a)) {
+        // kept sorted by start: they come in order, nearly always
+        let at = this.kindAnnotations.length;
+        while (at > 0 && this.kindStarts[at - 1] > a.ts) at--;
+        this.kindAnnotations.splice(at, 0, a);
+        this.kindStarts.splice(at, 0, a.ts);
+      }
       if (this.patterns.some((p) => p.re.test(name))) this.gpuStepAnnotations++;
       return;
     }
     this.patterns.forEach((p, i) => {
       if (!p.re.test(name)) return;
-      const track = (this.tracks[i] ??= new StepTrack(this.category));
+      const track = (this.tracks[i] ??= new StepTrack(this.category, this.kindAt));
       track.addRange(name, p.kindOf(name), e.ts, e.ts + dur);
     });
   }
+
+  /** The kind a nested GPU annotation seen so far gives a step starting at t, if any. */
+  private readonly kindAt = (t: number): StepKind | undefined => {
+    // The latest-starting range that holds t is the innermost; a range ending exactly at t is the step before.
+    for (let i = lastAtOrBefore(this.kindStarts, t), seen = 0; i >= 0 && seen < 8; i--, seen++) {
+      const a = this.kindAnnotations[i];
+      if (t < a.ts + a.dur) return byName(a.name);
+    }
+    return undefined;
+  };
 
   private route(corr: number, launch: Launch, ts: number, dur: number, id: number): void {
     for (const track of this.tracks) if (track) track.add(track.find(launch.ts), ts, dur, id);
@@ -348,6 +460,7 @@ export class OnlineAnalyzer {
       kernelsOutside: track.outside + unresolved,
       warnings,
       analysis: 'streaming',
+      folded: track.folded,
     };
   }
 }

@@ -131,7 +131,22 @@ export function isKindAnnotation(a: Annotation): boolean {
  * kernel, else by size: much bigger than the typical step means prefill (or mixed), else decode.
  */
 export function settleStepKinds(items: KindCandidate[], kindAnnotations: Annotation[]): void {
-  const kinds = [...kindAnnotations].sort((a, b) => a.ts - b.ts);
+  settleStepKindsByAnnotation(items, kindAnnotations);
+  const unknown = items.filter((p) => p.kind === undefined);
+  const typicalCount = median(unknown.map((p) => p.kernels));
+  const typicalBusy = median(unknown.map((p) => p.busyUs));
+  for (const p of unknown) p.kind = p.kernels > 1.5 * typicalCount || p.busyUs > 2.5 * typicalBusy ? 'prefill' : 'decode';
+}
+
+/** Only the annotation rule of settleStepKinds. `kindAnnotations` sorted by ts is fastest; it is sorted here if not. */
+export function settleStepKindsByAnnotation(items: KindCandidate[], kindAnnotations: Annotation[]): void {
+  let kinds = kindAnnotations;
+  for (let i = 1; i < kinds.length; i++) {
+    if (kinds[i].ts < kinds[i - 1].ts) {
+      kinds = [...kindAnnotations].sort((a, b) => a.ts - b.ts);
+      break;
+    }
+  }
   const starts = kinds.map((a) => a.ts);
   for (const p of items) {
     if (p.kind !== undefined || !p.kernels || !kinds.length) continue;
@@ -143,10 +158,6 @@ export function settleStepKinds(items: KindCandidate[], kindAnnotations: Annotat
       break;
     }
   }
-  const unknown = items.filter((p) => p.kind === undefined);
-  const typicalCount = median(unknown.map((p) => p.kernels));
-  const typicalBusy = median(unknown.map((p) => p.busyUs));
-  for (const p of unknown) p.kind = p.kernels > 1.5 * typicalCount || p.busyUs > 2.5 * typicalBusy ? 'prefill' : 'decode';
 }
 
 function settleKinds(trace: CollectedTrace, pending: { step: Step; kind: StepKind | undefined }[]): void {

@@ -1,0 +1,157 @@
+// Trace analyzer throughput and memory on multi-GB traces.
+//
+//   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--keep]
+//
+// Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
+// folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
+// shifted in time and correlation id so that the steps stay distinct; then, for each size, runs the
+// analyzer in a child process pinned to one core and prints MB/s of uncompressed JSON and the
+// child's peak RSS. Beside it, Python's json.load over a file of --python-gb (the same events):
+// json.load holds the whole document in memory, so it gets a size it can hold. Files are deleted
+// at the end unless --keep.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { analyzeTraceFile } from '../src/core/trace/analyze';
+
+// Run from the repository root.
+const FIXTURE = resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
+interface Template {
+  parts: string[];
+  ts: number;
+  corr: number;
+}
+
+/** Splits each event's JSON around its ts and correlation id, so that copies cost two number prints. */
+function templates(): { head: string; events: Template[]; spanUs: number } {
+  const doc = JSON.parse(gunzipSync(readFileSync(FIXTURE)).toString('utf8')) as { traceEvents: Record<string, unknown>[] } & Record<string, unknown>;
+  const { traceEvents, ...rest } = doc;
+  let lo = Infinity;
+  let hi = -Infinity;
+  const events: Template[] = traceEvents.map((e) => {
+    const ts = typeof e.ts === 'number' ? e.ts : 0;
+    const args = e.args as Record<string, unknown> | undefined;
+    const corr = typeof args?.correlation === 'number' ? args.correlation : -1;
+    if (typeof e.ts === 'number') {
+      lo = Math.min(lo, ts);
+      hi = Math.max(hi, ts + (typeof e.dur === 'number' ? e.dur : 0));
+    }
+    const copy = { ...e, ...(typeof e.ts === 'number' ? { ts: '@TS@' } : {}), ...(corr >= 0 ? { args: { ...args, correlation: '@CORR@' } } : {}) };
+    const parts = JSON.stringify(copy).split(/"@TS@"|"@CORR@"/);
+    return { parts, ts, corr };
+  });
+  return { head: JSON.stringify(rest).slice(0, -1), events, spanUs: hi - lo };
+}
+
+/** Writes a trace of about `bytes` bytes; returns its exact size. */
+function build(path: string, bytes: number, t: ReturnType<typeof templates>): number {
+  const fd = openSync(path, 'w');
+  let written = 0;
+  const write = (s: string) => {
+    written += writeSync(fd, s);
+  };
+  write(`${t.head},"traceEvents":[\n`);
+  let buffer: string[] = [];
+  let pending = 0;
+  let first = true;
+  for (let copy = 0; written + pending < bytes; copy++) {
+    const shift = copy * (t.spanUs + 1000);
+    const corrShift = copy * 1_000_000;
+    for (const e of t.events) {
+      const p = e.parts;
+      const ts = (e.ts + shift).toFixed(3);
+      const s = p.length === 3 ? `${p[0]}${ts}${p[1]}${e.corr + corrShift}${p[2]}` : p.length === 2 ? `${p[0]}${ts}${p[1]}` : p[0];
+      const line = first ? s : `,\n${s}`;
+      first = false;
+      buffer.push(line);
+      pending += line.length;
+      if (pending > 32 << 20) {
+        write(buffer.join(''));
+        buffer = [];
+        pending = 0;
+      }
+    }
+  }
+  write(buffer.join(''));
+  write('\n],"traceName":"bench"}\n');
+  closeSync(fd);
+  return statSync(path).size;
+}
+
+// The analysis itself runs in a child (this same script with `child PATH`) pinned to one core: its
+// wall time, CPU time and its own peak RSS.
+async function child(path: string): Promise<void> {
+  let peakHeap = 0;
+  const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 20);
+  const t0 = process.hrtime.bigint();
+  const r = await analyzeTraceFile(path, 0);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  clearInterval(sampler);
+  const cpu = process.cpuUsage();
+  // What the analysis still holds once garbage is gone: the live data, as opposed to heap the GC kept.
+  (globalThis as { gc?: () => void }).gc?.();
+  const liveHeapMb = process.memoryUsage().heapUsed / 1e6;
+  console.log(JSON.stringify({ seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, maxRssKb: process.resourceUsage().maxRSS, peakHeapMb: peakHeap / 1e6, liveHeapMb, analysis: r.analysis, kernels: r.totals.kernels, events: r.totals.events, decode: r.decode.count, jsonBytes: r.totals.jsonBytes }));
+}
+
+// One core: taskset where the host has it.
+const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : ['env'];
+
+interface ChildFigures { seconds: number; cpuSeconds: number; maxRssKb: number; peakHeapMb: number; liveHeapMb: number; analysis: string; kernels: number; events: number; decode: number; jsonBytes: number }
+
+function analyze(path: string): ChildFigures {
+  // Under tsx the script is TypeScript; bundled (see docs/BENCHMARKS.md) it is plain JavaScript.
+  const loader = __filename.endsWith('.ts') ? ['--require', 'tsx/cjs'] : [];
+  const out = execFileSync(pin[0], [...pin.slice(1), process.execPath, '--expose-gc', ...loader, __filename, 'child', path], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  return JSON.parse(out.trim().split('\n').pop()!);
+}
+
+function pythonLoad(path: string): { seconds: number; maxRssKb: number } | string {
+  const code = 'import json,sys,time,resource\nt=time.perf_counter()\nd=json.load(open(sys.argv[1]))\ns=time.perf_counter()-t\nprint(json.dumps({"seconds":s,"maxRssKb":resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"events":len(d["traceEvents"])}))';
+  const r = spawnSync(pin[0], [...pin.slice(1), 'python3', '-c', code, path], { encoding: 'utf8' });
+  if (r.status !== 0) return `python3 json.load failed (${r.signal ?? r.status}): ${r.stderr.trim().split('\n').pop()}`;
+  return JSON.parse(r.stdout.trim());
+}
+
+function main(): void {
+  const sizes = arg('sizes', '1,3').split(',').map(Number);
+  const pythonGb = Number(arg('python-gb', '0.5'));
+  const dir = mkdtempSync(join(tmpdir(), 'ib-trace-bench-'));
+  const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim();
+  console.log(`CPU: ${cpu}; ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores; node ${process.version}; python ${execFileSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim()}; ${pin[0] === 'taskset' ? 'analyzer and python pinned to one core (taskset -c 0)' : 'no taskset: not pinned'}`);
+  try {
+    const t = templates();
+    const rows: string[] = [];
+    const run = (gb: number, withPython: boolean) => {
+      const path = join(dir, `bench-${gb}GB.json`);
+      const g0 = Date.now();
+      const bytes = build(path, gb * 1e9, t);
+      const genS = (Date.now() - g0) / 1000;
+      const a = analyze(path);
+      const mb = bytes / 1e6;
+      rows.push(`analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`);
+      console.log(rows.at(-1));
+      if (withPython) {
+        const p = pythonLoad(path);
+        rows.push(typeof p === 'string' ? p : `json.load  ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / p.seconds).toFixed(0).padStart(5)} MB/s  ${p.seconds.toFixed(1).padStart(6)} s  peak RSS ${(p.maxRssKb / 1024).toFixed(0).padStart(5)} MB  (parse only, no analysis)`);
+        console.log(rows.at(-1));
+      }
+      if (!process.argv.includes('--keep')) rmSync(path);
+    };
+    run(pythonGb, true);
+    for (const gb of sizes) run(gb, false);
+  } finally {
+    if (!process.argv.includes('--keep')) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === 'child') void child(process.argv[3]);
+else main();
