@@ -23,7 +23,8 @@ from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_n
 
 
 class Endpoint:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, api_key: Optional[str] = None) -> None:
+        self.api_key = api_key
         parts = urlsplit(base_url)
         if parts.scheme != "http":
             raise ValueError(f"only http:// server URLs are supported (got {base_url!r}); the load generator runs on the "
@@ -36,6 +37,8 @@ class Endpoint:
     def request_bytes(self, method: str, path: str, body: Optional[bytes], extra_headers: Dict[str, str]) -> bytes:
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: inference-bench-agent",
                  "Accept: text/event-stream, application/json"]
+        if self.api_key:
+            lines.append(f"Authorization: Bearer {self.api_key}")
         for k, v in extra_headers.items():
             lines.append(f"{k}: {v}")
         if body is not None:

@@ -48,6 +48,8 @@ _run_start: Optional[float] = None
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the server's base URL as seen from this host")
     p.add_argument("--model", default=None, help="model name; default: the first one /v1/models lists")
+    p.add_argument("--api-key", default=None, help="bearer token for a server started with --api-key; default from "
+                   "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--concurrency", default="1", help="comma-separated levels, e.g. 1,8,32 (closed loop)")
     p.add_argument("--request-rate", default=None,
@@ -81,16 +83,19 @@ class PromptMaker:
     """Random prompts of about `input_len` tokens, different for every request and every run."""
 
     def __init__(self, api: str, model: str, input_len: int, output_len: int, ignore_eos: bool, seed: int,
-                 tokens_per_word: float = 1.0, overhead: float = 0.0, file_prompts: Optional[List[dict]] = None) -> None:
+                 tokens_per_word: float = 1.0, overhead: float = 0.0, file_prompts: Optional[List[dict]] = None,
+                 dropped_fields: Optional[List[str]] = None) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
         self.tokens_per_word, self.overhead = tokens_per_word, overhead
         self.file_prompts = file_prompts
+        # Fields the server refused (HTTP 400 in the warm-up), left out of every request.
+        self.dropped_fields = dropped_fields or []
 
     def to_json(self) -> dict:
         return {"api": self.api, "model": self.model, "input_len": self.input_len, "output_len": self.output_len,
                 "ignore_eos": self.ignore_eos, "seed": self.seed, "tokens_per_word": self.tokens_per_word,
-                "overhead": self.overhead, "file_prompts": self.file_prompts}
+                "overhead": self.overhead, "file_prompts": self.file_prompts, "dropped_fields": self.dropped_fields}
 
     @staticmethod
     def from_json(d: dict) -> "PromptMaker":
@@ -125,6 +130,8 @@ class PromptMaker:
         payload.update({"temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}})
         if self.ignore_eos:
             payload["ignore_eos"] = True
+        for name in self.dropped_fields:
+            payload.pop(name, None)
         return json.dumps(payload).encode()
 
 
@@ -245,7 +252,7 @@ def worker_main() -> int:
     signal.signal(signal.SIGINT, _on_signal)
     job = json.loads(sys.stdin.readline())
     maker = PromptMaker.from_json(job["prompt"])
-    endpoint = Endpoint(job["url"])
+    endpoint = Endpoint(job["url"], job.get("api_key"))
     out = sys.stdout
 
     def write(obj: dict) -> None:
@@ -408,8 +415,9 @@ def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, ma
     try:
         for plan in plans:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+            # The API key travels on stdin, not on a command line other users can read.
             job = {"plan": plan, "url": args.url, "path": path, "prompt": maker.to_json(),
-                   "request_timeout": args.request_timeout}
+                   "request_timeout": args.request_timeout, "api_key": args.api_key}
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(job) + "\n").encode())
             procs.append(proc)
@@ -517,11 +525,14 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
     except OSError as exc:
         raise events.AgentError("server_unreachable", f"Cannot reach the inference server at {url}: {exc}",
                                 f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass --url")
-    if status != 200:
+    if status in (401, 403):
+        raise events.AgentError("unauthorized", f"{url}/v1/models answered HTTP {status}: the server wants an API key",
+                                "Pass --api-key KEY (or set INFBENCH_API_KEY) with the key the server was started with")
+    if status != 200 and model is None:
         raise events.AgentError("server_error", f"{url}/v1/models answered HTTP {status}",
-                                "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url")
+                                "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model")
     try:
-        data = json.loads(raw).get("data") or []
+        data = (json.loads(raw).get("data") or []) if status == 200 else []
     except (ValueError, AttributeError):
         data = []
     entry = next((m for m in data if isinstance(m, dict) and (model is None or m.get("id") == model)), None)
@@ -580,8 +591,9 @@ def run(args: argparse.Namespace) -> int:
     _run_start = None
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    args.api_key = args.api_key or os.environ.get("INFBENCH_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
     try:
-        endpoint = Endpoint(args.url)
+        endpoint = Endpoint(args.url, args.api_key)
         slos = parse_slos(args.goodput)
         percentiles = [float(p) for p in str(args.percentiles).split(",") if p.strip()]
     except ValueError as exc:
@@ -608,8 +620,9 @@ def run(args: argparse.Namespace) -> int:
                f"prompts {'calibrated with /tokenize' if calibration.get('calibrated') else 'not calibrated'}")
 
     result: dict = {"levels": [], "server": server, "cancelled": False,
-                    "config": {k: v for k, v in vars(args).items() if k != "worker"},
-                    "prompts": {"seed": seed, "calibration": calibration, "source": args.prompts_file or "random"},
+                    "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key")},
+                    "prompts": {"seed": seed, "calibration": calibration, "source": args.prompts_file or "random",
+                                "dropped_fields": maker.dropped_fields},
                     "client": {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host": os.uname().nodename,
                                "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"}}
     id_base = 0
@@ -620,6 +633,20 @@ def run(args: argparse.Namespace) -> int:
         plan = {"concurrency": warm_c, "ids": [10_000_000 + i for i in range(args.warmup)], "duration": None,
                 "start_at": time.monotonic()}
         run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout)
+        refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
+        if warm.records and len(refused) == len(warm.records):
+            # Some OpenAI-compatible servers refuse vLLM's extra fields: try once without them.
+            maker.dropped_fields = ["stream_options", "ignore_eos"]
+            warm.records = []
+            plan["start_at"] = time.monotonic()
+            run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout)
+            if any(r.get("ok") for r in warm.records):
+                events.log(f"the server refused stream_options and ignore_eos ({refused[0].get('error')}); requests go "
+                           "without them: output lengths follow the model's EOS and token counts are the client's own",
+                           "warn")
+            else:
+                maker.dropped_fields = []
+        result["prompts"]["dropped_fields"] = maker.dropped_fields
         bad = [r for r in warm.records if not r.get("ok")]
         events.log(f"warm-up: {len(warm.records) - len(bad)} of {args.warmup} requests completed")
         if bad and len(bad) == len(warm.records):

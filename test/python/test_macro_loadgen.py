@@ -1,9 +1,12 @@
 """The macro load generator end to end against the simulator: workloads, prompts, worker processes, events."""
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -117,6 +120,90 @@ class AgainstTheSimulator(unittest.TestCase):
         errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertEqual(errors[0]["code"], "server_unreachable")
         self.assertIn("curl http://127.0.0.1:9/v1/models", errors[0]["hint"])
+
+
+class PlainServer(http.server.BaseHTTPRequestHandler):
+    """Not vLLM: an OpenAI-style server on the standard library's HTTP/1.0 handler. It wants an API key,
+    refuses vLLM's extra fields, ends streams by closing the connection, sends no usage, and has no
+    /tokenize or /metrics; the load generator must still measure it."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.headers.get("Authorization") != "Bearer sekret":
+            self.send_error(401)
+            return
+        if self.path == "/v1/models":
+            body = json.dumps({"object": "list", "data": [{"id": "plain", "object": "model", "owned_by": "someone"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self.send_error(404)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.headers.get("Authorization") != "Bearer sekret" or self.path != "/v1/completions":
+            self.send_error(401 if self.path == "/v1/completions" else 404)
+            return
+        if "stream_options" in body or "ignore_eos" in body:
+            msg = json.dumps({"error": {"message": "Extra inputs are not permitted: stream_options", "code": 400}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Length", str(len(msg)))
+            self.end_headers()
+            self.wfile.write(msg)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(body["max_tokens"]):
+            time.sleep(0.005)
+            self.wfile.write(b'data: {"choices":[{"index":0,"text":" t%d"}]}\r\n\r\n' % i)
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\r\n\r\n")
+
+
+class AServerWeBring(unittest.TestCase):
+    def test_a_plain_openai_style_server_is_measured_with_client_counts(self):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PlainServer)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            os.environ["INFBENCH_API_KEY"] = "sekret"
+            result, events = run_macro(url, "--concurrency", "2", "--requests", "4", "--output-len", "6", "--input-len", "10")
+        finally:
+            os.environ.pop("INFBENCH_API_KEY", None)
+            server.shutdown()
+            server.server_close()
+        [level] = result["levels"]
+        self.assertEqual(level["completed"], 4, level["errors"])
+        self.assertEqual(result["prompts"]["dropped_fields"], ["stream_options", "ignore_eos"])
+        self.assertEqual(level["total_output_tokens"], 24)
+        self.assertEqual(level["token_count"]["source"], "client")
+        self.assertFalse(level["server_metrics"]["available"])
+        self.assertFalse(result["server"]["simulated"])
+        self.assertAlmostEqual(level["median_itl_ms"], 5.0, delta=4.0)
+        self.assertTrue(any(e["type"] == "log" and "refused stream_options" in e["message"] for e in events))
+        self.assertNotIn("sekret", json.dumps(result))
+
+    def test_a_missing_api_key_is_an_actionable_error(self):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PlainServer)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            out = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--url",
+                                  f"http://127.0.0.1:{server.server_address[1]}"], cwd=AGENT, capture_output=True, text=True,
+                                 timeout=60, env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "INFBENCH_API_KEY")})
+        finally:
+            server.shutdown()
+            server.server_close()
+        errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
+        self.assertEqual(errors[0]["code"], "unauthorized")
+        self.assertIn("--api-key", errors[0]["hint"])
 
 
 if __name__ == "__main__":

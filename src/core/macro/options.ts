@@ -31,6 +31,8 @@ export interface MacroOptions {
   /** Load-generator processes: 'auto' or a number. */
   workers?: number | 'auto';
   requestTimeoutS?: number;
+  /** Bearer token for a server started with --api-key; handed to the agent in its environment, never stored. */
+  apiKey?: string;
 }
 
 /** The seed scenario's defaults: single stream first, then a sweep. */

@@ -26,8 +26,9 @@ const LIVE_UPDATE_MS = 1000;
  * result.json in the run folder holds one object per level with `vllm bench serve`'s field names.
  */
 export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {}): Promise<MacroPhaseOutcome> {
-  const args = macroAgentArgs(options, ctx.target.serverUrl);
-  const settings = { ...DEFAULT_MACRO_OPTIONS, ...options, url: options.url ?? ctx.target.serverUrl };
+  const { apiKey, ...stored } = options;
+  const args = macroAgentArgs(stored, ctx.target.serverUrl);
+  const settings = { ...DEFAULT_MACRO_OPTIONS, ...stored, url: options.url ?? ctx.target.serverUrl };
   const run = RunFolder.create(ctx.workspace, 'macro', ctx.target.name, { ...settings, agentArgs: args });
   const finals: MacroLevelSummary[] = [];
   const live = new Map<number, MacroLevelSummary>();
@@ -111,7 +112,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent });
+  const env = apiKey ? { INFBENCH_API_KEY: apiKey } : undefined;
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent, env });
   if (!agent.result) {
     // Cancelled or cut off before the agent's result: keep what arrived, one object per finished level.
     run.writeResult({ levels: finals, server, cancelled: agent.status === 'cancelled', partial: true, status: agent.status, reason: agent.reason });
