@@ -240,6 +240,17 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             on_tick()
 
 
+def raise_open_file_limit() -> None:
+    """Each stream holds a socket: lift the soft limit on open files (often 1024) to the hard one."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 65536
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ValueError, OSError):
+        pass
+
+
 def cpu_seconds() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -250,6 +261,7 @@ def worker_main() -> int:
     global _cancelled
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    raise_open_file_limit()
     job = json.loads(sys.stdin.readline())
     maker = PromptMaker.from_json(job["prompt"])
     endpoint = Endpoint(job["url"], job.get("api_key"))
@@ -591,6 +603,7 @@ def run(args: argparse.Namespace) -> int:
     _run_start = None
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    raise_open_file_limit()
     args.api_key = args.api_key or os.environ.get("INFBENCH_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
     try:
         endpoint = Endpoint(args.url, args.api_key)
