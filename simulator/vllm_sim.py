@@ -541,6 +541,8 @@ class Simulator:
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # shutting down with streams open: they end with the connection
         finally:
             try:
                 writer.close()

@@ -716,9 +716,18 @@ def run(args: argparse.Namespace) -> int:
                        "it may be limiting the numbers; raise --workers", "warn")
         events.emit(events.MACRO_LEVEL, level=index, partial=False, summary=summary)
         result["levels"].append(summary)
+        failures = summary.get("failures") or {}
+        if summary.get("completed") == 0 and failures and set(failures) <= {"connect_error"}:
+            # The server went away: every further level would only count refused connections.
+            result["stopped"] = f"no request of {level.label()} could connect to {args.url}"
+            break
     result["cancelled"] = _cancelled
     events.emit(events.RESULT, result=clean(result))
     if _cancelled:
         events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")
         return 130
+    if result.get("stopped"):
+        events.error("server_down", f"The server stopped answering: {result['stopped']}; the levels before are kept",
+                     f"Check that it still runs (curl {args.url}/v1/models on the host), then run the phase again")
+        return 2
     return 0
