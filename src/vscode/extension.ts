@@ -7,6 +7,8 @@ import { analyzeTraceCommand } from './commands/analyzeTrace';
 import { ConnectionManager } from './connections/connectionManager';
 import { macroRunner } from './runs/macroRunner';
 import { microRunner } from './runs/microRunner';
+import { probeRunner } from './runs/probeRunner';
+import { profileRunner } from './runs/profileRunner';
 import { registerPhase } from './runs/phases';
 import { RunController } from './runs/runController';
 import { findingsDocumentPath, readSettings } from './settings';
@@ -30,6 +32,8 @@ export function activate(context: vscode.ExtensionContext): void {
   controller.findingsTarget = findings;
   registerPhase(macroRunner);
   registerPhase(microRunner);
+  registerPhase(profileRunner);
+  registerPhase(probeRunner(states));
   const tree = new TargetsTreeProvider(controller, states);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };

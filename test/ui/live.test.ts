@@ -57,9 +57,10 @@ describe('live results in code-server (UI)', function () {
 
   before(async () => {
     mkdirSync(outDir, { recursive: true });
-    // A quick timing model (5 ms decode steps) so the sweep takes seconds, slow enough to watch.
-    sim = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002 });
     dirs = makeCodeServerDirs('infbench-ui-live-');
+    // A quick timing model (5 ms decode steps) so the sweep takes seconds, slow enough to watch; its
+    // profiler writes per-rank traces of the seed model's step (TP 8, about half in all-reduce).
+    sim = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002, profilerDir: join(dirs.root, 'traces') });
     workspace = join(dirs.root, 'workspace');
     mkdirSync(join(workspace, '.vscode'), { recursive: true });
     writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'inferenceBench.targets': [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }] }, null, 2));
@@ -130,6 +131,22 @@ describe('live results in code-server (UI)', function () {
     await wb.screenshot('live-macro-findings-dark');
   });
 
+  it('runs the profiler phase from the palette and shows the decode step split by category on every rank', async () => {
+    await wb.runCommand('Inference Bench: Run Profiler Phase');
+    await wb.answer(/Decode batch of 4/);
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    await view.getByRole('heading', { name: /Profiler \(decode step\) · sim-local/ }).waitFor({ timeout: 60_000 });
+    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 180_000 });
+    await view.getByText('Decode step by kernel category, per rank').waitFor();
+    const headline = await view.locator('#run-headline').innerText();
+    figures.profileHeadline = headline;
+    assert.match(headline, /all-reduce/, 'the seed model spends most of its step in all-reduce');
+    await view.getByText(/^Data table/).first().click();
+    const ranks = await view.locator('table[data-table-id="profile-step"] tbody tr').count();
+    assert.equal(ranks, 8, 'one bar per rank of the TP 8 simulator');
+    await wb.screenshot('live-profile-phase-dark');
+  });
+
   it('times a 10,000-point chart update inside the results view', async () => {
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     const runs: number[] = [];
@@ -185,7 +202,8 @@ describe('live results in code-server (UI)', function () {
     await kernels.locator('button.category').first().waitFor();
     await wb.screenshot('live-kernels-light');
     // Back to the macro run, as drawn in the light theme.
-    await results.locator('#run-select').selectOption({ index: 1 });
+    const macroRun = await results.locator('#run-select option', { hasText: /^macro/ }).first().getAttribute('value');
+    await results.locator('#run-select').selectOption(macroRun!);
     await results.getByText('Throughput vs concurrency').waitFor();
     await wb.screenshot('live-macro-light');
   });

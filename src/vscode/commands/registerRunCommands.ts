@@ -17,6 +17,7 @@ export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
     vscode.commands.registerCommand('inferenceBench.runMacro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'macro', arg, options)),
     vscode.commands.registerCommand('inferenceBench.runMicro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'micro', arg, options)),
     vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'profile', arg, options)),
+    vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, 'probe', arg, {})),
     vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),

@@ -4,7 +4,7 @@ import { RunController } from '../runs/runController';
 import { PHASE_ORDER, phaseRunner, RunnablePhase } from '../runs/phases';
 import { pickTarget } from './pickers';
 
-const PHASE_TITLES: Record<RunnablePhase, string> = { macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
+const PHASE_TITLES: Record<RunnablePhase, string> = { probe: 'Probe Target', macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
 
 /**
  * Run one phase on a target: options from a quick pick (or given as the command's second argument,
@@ -21,8 +21,11 @@ export async function runPhaseCommand(controller: RunController, phase: Runnable
   if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
   const options = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : await runner.pickOptions(target, false);
   if (!options) return undefined;
-  await controller.showFindings();
-  await vscode.commands.executeCommand('inferenceBench.showResults');
+  // The probe only feeds the sidebar and the findings header; the phases bring the results up beside the findings.
+  if (phase !== 'probe') {
+    await controller.showFindings();
+    await vscode.commands.executeCommand('inferenceBench.showResults');
+  }
   return controller.runPhase(runner, target, options);
 }
 
@@ -50,6 +53,12 @@ export async function runAllCommand(controller: RunController, arg: unknown): Pr
   await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
+  // What is there first (GPUs, server, model): the sidebar and the findings header show it.
+  const probe = phaseRunner('probe');
+  if (probe) {
+    const probed = await controller.runPhase(probe, target, {}, all.signal);
+    if (probed?.status === 'cancelled') return;
+  }
   for (const runner of runners) {
     if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
       void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);

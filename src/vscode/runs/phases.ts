@@ -1,7 +1,7 @@
 import { Target } from '../../core/config/target';
 import { PhaseContext } from '../../core/campaign/phaseContext';
 
-export type RunnablePhase = 'macro' | 'micro' | 'profile';
+export type RunnablePhase = 'probe' | 'macro' | 'micro' | 'profile';
 
 /** A phase as the front end starts it: how to ask for its options, and the core function that runs it. */
 export interface PhaseRunner {

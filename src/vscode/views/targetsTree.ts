@@ -118,9 +118,10 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const server = [state?.serverKind, state?.model].filter(Boolean).join(' · ');
         const item = new vscode.TreeItem(connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : connection === 'connecting' ? 'connecting…' : 'not connected');
         item.id = `state:${node.target.name}`;
-        item.description = server || state?.detail || (connection === 'disconnected' ? 'connects when a phase runs' : '');
+        item.description = server || state?.detail || (connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : '');
         item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'connecting' ? 'loading~spin' : 'debug-disconnect');
         item.tooltip = [state?.detail, server && `server: ${server}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`].filter(Boolean).join('\n') || undefined;
+        item.command = { command: 'inferenceBench.probeTarget', title: 'Probe Target', arguments: [node.target.name] };
         return item;
       }
       case 'gpu': {
