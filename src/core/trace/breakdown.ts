@@ -215,6 +215,8 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
   return { launches: calls.length, graphLaunches, launchCallUs: distribution(calls), launchToStartUs: distribution(queue), syncMs: syncUs / 1000 };
 }
 
+export const CUT_STEP_WARNING = 'The file was cut: its last step, cut with it, is left out of the breakdown.';
+
 /** Everything one rank's breakdown is assembled from, whichever way the trace was read. */
 export interface RankParts {
   file: string;
@@ -256,6 +258,11 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
     return aggregateStep(step.label, step.kind, ks.length, (i) => k.ts[ks[i]], (i) => k.dur[ks[i]], (i) => k.name[ks[i]], category);
   });
   aggregates.sort((a, b) => a.start - b.start);
+  const warnings = [...steps.warnings];
+  if (input.truncated && aggregates.length) {
+    aggregates.pop();
+    warnings.push(CUT_STEP_WARNING);
+  }
   const totals = new Map<number, [number, number, number, number]>();
   let kernelUs = 0;
   let first = Infinity;
@@ -278,7 +285,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
     file: input.file, fallbackRank: input.fallbackRank, metadata: input.metadata, events: input.events, jsonBytes: input.jsonBytes,
     fileBytes: input.fileBytes, compressed: input.compressed, truncated: input.truncated,
     source: steps.source, annotation: steps.annotation, steps: aggregates, names: k.names, category, kernelTotals: totals,
-    launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings: [...steps.warnings],
+    launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings,
     analysis: 'in-memory',
   };
 }

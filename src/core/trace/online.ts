@@ -1,4 +1,4 @@
-import { aggregateStep, distribution, foldStep, FoldedSteps, newFolded, RankParts, StepAggregate } from './breakdown';
+import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankParts, StepAggregate } from './breakdown';
 import { Annotation, RuntimeKind, runtimeKind } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
@@ -185,9 +185,18 @@ class StepTrack {
     if (agg.kind) foldStep(this.folded[agg.kind], agg);
   }
 
-  finish(): StepAggregate[] {
+  /** Closes the steps still open; with `dropLast` (a cut file) the latest of them is left out, being cut too. */
+  finish(dropLast = false): { steps: StepAggregate[]; dropped: boolean } {
+    let dropped = false;
+    if (dropLast && this.open.length) {
+      const last = this.open.reduce((a, b) => (b.ts > a.ts ? b : a));
+      this.open.splice(this.open.indexOf(last), 1);
+      last.open = false;
+      last.buffer = undefined;
+      dropped = true;
+    }
     while (this.open.length) this.close(this.open.shift()!);
-    return this.steps.filter((s) => s.aggregate && s.aggregate.kernels > 0).map((s) => s.aggregate!);
+    return { steps: this.steps.filter((s) => s.aggregate && s.aggregate.kernels > 0).map((s) => s.aggregate!), dropped };
   }
 }
 
@@ -433,12 +442,13 @@ export class OnlineAnalyzer {
     if (track.late > 0 || (chosen.source === 'annotation' && track.outside > 0.05 * this.kernels)) {
       return { fallback: `kernels out of order for streaming (${track.late} late, ${track.outside} outside)` };
     }
-    const steps = track.finish();
+    const { steps, dropped } = track.finish(base.truncated !== undefined);
     const candidates = steps.map((s) => ({ kind: s.kind, firstTs: s.start, kernels: s.kernels, busyUs: s.busyUs }));
     settleStepKinds(candidates, this.kindAnnotations);
     candidates.forEach((c, i) => (steps[i].kind = c.kind));
     steps.sort((a, b) => a.start - b.start);
     const warnings: string[] = [];
+    if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
     if (chosen.source === 'cuda-graph') warnings.push('No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
     const launch: LaunchStats | null = this.runtimeSeen

@@ -208,7 +208,10 @@ describe('bad trace inputs', () => {
     const b = await analyzeTraceFiles([write('cut.json', text.slice(0, at))]);
     assert.match(b.ranks[0].truncated ?? '', /ends inside traceEvents after \d+ complete events.*cut event/);
     assert.match(b.warnings.join(' '), /rank 0 .*ends inside traceEvents/);
-    assert.ok(b.ranks[0].decode.count >= 2);
+    assert.equal(b.ranks[0].decode.count, 2, 'the step cut with the file is left out');
+    assert.match(b.ranks[0].warnings.join(' '), /last step, cut with it, is left out/);
+    const kept = await analyzeTraceFiles([join(dir, 'cut.json')], { mode: 'in-memory' });
+    assert.equal(kept.ranks[0].decode.count, 2);
   });
 
   it('refuses an empty file', async () => {
