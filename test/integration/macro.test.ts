@@ -31,9 +31,9 @@ import { MacroLevelSummary, RunSummary } from '../../src/shared/results';
 //   thread, server loop, client), each up to ~1 ms late on a 2-core host busy with other test layers
 //   (seen: 1-4 ms extra at load average 8). The floor is the sharp check: a client that stamped the
 //   response headers, or any byte before the first token, would read ~1 ms.
-// - TTFT at c>1: 25% + 5 ms. Which step a first-wave request joins depends on how fast the client
-//   opens its streams (a request that misses a step boundary waits a whole step); the replay assumes
-//   they arrive within 0.5 ms.
+// - TTFT at c>1: 25% + one batch-c step. Which step a request joins depends on when it arrives
+//   against the step boundaries (one that misses a boundary waits a whole step); the replay assumes
+//   the first wave arrives within 0.5 ms, and two client processes open their streams less in step.
 const SIM: SimulatorOptions = { stepBaseMs: 10, stepPerSeqMs: 0.5, prefillPerTokenMs: 0.01, maxBatch: 64 };
 const INPUT = 100;
 const OUTPUT = 32;
@@ -146,7 +146,8 @@ describe('macro phase against the simulator (known answers)', function () {
     const sim = await simulator();
     const sink = new RecordingSink();
     const levels = [4, 16];
-    const out = await runMacroPhase(context(sim, sink), { ...base, concurrency: levels });
+    // Two load-generator processes per level: the deployed zipapp starts its own workers.
+    const out = await runMacroPhase(context(sim, sink), { ...base, concurrency: levels, workers: 2 });
     assert.equal(out.agent.status, 'completed', out.agent.reason);
     assert.equal(out.levels.length, 2);
     for (const [i, c] of levels.entries()) {
@@ -156,8 +157,10 @@ describe('macro phase against the simulator (known answers)', function () {
       const want = await predict('closed', c, n);
       within(level.median_tpot_ms, want.tpot_ms, 0.03, 0.2, `median TPOT at c=${c} (ms)`);
       within(level.output_throughput, want.output_throughput, 0.05, 0, `output throughput at c=${c} (tok/s)`);
-      within(level.mean_ttft_ms, want.ttft_ms, 0.25, 5, `TTFT at c=${c} (ms)`);
+      const stepMs = SIM.stepBaseMs! + SIM.stepPerSeqMs! * c;
+      within(level.mean_ttft_ms, want.ttft_ms, 0.25, stepMs, `TTFT at c=${c} (ms)`);
       assert.ok((level.max_concurrent_requests as number) <= c, 'never more requests in flight than the level allows');
+      assert.equal((level.client_cpu as { workers: number }).workers, 2);
     }
     // live: per-request points and running aggregates arrived before the end
     assert.ok(sink.runs.some((r) => r.status === 'running' && (r.macro?.requests?.length ?? 0) > 0));
