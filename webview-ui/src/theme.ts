@@ -33,7 +33,11 @@ export function readTheme(): ChartTheme {
       cssVar('--vscode-terminal-ansiBrightBlack', '#8a8a8a'),
       cssVar('--vscode-terminal-ansiBrightGreen', '#23d18b'),
       cssVar('--vscode-terminal-ansiBrightBlue', '#3b8eea'),
-      cssVar('--vscode-terminal-ansiBrightRed', '#f14c4c'),
+      cssVar('--vscode-terminal-ansiBrightYellow', '#f5f543'),
+      cssVar('--vscode-terminal-ansiBrightMagenta', '#d670d6'),
+      cssVar('--vscode-terminal-ansiBrightCyan', '#29b8db'),
+      cssVar('--vscode-terminal-ansiGreen', '#0dbc79'),
+      cssVar('--vscode-terminal-ansiWhite', '#e5e5e5'),
     ],
     highContrast,
   };
