@@ -184,7 +184,7 @@ export const macroCommand: CliCommand = {
         if (outcome.summary.simulated) process.stdout.write('SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n');
         const headline = macroHeadline(outcome.levels);
         if (headline) process.stdout.write(`${headline}\n\n`);
-        process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
+        if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
         const failures = failureTable(outcome.levels);
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
         process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
