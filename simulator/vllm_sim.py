@@ -137,6 +137,7 @@ class Simulator:
         self.profile_max_steps = args.profile_max_steps
         self.faults = [Fault.parse(f) for f in args.fault or []]
         self.natural_len = args.natural_output_len
+        self.unbatched: set = set()  # requests in flight in the zero-cost and paced modes (no scheduler)
         self.pace_heap: List[tuple] = []
         self.pace_seq = 0
         self.pacer_handle: Optional[asyncio.TimerHandle] = None
@@ -282,6 +283,7 @@ class Simulator:
             self.finish(r, ok=True)
 
     def finish(self, r: SimRequest, ok: bool) -> None:
+        self.unbatched.discard(r.rid)
         if ok:
             self.success_total += 1
             self.h_e2e.observe(time.monotonic() - r.arrival)
@@ -371,8 +373,10 @@ class Simulator:
         if fault and fault.kind == "slow":
             await asyncio.sleep(fault.ms / 1000.0)
         if self.pace_s:
+            self.unbatched.add(r.rid)
             self.start_paced(r)
         elif self.zero_cost:
+            self.unbatched.add(r.rid)
             await self.generate_unbatched(r)
         else:
             with self.cv:
@@ -464,7 +468,7 @@ class Simulator:
     def metrics_text(self) -> str:
         labels = f'engine="0",model_name="{self.served_name}"'
         with self.cv:
-            running, waiting = len(self.running), len(self.waiting)
+            running, waiting = len(self.running) + len(self.unbatched), len(self.waiting)
         lines = [
             "# inference-bench-simulator: these metrics come from a SIMULATED vLLM server, not a model.",
             "# HELP inference_bench_simulator_info The simulator's preset and timing model.",
