@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { microChartData, MicroPoint } from '../../core/micro/tables';
 import { RunFolder, writeAtomic } from '../../core/runs/runFolder';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
 import { viewableRun } from './profileView';
@@ -40,7 +41,10 @@ export function summaryOf(folder: RunFolder): RunSummary {
   if (!result) return base;
   if (typeof result.headline === 'string') base.headline = result.headline;
   if (info.phase === 'macro' && Array.isArray(result.levels)) base.macro = { levels: result.levels as MacroLevelSummary[] };
-  if (info.phase === 'micro' && typeof result === 'object') base.micro = { points: Array.isArray(result.points) ? (result.points as Record<string, unknown>[]) : [], ...(result as object) };
+  if (info.phase === 'micro' && Array.isArray(result.points)) {
+    const points = result.points as MicroPoint[];
+    base.micro = { points, ...microChartData(points, typeof result.device === 'string' ? result.device : undefined) };
+  }
   if (info.phase === 'profile') base.profile = result;
   return viewableRun(base);
 }

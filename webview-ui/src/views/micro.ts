@@ -20,13 +20,13 @@ export function microData(run: RunSummary): { gemm: GemmPoint[]; allreduce: AllR
   const raw = micro.points ?? [];
   const gemm = micro.gemm ?? raw.filter((p) => p.kind === 'gemm').flatMap((p): GemmPoint[] => {
     const m = num(p, 'm', 'M');
-    const time = num(p, 'time_us', 'median_us');
+    const time = num(p, 'time_us', 'us', 'median_us');
     if (m === undefined || time === undefined) return [];
     return [{ shape: String(p.shape ?? p.name ?? `${p.n}x${p.k}`), m, n: num(p, 'n', 'N') ?? 0, k: num(p, 'k', 'K') ?? 0, time_us: time, tbps: num(p, 'tbps', 'achieved_tbps'), tflops: num(p, 'tflops'), backend: p.backend as string | undefined }];
   });
   const allreduce = micro.allreduce ?? raw.filter((p) => p.kind === 'allreduce').flatMap((p): AllReducePoint[] => {
     const size = num(p, 'size_bytes', 'bytes', 'size');
-    const time = num(p, 'time_us', 'median_us');
+    const time = num(p, 'time_us', 'us', 'median_us');
     const busbw = num(p, 'busbw_gbps', 'busbw');
     if (size === undefined || time === undefined || busbw === undefined) return [];
     return [{ size_bytes: size, time_us: time, busbw_gbps: busbw, algbw_gbps: num(p, 'algbw_gbps', 'algbw'), world_size: num(p, 'world_size') }];
@@ -43,7 +43,16 @@ function referenceLine(label: string, y: number, xs: number[]): Series | undefin
 
 function ticks(values: number[]): number[] | undefined {
   const distinct = [...new Set(values)].sort((a, b) => a - b);
-  return distinct.length <= 12 ? distinct : undefined;
+  if (distinct.length <= 12) return distinct;
+  // Many sizes: a tick at each power of four between them, which reads as 1 KiB, 4 KiB, 16 KiB...
+  const out: number[] = [];
+  for (let v = 2 ** Math.ceil(Math.log2(distinct[0])); v <= distinct.at(-1)!; v *= 4) out.push(v);
+  return out.length >= 2 ? out : undefined;
+}
+
+/** A peak figure for a legend: three significant digits. */
+function figure(v: number): string {
+  return Number(v.toPrecision(3)).toLocaleString('en-US', { maximumFractionDigits: 6 });
 }
 
 export function formatBytes(n: number): string {
@@ -95,7 +104,7 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     };
     charts.push({ kind: 'line', id: `${run.id}-gemm-time`, title: 'GEMM time vs M (tokens in the step)', xLabel: 'M (tokens in the step)', yLabel: 'time (µs)', xLog: wantsLog(ms), xTicks: ticks(ms), series: time, table });
     const peak = runs[0].data.peak.memory_tbps;
-    const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'GPU'} peak ${peak} TB/s`, peak, ms);
+    const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'GPU'} peak ${figure(peak)} TB/s`, peak, ms);
     if (bw.some((s) => s.points.length)) {
       charts.push({ kind: 'line', id: `${run.id}-gemm-bw`, title: 'GEMM achieved memory bandwidth vs M', xLabel: 'M (tokens in the step)', yLabel: 'achieved TB/s', xLog: wantsLog(ms), xTicks: ticks(ms), series: peakLine ? [...bw, peakLine] : bw, table: { ...table, id: 'micro-gemm-bw' } });
     }
@@ -126,10 +135,10 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows,
     };
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-time`, title: 'All-reduce time vs message size', xLabel: 'message size', yLabel: 'time (µs)', xLog: true, xFormat: 'bytes', yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))), series: time, table });
+    charts.push({ kind: 'line', id: `${run.id}-allreduce-time`, title: 'All-reduce time vs message size', xLabel: 'message size', yLabel: 'time (µs)', xLog: true, xFormat: 'bytes', xTicks: ticks(sizes), yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))), series: time, table });
     const peak = runs[0].data.peak.busbw_gbps;
-    const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'link'} peak ${peak} GB/s`, peak, sizes);
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-busbw`, title: 'All-reduce bus bandwidth vs message size', xLabel: 'message size', yLabel: 'busbw (GB/s)', xLog: true, xFormat: 'bytes', series: peakLine ? [...bus, peakLine] : bus, table: { ...table, id: 'micro-allreduce-busbw' } });
+    const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'link'} peak ${figure(peak)} GB/s`, peak, sizes);
+    charts.push({ kind: 'line', id: `${run.id}-allreduce-busbw`, title: 'All-reduce bus bandwidth vs message size', xLabel: 'message size', yLabel: 'busbw (GB/s)', xLog: true, xFormat: 'bytes', xTicks: ticks(sizes), series: peakLine ? [...bus, peakLine] : bus, table: { ...table, id: 'micro-allreduce-busbw' } });
   }
   return charts;
 }
