@@ -417,7 +417,18 @@ export class OnlineAnalyzer {
   };
 
   private route(corr: number, launch: Launch, ts: number, dur: number, id: number): void {
-    for (const track of this.tracks) if (track) track.add(track.find(launch.ts), ts, dur, id);
+    // Tracks below the best one that has steps can no longer be chosen (finish() takes the first
+    // annotation pattern with kernels, graph launches only without any): skip them.
+    let routed = false;
+    for (const track of this.tracks) {
+      if (!track) continue;
+      track.add(track.find(launch.ts), ts, dur, id);
+      if (track.routed > 0) {
+        routed = true;
+        break;
+      }
+    }
+    if (routed) return;
     const g = this.graphTrack;
     g.add(launch.graph ? this.graphSteps.get(corr) : g.latestAtOrBefore(launch.ts), ts, dur, id);
   }
