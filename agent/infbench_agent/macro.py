@@ -50,6 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model name; default: the first one /v1/models lists")
     p.add_argument("--api-key", default=None, help="bearer token for a server started with --api-key; default from "
                    "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY")
+    p.add_argument("--api-key-stdin", action="store_true",
+                   help="read the bearer token from the first line of stdin (keeps it off command lines and environments)")
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--concurrency", default="1", help="comma-separated levels, e.g. 1,8,32 (closed loop)")
     p.add_argument("--request-rate", default=None,
@@ -604,6 +606,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     raise_open_file_limit()
+    if args.api_key_stdin:
+        args.api_key = sys.stdin.readline().strip() or None
     args.api_key = args.api_key or os.environ.get("INFBENCH_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
     try:
         endpoint = Endpoint(args.url, args.api_key)

@@ -31,7 +31,7 @@ export interface MacroOptions {
   /** Load-generator processes: 'auto' or a number. */
   workers?: number | 'auto';
   requestTimeoutS?: number;
-  /** Bearer token for a server started with --api-key; handed to the agent in its environment, never stored. */
+  /** Bearer token for a server started with --api-key; handed to the agent on stdin, never stored. */
   apiKey?: string;
 }
 

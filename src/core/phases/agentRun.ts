@@ -25,7 +25,7 @@ export async function runAgentCommand(
   command: string,
   args: readonly string[],
   run: RunFolder,
-  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string> } = {},
+  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string>; stdin?: string } = {},
 ): Promise<AgentRunOutcome> {
   const events: AgentEvent[] = [];
   const errors: AgentRunOutcome['errors'] = [];
@@ -42,7 +42,7 @@ export async function runAgentCommand(
     },
     (noise) => run.appendNoise(`[stdout] ${noise}\n`),
   );
-  const handle = transport.exec(agentArgv(agent, command, args), { signal: options.signal, env: options.env });
+  const handle = transport.exec(agentArgv(agent, command, args), { signal: options.signal, env: options.env, stdin: options.stdin });
   handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
   handle.stderr.on('data', (chunk: Buffer) => run.appendNoise(chunk.toString('utf8')));
   const exit = await handle.done;
