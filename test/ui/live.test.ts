@@ -113,6 +113,7 @@ describe('live results in code-server (UI)', function () {
     assert.match(await view.locator('#run-headline').innerText(), /tok\/s/);
     // Every chart has its data as a table: open the throughput one and read the levels.
     await view.getByText(/^Data table/).first().click();
+    await view.locator('table[data-table-id="macro-throughput"] tbody tr').first().waitFor();
     const rows = await view.locator('table[data-table-id="macro-throughput"] tbody tr').count();
     assert.equal(rows, 4, 'the throughput table should list the four levels of the seed sweep');
     const violations = await view.locator('body').evaluate(() => window.__infbenchCspViolations ?? []);
@@ -131,6 +132,32 @@ describe('live results in code-server (UI)', function () {
     await wb.screenshot('live-macro-findings-dark');
   });
 
+  it('exports the throughput chart as PNG and its data as CSV through the save dialog', async () => {
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    const card = view.locator('section.card', { hasText: 'Throughput vs concurrency' });
+    const runId = (await view.locator('#run-select').inputValue()).trim();
+    for (const [button, ext] of [['PNG', 'png'], ['CSV', 'csv']] as const) {
+      await card.getByRole('button', { name: button }).click();
+      // code-server's save dialog is a quick input holding the proposed path: accept it.
+      await wb.quickInput.waitFor({ timeout: 15_000 });
+      await wb.page.keyboard.press('Enter');
+      const file = join(workspace, `${runId}-throughput.${ext}`);
+      await poll(`${file} to be written`, () => (existsSync(file) ? true : undefined), 15_000);
+      const bytes = readFileSync(file);
+      if (ext === 'png') assert.deepEqual([...bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'not a PNG file');
+      else assert.match(bytes.toString('utf8'), /^concurrency,completed,failed,duration \(s\),req\/s,output tok\/s,total tok\/s\r\n1,/);
+    }
+  });
+
+  it('comes back after a reload of the window showing the same run (the serializer restores the panel)', async () => {
+    const before = await (await webviewFrame(wb.page, 'Inference Bench Results')).locator('#run-select').inputValue();
+    await wb.page.reload();
+    await wb.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    const view = await webviewFrame(wb.page, 'Inference Bench Results', 60_000);
+    await view.getByText('Throughput vs concurrency').waitFor({ timeout: 30_000 });
+    assert.equal(await view.locator('#run-select').inputValue(), before);
+  });
+
   it('runs the profiler phase from the palette and shows the decode step split by category on every rank', async () => {
     await wb.runCommand('Inference Bench: Run Profiler Phase');
     await wb.answer(/Decode batch of 4/);
@@ -142,6 +169,7 @@ describe('live results in code-server (UI)', function () {
     figures.profileHeadline = headline;
     assert.match(headline, /all-reduce/, 'the seed model spends most of its step in all-reduce');
     await view.getByText(/^Data table/).first().click();
+    await view.locator('table[data-table-id="profile-step"] tbody tr').first().waitFor();
     const ranks = await view.locator('table[data-table-id="profile-step"] tbody tr').count();
     assert.equal(ranks, 8, 'one bar per rank of the TP 8 simulator');
     await wb.screenshot('live-profile-phase-dark');

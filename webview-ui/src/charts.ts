@@ -120,12 +120,13 @@ export class ChartCard {
   private readonly tableHolder: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
   private readonly details: HTMLDetailsElement;
+  private readonly heading: HTMLHeadingElement;
 
   constructor(private spec: ChartSpec) {
     this.element = el('section', undefined, 'card');
     this.element.dataset.chartId = spec.id;
     const header = el('div', undefined, 'card-header');
-    const heading = el('h3', spec.title);
+    const heading = (this.heading = el('h3', spec.title));
     heading.id = `title-${spec.id}`;
     const actions = el('div', undefined, 'card-actions');
     actions.append(
@@ -161,6 +162,7 @@ export class ChartCard {
   update(spec: ChartSpec): number {
     const kindChanged = spec.kind !== this.spec.kind;
     this.spec = spec;
+    this.heading.textContent = spec.title;
     const started = performance.now();
     if (kindChanged) {
       this.chart.destroy();

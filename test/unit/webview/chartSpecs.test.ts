@@ -22,6 +22,15 @@ describe('the results view charts', () => {
     assert.equal(throughput.table.rows.length, levels.length);
   });
 
+  it('titles a run that has no level yet as a concurrency sweep, and a request-rate run by its rates', () => {
+    const [empty] = macroCharts({ ...macroRun, status: 'running', macro: { levels: [] } }) as LineChartSpec[];
+    assert.equal(empty.title, 'Throughput vs concurrency');
+    const rates = levels.slice(0, 3).map((l, i) => ({ ...l, max_concurrency: null, request_rate: i + 1 }));
+    const [byRate] = macroCharts({ ...macroRun, macro: { levels: rates } }) as LineChartSpec[];
+    assert.equal(byRate.title, 'Throughput vs request rate');
+    assert.deepEqual(byRate.series[0].points.map((p) => p.x), [1, 2, 3]);
+  });
+
   it('finds the percentiles a run has for TTFT, TPOT and ITL and orders them mean, median, p99', () => {
     assert.deepEqual(statsFor(levels, 'ttft'), ['mean', 'median', 'p99']);
     const ids = macroCharts(macroRun).map((c) => c.id);

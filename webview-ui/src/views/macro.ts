@@ -11,7 +11,9 @@ function loadOf(level: MacroLevelSummary): number | undefined {
 }
 
 function loadAxis(runs: RunSummary[]): { label: string; key: string } {
-  const byRate = runs.every((r) => (r.macro?.levels ?? []).every((l) => finite(l.max_concurrency) === undefined && finite(l.request_rate) !== undefined));
+  const levels = runs.flatMap((r) => r.macro?.levels ?? []);
+  // No level yet (a run that just started) reads as a concurrency sweep, the default.
+  const byRate = levels.length > 0 && levels.every((l) => finite(l.max_concurrency) === undefined && finite(l.request_rate) !== undefined);
   return byRate ? { label: 'request rate (req/s)', key: 'request_rate' } : { label: 'concurrency (max in-flight requests)', key: 'max_concurrency' };
 }
 
@@ -71,7 +73,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       title: 'Throughput per load level',
       columns: [
         ...runColumn,
-        { key: 'load', label: axis.key, digits: axis.key === 'request_rate' ? 2 : 0 },
+        { key: 'load', label: axis.key === 'request_rate' ? 'request rate (req/s)' : 'concurrency', digits: axis.key === 'request_rate' ? 2 : 0 },
         { key: 'completed', label: 'completed', digits: 0 },
         { key: 'failed', label: 'failed', digits: 0 },
         { key: 'duration', label: 'duration (s)', digits: 2 },
@@ -109,7 +111,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       table: {
         id: `macro-${metric}`,
         title: `${name} (ms) per load level`,
-        columns: [...runColumn, { key: 'load', label: axis.key, digits: axis.key === 'request_rate' ? 2 : 0 }, ...stats.map((s) => ({ key: s, label: s, digits: 2 }))],
+        columns: [...runColumn, { key: 'load', label: axis.key === 'request_rate' ? 'request rate (req/s)' : 'concurrency', digits: axis.key === 'request_rate' ? 2 : 0 }, ...stats.map((s) => ({ key: s, label: s, digits: 2 }))],
         rows,
       },
     });
