@@ -15,7 +15,7 @@ interface BreakdownState {
 }
 
 /** One kernel's statistics as a findings-ready table. */
-export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined): ResultTable {
+export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined, categoryUs?: number): ResultTable {
   const rows = [
     { stat: 'category', value: kernel.category },
     { stat: 'launches per decode step', value: Number.isInteger(kernel.count) ? String(kernel.count) : kernel.count.toFixed(1) },
@@ -26,6 +26,8 @@ export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined
   ];
   const share = kernel.share ?? (stepUs ? kernel.total_us / stepUs : undefined);
   if (share !== undefined) rows.push({ stat: 'share of decode step', value: `${(share * 100).toFixed(1)}%` });
+  // Its place in the step: how much of its category it is, and the category's share of the step.
+  if (categoryUs && stepUs) rows.push({ stat: `share of ${kernel.category}`, value: `${((kernel.total_us / categoryUs) * 100).toFixed(1)}% of ${((categoryUs / stepUs) * 100).toFixed(1)}%` });
   if (kernel.first_offset_us !== undefined) {
     rows.push({ stat: 'first launch in step', value: `${kernel.first_offset_us.toFixed(1)} µs${stepUs ? ` (${((kernel.first_offset_us / stepUs) * 100).toFixed(0)}% into the step)` : ''}` });
   }
@@ -112,7 +114,7 @@ export function startBreakdownApp(app: HTMLElement): void {
       app.append(section);
       const kernel = kernels.find((k) => k.name === state.kernel);
       if (kernel) {
-        const detail = kernelDetailTable(kernel, stepUs);
+        const detail = kernelDetailTable(kernel, stepUs, perCategory.get(kernel.category));
         const card = el('section', undefined, 'card');
         card.id = 'kernel-detail';
         const h = el('div', undefined, 'card-header');
