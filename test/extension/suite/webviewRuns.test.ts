@@ -1,13 +1,17 @@
 import * as assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { RunningSimulator, startSimulator } from '../../../src/core/macro/simulator';
 import type { RunSummary } from '../../../src/shared/results';
 import { allTabs, closeAllEditors, sleep, waitFor, workspaceFolder } from '../helpers';
 
-// Bundled into out/test/extension/suite/: the repository is four folders up.
-const repoRoot = resolve(__dirname, '..', '..', '..', '..');
+// The suite is bundled somewhere under the repository's out/: the repository is the first folder up with simulator/.
+function findRepoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'simulator', 'vllm_sim.py'))) return dir;
+  throw new Error(`no repository (a folder with simulator/vllm_sim.py) above ${from}`);
+}
+const repoRoot = findRepoRoot(__dirname);
 const TARGET = 'sim-local';
 
 /** Accepts the quick pick a running command shows after moving down `down` items. */
