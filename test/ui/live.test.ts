@@ -63,7 +63,11 @@ describe('live results in code-server (UI)', function () {
     sim = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002, profilerDir: join(dirs.root, 'traces') });
     workspace = join(dirs.root, 'workspace');
     mkdirSync(join(workspace, '.vscode'), { recursive: true });
-    writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'inferenceBench.targets': [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }] }, null, 2));
+    // No GPU here: a stand-in nvidia-smi (test/fixtures/ui/README.md) gives the probe the seed box's
+    // eight H200s, reached the way a user enters an environment: the target's command prefix.
+    const fakeSmi = join(repoRoot, 'test', 'fixtures', 'ui', 'fake-nvidia-smi');
+    const target = { name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3', commandPrefix: ['env', `PATH=${fakeSmi}:${process.env.PATH}`] };
+    writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'inferenceBench.targets': [target] }, null, 2));
     copyFileSync(join(repoRoot, 'test', 'fixtures', 'traces', TRACE), join(workspace, TRACE));
     const vsix = await packageVsix(join(outDir, 'inference-bench-live.vsix'));
     await installExtension(vsix.path, dirs);
@@ -94,6 +98,14 @@ describe('live results in code-server (UI)', function () {
     await wb.activityBarItem('Inference Bench').click();
     await wb.page.getByRole('treeitem', { name: new RegExp(TARGET) }).first().waitFor({ timeout: 30_000 });
     await wb.screenshot('live-sidebar-dark');
+  });
+
+  it('probes the target from the palette: the sidebar shows the server, its model and each GPU with memory used / total', async () => {
+    await wb.runCommand('Inference Bench: Probe Target');
+    await wb.page.getByRole('treeitem', { name: /^GPU 7, NVIDIA H200 · 126\.7 \/ 140\.4 GiB/ }).waitFor({ timeout: 60_000 });
+    assert.equal(await wb.page.getByRole('treeitem', { name: /^GPU \d, NVIDIA H200/ }).count(), 8);
+    await wb.page.getByRole('treeitem', { name: /^connected, vLLM .*simulator.* · moonshotai\/Kimi-K2\.5/ }).waitFor();
+    await wb.screenshot('live-sidebar-probed-dark');
   });
 
   it('runs the macro phase from the palette and the chart gains points while the run goes', async () => {
@@ -234,6 +246,9 @@ describe('live results in code-server (UI)', function () {
     await results.locator('#run-select').selectOption(macroRun!);
     await results.getByText('Throughput vs concurrency').waitFor();
     await wb.screenshot('live-macro-light');
+    await wb.activityBarItem('Inference Bench').click();
+    await wb.page.getByRole('treeitem', { name: /^GPU 0/ }).waitFor();
+    await wb.screenshot('live-sidebar-light');
   });
 });
 
