@@ -9,7 +9,8 @@ export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<Target
   const server = r.server;
   const kind = server.kind === 'vllm' ? 'vLLM' : server.kind === 'sglang' ? 'SGLang' : 'server';
   return {
-    serverKind: server.reachable ? `${kind}${server.version ? ` ${server.version}` : ''}${server.simulated ? ' (simulator)' : ''}` : 'server not answering',
+    serverKind: server.reachable ? `${kind}${server.simulated ? ' (simulator)' : ''}` : 'server not answering',
+    serverVersion: server.version ?? undefined,
     model: server.models[0]?.id ?? undefined,
     gpus: r.gpus.devices.map((d) => ({ index: d.index, name: d.name, memoryUsedMiB: d.memory_used_mib ?? undefined, memoryTotalMiB: d.memory_total_mib ?? undefined })),
     probedAt,

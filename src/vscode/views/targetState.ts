@@ -13,6 +13,7 @@ export interface TargetState {
   connection: 'connected' | 'connecting' | 'disconnected' | 'failed';
   detail?: string;
   serverKind?: string;
+  serverVersion?: string;
   model?: string;
   gpus?: GpuState[];
   probedAt?: string;

@@ -116,11 +116,13 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const state = this.states.get(node.target.name);
         const connection = state?.connection ?? 'disconnected';
         const server = [state?.serverKind, state?.model].filter(Boolean).join(' · ');
-        const item = new vscode.TreeItem(connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : connection === 'connecting' ? 'connecting…' : 'not connected');
+        const connectionLabel = connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : connection === 'connecting' ? 'connecting…' : 'not connected';
+        // The server kind goes in the label and the model in the description, so a narrow sidebar still shows what runs there.
+        const item = new vscode.TreeItem(state?.serverKind ? `${connectionLabel} · ${state.serverKind}` : connectionLabel);
         item.id = `state:${node.target.name}`;
-        item.description = server || state?.detail || (connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : '');
+        item.description = state?.model ?? (state?.detail || (connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
         item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'connecting' ? 'loading~spin' : 'debug-disconnect');
-        item.tooltip = [state?.detail, server && `server: ${server}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`].filter(Boolean).join('\n') || undefined;
+        item.tooltip = [state?.detail, server && `server: ${server}${state?.serverVersion ? ` ${state.serverVersion}` : ''}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`].filter(Boolean).join('\n') || undefined;
         item.command = { command: 'inferenceBench.probeTarget', title: 'Probe Target', arguments: [node.target.name] };
         return item;
       }
