@@ -1,14 +1,16 @@
 // The live flow as a user meets it in code-server: from the command palette, run the macro phase
-// against the simulator on a local target and watch the chart gain points while the run goes; see
+// against the simulator behind an SSH target (a private sshd on loopback) and watch the chart gain points while the run goes; see
 // the findings document fill in; break a real H200 trace down and inspect its kernels beside the
 // editor; switch to a light theme and see the charts follow. Screenshots in dark and light go to
 // test-output/screenshots/live-*.png.
 import * as assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Frame, Page } from 'playwright-core';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
+import { makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
 import { packageVsix } from '../support/vsix';
 import { recordCspViolations, Workbench } from './workbench';
 
@@ -20,7 +22,7 @@ interface PageCanvas {
 declare const window: { __infbenchCspViolations?: string[]; infbenchBench(n: number): Promise<{ ms: number; painted: number }> };
 
 const outDir = join(repoRoot, 'test-output', 'ui');
-const TARGET = 'sim-local';
+const TARGET = 'gpu-box';
 const TRACE = 'llama_cudagraph_decode.pt.trace.json.gz';
 
 /** The inner document of the webview whose <title> is `title` (the results panel and the kernel view both live in iframes). */
@@ -50,6 +52,7 @@ describe('live results in code-server (UI)', function () {
   let dirs: CodeServerDirs;
   let workspace: string;
   let sim: RunningSimulator;
+  let sshd: Sshd | undefined;
   let server: CodeServer | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let wb: Workbench;
@@ -63,10 +66,15 @@ describe('live results in code-server (UI)', function () {
     sim = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002, profilerDir: join(dirs.root, 'traces') });
     workspace = join(dirs.root, 'workspace');
     mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    // The GPU box is reached over SSH: a private sshd on loopback with its own keys, and a Host alias
+    // in ~/.ssh/config (code-server's HOME is a scratch folder) with its known_hosts entry.
+    const key = makeKey(dirs.root, 'id_ui');
+    sshd = await startSshd({ authorizedKeys: [key.publicLine] });
+    writeClientConfig(join(dirs.home, '.ssh'), { [TARGET]: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${userInfo().username}`, `IdentityFile ${key.privateFile}`, 'IdentitiesOnly yes'] }, [sshd.knownHostsLine]);
     // No GPU here: a stand-in nvidia-smi (test/fixtures/ui/README.md) gives the probe the seed box's
     // eight H200s, reached the way a user enters an environment: the target's command prefix.
     const fakeSmi = join(repoRoot, 'test', 'fixtures', 'ui', 'fake-nvidia-smi');
-    const target = { name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3', commandPrefix: ['env', `PATH=${fakeSmi}:${process.env.PATH}`] };
+    const target = { name: TARGET, host: TARGET, serverUrl: sim.url, python: 'python3', commandPrefix: ['env', `PATH=${fakeSmi}:${process.env.PATH}`] };
     writeFileSync(join(workspace, '.vscode', 'settings.json'), JSON.stringify({ 'inferenceBench.targets': [target] }, null, 2));
     copyFileSync(join(repoRoot, 'test', 'fixtures', 'traces', TRACE), join(workspace, TRACE));
     const vsix = await packageVsix(join(outDir, 'inference-bench-live.vsix'));
@@ -86,6 +94,7 @@ describe('live results in code-server (UI)', function () {
     await browser?.close();
     await server?.stop();
     await sim?.stop();
+    await sshd?.stop();
     if (dirs) removeDirs(dirs);
   });
 
@@ -94,7 +103,7 @@ describe('live results in code-server (UI)', function () {
     if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`live-failed-${this.currentTest.title.slice(0, 40).replace(/[^A-Za-z0-9]+/g, '-')}`).catch(() => undefined);
   });
 
-  it('shows the local target in the sidebar', async () => {
+  it('shows the SSH target (a ~/.ssh/config alias for a loopback sshd) in the sidebar', async () => {
     await wb.activityBarItem('Inference Bench').click();
     await wb.page.getByRole('treeitem', { name: new RegExp(TARGET) }).first().waitFor({ timeout: 30_000 });
     await wb.screenshot('live-sidebar-dark');
@@ -174,7 +183,7 @@ describe('live results in code-server (UI)', function () {
     await wb.runCommand('Inference Bench: Run Profiler Phase');
     await wb.answer(/Decode batch of 4/);
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
-    await view.getByRole('heading', { name: /Profiler \(decode step\) · sim-local/ }).waitFor({ timeout: 60_000 });
+    await view.getByRole('heading', { name: new RegExp(`Profiler \\(decode step\\) · ${TARGET}`) }).waitFor({ timeout: 60_000 });
     await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 180_000 });
     await view.getByText('Decode step by kernel category, per rank').waitFor();
     const headline = await view.locator('#run-headline').innerText();
