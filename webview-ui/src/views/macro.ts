@@ -42,7 +42,8 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
   const loads = runs.flatMap((r) => levelsSorted(r.run).map((l) => loadOf(l)!));
   const xLog = wantsLog(loads);
   const distinctLoads = [...new Set(loads)].sort((a, b) => a - b);
-  const xTicks = xLog && distinctLoads.length <= 12 ? distinctLoads : undefined;
+  // A tick at each level (log or not): a sweep's first level alone would otherwise get ticks at 0.96, 0.98...
+  const xTicks = distinctLoads.length <= 12 ? distinctLoads : undefined;
   const charts: ChartSpec[] = [];
   const runColumn: TableColumn[] = comparing ? [{ key: 'run', label: 'run', align: 'left' }] : [];
 
