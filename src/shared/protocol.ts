@@ -12,6 +12,11 @@ export interface ResultsSnapshot {
   compareRunId?: string;
   /** The decode-step budget waterfall from the newest macro, micro and profile runs (src/core/explain). */
   budget?: DecodeBudgetView;
+  /**
+   * Runs sent without their bulky parts (each request of a macro run, raw micro points) to keep the
+   * snapshot small; the view asks for one in full by selecting it (`selectRun`).
+   */
+  trimmedRunIds?: string[];
 }
 
 export type HostToWebview =

@@ -194,6 +194,13 @@ describe('live results in code-server (UI)', function () {
     const ranks = await view.locator('table[data-table-id="profile-step"] tbody tr').count();
     assert.equal(ranks, 8, 'one bar per rank of the TP 8 simulator');
     await wb.screenshot('live-profile-phase-dark');
+    // With a macro and a profile run, the view accounts where the milliseconds of a decode step go.
+    const budget = view.getByRole('heading', { name: /Where the milliseconds go/ });
+    await budget.waitFor({ timeout: 30_000 });
+    await budget.scrollIntoViewIfNeeded();
+    figures.budgetReadings = await view.locator('.readings li').allInnerTexts();
+    assert.ok((figures.budgetReadings as string[]).some((r) => /all-reduce/i.test(r)), `readings: ${figures.budgetReadings}`);
+    await wb.screenshot('live-budget-dark');
   });
 
   it('times a 10,000-point chart update inside the results view', async () => {

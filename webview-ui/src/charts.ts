@@ -97,6 +97,29 @@ function configFor(spec: ChartSpec): ChartConfiguration {
       plugins: [backgroundPlugin],
     } as ChartConfiguration;
   }
+  if (spec.kind === 'waterfall') {
+    const fill = (k: string) => (k === 'total' ? colour(0) : k === 'gap' ? theme.muted : colour(1));
+    return {
+      type: 'bar',
+      data: {
+        labels: spec.bars.map((b) => b.label),
+        datasets: [
+          { label: 'measured', data: spec.bars.map((b) => [Math.min(b.from, b.to), Math.max(b.from, b.to)]), backgroundColor: spec.bars.map((b) => fill(b.kind)), borderWidth: 0, grouped: false, barPercentage: 0.8 },
+          // The micro phase's prediction, outlined over the measured bar it predicts.
+          { label: 'micro predicts', data: spec.bars.map((b) => (b.predicted === undefined ? null : [b.from, b.from + b.predicted])), backgroundColor: 'transparent', borderColor: colour(2), borderWidth: 2, grouped: false, barPercentage: 0.5 },
+        ],
+      },
+      options: {
+        ...common,
+        indexAxis: 'y',
+        scales: {
+          x: axisOptions(spec.xLabel, false),
+          y: { ticks: { color: theme.foreground, autoSkip: false }, grid: { display: false } },
+        },
+      },
+      plugins: [backgroundPlugin],
+    } as ChartConfiguration;
+  }
   return {
     type: 'bar',
     data: {
@@ -155,6 +178,7 @@ export class ChartCard {
   }
 
   pointCount(spec = this.spec): number {
+    if (spec.kind === 'waterfall') return spec.bars.length;
     return spec.kind === 'line' ? spec.series.reduce((n, s) => n + s.points.length, 0) : spec.stacks.length * spec.labels.length;
   }
 

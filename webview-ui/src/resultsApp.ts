@@ -1,5 +1,6 @@
 // The results panel: draws the selected run (and a second one overlaid for comparison) from the
 // snapshot and increments the host sends. It keeps no truth of its own beyond which runs are picked.
+import type { DecodeBudgetView } from '../../src/shared/budget';
 import type { ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
 import type { RunSummary } from '../../src/shared/results';
 import { host, onHostMessage, post } from './api';
@@ -9,6 +10,7 @@ import type { ChartSpec } from './specs';
 import { watchTheme } from './theme';
 import { macroCharts } from './views/macro';
 import { microCharts } from './views/micro';
+import { budgetChart } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
 
 const PHASE_NAMES: Record<string, string> = { macro: 'Macro (serving)', micro: 'Micro (GEMM, all-reduce)', profile: 'Profiler (decode step)', probe: 'Probe' };
@@ -19,12 +21,15 @@ export function startResultsApp(app: HTMLElement): void {
   let selectedRunId = saved.selectedRunId;
   let compareRunId = saved.compareRunId;
   let cards: ChartCard[] = [];
+  let budget: DecodeBudgetView | undefined;
+  let budgetCard: ChartCard | undefined;
 
   const toolbar = el('div', undefined, 'toolbar');
   const header = el('header', undefined, 'run-header');
   const chartsHolder = el('div', undefined, 'charts');
   const extras = el('div', undefined, 'extras');
-  app.replaceChildren(toolbar, header, chartsHolder, extras);
+  const budgetHolder = el('section', undefined, 'budget');
+  app.replaceChildren(toolbar, header, chartsHolder, extras, budgetHolder);
 
   const runLabel = (r: RunSummary) => `${r.phase} · ${r.target} · ${new Date(r.startedAt).toLocaleString()}${r.status === 'running' ? ' · running' : ''}`;
   const selected = () => snapshot.runs.find((r) => r.id === selectedRunId) ?? snapshot.runs[0];
@@ -157,17 +162,45 @@ export function startResultsApp(app: HTMLElement): void {
   function renderAll(): void {
     renderToolbar();
     renderCharts();
+    renderBudget();
+  }
+
+  /** Where the milliseconds go, across the newest macro, micro and profile runs (not one run's view). */
+  function renderBudget(): void {
+    if (!budget || !budget.bars.length) {
+      budgetCard?.destroy();
+      budgetCard = undefined;
+      budgetHolder.replaceChildren();
+      return;
+    }
+    const spec = budgetChart(budget);
+    if (budgetCard) budgetCard.update(spec);
+    else budgetCard = new ChartCard(spec);
+    const heading = el('h2', 'Where the milliseconds go');
+    if (budget.simulated) heading.append(el('span', 'simulator', 'badge'));
+    const readings = el('ul', undefined, 'readings');
+    for (const r of budget.readings) readings.append(el('li', r));
+    const missing = el('ul', undefined, 'meta');
+    for (const m of budget.missing) missing.append(el('li', `Missing the ${m.phase} phase: ${m.adds} (${m.command})`));
+    budgetHolder.replaceChildren(heading, readings, budgetCard.element, ...(budget.missing.length ? [missing] : []));
   }
 
   onHostMessage((m) => {
     switch (m.type) {
       case 'snapshot':
         snapshot = m.snapshot;
+        budget = m.snapshot.budget;
         // The host's choice wins when it names a run (a click in the sidebar); otherwise keep the view's own.
         if (m.snapshot.selectedRunId) selectedRunId = m.snapshot.selectedRunId;
         if (m.snapshot.compareRunId !== undefined) compareRunId = m.snapshot.compareRunId;
         saveState();
         renderAll();
+        // A run the view kept from before a reload may have come trimmed: ask for it in full.
+        {
+          const trimmed = new Set(m.snapshot.trimmedRunIds ?? []);
+          const run = selected();
+          if (run && (trimmed.has(run.id) || (compared() && trimmed.has(compared()!.id)))) post({ type: 'selectRun', runId: run.id, compareRunId: compared()?.id });
+        }
         break;
       case 'runUpdated': {
         const i = snapshot.runs.findIndex((r) => r.id === m.run.id);
@@ -184,6 +217,10 @@ export function startResultsApp(app: HTMLElement): void {
         if (m.run.id === selected()?.id || m.run.id === compared()?.id) renderCharts();
         break;
       }
+      case 'budget':
+        budget = m.budget;
+        renderBudget();
+        break;
       case 'select':
         selectedRunId = m.runId;
         compareRunId = m.compareRunId;
@@ -198,6 +235,7 @@ export function startResultsApp(app: HTMLElement): void {
   watchTheme((theme) => {
     setTheme(theme);
     cards.forEach((c) => c.retheme());
+    budgetCard?.retheme();
   });
 
   // Exposed for the benchmark in the UI tests: a chart update of N points, timed inside the page.

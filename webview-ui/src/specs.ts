@@ -55,4 +55,15 @@ export interface StackedBarSpec {
   tableOptions?: TableOptions;
 }
 
-export type ChartSpec = LineChartSpec | StackedBarSpec;
+/** Horizontal floating bars from `from` to `to` (a waterfall); a second, outlined bar where there is a prediction. */
+export interface WaterfallSpec {
+  kind: 'waterfall';
+  id: string;
+  title: string;
+  xLabel: string;
+  bars: { label: string; from: number; to: number; kind: 'total' | 'part' | 'gap'; predicted?: number }[];
+  table: ResultTable;
+  tableOptions?: TableOptions;
+}
+
+export type ChartSpec = LineChartSpec | StackedBarSpec | WaterfallSpec;

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
+import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
 import { Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
@@ -140,6 +141,11 @@ export class RunController extends Disposable implements RunsSource {
             const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
+            // "Where the milliseconds go" accounts the newest macro, micro and profile runs: refresh it.
+            if (runner.phase !== 'probe') {
+              const budget = budgetFindingsForWorkspace(workspace);
+              if (budget) this.findings(budget);
+            }
             return last;
           } finally {
             await connection.release().catch((err) => this.log.warn(`closing the connection to ${target.name}: ${String(err)}`));

@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
+import { budgetViewForWorkspace } from '../../core/explain/campaign';
 import { HostToWebview, WebviewToHost } from '../../shared/protocol';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
+import { workspaceRoot } from '../settings';
 import { pngFromDataUrl, saveExport, insertTableIntoFindings } from './hostActions';
 import { webviewHtml } from './html';
 import { RunsSource } from './runsSource';
@@ -77,6 +79,8 @@ export class ResultsPanel extends Disposable {
     }));
     this._register(panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m)));
     this._register(deps.source.onDidChangeRun((run) => this.runUpdated(run)));
+    // A finished run changes the decode-step budget (it accounts the newest macro, micro and profile runs).
+    this._register(deps.source.onDidChangeRuns(() => this.post({ type: 'budget', budget: this.budget() })));
     this._register({ dispose: () => clearTimeout(this.flushTimer) });
   }
 
@@ -88,6 +92,7 @@ export class ResultsPanel extends Disposable {
     this.selectedRunId = runId;
     this.compareRunId = compareRunId;
     this.post({ type: 'select', runId, compareRunId });
+    this.sendFull(runId, compareRunId);
   }
 
   private runUpdated(run: RunSummary): void {
@@ -103,7 +108,30 @@ export class ResultsPanel extends Disposable {
 
   private sendSnapshot(): void {
     this.pending.clear();
-    this.post({ type: 'snapshot', snapshot: { runs: this.deps.source.runs(), selectedRunId: this.selectedRunId, compareRunId: this.compareRunId } });
+    const runs = this.deps.source.runs();
+    const shown = new Set([this.selectedRunId ?? runs[0]?.id, this.compareRunId].filter(Boolean));
+    const trimmedRunIds: string[] = [];
+    // Only the runs on screen go in full: a workspace of many macro runs holds tens of thousands of request points each.
+    const light = runs.map((r) => {
+      if (shown.has(r.id) || (!r.macro?.requests?.length && !r.micro?.points?.length)) return r;
+      trimmedRunIds.push(r.id);
+      return { ...r, macro: r.macro && { levels: r.macro.levels }, micro: r.micro && { ...r.micro, points: [] } };
+    });
+    this.post({ type: 'snapshot', snapshot: { runs: light, selectedRunId: this.selectedRunId, compareRunId: this.compareRunId, trimmedRunIds, budget: this.budget() } });
+  }
+
+  private budget() {
+    if (!this.visibleAndReady) return undefined;
+    const root = workspaceRoot();
+    return root ? budgetViewForWorkspace(root) : undefined;
+  }
+
+  /** Sends the runs the view now shows in full (they may have gone out trimmed in the snapshot). */
+  private sendFull(...ids: (string | undefined)[]): void {
+    for (const id of ids) {
+      const run = id ? this.deps.source.run(id) : undefined;
+      if (run) this.post({ type: 'runUpdated', run });
+    }
   }
 
   private post(message: HostToWebview): void {
@@ -120,6 +148,7 @@ export class ResultsPanel extends Disposable {
       case 'selectRun':
         this.selectedRunId = message.runId;
         this.compareRunId = message.compareRunId;
+        this.sendFull(message.runId, message.compareRunId);
         return;
       case 'inspectBreakdown':
         this.deps.inspectBreakdown(message.runId);

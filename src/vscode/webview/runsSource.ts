@@ -6,4 +6,6 @@ export interface RunsSource {
   runs(): RunSummary[];
   run(id: string): RunSummary | undefined;
   readonly onDidChangeRun: vscode.Event<RunSummary>;
+  /** A run started or finished. */
+  readonly onDidChangeRuns: vscode.Event<void>;
 }
