@@ -1,17 +1,11 @@
 import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
-import { stderrLogger } from '../cliLogger';
-import { FindingsFile } from '../findingsFile';
-import { cliTarget } from './probe';
+import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
-import { DEFAULT_PYTHON, DEFAULT_SERVER_URL } from '../../core/config/target';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
-import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
-import { openTransport } from '../../remote/openTransport';
 import { formatCell, ResultTable } from '../../shared/table';
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
@@ -21,12 +15,7 @@ Usage: infbench macro [options]
 The load generator runs on the target next to the server and streams from its OpenAI-compatible API.
 Metrics follow \`vllm bench serve\`; the result file holds one object per level with its field names.
 
-Target:
-  --target local|HOST       this machine (default), or an SSH host (a ~/.ssh/config alias, user@host)
-  --port N, --user NAME, --ssh-config FILE, --prefix "docker exec -i vllm", --accept-new-host-key
-  --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
-  --python PATH             Python 3 on the target (default ${DEFAULT_PYTHON})
-  --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
+${targetUsage()}
 Load:
   --concurrency 1,8,32      closed-loop levels (default 1,8,32,64)
   --request-rate 2,4,inf    open-loop levels instead, requests/s with gamma gaps
@@ -47,10 +36,8 @@ Load:
   --workers auto|N          load-generator processes (default auto)
   --seed N
 Output:
-  --findings FILE           also write the tables into this findings document (created if absent)
   --out FILE                write the result (one object per level) to FILE as JSON
   --json                    print the result JSON on stdout instead of a table
-  --verbose
 
 Ctrl-C stops the run; the levels finished so far are kept and printed.
 Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json`;
@@ -91,15 +78,13 @@ export const macroCommand: CliCommand = {
       parsed = parseArgs({
         args: argv,
         options: {
-          target: { type: 'string', default: 'local' }, port: { type: 'string' }, user: { type: 'string' }, 'ssh-config': { type: 'string' },
-          prefix: { type: 'string' }, 'accept-new-host-key': { type: 'boolean' }, findings: { type: 'string' },
-          url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
+          ...TARGET_OPTIONS,
           concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
           requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
           'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
           'api-key': { type: 'string' },
           warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
-          out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+          out: { type: 'string' }, json: { type: 'boolean' },
         },
         strict: true,
       });
@@ -137,25 +122,12 @@ export const macroCommand: CliCommand = {
     };
     for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
 
-    const log = stderrLogger(v.verbose);
-    const target = cliTarget(v);
-    const workspace = resolve(v.workspace ?? '.');
-    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
-    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, {
-      onUnknownHostKey: v['accept-new-host-key'] ? async () => true : undefined,
-      log: (level, message) => log[level](message),
-    });
-    const abort = new AbortController();
-    const onSigint = () => {
-      process.stderr.write('\nStopping: the levels finished so far are kept…\n');
-      abort.abort();
-    };
-    process.once('SIGINT', onSigint);
+    const opened = await openCliTarget(v, 'Stopping: the levels finished so far are kept…');
+    const { findings } = opened;
     try {
-      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
       let printed = 0;
       const ctx: PhaseContext = {
-        target, transport, agent, workspace, log, signal: abort.signal,
+        ...opened,
         sink: {
           ...nullSink,
           runChanged(run) {
@@ -195,8 +167,7 @@ export const macroCommand: CliCommand = {
       }
       return 0;
     } finally {
-      process.removeListener('SIGINT', onSigint);
-      await transport.close();
+      await opened.close();
     }
   },
 };

@@ -1,18 +1,12 @@
 import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
-import { stderrLogger } from '../cliLogger';
-import { FindingsFile } from '../findingsFile';
-import { cliTarget } from './probe';
+import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { renderTextTable } from './macro';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
-import { DEFAULT_PYTHON, DEFAULT_SERVER_URL } from '../../core/config/target';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
-import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
-import { openTransport } from '../../remote/openTransport';
 
 const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
 
@@ -22,12 +16,7 @@ Runs PyTorch on the target's GPUs (the agent's \`micro\` command) and compares e
 device's own measured ceilings (a copy and a large matmul). Refuses when the GPUs are mostly taken
 (for example by the running server) unless --allow-busy is given.
 
-Target:
-  --target local|HOST       this machine (default), or an SSH host (a ~/.ssh/config alias, user@host)
-  --port N, --user NAME, --ssh-config FILE, --prefix "docker exec -i vllm", --accept-new-host-key
-  --python PATH             the Python with PyTorch (and vLLM) on the target (default ${DEFAULT_PYTHON})
-  --url URL                 the server, to find its model when no --model/--config is given (default ${DEFAULT_SERVER_URL})
-  --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
+${targetUsage('the Python with PyTorch (and vLLM) on the target')}
 Shapes:
   --model NAME              a preset (kimi-k2.5, deepseek-v3, llama-3-70b, llama-3-8b, qwen3-235b-a22b,
                             qwen3-30b-a3b), a model folder or a Hugging Face id in the target's cache
@@ -47,10 +36,8 @@ Run:
   --ar-backend auto|nccl|gloo
   --ar-max-bytes N          largest all-reduce message of the doubling sweep
 Output:
-  --findings FILE           also write the results into this findings document (its micro section)
   --out FILE                write the result JSON to FILE
   --json                    print the result JSON on stdout instead of tables
-  --verbose
 
 Example: infbench micro --target local --python /usr/bin/python3 --model kimi-k2.5 --tp 8 --m 1,8,64`;
 
@@ -80,14 +67,12 @@ export const microCommand: CliCommand = {
       parsed = parseArgs({
         args: argv,
         options: {
-          target: { type: 'string', default: 'local' }, port: { type: 'string' }, user: { type: 'string' }, 'ssh-config': { type: 'string' },
-          prefix: { type: 'string' }, 'accept-new-host-key': { type: 'boolean' }, url: { type: 'string' }, python: { type: 'string' },
-          workspace: { type: 'string' }, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
+          ...TARGET_OPTIONS, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
           shape: { type: 'string', multiple: true }, only: { type: 'string', multiple: true }, dtype: { type: 'string' },
           'group-size': { type: 'string' }, device: { type: 'string' }, 'allow-busy': { type: 'boolean' }, 'busy-threshold': { type: 'string' },
           skip: { type: 'string' }, repeats: { type: 'string' }, 'launch-kernels': { type: 'string' }, 'ar-world-size': { type: 'string' },
           'ar-backend': { type: 'string' }, 'ar-max-bytes': { type: 'string' }, hidden: { type: 'string' },
-          findings: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+          out: { type: 'string' }, json: { type: 'boolean' },
         },
         strict: true,
       });
@@ -110,25 +95,12 @@ export const microCommand: CliCommand = {
     };
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
 
-    const target = cliTarget(v);
-    const log = stderrLogger(v.verbose);
-    const workspace = resolve(v.workspace ?? '.');
-    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
-    const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, {
-      onUnknownHostKey: v['accept-new-host-key'] ? async () => true : undefined,
-      log: (level, message) => log[level](message),
-    });
-    const abort = new AbortController();
-    const onSigint = () => {
-      process.stderr.write('\nStopping: the points measured so far are kept…\n');
-      abort.abort();
-    };
-    process.once('SIGINT', onSigint);
+    const opened = await openCliTarget(v, 'Stopping: the points measured so far are kept…');
+    const { findings } = opened;
     try {
-      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
       let printed = 0;
       const ctx: PhaseContext = {
-        target, transport, agent, workspace, log, signal: abort.signal,
+        ...opened,
         sink: {
           ...nullSink,
           runChanged(run) {
@@ -167,8 +139,7 @@ export const microCommand: CliCommand = {
       }
       return 0;
     } finally {
-      process.removeListener('SIGINT', onSigint);
-      await transport.close();
+      await opened.close();
     }
   },
 };

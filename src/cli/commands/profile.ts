@@ -2,14 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
-import { stderrLogger } from '../cliLogger';
+import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
-import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../../core/config/target';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
 import { KernelFamilySpec } from '../../core/trace/types';
-import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
-import { LocalTransport } from '../../remote/localTransport';
 
 const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
 
@@ -19,11 +16,7 @@ Starts the server's profiler (/start_profile), drives a short decode workload, s
 trace of every rank into the run folder and breaks each decode step down by kernel category.
 vLLM must run with a profiler configured (the error says how for its version); SGLang always can.
 
-Target:
-  --target local            run on this machine (SSH targets run from the VS Code extension)
-  --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
-  --python PATH             Python 3 on the target (default ${DEFAULT_PYTHON})
-  --workspace DIR           where runs are kept (default: current folder)
+${targetUsage()}
 Workload:
   --concurrency N           requests decoding at once (default 4)
   --output-len N            tokens per request, about the decode steps profiled (default 48)
@@ -38,7 +31,6 @@ Traces:
 Output:
   --out FILE                also write the breakdown JSON to FILE
   --json                    print the breakdown JSON instead of tables
-  --verbose
 
 Example: infbench profile --url http://127.0.0.1:8000 --concurrency 8 --output-len 64`;
 
@@ -59,11 +51,11 @@ export const profileCommand: CliCommand = {
       parsed = parseArgs({
         args: argv,
         options: {
-          target: { type: 'string', default: 'local' }, url: { type: 'string' }, python: { type: 'string' }, workspace: { type: 'string' },
+          ...TARGET_OPTIONS,
           concurrency: { type: 'string' }, 'output-len': { type: 'string' }, 'input-len': { type: 'string' }, model: { type: 'string' },
           'trace-dir': { type: 'string' }, 'expect-ranks': { type: 'string' }, 'stop-timeout': { type: 'string' },
           family: { type: 'string', multiple: true }, 'step-annotation': { type: 'string' },
-          out: { type: 'string' }, json: { type: 'boolean' }, verbose: { type: 'boolean' },
+          out: { type: 'string' }, json: { type: 'boolean' },
         },
         strict: true,
       });
@@ -71,7 +63,6 @@ export const profileCommand: CliCommand = {
       throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench profile --help.`);
     }
     const v = parsed.values;
-    if (v.target !== 'local') throw new UsageError(`--target ${v.target}: this command runs on this machine only so far (--target local); run SSH targets from the VS Code extension, or run infbench on the GPU host.`);
     const families: KernelFamilySpec[] = (v.family ?? []).map((f) => {
       const eq = f.indexOf('=');
       if (eq <= 0) throw new UsageError(`--family takes CATEGORY=REGEX, got "${f}".`);
@@ -87,18 +78,10 @@ export const profileCommand: CliCommand = {
       stopTimeoutS: positive(v['stop-timeout'], '--stop-timeout'),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
-    const log = stderrLogger(v.verbose);
-    const target: Target = { name: 'local', kind: 'local', serverUrl: v.url ?? DEFAULT_SERVER_URL, python: v.python ?? DEFAULT_PYTHON };
-    const transport = new LocalTransport();
-    const abort = new AbortController();
-    const onSigint = () => {
-      process.stderr.write('\nStopping the profile run…\n');
-      abort.abort();
-    };
-    process.once('SIGINT', onSigint);
+    const opened = await openCliTarget(v, 'Stopping the profile run…');
+    const { findings } = opened;
     try {
-      const agent = await deployAgent(transport, bundledAgentPath(), target.python);
-      const ctx: PhaseContext = { target, transport, agent, workspace: resolve(v.workspace ?? '.'), log, signal: abort.signal, sink: nullSink };
+      const ctx: PhaseContext = { ...opened, sink: { ...nullSink, findings: (update) => findings?.findings(update) } };
       const outcome = await runProfilePhase(ctx, options);
       const b = outcome.breakdown;
       if (b) {
@@ -116,8 +99,7 @@ export const profileCommand: CliCommand = {
       }
       return 0;
     } finally {
-      process.removeListener('SIGINT', onSigint);
-      await transport.close();
+      await opened.close();
     }
   },
 };

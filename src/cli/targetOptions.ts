@@ -1,0 +1,158 @@
+import { resolve } from 'node:path';
+import { UsageError } from './command';
+import { stderrLogger } from './cliLogger';
+import { FindingsFile } from './findingsFile';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../core/config/target';
+import { Logger } from '../core/log';
+import { bundledAgentPath, deployAgent, DeployedAgent } from '../remote/agentDeploy';
+import { openTransport } from '../remote/openTransport';
+import { SshHooks } from '../remote/ssh/connection';
+import { Transport } from '../remote/transport';
+
+/** The flags every phase command takes to say where it runs; spread into parseArgs' options. */
+export const TARGET_OPTIONS = {
+  target: { type: 'string', default: 'local' },
+  port: { type: 'string' },
+  user: { type: 'string' },
+  'ssh-config': { type: 'string' },
+  prefix: { type: 'string' },
+  'accept-new-host-key': { type: 'boolean' },
+  url: { type: 'string' },
+  python: { type: 'string' },
+  workspace: { type: 'string' },
+  findings: { type: 'string' },
+  verbose: { type: 'boolean' },
+} as const;
+
+export interface TargetFlags {
+  target?: string;
+  port?: string;
+  user?: string;
+  'ssh-config'?: string;
+  prefix?: string;
+  'accept-new-host-key'?: boolean;
+  url?: string;
+  python?: string;
+  workspace?: string;
+  findings?: string;
+  verbose?: boolean;
+}
+
+/** The help text for TARGET_OPTIONS; `python` says what the interpreter is needed for. */
+export function targetUsage(python = 'Python 3 on the target'): string {
+  return `Target:
+  --target local|HOST       this machine (default), or an SSH host: a Host alias from ~/.ssh/config,
+                            a host name, or user@host
+  --port N, --user NAME     override the ssh config's Port and User
+  --ssh-config FILE         another ssh config file (default ~/.ssh/config)
+  --prefix "docker exec -i vllm"   run the agent inside a container on the host
+  --accept-new-host-key     trust a host key seen for the first time (it is added to known_hosts);
+                            without it an unknown host is refused. A changed key is always refused.
+  --url URL                 the server as seen from the target (default ${DEFAULT_SERVER_URL})
+  --python PATH             ${python} (default ${DEFAULT_PYTHON})
+  --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
+  --findings FILE           also write the results into this findings document (relative to the workspace)
+  --verbose`;
+}
+
+/** The target the flags describe; `--target user@host` splits like ssh's own argument. */
+export function cliTarget(v: TargetFlags): Target {
+  const name = v.target ?? 'local';
+  const serverUrl = v.url ?? DEFAULT_SERVER_URL;
+  try {
+    new URL(serverUrl);
+  } catch {
+    throw new UsageError(`--url is not a URL: ${serverUrl}. Example: --url http://127.0.0.1:8000`);
+  }
+  const commandPrefix = v.prefix?.trim() ? v.prefix.trim().split(/\s+/) : undefined;
+  const python = v.python ?? DEFAULT_PYTHON;
+  if (name === 'local') return { name, kind: 'local', serverUrl, python, commandPrefix };
+  let port: number | undefined;
+  if (v.port !== undefined) {
+    port = Number(v.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a number from 1 to 65535; got "${v.port}".`);
+  }
+  const at = name.lastIndexOf('@');
+  const host = at >= 0 ? name.slice(at + 1) : name;
+  const user = v.user ?? (at >= 0 ? name.slice(0, at) : undefined);
+  if (!host) throw new UsageError(`--target needs a host after "@"; got "${name}".`);
+  return { name, kind: 'ssh', host, port, user, serverUrl, python, commandPrefix };
+}
+
+/** A connected target with the agent deployed, and Ctrl-C wired to an AbortSignal. */
+export interface OpenedTarget {
+  target: Target;
+  transport: Transport;
+  agent: DeployedAgent;
+  workspace: string;
+  log: Logger;
+  findings?: FindingsFile;
+  signal: AbortSignal;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to the target the flags name (an unknown host key refused unless --accept-new-host-key,
+ * a key's passphrase asked on the terminal), deploys the agent, and turns Ctrl-C into cancellation
+ * with `stopping` printed so the user knows what is kept.
+ */
+export async function openCliTarget(v: TargetFlags, stopping: string): Promise<OpenedTarget> {
+  const target = cliTarget(v);
+  const log = stderrLogger(v.verbose);
+  const workspace = resolve(v.workspace ?? '.');
+  const hooks: SshHooks = {
+    onUnknownHostKey: v['accept-new-host-key'] ? async (p) => {
+      process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
+      return true;
+    } : undefined,
+    askPassphrase: process.stdin.isTTY ? (file) => askHidden(`Passphrase for ${file}: `) : undefined,
+    log: (level, message) => log[level](message),
+  };
+  const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, hooks);
+  const abort = new AbortController();
+  const onSigint = () => {
+    process.stderr.write(`\n${stopping}\n`);
+    abort.abort();
+  };
+  process.once('SIGINT', onSigint);
+  const close = async () => {
+    process.removeListener('SIGINT', onSigint);
+    await transport.close();
+  };
+  try {
+    const agent = await deployAgent(transport, bundledAgentPath(), target.python);
+    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
+    return { target, transport, agent, workspace, log, findings, signal: abort.signal, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Reads a line from the terminal without echoing it. */
+function askHidden(prompt: string): Promise<string | undefined> {
+  return new Promise((resolvePromise) => {
+    const stdin = process.stdin;
+    process.stderr.write(prompt);
+    let value = '';
+    const wasRaw = stdin.isRaw;
+    stdin.setRawMode?.(true);
+    stdin.resume();
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString('utf8')) {
+        if (ch === '\r' || ch === '\n') return finish(value);
+        if (ch === '\u0003' || ch === '\u0004') return finish(undefined);
+        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
+        else value += ch;
+      }
+    };
+    const finish = (result: string | undefined) => {
+      stdin.removeListener('data', onData);
+      stdin.setRawMode?.(wasRaw);
+      stdin.pause();
+      process.stderr.write('\n');
+      resolvePromise(result);
+    };
+    stdin.on('data', onData);
+  });
+}
