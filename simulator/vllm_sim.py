@@ -189,11 +189,20 @@ class Simulator:
                 elif now - next_start > 0.5 * model.step_ms(len(self.running)) / 1000.0:
                     self.late_steps += 1
                 self.running = [r for r in self.running if not r.aborted]
+                pending = [r.queued_at for r in self.waiting if not r.aborted]
+                if not self.running and pending:
+                    # Nothing runs: the next step cannot start before a request is there to run, even
+                    # when this thread got back here late (after the request had already arrived).
+                    next_start = max(next_start, min(pending))
                 joiners = []
                 while self.waiting and len(self.running) + len(joiners) < model.max_batch:
-                    r = self.waiting.popleft()
-                    if not r.aborted:
-                        joiners.append(r)
+                    r = self.waiting[0]
+                    if r.aborted:
+                        self.waiting.popleft()
+                        continue
+                    if r.queued_at > next_start:
+                        break  # it arrived after this step began: it joins at the next boundary
+                    joiners.append(self.waiting.popleft())
                 self.running.extend(joiners)
                 batch = list(self.running)
             if not batch:
