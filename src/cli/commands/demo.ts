@@ -70,7 +70,8 @@ export const demoCommand: CliCommand = {
     } catch (err) {
       throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench demo --help.`);
     }
-    const log = stderrLogger(v.verbose);
+    // The phases' own progress lines repeat what the demo prints; show them only with --verbose.
+    const log = v.verbose ? stderrLogger(true) : { ...stderrLogger(false), info: () => undefined };
     const workspace = resolve(v.workspace!);
     const traceDir = join(workspace, '.inference-bench', 'simulator-traces');
     mkdirSync(traceDir, { recursive: true });
@@ -83,12 +84,15 @@ export const demoCommand: CliCommand = {
     const onSigint = () => abort.abort();
     process.once('SIGINT', onSigint);
     const doc = new FindingsFile(join(workspace, v.findings!), log);
-    const headlines = new Map<string, string>();
+    const headlines = new Map<string, { progress: string; headline: string }>();
     const sink: ResultSink = {
       runChanged: (run: RunSummary) => {
-        // Print each run's headline when it changes, so the terminal shows the campaign unfold.
-        if (run.headline && headlines.get(run.id) !== run.headline) {
-          headlines.set(run.id, run.headline);
+        // Print a run's headline as each sweep level (or micro part) finishes, so the terminal shows
+        // the campaign unfold without a line for every running aggregate.
+        const progress = `${run.status}:${run.macro?.levels.filter((l) => !l.partial).length ?? 0}`;
+        const last = headlines.get(run.id);
+        if (run.headline && (!last || (last.progress !== progress && last.headline !== run.headline))) {
+          headlines.set(run.id, { progress, headline: run.headline });
           say(`  ${run.phase}: ${run.headline}`);
         }
       },
@@ -137,7 +141,8 @@ export const demoCommand: CliCommand = {
       if (abort.signal.aborted) return 130;
 
       say('5/6 profiler');
-      check('profile', (await runProfilePhase(ctx, { concurrency: 4, outputLen: quick ? 24 : 48, traceDir })).agent);
+      // One stream, as the single-stream macro run: the budget then sets the profiled step beside its TPOT.
+      check('profile', (await runProfilePhase(ctx, { concurrency: 1, outputLen: quick ? 24 : 48, traceDir })).agent);
       if (abort.signal.aborted) return 130;
 
       say('6/6 where the milliseconds go');
