@@ -64,6 +64,20 @@ describe('decode-step budget on real H200 captures', () => {
     assert.ok(Math.abs(total - profile.step_ms) < 1e-6);
   });
 
+  it('names the eager trace\'s idle time as more than launch overhead, from the same micro run', async () => {
+    const breakdown = await analyzeTraceFiles([join(TRACES, 'llama_eager_decode.pt.trace.json.gz')]);
+    const profile = profileInputFrom('llama-eager', breakdown, { concurrency: 4 })!;
+    const micro = microInputFrom('llama-micro', agentResult(join(MICRO, 'micro-llama-h200.jsonl')));
+    // An eager step launches each kernel from Python; micro's eager launch cost sets what that explains.
+    const b = buildBudget({ profile, micro: { ...micro, launch: micro.launch.filter((l) => l.mode === 'eager') }, model: CAPTURED_LLAMA });
+    const idle = b.rows.find((r) => r.key === 'idle')!;
+    assert.ok(idle.profiled_ms! > 10 * idle.predicted_ms!, `idle ${idle.profiled_ms} ms against ${idle.predicted_ms} ms of launches`);
+    assert.match(b.gaps.find((g) => g.key === 'idle_vs_micro')!.reading, /of the idle time is not launch overhead — host syncs, CPU work between kernels/);
+    // The GEMMs are the same kernels as under CUDA graphs: still within 5% of micro.
+    const gemm = b.rows.find((r) => r.key === 'gemm')!;
+    assert.ok(Math.abs(gemm.gap_ms!) / gemm.profiled_ms! < 0.05);
+  });
+
   it('says when micro timed a fallback kernel instead of the server\'s (no vLLM, so no Marlin)', () => {
     const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
     assert.equal(micro.model?.name, 'kimi-k2.5');
