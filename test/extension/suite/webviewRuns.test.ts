@@ -92,6 +92,38 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
     assert.equal(meta.status, 'cancelled');
   });
 
+  it('Run All Phases probes, measures the server, runs micro (or says why it cannot) and profiles, in that order', async function () {
+    this.timeout(240_000);
+    // A second simulator with its profiler on, as a server started with --profiler-config would be.
+    const cwd = process.cwd();
+    process.chdir(repoRoot);
+    const starting = startSimulator({ stepBaseMs: 2, stepPerSeqMs: 0.02, prefillPerTokenMs: 0.001, profilerDir: join(workspaceFolder(), '.sim-traces') });
+    process.chdir(cwd);
+    const profiled = await starting;
+    try {
+      const name = 'sim-profiled';
+      await vscode.workspace.getConfiguration('inferenceBench').update('targets', [{ name, kind: 'local', serverUrl: profiled.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
+      const root = join(workspaceFolder(), '.inference-bench', 'runs');
+      const before = new Set(existsSync(root) ? readdirSync(root) : []);
+      await vscode.commands.executeCommand('inferenceBench.runAll', name);
+      const made = readdirSync(root).filter((d) => !before.has(d)).sort();
+      const phases = made.map((d) => JSON.parse(readFileSync(join(root, d, 'meta.json'), 'utf8')) as { phase: string; status: string; reason?: string });
+      assert.deepEqual(phases.map((p) => p.phase), ['probe', 'macro', 'micro', 'profile'], 'the phases in order');
+      assert.deepEqual(phases.filter((p) => p.phase !== 'micro').map((p) => p.status), ['completed', 'completed', 'completed']);
+      // Micro runs on the CPU where the extension host's python3 has PyTorch; where it has none it
+      // says so, and the profiler still runs after it.
+      const micro = phases.find((p) => p.phase === 'micro')!;
+      if (micro.status === 'completed') {
+        const view = JSON.parse(readFileSync(join(root, made[2], 'view.json'), 'utf8')) as RunSummary;
+        assert.ok(view.micro?.gemm?.length, 'a completed micro run with no GEMM points to draw');
+      } else assert.ok(micro.reason, 'the micro phase gave no reason');
+      const profile = JSON.parse(readFileSync(join(root, made[3], 'view.json'), 'utf8')) as RunSummary;
+      assert.match(profile.headline ?? '', /all-reduce/);
+    } finally {
+      await profiled.stop();
+    }
+  });
+
   it('Analyze Trace File breaks a real H200 trace down into a profile run, with no server', async () => {
     const trace = join(repoRoot, 'test', 'fixtures', 'traces', 'llama_cudagraph_decode.pt.trace.json.gz');
     const run = await vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.analyzeTrace', [trace]);
