@@ -47,9 +47,9 @@ describe('probe', function () {
   it('over the local transport: finds the server, its model and its profiler, and keeps the run', async () => {
     const target: Target = { name: 'here', kind: 'local', serverUrl: sim.url, python: 'python3' };
     const changes: string[] = [];
-    const headings: string[] = [];
+    const updates: { sectionId: string; lines: string[] }[] = [];
     const transport = new LocalTransport();
-    const outcome = await probeOver(transport, target, { runChanged: (r) => changes.push(r.status), findings: (f) => headings.push(f.heading) });
+    const outcome = await probeOver(transport, target, { runChanged: (r) => changes.push(r.status), findings: (f) => updates.push(f) });
     await transport.close();
     assert.equal(outcome.agent.status, 'completed');
     const server = outcome.result!.server;
@@ -59,7 +59,9 @@ describe('probe', function () {
     assert.equal(server.profiler.enabled, true);
     assert.equal(server.pid, sim.process.pid);
     assert.deepEqual(changes, ['running', 'completed']);
-    assert.deepEqual(headings, ['Environment: here']);
+    // The document's header from the probe, then the probe's own Environment block.
+    assert.deepEqual(updates.map((u) => u.sectionId), ['campaign', 'probe-here']);
+    assert.ok(updates[0].lines.some((l) => l.includes(sim.model)), 'the header names the served model');
     const onDisk = RunFolder.open(outcome.run.dir);
     assert.equal(onDisk.info.status, 'completed');
     assert.equal(onDisk.info.simulated, true);

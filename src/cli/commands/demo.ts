@@ -6,7 +6,6 @@ import { CliCommand, UsageError } from '../command';
 import { stderrLogger } from '../cliLogger';
 import { FindingsFile } from '../findingsFile';
 import { PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
-import { probeInfoFrom } from '../../core/campaign/probeInfo';
 import { Target } from '../../core/config/target';
 import { explainRuns, selectRuns } from '../../core/explain/campaign';
 import { budgetFindings } from '../../core/explain/findings';
@@ -111,10 +110,11 @@ export const demoCommand: CliCommand = {
         }
       };
 
+      // The document exists before the first measurement; the probe then fills its header in.
+      doc.ensure();
+      say(`findings document: ${doc.path}`);
       say('1/6 probe');
       const probe = await runProbePhase(ctx);
-      doc.ensure(probe.result ? probeInfoFrom(probe.result, 'this machine (local transport), serving the simulator') : { target: 'this machine (local transport)' });
-      say(`  findings document: ${doc.path}`);
       check('probe', probe.agent);
       if (abort.signal.aborted) return 130;
 

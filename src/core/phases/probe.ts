@@ -1,4 +1,6 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
+import { describeTarget } from '../config/target';
+import { campaignUpdate, ProbeInfo } from '../findings/skeleton';
 import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
@@ -67,6 +69,8 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
       summary.simulated = true;
       run.update({ simulated: true });
     }
+    // The document's header (target, hardware, model, server) comes from the newest probe.
+    ctx.sink.findings(campaignUpdate(probeInfoFrom(result, `${ctx.target.name} (${describeTarget(ctx.target)})`)));
     ctx.sink.findings(probeFindings(ctx.target.name, run, result));
   }
   ctx.sink.runChanged({ ...summary });
@@ -157,4 +161,16 @@ function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): Find
     s.reachable && s.profiler.enabled === false ? `Profiler: not enabled — ${s.profiler.evidence}.` : '',
   ].filter(Boolean);
   return { sectionId: `probe-${targetName}`, heading: `Environment: ${targetName}`, lines, tables: r.gpus.devices.length ? [gpuTable(r)] : [] };
+}
+
+/** The findings document's header lines from what the probe found. */
+export function probeInfoFrom(result: ProbeResult, target: string): ProbeInfo {
+  const gpus = result.gpus.devices;
+  const gib = (mib: number | null) => (mib === null ? '' : ` ${Math.round(mib / 1024)} GiB`);
+  const hardware = gpus.length
+    ? `${gpus.length}× ${gpus[0].name}${gib(gpus[0].memory_total_mib)}, driver ${gpus[0].driver_version}`
+    : `no GPU seen on ${result.host} (${result.gpus.error ?? 'nvidia-smi found nothing'})`;
+  const model = result.server.models[0]?.id ?? undefined;
+  const server = result.server.reachable ? `${serverName(result)} at ${result.server.url}` : `not answering at ${result.server.url}`;
+  return { target, hardware, model: model ?? undefined, server };
 }
