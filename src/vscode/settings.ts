@@ -1,6 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseTarget, SettingsError, Target } from '../core/config/target';
+import { parseTraceSettings } from '../core/config/traceSettings';
+import { TraceAnalysisOptions } from '../core/trace/types';
 
 export const SECTION = 'inferenceBench';
 
@@ -10,6 +12,8 @@ export interface Settings {
   /** Messages about targets that could not be read, one per bad entry. */
   problems: string[];
   findingsDocument: string;
+  /** The user's kernel families and step annotation for trace analysis. */
+  traceAnalysis: TraceAnalysisOptions;
 }
 
 export function readSettings(): Settings {
@@ -28,7 +32,13 @@ export function readSettings(): Settings {
       }
     });
   }
-  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md') };
+  let traceAnalysis: TraceAnalysisOptions = {};
+  try {
+    traceAnalysis = parseTraceSettings(config.get<unknown>('kernelFamilies'), config.get<unknown>('stepAnnotation'), SECTION);
+  } catch (err) {
+    problems.push(err instanceof SettingsError ? err.message : String(err));
+  }
+  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), traceAnalysis };
 }
 
 export function workspaceRoot(): string | undefined {

@@ -5,7 +5,7 @@ import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
 import { viewableRun } from '../runs/profileView';
-import { workspaceRoot } from '../settings';
+import { readSettings, workspaceRoot } from '../settings';
 
 const TARGET_LABEL = 'trace files';
 
@@ -49,7 +49,7 @@ export async function analyzeTraceCommand(controller: RunController, log: vscode
         token.onCancellationRequested(() => abort.abort());
         const read = new Map<string, { done: number; total: number }>();
         let lastPct = 0;
-        return analyzeTracesInWorker(files, {}, {
+        return analyzeTracesInWorker(files, readSettings().traceAnalysis, {
           signal: abort.signal,
           onProgress: (file, done, total) => {
             read.set(file, { done, total });

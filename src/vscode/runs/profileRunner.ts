@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
+import { readSettings } from '../settings';
 import { PhaseRunner } from './phases';
 
 const WORKLOADS = [
@@ -25,7 +26,7 @@ export const profileRunner: PhaseRunner = {
     return picked ? { ...picked.options } : undefined;
   },
   async run(ctx, options) {
-    const outcome = await runProfilePhase(ctx, options as ProfileOptions);
+    const outcome = await runProfilePhase(ctx, { ...(options as ProfileOptions), analysis: readSettings().traceAnalysis });
     return outcome.summary;
   },
 };
