@@ -26,3 +26,18 @@ export function formatCell(value: TableCell, column: TableColumn): string {
   if (typeof value === 'number') return value.toFixed(column.digits ?? 2);
   return value;
 }
+
+/**
+ * A table as aligned plain text for terminals, without a trailing newline. Columns not marked
+ * left are right-aligned (numbers); line ends are trimmed so a left-aligned last column leaves no padding.
+ */
+export function renderTextTable(table: ResultTable): string {
+  const header = table.columns.map((c) => c.label);
+  const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const right = table.columns.map((c) => c.align !== 'left');
+  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
+  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
+  if (table.note) out.push(table.note);
+  return out.join('\n');
+}

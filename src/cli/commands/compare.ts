@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { compareRunFolders, CompareError, findRun } from '../../core/compare/compareRuns';
 import { Comparison } from '../../core/compare/types';
-import { textTable } from './explain';
+import { renderTextTable } from '../../shared/table';
 
 const USAGE = `infbench compare — two runs of the same phase side by side, with the differences that matter flagged
 
@@ -29,7 +29,7 @@ export function comparisonText(c: Comparison, all: boolean): string {
   for (const t of c.tables) {
     const rows = all ? t.rows : t.rows.filter((r) => r.flag !== '');
     if (!rows.length) continue;
-    out.push(textTable({ ...t, rows }), '');
+    out.push(renderTextTable({ ...t, rows }), '');
   }
   if (!all && c.differences.some((d) => !d.flagged)) out.push(`(${c.differences.filter((d) => !d.flagged).length} quantities within noise not shown; --all shows them.)`);
   for (const u of c.unmatched) out.push(`Not compared: ${u}`);

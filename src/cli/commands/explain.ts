@@ -7,7 +7,7 @@ import { Budget } from '../../core/explain/budget';
 import { explainRuns, ExplainError, selectRuns } from '../../core/explain/campaign';
 import { budgetFindings, budgetTables } from '../../core/explain/findings';
 import { MODEL_PRESETS } from '../../core/explain/modelStructure';
-import { formatCell, ResultTable } from '../../shared/table';
+import { renderTextTable } from '../../shared/table';
 
 const USAGE = `infbench explain — where the milliseconds of a decode step go, from the macro, micro and profile runs
 
@@ -27,24 +27,12 @@ between each pair. A phase that has no run is named with the command that fills 
 
 Example: infbench explain --workspace . --findings k25b6000bench1.md`;
 
-/** A result table as aligned plain text for the terminal. */
-export function textTable(table: ResultTable): string {
-  const header = table.columns.map((c) => c.label);
-  const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const right = table.columns.map((c) => c.align !== 'left');
-  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
-  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
-  if (table.note) out.push(table.note);
-  return out.join('\n');
-}
-
 export function budgetText(b: Budget): string {
   const runs = Object.entries(b.runs).filter(([, id]) => id).map(([phase, id]) => `${phase} ${id}`);
   const out = [b.view.title, `Runs: ${runs.join(', ') || 'none'}`, ''];
   for (const r of b.readings) out.push(`• ${r}`);
   if (b.readings.length) out.push('');
-  for (const t of budgetTables(b)) out.push(textTable(t), '');
+  for (const t of budgetTables(b)) out.push(renderTextTable(t), '');
   for (const c of b.caveats) out.push(`Caveat: ${c}`);
   return `${out.join('\n').trimEnd()}\n`;
 }

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { importVllmBench, ImportError, ImportedMacroResult } from '../../core/compare/vllmBench';
-import { textTable } from './explain';
+import { renderTextTable } from '../../shared/table';
 
 const USAGE = `infbench import-vllm — a \`vllm bench serve --save-result\` JSON as a macro run, to set beside ours
 
@@ -43,7 +43,7 @@ export const importCommand: CliCommand = {
       process.stdout.write(`${JSON.stringify({ run: run.info, result }, null, 2)}\n`);
       return 0;
     }
-    const table = textTable({
+    const table = renderTextTable({
       id: 'imported',
       title: `Imported ${result.file} (${result.model ?? 'model not named'}${run.info.simulated ? ', simulator' : ''}) as ${run.info.id}`,
       columns: [

@@ -6,7 +6,7 @@ import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
-import { formatCell, ResultTable } from '../../shared/table';
+import { renderTextTable } from '../../shared/table';
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
 
@@ -54,18 +54,6 @@ function integer(text: string | undefined, flag: string): number | undefined {
   const v = Number(text);
   if (!Number.isFinite(v)) throw new UsageError(`${flag} takes a number; got "${text}".`);
   return v;
-}
-
-/** A result table as aligned plain text for the terminal. */
-export function renderTextTable(table: ResultTable): string {
-  const header = table.columns.map((c) => c.label);
-  const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const right = table.columns.map((c) => c.align !== 'left');
-  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ');
-  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
-  if (table.note) out.push(table.note);
-  return out.join('\n');
 }
 
 export const macroCommand: CliCommand = {

@@ -2,11 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { renderTextTable } from './macro';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
+import { renderTextTable } from '../../shared/table';
 
 const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
 

@@ -1,4 +1,4 @@
-import { formatCell, ResultTable, TableColumn } from '../../shared/table';
+import { renderTextTable, ResultTable, TableColumn } from '../../shared/table';
 import { IDLE_CATEGORY } from './families';
 import { RankBreakdown, TraceBreakdown } from './types';
 
@@ -67,17 +67,6 @@ export function topKernelTable(r: RankBreakdown, limit = 10): ResultTable {
   };
 }
 
-/** A table as aligned plain text, for terminals. */
-export function renderTextTable(table: ResultTable): string {
-  const header = table.columns.map((c) => c.label);
-  const body = table.rows.map((row) => table.columns.map((c) => formatCell(row[c.key], c)));
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (table.columns[i].align === 'right' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
-  const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
-  if (table.note) out.push(table.note);
-  return `${out.join('\n')}\n`;
-}
-
 /** The whole breakdown for a terminal: headline, tables, launch statistics, warnings. */
 export function renderBreakdownText(b: TraceBreakdown): string {
   const parts: string[] = [`${b.headline}\n`];
@@ -91,7 +80,7 @@ export function renderBreakdownText(b: TraceBreakdown): string {
         '\n',
     );
   }
-  for (const t of breakdownTables(b)) parts.push(`\n${renderTextTable(t)}`);
+  for (const t of breakdownTables(b)) parts.push(`\n${renderTextTable(t)}\n`);
   const warnings = [...b.warnings, ...b.ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`))];
   if (warnings.length) parts.push(`\n${warnings.map((w) => `warning: ${w}`).join('\n')}\n`);
   return parts.join('');
