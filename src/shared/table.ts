@@ -27,6 +27,17 @@ export function formatCell(value: TableCell, column: TableColumn): string {
   return value;
 }
 
+/** A byte count in binary units for cells and axes: 512 B, 1 KiB, 1.5 MiB. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
+}
+
 /**
  * A table as aligned plain text for terminals, without a trailing newline. Columns not marked
  * left are right-aligned (numbers); line ends are trimmed so a left-aligned last column leaves no padding.

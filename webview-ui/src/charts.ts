@@ -2,6 +2,7 @@
 // for copying), and PNG / CSV export through the host's save dialog. Cards update in place so that a
 // live run gains points without the page flickering.
 import { Chart, ChartConfiguration, ChartDataset, Plugin, registerables } from 'chart.js';
+import { formatBytes } from '../../src/shared/table';
 import { request } from './api';
 import { tableToCsv } from './csv';
 import { button, el, renderTable } from './dom';
@@ -49,16 +50,6 @@ function lineDatasets(spec: LineChartSpec): ChartDataset<'line', { x: number; y:
       normalized: true,
     };
   });
-}
-
-function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
 }
 
 function axisOptions(title: string, log: boolean | undefined, ticksAt?: number[], format: 'number' | 'bytes' = 'number') {

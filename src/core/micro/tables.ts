@@ -1,22 +1,12 @@
 // Micro points as the user reads them: the headline, and tables for the findings document, the
 // results view and the terminal. Points are the agent's `micro.point` payloads (see agent/infbench_agent/micro.py).
 import { AllReducePoint, GemmPoint, GpuPeak } from '../../shared/results';
-import { ResultTable, TableCell, TableColumn } from '../../shared/table';
+import { formatBytes, ResultTable, TableCell, TableColumn } from '../../shared/table';
 
 export type MicroPoint = Record<string, unknown> & { kind: 'gemm' | 'allreduce' | 'launch' | 'peak' };
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const ofKind = (points: MicroPoint[], kind: MicroPoint['kind']) => points.filter((p) => p.kind === kind);
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
-}
 
 /** Shapes in the order the agent measured them, each with its points sorted by M. */
 function gemmsByShape(points: MicroPoint[]): Map<string, MicroPoint[]> {

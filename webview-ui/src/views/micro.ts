@@ -1,7 +1,7 @@
 // Micro run charts: GEMM time and achieved bandwidth vs M per weight shape (with the GPU's peak as a
 // line), all-reduce time and bus bandwidth vs message size.
 import type { AllReducePoint, GemmPoint, GpuPeak, RunSummary } from '../../../src/shared/results';
-import type { TableCell, TableColumn } from '../../../src/shared/table';
+import { formatBytes, type TableCell, type TableColumn } from '../../../src/shared/table';
 import type { ChartSpec, Series } from '../specs';
 import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
 
@@ -53,16 +53,6 @@ function ticks(values: number[]): number[] | undefined {
 /** A peak figure for a legend: three significant digits. */
 function figure(v: number): string {
   return Number(v.toPrecision(3)).toLocaleString('en-US', { maximumFractionDigits: 6 });
-}
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${Number.isInteger(n) ? n : n.toFixed(1)} ${units[i]}`;
 }
 
 export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] {
