@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs } from '../command';
 import { stderrLogger } from '../cliLogger';
 import { FindingsFile } from '../findingsFile';
 import { PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
@@ -56,19 +55,14 @@ export const demoCommand: CliCommand = {
   summary: 'run the demo campaign against the bundled SIMULATOR: findings document and runs',
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let v;
-    try {
-      v = parseArgs({
-        args: argv,
-        options: {
-          workspace: { type: 'string', default: 'demo-campaign' }, findings: { type: 'string', default: 'k25b6000bench1.md' },
-          python: { type: 'string', default: 'python3' }, 'torch-python': { type: 'string' }, quick: { type: 'boolean' }, verbose: { type: 'boolean' },
-        },
-        strict: true,
-      }).values;
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench demo --help.`);
-    }
+    const v = parseCommandArgs('demo', {
+      args: argv,
+      options: {
+        workspace: { type: 'string', default: 'demo-campaign' }, findings: { type: 'string', default: 'k25b6000bench1.md' },
+        python: { type: 'string', default: 'python3' }, 'torch-python': { type: 'string' }, quick: { type: 'boolean' }, verbose: { type: 'boolean' },
+      },
+      strict: true,
+    }).values;
     // The phases' own progress lines repeat what the demo prints; show them only with --verbose.
     const log = v.verbose ? stderrLogger(true) : { ...stderrLogger(false), info: () => undefined };
     const workspace = resolve(v.workspace!);

@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
@@ -61,24 +60,19 @@ export const macroCommand: CliCommand = {
   summary: 'serving benchmark: single stream, concurrency sweep or request rates, vllm bench serve metrics',
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: {
-          ...TARGET_OPTIONS,
-          concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
-          requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
-          'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
-          'api-key': { type: 'string' },
-          warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
-          out: { type: 'string' }, json: { type: 'boolean' },
-        },
-        strict: true,
-      });
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench macro --help.`);
-    }
+    const parsed = parseCommandArgs('macro', {
+      args: argv,
+      options: {
+        ...TARGET_OPTIONS,
+        concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
+        requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
+        'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
+        'api-key': { type: 'string' },
+        warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
+        out: { type: 'string' }, json: { type: 'boolean' },
+      },
+      strict: true,
+    });
     const v = parsed.values;
     const api = v.api ?? 'completions';
     if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);

@@ -1,6 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
@@ -62,23 +61,18 @@ export const microCommand: CliCommand = {
   summary: "micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead",
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: {
-          ...TARGET_OPTIONS, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
-          shape: { type: 'string', multiple: true }, only: { type: 'string', multiple: true }, dtype: { type: 'string' },
-          'group-size': { type: 'string' }, device: { type: 'string' }, 'allow-busy': { type: 'boolean' }, 'busy-threshold': { type: 'string' },
-          skip: { type: 'string' }, repeats: { type: 'string' }, 'launch-kernels': { type: 'string' }, 'ar-world-size': { type: 'string' },
-          'ar-backend': { type: 'string' }, 'ar-max-bytes': { type: 'string' }, hidden: { type: 'string' },
-          out: { type: 'string' }, json: { type: 'boolean' },
-        },
-        strict: true,
-      });
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench micro --help.`);
-    }
+    const parsed = parseCommandArgs('micro', {
+      args: argv,
+      options: {
+        ...TARGET_OPTIONS, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
+        shape: { type: 'string', multiple: true }, only: { type: 'string', multiple: true }, dtype: { type: 'string' },
+        'group-size': { type: 'string' }, device: { type: 'string' }, 'allow-busy': { type: 'boolean' }, 'busy-threshold': { type: 'string' },
+        skip: { type: 'string' }, repeats: { type: 'string' }, 'launch-kernels': { type: 'string' }, 'ar-world-size': { type: 'string' },
+        'ar-backend': { type: 'string' }, 'ar-max-bytes': { type: 'string' }, hidden: { type: 'string' },
+        out: { type: 'string' }, json: { type: 'boolean' },
+      },
+      strict: true,
+    });
     const v = parsed.values;
     const dtypes: MicroDtype[] = ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int4'];
     if (v.dtype && !dtypes.includes(v.dtype as MicroDtype)) throw new UsageError(`--dtype must be one of ${dtypes.join(', ')}; got "${v.dtype}".`);

@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { FindingsUpdate, nullSink } from '../../core/campaign/phaseContext';
 import { probeSummaryLines, runProbePhase } from '../../core/phases/probe';
@@ -19,16 +18,11 @@ export const probeCommand: CliCommand = {
   summary: 'what the target has: Python and packages, GPUs and their processes, the server, its model and profiler',
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: { ...TARGET_OPTIONS, timeout: { type: 'string' }, json: { type: 'boolean' } },
-        strict: true,
-      });
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench probe --help.`);
-    }
+    const parsed = parseCommandArgs('probe', {
+      args: argv,
+      options: { ...TARGET_OPTIONS, timeout: { type: 'string' }, json: { type: 'boolean' } },
+      strict: true,
+    });
     const v = parsed.values;
     const opened = await openCliTarget(v, 'Stopping the probe…');
     const { target, transport, findings } = opened;

@@ -1,7 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
@@ -46,22 +45,17 @@ export const profileCommand: CliCommand = {
   summary: "profiler phase: capture the server's torch traces and break each decode step down by kernel category",
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args: argv,
-        options: {
-          ...TARGET_OPTIONS,
-          concurrency: { type: 'string' }, 'output-len': { type: 'string' }, 'input-len': { type: 'string' }, model: { type: 'string' },
-          'trace-dir': { type: 'string' }, 'expect-ranks': { type: 'string' }, 'stop-timeout': { type: 'string' },
-          family: { type: 'string', multiple: true }, 'step-annotation': { type: 'string' },
-          out: { type: 'string' }, json: { type: 'boolean' },
-        },
-        strict: true,
-      });
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench profile --help.`);
-    }
+    const parsed = parseCommandArgs('profile', {
+      args: argv,
+      options: {
+        ...TARGET_OPTIONS,
+        concurrency: { type: 'string' }, 'output-len': { type: 'string' }, 'input-len': { type: 'string' }, model: { type: 'string' },
+        'trace-dir': { type: 'string' }, 'expect-ranks': { type: 'string' }, 'stop-timeout': { type: 'string' },
+        family: { type: 'string', multiple: true }, 'step-annotation': { type: 'string' },
+        out: { type: 'string' }, json: { type: 'boolean' },
+      },
+      strict: true,
+    });
     const v = parsed.values;
     const families: KernelFamilySpec[] = (v.family ?? []).map((f) => {
       const eq = f.indexOf('=');

@@ -1,5 +1,4 @@
-import { parseArgs } from 'node:util';
-import { CliCommand, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { SimulatorOptions, startSimulator } from '../../core/macro/simulator';
 
 const USAGE = `infbench simulate — start the inference-bench SIMULATOR (a vLLM-API server with a known timing model)
@@ -32,21 +31,16 @@ export const simulateCommand: CliCommand = {
   summary: 'start the SIMULATOR: a vLLM-API server with a known timing model (for demos and tests)',
   usage: USAGE,
   async run(argv: string[]): Promise<number> {
-    let v;
-    try {
-      v = parseArgs({
-        args: argv,
-        options: {
-          port: { type: 'string', default: '8000' }, host: { type: 'string' }, preset: { type: 'string' },
-          'step-base-ms': { type: 'string' }, 'step-per-seq-ms': { type: 'string' }, 'prefill-per-token-ms': { type: 'string' },
-          'max-batch': { type: 'string' }, 'zero-cost': { type: 'boolean' }, 'pace-ms': { type: 'string' },
-          'profiler-dir': { type: 'string' }, fault: { type: 'string', multiple: true }, python: { type: 'string' },
-        },
-        strict: true,
-      }).values;
-    } catch (err) {
-      throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench simulate --help.`);
-    }
+    const v = parseCommandArgs('simulate', {
+      args: argv,
+      options: {
+        port: { type: 'string', default: '8000' }, host: { type: 'string' }, preset: { type: 'string' },
+        'step-base-ms': { type: 'string' }, 'step-per-seq-ms': { type: 'string' }, 'prefill-per-token-ms': { type: 'string' },
+        'max-batch': { type: 'string' }, 'zero-cost': { type: 'boolean' }, 'pace-ms': { type: 'string' },
+        'profiler-dir': { type: 'string' }, fault: { type: 'string', multiple: true }, python: { type: 'string' },
+      },
+      strict: true,
+    }).values;
     const num = (s: string | undefined, flag: string) => {
       if (s === undefined) return undefined;
       const n = Number(s);
