@@ -1,6 +1,7 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CliCommand, UsageError } from '../command';
+import { kernelFamilyFlag } from '../flags';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../core/trace/format';
 import { KernelFamilySpec, TraceAnalysisOptions } from '../../core/trace/types';
@@ -39,12 +40,8 @@ export function parseAnalyzeArgs(argv: string[]): AnalyzeArgs {
     };
     if (a === '--out' || a === '-o') out = value();
     else if (a === '--json') json = true;
-    else if (a === '--family') {
-      const v = value();
-      const eq = v.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--family takes CATEGORY=REGEX, got "${v}".`);
-      families.push({ category: v.slice(0, eq), pattern: v.slice(eq + 1) });
-    } else if (a === '--step-annotation') options.stepAnnotation = value();
+    else if (a === '--family') families.push(kernelFamilyFlag(value()));
+    else if (a === '--step-annotation') options.stepAnnotation = value();
     else if (a === '--top') {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new UsageError('--top takes a positive whole number.');

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { stderrLogger } from '../cliLogger';
 import { FindingsFile } from '../findingsFile';
+import { positiveWholeNumber } from '../flags';
 import { Budget } from '../../core/explain/budget';
 import { explainRuns, ExplainError, selectRuns } from '../../core/explain/campaign';
 import { budgetFindings, budgetTables } from '../../core/explain/findings';
@@ -55,8 +56,7 @@ export const explainCommand: CliCommand = {
     const workspace = resolve(v.workspace ?? '.');
     const model = v.model ? MODEL_PRESETS[v.model.toLowerCase()] : undefined;
     if (v.model && !model) throw new UsageError(`--model ${v.model}: no such preset; use one of ${Object.keys(MODEL_PRESETS).join(', ')}.`);
-    const batch = v.batch !== undefined ? Number(v.batch) : undefined;
-    if (batch !== undefined && !(Number.isInteger(batch) && batch > 0)) throw new UsageError(`--batch takes a positive whole number; got "${v.batch}".`);
+    const batch = positiveWholeNumber(v.batch, '--batch');
     let budget: Budget;
     try {
       const selection = selectRuns(workspace, v.runs?.split(',').map((s) => s.trim()).filter(Boolean));

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { positiveWholeNumber } from '../flags';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
@@ -49,13 +50,6 @@ function list(text: string | undefined, flag: string): number[] | undefined {
   return values;
 }
 
-function integer(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  const v = Number(text);
-  if (!Number.isInteger(v) || v < 1) throw new UsageError(`${flag} takes a positive whole number; got "${text}".`);
-  return v;
-}
-
 export const microCommand: CliCommand = {
   name: 'micro',
   summary: "micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead",
@@ -80,12 +74,12 @@ export const microCommand: CliCommand = {
     const skip = v.skip?.split(',').map((s) => s.trim()).filter(Boolean) as MicroPart[] | undefined;
     const threshold = v['busy-threshold'] === undefined ? undefined : Number(v['busy-threshold']);
     const options: MicroOptions = {
-      model: v.model, config: v.config, tp: integer(v.tp, '--tp'), m: list(v.m, '--m'), shapes: v.shape, only: v.only,
-      dtype: v.dtype as MicroDtype | undefined, groupSize: integer(v['group-size'], '--group-size'), device: v.device,
-      allowBusy: v['allow-busy'], busyThreshold: threshold, skip, repeats: integer(v.repeats, '--repeats'),
-      launchKernels: integer(v['launch-kernels'], '--launch-kernels'), arWorldSize: integer(v['ar-world-size'], '--ar-world-size'),
-      arBackend: v['ar-backend'] as MicroOptions['arBackend'], arMaxBytes: integer(v['ar-max-bytes'], '--ar-max-bytes'),
-      hidden: integer(v.hidden, '--hidden'),
+      model: v.model, config: v.config, tp: positiveWholeNumber(v.tp, '--tp'), m: list(v.m, '--m'), shapes: v.shape, only: v.only,
+      dtype: v.dtype as MicroDtype | undefined, groupSize: positiveWholeNumber(v['group-size'], '--group-size'), device: v.device,
+      allowBusy: v['allow-busy'], busyThreshold: threshold, skip, repeats: positiveWholeNumber(v.repeats, '--repeats'),
+      launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'), arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),
+      arBackend: v['ar-backend'] as MicroOptions['arBackend'], arMaxBytes: positiveWholeNumber(v['ar-max-bytes'], '--ar-max-bytes'),
+      hidden: positiveWholeNumber(v.hidden, '--hidden'),
     };
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
 

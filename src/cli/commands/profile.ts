@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { kernelFamilyFlag } from '../flags';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
-import { KernelFamilySpec } from '../../core/trace/types';
 
 const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
 
@@ -57,11 +57,7 @@ export const profileCommand: CliCommand = {
       strict: true,
     });
     const v = parsed.values;
-    const families: KernelFamilySpec[] = (v.family ?? []).map((f) => {
-      const eq = f.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--family takes CATEGORY=REGEX, got "${f}".`);
-      return { category: f.slice(0, eq), pattern: f.slice(eq + 1) };
-    });
+    const families = (v.family ?? []).map(kernelFamilyFlag);
     const options: ProfileOptions = {
       concurrency: positive(v.concurrency, '--concurrency'),
       outputLen: positive(v['output-len'], '--output-len'),
