@@ -166,6 +166,7 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
 
   it('macro phase, chat API, a server that never sends usage: the client counts the tokens itself and records it', async function () {
     this.retries(1);
+    // The chat stream opens with a role-only chunk at once: a client that stamped it would read TTFT ~0 ms.
     const server = await foreign('no-usage');
     const findings: FindingsUpdate[] = [];
     const outcome = await runMacroPhase(await phase(server.url, new CapturingLogger(), findings),
