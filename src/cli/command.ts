@@ -1,4 +1,5 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
+import { RunStatus } from '../core/runs/runFolder';
 
 /** One `infbench` subcommand. Each lives in its own file under src/cli/commands/. */
 export interface CliCommand {
@@ -18,4 +19,11 @@ export function parseCommandArgs<T extends ParseArgsConfig>(command: string, con
   } catch (err) {
     throw new UsageError(`${err instanceof Error ? err.message : String(err)}. See infbench ${command} --help.`);
   }
+}
+
+/** How a phase command exits once its run ended: 0 completed, 130 cancelled (as Ctrl-C), 1 otherwise, saying why on stderr. */
+export function phaseExitCode(command: string, status: RunStatus, reason: string | undefined): number {
+  if (status === 'completed') return 0;
+  process.stderr.write(`infbench ${command}: ${status}: ${reason ?? ''}\n`);
+  return status === 'cancelled' ? 130 : 1;
 }

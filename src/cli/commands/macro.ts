@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
@@ -143,11 +143,7 @@ export const macroCommand: CliCommand = {
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
         process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
       }
-      if (outcome.agent.status !== 'completed') {
-        process.stderr.write(`infbench macro: ${outcome.agent.status}: ${outcome.agent.reason ?? ''}\n`);
-        return outcome.agent.status === 'cancelled' ? 130 : 1;
-      }
-      return 0;
+      return phaseExitCode('macro', outcome.agent.status, outcome.agent.reason);
     } finally {
       await opened.close();
     }

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
 import { positiveWholeNumber } from '../flags';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
@@ -121,11 +121,7 @@ export const microCommand: CliCommand = {
         }
         process.stdout.write(`Run folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
       }
-      if (outcome.agent.status !== 'completed') {
-        process.stderr.write(`infbench micro: ${outcome.agent.status}: ${outcome.agent.reason ?? ''}\n`);
-        return outcome.agent.status === 'cancelled' ? 130 : 1;
-      }
-      return 0;
+      return phaseExitCode('micro', outcome.agent.status, outcome.agent.reason);
     } finally {
       await opened.close();
     }

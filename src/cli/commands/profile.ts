@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
@@ -83,11 +83,7 @@ export const profileCommand: CliCommand = {
           process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nBreakdown: ${v.out}` : ''}\n`);
         }
       }
-      if (outcome.summary.status !== 'completed') {
-        process.stderr.write(`infbench profile: ${outcome.summary.status}: ${outcome.summary.reason ?? ''}\n`);
-        return outcome.summary.status === 'cancelled' ? 130 : 1;
-      }
-      return 0;
+      return phaseExitCode('profile', outcome.summary.status, outcome.summary.reason);
     } finally {
       await opened.close();
     }
