@@ -197,6 +197,14 @@ def served_model_root(server_url: str, timeout: float = 5.0) -> Optional[str]:
     return None
 
 
+def _config_on_host(name: str) -> Optional[ModelInfo]:
+    """The model a name stands for on this host: a path to a folder or config.json, else a Hugging Face id in the cache."""
+    if os.path.exists(name):
+        return load_config_file(name)
+    cached = hf_cache_config(name)
+    return load_config_file(cached) if cached else None
+
+
 def resolve_model(model: Optional[str], config_path: Optional[str], server_url: Optional[str]) -> ModelInfo:
     """Finds the model to take shapes from: an explicit config, then a preset, then a path or HF id, then the server."""
     if config_path:
@@ -205,21 +213,17 @@ def resolve_model(model: Optional[str], config_path: Optional[str], server_url: 
         key = ALIASES.get(model.lower(), model.lower())
         if key in PRESETS:
             return load_preset(key)
-        if os.path.exists(model):
-            return load_config_file(model)
-        cached = hf_cache_config(model)
-        if cached:
-            return load_config_file(cached)
+        found = _config_on_host(model)
+        if found is not None:
+            return found
         raise ModelError(f"{model!r} is neither a preset ({', '.join(preset_names())}), a path, nor a model in the host's "
                          "Hugging Face cache. Pass --config with the model's config.json.")
     if server_url:
         root = served_model_root(server_url)
         if root:
-            if os.path.exists(root):
-                return load_config_file(root)
-            cached = hf_cache_config(root)
-            if cached:
-                return load_config_file(cached)
+            found = _config_on_host(root)
+            if found is not None:
+                return found
             raise ModelError(f"The server at {server_url} serves {root!r}, but its config.json is not on this host "
                              "(not a path, not in the Hugging Face cache). Pass --config or a preset with --model.")
     raise ModelError("No model given and none found on a server. Pass --model with a preset "
