@@ -217,8 +217,8 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
 
 export const CUT_STEP_WARNING = 'The file was cut: its last step, cut with it, is left out of the breakdown.';
 
-/** Everything one rank's breakdown is assembled from, whichever way the trace was read. */
-export interface RankParts {
+/** What reading one rank's trace file tells about the file itself, whichever way it was read. */
+export interface RankFileFacts {
   file: string;
   fallbackRank: number;
   metadata: Record<string, unknown>;
@@ -227,6 +227,10 @@ export interface RankParts {
   fileBytes: number;
   compressed: boolean;
   truncated?: string;
+}
+
+/** Everything one rank's breakdown is assembled from, whichever way the trace was read. */
+export interface RankParts extends RankFileFacts {
   source: StepSource;
   annotation?: string;
   /** In time order, kinds settled. */
@@ -290,18 +294,10 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
   };
 }
 
-export interface RankInput {
-  file: string;
-  fallbackRank: number;
+export interface RankInput extends RankFileFacts {
   trace: CollectedTrace;
   order: Uint32Array;
   steps: StepFinding;
-  metadata: Record<string, unknown>;
-  events: number;
-  jsonBytes: number;
-  fileBytes: number;
-  compressed: boolean;
-  truncated?: string;
 }
 
 function rankOf(file: string, metadata: Record<string, unknown>, fallback: number): { rank: number; worldSize: number | null } {

@@ -1,4 +1,4 @@
-import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankParts, StepAggregate } from './breakdown';
+import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
 import { Annotation, RuntimeKind, runtimeKind } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
@@ -437,7 +437,7 @@ export class OnlineAnalyzer {
    * The rank's parts, or a reason why this trace needs the in-memory way (steps from GPU-side
    * annotations or idle gaps, or a layout where kernels could not be routed as they came).
    */
-  finish(base: Pick<RankParts, 'file' | 'fallbackRank' | 'metadata' | 'events' | 'jsonBytes' | 'fileBytes' | 'compressed' | 'truncated'>): RankParts | { fallback: string } {
+  finish(base: RankFileFacts): RankParts | { fallback: string } {
     if (this.kernels === 0) return { fallback: 'no kernels' };
     const unresolved = this.pendingCount + this.droppedPending;
     let chosen: { track: StepTrack; source: 'annotation' | 'cuda-graph'; pattern?: StepPattern } | undefined;
