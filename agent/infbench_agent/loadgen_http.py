@@ -95,7 +95,8 @@ class Stream:
         self.retried = False
         self.record: dict = {"id": job["id"], "ok": False, "intended": job.get("intended"), "send": None, "finish": None,
                              "ttft": None, "e2el": None, "itl": [], "client_tokens": 0, "output_tokens": None,
-                             "prompt_tokens": None, "usage_missing": False, "done_marker": False,
+                             "prompt_tokens": None, "est_prompt_tokens": job.get("est_prompt_tokens"),
+                             "usage_missing": False, "done_marker": False,
                              "reason": None, "error": None}
         self.last_token_at: Optional[float] = None
 
@@ -297,6 +298,7 @@ class Engine:
         if rec["output_tokens"] is None:
             rec["usage_missing"] = True
             rec["output_tokens"] = rec["client_tokens"]
+            rec["prompt_tokens"] = rec.get("est_prompt_tokens")
         rec["e2el"] = st.last_token_at - rec["send"]
         rec["finish"] = now
         rec["ok"] = True

@@ -213,7 +213,9 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
     usage_missing = sum(1 for r in ok if r.get("usage_missing"))
     discrepancy = sum(abs((r.get("client_tokens") or 0) - (r.get("output_tokens") or 0)) for r in ok)
     out["token_count"] = {"source": "usage" if not usage_missing else ("client" if usage_missing == len(ok) else "mixed"),
-                          "usage_missing": usage_missing, "client_vs_usage_abs_diff": discrepancy}
+                          "usage_missing": usage_missing, "client_vs_usage_abs_diff": discrepancy,
+                          # Without usage the prompt tokens are the prompt maker's calibrated estimate.
+                          "input_source": "usage" if not usage_missing else "estimate"}
     return out
 
 

@@ -111,6 +111,14 @@ class PromptMaker:
         n = words if words is not None else self.words_for(self.input_len)
         return " ".join(rng.choice(WORDS) for _ in range(n))
 
+    def estimated_prompt_tokens(self, index: int) -> int:
+        """The prompt's length in tokens as calibrated, for when the server reports no usage."""
+        if self.file_prompts:
+            item = self.file_prompts[index % len(self.file_prompts)]
+            text = item.get("prompt") or item.get("text") or " ".join(str(m.get("content", "")) for m in item.get("messages") or [])
+            return max(1, int(round(len(str(text).split()) * self.tokens_per_word + self.overhead)))
+        return self.input_len
+
     def body(self, index: int) -> bytes:
         out_len = self.output_len
         messages = None
@@ -221,7 +229,7 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             while accepting and started < total and engine.in_flight < concurrency:
                 intended = free_since.pop(0) if free_since else start_at
                 rid = ids[started] if deadline is None else plan["id_base"] + started * plan["id_stride"]
-                engine.start({"id": rid, "intended": intended}, maker.body(rid))
+                engine.start({"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, maker.body(rid))
                 started += 1
             timeout = 0.05
         else:
@@ -229,7 +237,8 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             while accepting and started < len(arrivals) and arrivals[started] + start_at <= now \
                     and (cap is None or engine.in_flight < cap):
                 rid = ids[started]
-                engine.start({"id": rid, "intended": arrivals[started] + start_at}, maker.body(rid))
+                engine.start({"id": rid, "intended": arrivals[started] + start_at,
+                              "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, maker.body(rid))
                 started += 1
             timeout = 0.05
             if started < len(arrivals):
@@ -714,6 +723,11 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(lag, (int, float)) and lag > 10 and rate is not None:
             events.log(f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
                        "consider --workers or fewer levels at once", "warn")
+        token_count = summary.get("token_count") or {}
+        if token_count.get("source") not in (None, "usage"):
+            events.log(f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
+                       "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
+                       "maker's estimate (ask the server for stream_options.include_usage to get exact counts)", "warn")
         per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
         if per_core is not None and per_core / max(1, len(plans)) > 85:
             events.log(f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "

@@ -165,7 +165,8 @@ def probe_server(url: str, timeout: float) -> Dict[str, Any]:
         out.pop("_environ", None)
         return out
     out["reachable"] = True
-    out["healthy"] = status == 200
+    # A 404 means the server has no /health endpoint (not vLLM or SGLang), not that it is unhealthy.
+    out["healthy"] = None if status == 404 else status == 200
     server_header = headers.get("server", "")
 
     status, body, _, _ = http(base + "/v1/models", timeout)

@@ -147,6 +147,10 @@ function findingsUpdate(
   );
   if (summary.simulated) lines.push('⚠ **Simulator**: these numbers come from the inference-bench simulator (a known timing model), not a real model server.');
   if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
+  const counted = levels.filter((l) => (l.token_count as { source?: string } | undefined)?.source === 'client' || (l.token_count as { source?: string } | undefined)?.source === 'mixed');
+  if (counted.length) {
+    lines.push('Token counts: the server sent no `usage`, so output tokens are the client\'s count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.');
+  }
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
   const tables = [levelTable(levels, note)];
   const failures = failureTable(levels);

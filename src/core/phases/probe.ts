@@ -133,7 +133,7 @@ export function probeSummaryLines(r: ProbeResult): string[] {
   if (!s.reachable) {
     lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
   } else {
-    lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy ? '' : ' (health check failed)'}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
+    lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy === false ? ' (health check failed)' : ''}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
     for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
     const p = s.profiler;
     lines.push(`  profiler: ${p.enabled === true ? 'enabled' : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`);
