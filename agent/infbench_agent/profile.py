@@ -285,7 +285,10 @@ def run(args: argparse.Namespace) -> int:
     if kind not in ("vllm", "sglang"):
         raise events.AgentError("unknown_server", f"The server at {args.url} is neither vLLM nor SGLang as far as it tells "
                                 f"({server.get('kind_evidence') or 'no /version, no vllm:/sglang: metrics'}).",
-                                "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only.")
+                                "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang "
+                                "only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise "
+                                "capture a torch profiler trace with the server's own tools and break it down with "
+                                "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).")
     process: Dict[str, Any] = {}
     attach_process(process, args.url)
     argv: List[str] = server.get("command_line") or []
