@@ -70,6 +70,18 @@ export function runtimeKind(name: string): RuntimeKind | undefined {
   return undefined;
 }
 
+/** runtimeKind remembered per name: a trace repeats a few runtime call names millions of times. */
+export class RuntimeKindCache {
+  private readonly kinds = new Map<string, RuntimeKind | undefined>();
+
+  kindOf(name: string): RuntimeKind | undefined {
+    if (this.kinds.has(name)) return this.kinds.get(name);
+    const kind = runtimeKind(name);
+    this.kinds.set(name, kind);
+    return kind;
+  }
+}
+
 /**
  * Keeps what the analysis needs from the event stream: kernels (about 40 bytes each, names
  * interned), launch calls with their correlation ids, and annotations. Everything else is counted
@@ -88,7 +100,7 @@ export class TraceCollector {
   private readonly rDur = new Vec((n) => new Float64Array(n));
   private readonly rCorr = new Vec((n) => new Int32Array(n));
   private readonly rKind = new Vec((n) => new Uint8Array(n));
-  private readonly runtimeKinds = new Map<string, RuntimeKind | undefined>();
+  private readonly runtimeKinds = new RuntimeKindCache();
   private readonly annotations: Annotation[] = [];
   private cpuOps = 0;
 
@@ -115,12 +127,7 @@ export class TraceCollector {
       this.kStream.push(Number.isNaN(e.tid) ? -1 : e.tid);
       this.kMem.push(cat === EventCat.Kernel ? 0 : 1);
     } else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) {
-      const name = e.name();
-      let kind = this.runtimeKinds.get(name);
-      if (!this.runtimeKinds.has(name)) {
-        kind = runtimeKind(name);
-        this.runtimeKinds.set(name, kind);
-      }
+      const kind = this.runtimeKinds.kindOf(e.name());
       if (kind === undefined) return;
       this.rTs.push(e.ts);
       this.rDur.push(Number.isNaN(e.dur) ? 0 : e.dur);

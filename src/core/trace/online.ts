@@ -1,5 +1,5 @@
 import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
-import { Annotation, RuntimeKind, runtimeKind } from './collect';
+import { Annotation, RuntimeKind, RuntimeKindCache } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
@@ -265,7 +265,7 @@ export class OnlineAnalyzer {
   private graphLaunches = 0;
   private syncUs = 0;
   private runtimeSeen = 0;
-  private readonly runtimeKinds = new Map<string, RuntimeKind | undefined>();
+  private readonly runtimeKinds = new RuntimeKindCache();
 
   constructor(options: TraceAnalysisOptions = {}) {
     this.classifier = new KernelClassifier(options.extraFamilies);
@@ -328,12 +328,7 @@ export class OnlineAnalyzer {
   }
 
   private runtime(e: EventView): void {
-    const name = e.name();
-    let kind = this.runtimeKinds.get(name);
-    if (!this.runtimeKinds.has(name)) {
-      kind = runtimeKind(name);
-      this.runtimeKinds.set(name, kind);
-    }
+    const kind = this.runtimeKinds.kindOf(e.name());
     if (kind === undefined) return;
     this.runtimeSeen++;
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
