@@ -12,7 +12,7 @@ import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
 import { makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
 import { packageVsix } from '../support/vsix';
-import { recordCspViolations, Workbench } from './workbench';
+import { poll, recordCspViolations, Workbench } from './workbench';
 
 // Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
 // so the few browser names they use are declared here, for this file only.
@@ -267,13 +267,3 @@ describe('live results in code-server (UI)', function () {
     await wb.screenshot('live-sidebar-light');
   });
 });
-
-async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}

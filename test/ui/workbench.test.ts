@@ -4,7 +4,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
 import { packageVsix, zipEntries } from '../support/vsix';
-import { recordCspViolations, Workbench } from './workbench';
+import { poll, recordCspViolations, Workbench } from './workbench';
 
 const outDir = join(repoRoot, 'test-output', 'ui');
 const fixtureRuns = join(repoRoot, 'test', 'fixtures', 'runs', 'workspace', '.inference-bench');
@@ -169,16 +169,6 @@ describe('the extension in code-server (UI)', function () {
     assert.ok(ms < 2000, `activation took ${ms} ms`);
   });
 });
-
-async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** The N of the extension's "activated in N ms" log line, once it is there. */
 function activationLog(dirs: CodeServerDirs): number | undefined {

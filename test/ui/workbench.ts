@@ -7,6 +7,17 @@ import { repoRoot } from '../support/codeServer';
 
 export const screenshotDir = join(repoRoot, 'test-output', 'screenshots');
 
+/** Checks every 200 ms until `check` gives a value, failing with `what` after `timeoutMs`. */
+export async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /**
  * Records `securitypolicyviolation` events in every frame. A webview's inner frame is loaded as
  * fake.html and then rewritten with document.open/write, which drops listeners: re-add ours after open.
