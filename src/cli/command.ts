@@ -9,6 +9,9 @@ export interface CliCommand {
   run(argv: string[]): Promise<number>;
 }
 
+/** Printed above the figures of a run against the bundled simulator, so nobody mistakes them for a model's. */
+export const SIMULATOR_BANNER = 'SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n';
+
 /** A failure the user can act on: printed without a stack trace. */
 export class UsageError extends Error {}
 

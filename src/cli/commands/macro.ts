@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
@@ -135,7 +135,7 @@ export const macroCommand: CliCommand = {
       if (v.json) {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       } else {
-        if (outcome.summary.simulated) process.stdout.write('SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n');
+        if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);
         const headline = macroHeadline(outcome.levels);
         if (headline) process.stdout.write(`${headline}\n\n`);
         if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);

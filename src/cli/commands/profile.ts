@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
@@ -78,7 +78,7 @@ export const profileCommand: CliCommand = {
         if (v.out) writeFileSync(v.out, `${JSON.stringify(b, null, 2)}\n`);
         if (v.json) process.stdout.write(`${JSON.stringify(b, null, 2)}\n`);
         else {
-          if (outcome.summary.simulated) process.stdout.write('SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n');
+          if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);
           process.stdout.write(renderBreakdownText(b));
           process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nBreakdown: ${v.out}` : ''}\n`);
         }
