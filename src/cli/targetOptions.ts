@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { UsageError } from './command';
 import { stderrLogger } from './cliLogger';
 import { FindingsFile } from './findingsFile';
+import { nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../core/config/target';
 import { Logger } from '../core/log';
 import { bundledAgentPath, deployAgent, DeployedAgent } from '../remote/agentDeploy';
@@ -127,6 +128,12 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
     await close();
     throw err;
   }
+}
+
+/** The context a phase runs in from the CLI: the opened target, findings to the --findings file, `runChanged` for progress lines. */
+export function cliPhaseContext(opened: OpenedTarget, runChanged: ResultSink['runChanged'] = nullSink.runChanged): PhaseContext {
+  const { findings } = opened;
+  return { ...opened, sink: { runChanged, findings: (update) => findings?.findings(update) } };
 }
 
 /** Reads a line from the terminal without echoing it. */

@@ -1,7 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
-import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
@@ -105,24 +104,16 @@ export const macroCommand: CliCommand = {
     for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
 
     const opened = await openCliTarget(v, 'Stopping: the levels finished so far are kept…');
-    const { findings } = opened;
     try {
       let printed = 0;
-      const ctx: PhaseContext = {
-        ...opened,
-        sink: {
-          ...nullSink,
-          runChanged(run) {
-            const levels = run.macro?.levels.filter((l) => !l.partial) ?? [];
-            for (; printed < levels.length; printed++) {
-              const l = levels[printed];
-              const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
-              process.stderr.write(`${levelLabel(l)}: ${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s\n`);
-            }
-          },
-          findings: (update) => findings?.findings(update),
-        },
-      };
+      const ctx = cliPhaseContext(opened, (run) => {
+        const levels = run.macro?.levels.filter((l) => !l.partial) ?? [];
+        for (; printed < levels.length; printed++) {
+          const l = levels[printed];
+          const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
+          process.stderr.write(`${levelLabel(l)}: ${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s\n`);
+        }
+      });
       let outcome;
       try {
         outcome = await runMacroPhase(ctx, options);

@@ -1,8 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
 import { positiveWholeNumber } from '../flags';
-import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
@@ -84,20 +83,12 @@ export const microCommand: CliCommand = {
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
 
     const opened = await openCliTarget(v, 'Stopping: the points measured so far are kept…');
-    const { findings } = opened;
     try {
       let printed = 0;
-      const ctx: PhaseContext = {
-        ...opened,
-        sink: {
-          ...nullSink,
-          runChanged(run) {
-            const points = run.micro?.points ?? [];
-            for (; printed < points.length; printed++) process.stderr.write(`${pointLine(points[printed])}\n`);
-          },
-          findings: (update) => findings?.findings(update),
-        },
-      };
+      const ctx = cliPhaseContext(opened, (run) => {
+        const points = run.micro?.points ?? [];
+        for (; printed < points.length; printed++) process.stderr.write(`${pointLine(points[printed])}\n`);
+      });
       let outcome;
       try {
         outcome = await runMicroPhase(ctx, options);

@@ -1,6 +1,5 @@
 import { CliCommand, parseCommandArgs } from '../command';
-import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { FindingsUpdate, nullSink } from '../../core/campaign/phaseContext';
+import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { probeSummaryLines, runProbePhase } from '../../core/phases/probe';
 
 const USAGE = `infbench probe — what is on the target: Python and packages, GPUs and who holds them, the server
@@ -25,10 +24,9 @@ export const probeCommand: CliCommand = {
     });
     const v = parsed.values;
     const opened = await openCliTarget(v, 'Stopping the probe…');
-    const { target, transport, findings } = opened;
+    const { target, transport } = opened;
     try {
-      const sink = { ...nullSink, findings: (update: FindingsUpdate) => findings?.findings(update) };
-      const outcome = await runProbePhase({ ...opened, sink }, { timeoutS: v.timeout ? Number(v.timeout) : undefined });
+      const outcome = await runProbePhase(cliPhaseContext(opened), { timeoutS: v.timeout ? Number(v.timeout) : undefined });
       if (!outcome.result) {
         process.stderr.write(`infbench probe: ${outcome.agent.status} on ${transport.label}: ${outcome.agent.reason ?? 'no result'}\nRun folder: ${outcome.run.dir}\n`);
         return 1;

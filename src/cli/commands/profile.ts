@@ -2,8 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
-import { openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { nullSink, PhaseContext } from '../../core/campaign/phaseContext';
+import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
 
@@ -69,10 +68,8 @@ export const profileCommand: CliCommand = {
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
     const opened = await openCliTarget(v, 'Stopping the profile run…');
-    const { findings } = opened;
     try {
-      const ctx: PhaseContext = { ...opened, sink: { ...nullSink, findings: (update) => findings?.findings(update) } };
-      const outcome = await runProfilePhase(ctx, options);
+      const outcome = await runProfilePhase(cliPhaseContext(opened), options);
       const b = outcome.breakdown;
       if (b) {
         if (v.out) writeFileSync(v.out, `${JSON.stringify(b, null, 2)}\n`);
