@@ -147,8 +147,9 @@ function findingsUpdate(
   );
   if (summary.simulated) lines.push('⚠ **Simulator**: these numbers come from the inference-bench simulator (a known timing model), not a real model server.');
   if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
-  const counted = levels.filter((l) => (l.token_count as { source?: string } | undefined)?.source === 'client' || (l.token_count as { source?: string } | undefined)?.source === 'mixed');
-  if (counted.length) {
+  // The agent marks a level's counts 'client' or 'mixed' when the server sent no usage for some requests.
+  const clientCounted = levels.some((l) => ['client', 'mixed'].includes((l.token_count as { source?: string } | undefined)?.source ?? 'usage'));
+  if (clientCounted) {
     lines.push('Token counts: the server sent no `usage`, so output tokens are the client\'s count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.');
   }
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
