@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional
 
-from infbench_agent import events
+from infbench_agent import auth, events
 from infbench_agent.loadgen_http import Endpoint, Engine, simple_request
 from infbench_agent.loadgen_metrics import compact_record, parse_prometheus_totals, parse_slos, summarize
 
@@ -48,10 +48,7 @@ _run_start: Optional[float] = None
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the server's base URL as seen from this host")
     p.add_argument("--model", default=None, help="model name; default: the first one /v1/models lists")
-    p.add_argument("--api-key", default=None, help="bearer token for a server started with --api-key; default from "
-                   "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY")
-    p.add_argument("--api-key-stdin", action="store_true",
-                   help="read the bearer token from the first line of stdin (keeps it off command lines and environments)")
+    auth.add_arguments(p)
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--concurrency", default="1", help="comma-separated levels, e.g. 1,8,32 (closed loop)")
     p.add_argument("--request-rate", default=None,
@@ -515,11 +512,17 @@ def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, ma
                     proc.wait()
 
 
+# The status of the last /metrics read, for the cross-check's note when there is nothing to compare.
+_metrics_status: Dict[str, Optional[int]] = {"status": None}
+
+
 def read_server_metrics(endpoint: Endpoint) -> Optional[Dict[str, float]]:
     try:
         status, raw = simple_request(endpoint, "GET", "/metrics", timeout=5.0)
     except OSError:
+        _metrics_status["status"] = None
         return None
+    _metrics_status["status"] = status
     if status != 200:
         return None
     totals = parse_prometheus_totals(raw.decode("utf-8", "replace"),
@@ -528,11 +531,26 @@ def read_server_metrics(endpoint: Endpoint) -> Optional[Dict[str, float]]:
     return totals or None
 
 
-def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: List[dict]) -> dict:
+def metrics_note(status: Optional[int]) -> str:
+    """Why the server-side cross-check has nothing to read, and how to get it."""
+    if status == 404:
+        # SGLang mounts /metrics only with --enable-metrics (python/sglang/srt/entrypoints/http_server.py);
+        # vLLM always serves it.
+        return ("/metrics answered 404: SGLang serves it only when started with --enable-metrics (vLLM always does), "
+                "so the token counts could not be cross-checked against the server's")
+    if status in (401, 403):
+        return f"/metrics answered {status}: the server wants an API key there too (pass --api-key)"
+    if status is None:
+        return "/metrics did not answer"
+    return "the server has no Prometheus /metrics with generation token counters"
+
+
+def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: List[dict],
+                        status: Optional[int] = 200) -> dict:
     client_out = sum((r.get("output_tokens") or 0) if r.get("ok") else (r.get("client_tokens") or 0) for r in records)
     client_in = sum(r.get("prompt_tokens") or 0 for r in records if r.get("ok"))
     if not before or not after:
-        return {"available": False, "note": "the server has no Prometheus /metrics with generation token counters"}
+        return {"available": False, "note": metrics_note(status), "metrics_status": status}
     gen_key = "vllm:generation_tokens_total" if "vllm:generation_tokens_total" in after else "sglang:generation_tokens_total"
     prompt_key = gen_key.replace("generation", "prompt")
     gen = after.get(gen_key, 0.0) - before.get(gen_key, 0.0)
@@ -549,8 +567,8 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         raise events.AgentError("server_unreachable", f"Cannot reach the inference server at {url}: {exc}",
                                 f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass --url")
     if status in (401, 403):
-        raise events.AgentError("unauthorized", f"{url}/v1/models answered HTTP {status}: the server wants an API key",
-                                "Pass --api-key KEY (or set INFBENCH_API_KEY) with the key the server was started with")
+        raise events.AgentError("unauthorized", auth.unauthorized_message(f"{url}/v1/models", status, bool(endpoint.api_key)),
+                                auth.HOW_TO_GIVE_KEY[0].upper() + auth.HOW_TO_GIVE_KEY[1:])
     if status != 200 and model is None:
         raise events.AgentError("server_error", f"{url}/v1/models answered HTTP {status}",
                                 "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model")
@@ -615,9 +633,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     raise_open_file_limit()
-    if args.api_key_stdin:
-        args.api_key = sys.stdin.readline().strip() or None
-    args.api_key = args.api_key or os.environ.get("INFBENCH_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+    auth.resolve_api_key(args)
     try:
         endpoint = Endpoint(args.url, args.api_key)
         slos = parse_slos(args.goodput)
@@ -716,7 +732,7 @@ def run(args: argparse.Namespace) -> int:
         summary["client_cpu"] = {"workers": len(plans), "cpu_s": round(cpu, 4),
                                  "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
                                  "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None}
-        summary["server_metrics"] = metrics_cross_check(before, after, level.records)
+        summary["server_metrics"] = metrics_cross_check(before, after, level.records, _metrics_status["status"])
         summary["cancelled"] = _cancelled
         summary = clean(summary)
         lag = (summary.get("scheduling_lag_ms") or {}).get("p99")

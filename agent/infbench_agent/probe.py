@@ -22,26 +22,29 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import events
+from infbench_agent import auth, events
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 PACKAGES = ["torch", "vllm", "sglang", "transformers", "triton", "flashinfer-python"]
 SIMULATOR_MARK = "inference-bench-simulator"
+# The only variables read from the server's environment: where its profiler writes, and HOME for `~`.
+SERVER_ENV = ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_CUDA_PROFILE", "SGLANG_TORCH_PROFILER_DIR", "HOME")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per HTTP request and nvidia-smi call")
+    auth.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    result = collect(args.url, args.timeout)
+    result = collect(args.url, args.timeout, auth.resolve_api_key(args))
     events.emit(events.PROBE, result=result)
     events.emit(events.RESULT, result=result)
     return 0
 
 
-def collect(url: str, timeout: float) -> Dict[str, Any]:
+def collect(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:
     return {
         "host": socket.gethostname(),
         "platform": platform.platform(),
@@ -50,7 +53,7 @@ def collect(url: str, timeout: float) -> Dict[str, Any]:
         "packages": package_versions(PACKAGES),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpus": probe_gpus(timeout),
-        "server": probe_server(url, timeout),
+        "server": probe_server(url, timeout, api_key),
     }
 
 
@@ -128,9 +131,11 @@ def probe_gpus(timeout: float) -> Dict[str, Any]:
 
 # -------------------------------------------------------------------------------------------- server
 
-def http(url: str, timeout: float, method: str = "GET") -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
+def http(url: str, timeout: float, method: str = "GET",
+         api_key: Optional[str] = None) -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
     """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error."""
-    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe"})
+    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe",
+                                                              **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
             return resp.status, resp.read(2_000_000), {k.lower(): v for k, v in resp.headers.items()}, None
@@ -152,12 +157,21 @@ def json_of(body: Optional[bytes]) -> Any:
         return None
 
 
-def probe_server(url: str, timeout: float) -> Dict[str, Any]:
+MIMIC_HEADER = "x-inference-bench-simulator-mimics"
+
+
+def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:
     base = url.rstrip("/")
     out: Dict[str, Any] = {"url": url, "reachable": False, "healthy": None, "error": None, "kind": "unknown",
                            "kind_evidence": None, "simulated": False, "version": None, "models": [],
-                           "profiler": {"enabled": None, "evidence": None}, "pid": None, "command_line": None}
-    status, _, headers, err = http(base + "/health", timeout)
+                           "auth": {"required": False, "key_given": bool(api_key), "status": None},
+                           "profiler": {"enabled": None, "kind": None, "evidence": None},
+                           "pid": None, "command_line": None, "cwd": None, "parallel": None}
+
+    def get(path: str, method: str = "GET") -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
+        return http(base + path, timeout, method, api_key)
+
+    status, _, headers, err = get("/health")
     if status is None:
         out["error"] = (f"nothing answers at {url} ({err}). Is the server running, and is this the URL as seen from "
                         f"this host (not from your laptop)?")
@@ -168,8 +182,12 @@ def probe_server(url: str, timeout: float) -> Dict[str, Any]:
     # A 404 means the server has no /health endpoint (not vLLM or SGLang), not that it is unhealthy.
     out["healthy"] = None if status == 404 else status == 200
     server_header = headers.get("server", "")
+    mimics = headers.get(MIMIC_HEADER, "")
 
-    status, body, _, _ = http(base + "/v1/models", timeout)
+    status, body, _, _ = get("/v1/models")
+    if status in (401, 403):
+        out["auth"].update(required=True, status=status)
+        out["error"] = f"{auth.unauthorized_message(base + '/v1/models', status, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}."
     models = json_of(body) if status == 200 else None
     if isinstance(models, dict) and isinstance(models.get("data"), list):
         for m in models["data"]:
@@ -177,19 +195,28 @@ def probe_server(url: str, timeout: float) -> Dict[str, Any]:
                 out["models"].append({"id": m.get("id"), "max_model_len": m.get("max_model_len"),
                                       "owned_by": m.get("owned_by"), "root": m.get("root")})
 
-    status, body, _, _ = http(base + "/version", timeout)
+    status, body, _, _ = get("/version")
     version = json_of(body) if status == 200 else None
     if isinstance(version, dict) and "version" in version:
         out["version"] = str(version["version"])
 
-    metrics_status, metrics_body, _, _ = http(base + "/metrics", timeout)
+    metrics_status, metrics_body, _, _ = get("/metrics")
     metrics = metrics_body.decode("utf-8", "replace") if metrics_status == 200 and metrics_body else ""
+    out["metrics_status"] = metrics_status
     attach_process(out, url)
-    cmdline = " ".join(out["command_line"] or [])
+    argv = out["command_line"] or []
+    cmdline = " ".join(argv)
 
     owned = " ".join(str(m.get("owned_by")) for m in out["models"])
     if SIMULATOR_MARK in owned or SIMULATOR_MARK in (out["version"] or "") or SIMULATOR_MARK in server_header:
-        out.update(kind="vllm", simulated=True, kind_evidence="the inference-bench SIMULATOR (vLLM API): "
+        out["simulated"] = True
+    if out["simulated"] and mimics:
+        # The simulator's --mimic profile: it behaves as that server version (simulator/README.md).
+        kind, _, mimic_version = mimics.partition(" ")
+        out.update(kind=kind, version=mimic_version or None, mimic=mimics,
+                   kind_evidence=f"the inference-bench SIMULATOR mimicking {kind} {mimic_version} (not a real model)")
+    elif out["simulated"]:
+        out.update(kind="vllm", kind_evidence="the inference-bench SIMULATOR (vLLM API): "
                    "its /v1/models and /version say so; not a real model")
     elif "vllm:" in metrics:
         out.update(kind="vllm", kind_evidence="/metrics has vllm:* metrics")
@@ -199,48 +226,163 @@ def probe_server(url: str, timeout: float) -> Dict[str, Any]:
         out.update(kind="sglang", kind_evidence="the server's command line")
     elif "vllm" in cmdline:
         out.update(kind="vllm", kind_evidence="the server's command line")
-    else:
-        status, body, _, _ = http(base + "/get_server_info", timeout)
-        info = json_of(body) if status == 200 else None
-        if isinstance(info, dict):
-            out.update(kind="sglang", kind_evidence="/get_server_info answers (SGLang)")
-            out["version"] = out["version"] or info.get("version")
-        elif out["version"] is not None:
-            out.update(kind="vllm", kind_evidence="/version answers as vLLM does")
-    if out["kind"] == "sglang" and out["version"] is None:
-        status, body, _, _ = http(base + "/get_server_info", timeout)
-        info = json_of(body) if status == 200 else None
-        if isinstance(info, dict):
-            out["version"] = info.get("version")
-
-    out["profiler"] = profiler_state(base, out, timeout)
+    elif out["version"] is not None:
+        out.update(kind="vllm", kind_evidence="/version answers as vLLM does")
+    if out["kind"] in ("sglang", "unknown") and not (out["simulated"] and mimics and out["version"]):
+        # SGLang has no /version; its version is in /get_server_info (renamed /server_info in newer releases).
+        for path in ("/server_info", "/get_server_info"):
+            status, body, _, _ = get(path)
+            info = json_of(body) if status == 200 else None
+            if isinstance(info, dict):
+                if out["kind"] == "unknown":
+                    out.update(kind="sglang", kind_evidence=f"{path} answers (SGLang)")
+                out["version"] = out["version"] or (str(info["version"]) if info.get("version") else None)
+                break
+            if status in (401, 403) and not out["auth"]["required"]:
+                out["auth"].update(required=True, status=status)
+    if out["auth"]["required"] and out["kind"] == "sglang" and out["error"] is None:
+        out["error"] = f"SGLang answered HTTP {out['auth']['status']}: this server wants an API key. To fix it, {auth.HOW_TO_GIVE_KEY}."
+    out["parallel"] = parallel_sizes(argv, out["kind"])
+    out["profiler"] = profiler_state(base, out, timeout, api_key)
     return out
 
 
-def profiler_state(base: str, server: Dict[str, Any], timeout: float) -> Dict[str, Any]:
-    """Whether /start_profile would work, judged without starting a profile."""
+def version_tuple(version: Optional[str]) -> Optional[Tuple[int, int]]:
+    m = re.match(r"v?(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def flag_value(argv: List[str], names: Tuple[str, ...]) -> Optional[str]:
+    """The value of the first of `names` on a command line (`--x V` or `--x=V`)."""
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def profiler_config_from_argv(argv: List[str]) -> Dict[str, Any]:
+    """vLLM's --profiler-config (JSON, `=JSON`, or the dotted `--profiler-config.KEY VALUE` form)."""
+    cfg: Dict[str, Any] = {}
+    for i, a in enumerate(argv):
+        value = None
+        if a == "--profiler-config" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith("--profiler-config="):
+            value = a.split("=", 1)[1]
+        elif a.startswith("--profiler-config."):
+            key, eq, v = a[len("--profiler-config."):].partition("=")
+            if not eq and i + 1 < len(argv):
+                v = argv[i + 1]
+            cfg[key.replace("-", "_")] = v
+        if value:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict):
+                cfg.update(parsed)
+    return cfg
+
+
+def parallel_sizes(argv: List[str], kind: str) -> Optional[Dict[str, Any]]:
+    """Tensor, pipeline and data parallel sizes from the server's flags, and the ranks that write traces.
+
+    vLLM: every rank of every data-parallel engine writes a trace, because /start_profile reaches all DP
+    engines (DPLBAsyncMPClient.call_utility_async in vllm/v1/engine/core_client.py broadcasts to each),
+    so ranks = tp x pp x dp. SGLang: each scheduler writes `...-TP-<tp>...` (scheduler_profiler_mixin.py);
+    with --enable-dp-attention the DP groups live inside the TP group (tp_size is the GPU count), else
+    each DP replica has its own tp x pp.
+    """
+    def num(names: Tuple[str, ...]) -> Optional[int]:
+        v = flag_value(argv, names)
+        return int(v) if v is not None and v.isdigit() else None
+    if kind == "sglang":
+        tp = num(("--tp-size", "--tp", "--tensor-parallel-size"))
+        pp = num(("--pp-size", "--pp", "--pipeline-parallel-size"))
+        dp = num(("--dp-size", "--dp", "--data-parallel-size"))
+        dp_attention = "--enable-dp-attention" in argv
+    else:
+        tp = num(("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--world-size"))
+        pp = num(("--pipeline-parallel-size", "-pp", "--pp-size"))
+        dp = num(("--data-parallel-size", "-dp", "--dp-size"))
+        dp_attention = False
+    if tp is None and pp is None and dp is None:
+        return None
+    ranks = (tp or 1) * (pp or 1) * (1 if dp_attention else (dp or 1))
+    return {"tp": tp or 1, "pp": pp or 1, "dp": dp or 1, "dp_attention": dp_attention, "ranks": ranks}
+
+
+def vllm_profiler_setup(argv: List[str], env: Dict[str, str], version: Optional[str]) -> Dict[str, Any]:
+    """Which profiler a vLLM server runs and where its torch traces go, by its version's own rules.
+
+    <= 0.12: the VLLM_TORCH_PROFILER_DIR / VLLM_TORCH_CUDA_PROFILE environment variables mount
+    /start_profile (attach_router in vllm/entrypoints/serve/profile/api_router.py, api_server.py before).
+    0.13-0.15: --profiler-config '{"profiler": "torch"|"cuda", "torch_profiler_dir": ...}' (PR #29912,
+    vllm/config/profiler.py); the variables still work, deprecated. >= 0.16: the variables are gone
+    (PR #33536): on those versions they mean nothing.
+    """
+    vt = version_tuple(version)
+    cfg = profiler_config_from_argv(argv)
+    env_counts = vt is None or vt < (0, 16)
+    env_dir = env.get("VLLM_TORCH_PROFILER_DIR") if env_counts else None
+    env_cuda = env.get("VLLM_TORCH_CUDA_PROFILE") not in (None, "", "0") if env_counts else False
+    out: Dict[str, Any] = {"kind": None, "dir": None, "source": None, "ignored_env": None}
+    if env.get("VLLM_TORCH_PROFILER_DIR") and not env_counts:
+        out["ignored_env"] = ("VLLM_TORCH_PROFILER_DIR is set in the server's environment, but vLLM "
+                              f"{version} ignores it (removed in 0.16, PR #33536)")
+    if cfg.get("profiler") in ("torch", "cuda") and (vt is None or vt >= (0, 13)):
+        out.update(kind=cfg["profiler"], source="--profiler-config")
+        if cfg["profiler"] == "torch":
+            out["dir"] = str(cfg.get("torch_profiler_dir") or "") or None
+    # vllm/config/profiler.py (0.13-0.15): VLLM_TORCH_CUDA_PROFILE is read first, then the directory.
+    elif env_cuda:
+        out.update(kind="cuda", source="VLLM_TORCH_CUDA_PROFILE")
+    elif env_dir:
+        out.update(kind="torch", dir=env_dir, source="VLLM_TORCH_PROFILER_DIR")
+    return out
+
+
+def profiler_state(base: str, server: Dict[str, Any], timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:
+    """Whether /start_profile would work, and with which profiler, judged without starting a profile."""
     argv = server["command_line"] or []
-    cmdline = " ".join(argv)
     env = server.get("_environ") or {}
     server.pop("_environ", None)
-    if "--profiler-config" in cmdline and "torch" in cmdline:
-        return {"enabled": True, "evidence": "the server was started with --profiler-config (torch)"}
-    if env.get("VLLM_TORCH_PROFILER_DIR"):
-        return {"enabled": True, "evidence": f"VLLM_TORCH_PROFILER_DIR={env['VLLM_TORCH_PROFILER_DIR']} in the server's environment"}
-    if server.get("simulated") and "--profiler-dir" in argv:
-        return {"enabled": True, "evidence": "the simulator was started with --profiler-dir"}
+    if server["kind"] == "vllm" and not (server.get("simulated") and not server.get("mimic")):
+        setup = vllm_profiler_setup(argv, env, server.get("version"))
+        note = f"; {setup['ignored_env']}" if setup["ignored_env"] else ""
+        if setup["kind"] == "cuda":
+            return {"enabled": True, "kind": "cuda",
+                    "evidence": f"{setup['source']} selects vLLM's CUDA profiler: /start_profile works but writes no "
+                                f"torch trace (capture with nsys instead){note}"}
+        if setup["kind"] == "torch":
+            return {"enabled": True, "kind": "torch",
+                    "evidence": f"the server was started with {setup['source']} (torch, traces in {setup['dir']}){note}"}
+        if setup["ignored_env"] and argv:
+            return {"enabled": False, "kind": None, "evidence": f"{setup['ignored_env']}: restart it with "
+                    "--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"}
+    if server.get("simulated") and not server.get("mimic") and "--profiler-dir" in argv:
+        return {"enabled": True, "kind": "torch", "evidence": "the simulator was started with --profiler-dir"}
     if server["kind"] == "sglang":
-        return {"enabled": True, "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)"}
-    status, _, _, err = http(base + "/start_profile", timeout, method="OPTIONS")
+        return {"enabled": True, "kind": "torch",
+                "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)"}
+    status, _, _, err = http(base + "/start_profile", timeout, method="OPTIONS", api_key=api_key)
     if status in (200, 204, 405):
-        return {"enabled": True, "evidence": f"/start_profile exists (OPTIONS answered {status})"}
+        return {"enabled": True, "kind": None, "evidence": f"/start_profile exists (OPTIONS answered {status})"}
     if status == 404:
         hint = ("start the server with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"
+                " (vLLM >= 0.13; before 0.13 set VLLM_TORCH_PROFILER_DIR=/abs/dir)"
                 if server["kind"] == "vllm" else "start it with its profiler enabled")
-        if server.get("simulated"):
+        vt = version_tuple(server.get("version"))
+        if server["kind"] == "vllm" and vt is not None:
+            hint = ("start the server with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"
+                    if vt >= (0, 13) else f"set VLLM_TORCH_PROFILER_DIR=/abs/dir in the server's environment (vLLM {server['version']})")
+        if server.get("simulated") and not server.get("mimic"):
             hint = "start the simulator with --profiler-dir DIR"
-        return {"enabled": False, "evidence": f"/start_profile answers 404: the profiler is off; {hint}"}
-    return {"enabled": None, "evidence": f"could not tell ({err or f'OPTIONS answered {status}'})"}
+        return {"enabled": False, "kind": None, "evidence": f"/start_profile answers 404: the profiler is off; {hint}"}
+    return {"enabled": None, "kind": None, "evidence": f"could not tell ({err or f'OPTIONS answered {status}'})"}
 
 
 # ------------------------------------------------------------------------------ the server's process
@@ -304,12 +446,19 @@ def attach_process(out: Dict[str, Any], url: str) -> None:
     out["pid"] = pid
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            out["command_line"] = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+            # Redacted at once: the command line is shown and stored (--api-key, --hf-token, ...).
+            out["command_line"] = auth.redact_argv([a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a])
+    except OSError:
+        pass
+    try:
+        # Relative trace folders are relative to the server's working directory (vllm/config/profiler.py
+        # applies abspath(expanduser()) in the server's process).
+        out["cwd"] = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         pass
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             pairs = [a.decode("utf-8", "replace").split("=", 1) for a in f.read().split(b"\0") if b"=" in a]
-        out["_environ"] = {k: v for k, v in pairs if k in ("VLLM_TORCH_PROFILER_DIR", "SGLANG_TORCH_PROFILER_DIR")}
+        out["_environ"] = {k: v for k, v in pairs if k in SERVER_ENV}
     except OSError:
         pass

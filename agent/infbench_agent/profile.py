@@ -17,6 +17,7 @@ import os
 import random
 import re
 import shlex
+import signal
 import socket
 import threading
 import time
@@ -24,8 +25,9 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import events
-from infbench_agent.probe import attach_process, probe_server
+from infbench_agent import auth, events
+from infbench_agent.probe import (attach_process, flag_value, parallel_sizes, probe_server, profiler_config_from_argv,
+                                  version_tuple, vllm_profiler_setup)
 
 TRACE_NAME = re.compile(r"\.(pt\.)?trace\.json(\.gz)?$|\.json\.gz$")
 WORDS = ("the quick brown fox jumps over a lazy dog while seven bold wizards quietly judge "
@@ -37,80 +39,100 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="model name for requests (default: the server's first model)")
     p.add_argument("--trace-dir", default=None,
                    help="where the server writes traces (vLLM: read from its command line or environment when "
-                        "possible; SGLang: sent as output_dir; default ~/infbench-traces for SGLang)")
+                        "possible; SGLang: sent as output_dir, default SGLANG_TORCH_PROFILER_DIR or /tmp as SGLang does)")
     p.add_argument("--concurrency", type=int, default=4, help="requests decoding at once (the decode batch)")
     p.add_argument("--output-len", type=int, default=48, help="tokens each request generates: about that many decode steps")
     p.add_argument("--input-len", type=int, default=128, help="prompt length in words (about tokens)")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
+    p.add_argument("--start-timeout", type=float, default=120.0,
+                   help="seconds to wait for /start_profile to answer (older SGLang answers only after num_steps ran)")
     p.add_argument("--stop-timeout", type=float, default=1200.0, help="seconds to wait for /stop_profile (ranks flush their traces)")
     p.add_argument("--settle-seconds", type=float, default=3.0, help="a trace file counts as written once its size holds this long")
     p.add_argument("--settle-timeout", type=float, default=900.0, help="seconds to wait for all trace files to appear and settle")
     p.add_argument("--expect-ranks", type=int, default=None, help="trace files to wait for (default: from the server's command line)")
+    auth.add_arguments(p)
 
 
 # ---------------------------------------------------------------------------------------------- HTTP
 
-def post(url: str, body: Optional[dict], timeout: float) -> Tuple[int, str]:
+def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
+    """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
     data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, method="POST",
+                                 headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8", "replace")
+    except socket.timeout:
+        return None, f"no answer within {timeout:.0f} s"
+    except (urllib.error.URLError, OSError) as e:
+        return None, str(getattr(e, "reason", e))
 
 
 # ------------------------------------------------------------------------------- what the server is
 
-def version_tuple(version: Optional[str]) -> Optional[Tuple[int, int]]:
-    m = re.match(r"(\d+)\.(\d+)", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def profiler_dir_from_argv(argv: List[str]) -> Optional[str]:
     """torch_profiler_dir from vLLM's --profiler-config (JSON, `=JSON` or dotted form), if given."""
-    for i, a in enumerate(argv):
-        value = None
-        if a == "--profiler-config" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif a.startswith("--profiler-config="):
-            value = a.split("=", 1)[1]
-        elif a.startswith("--profiler-config.torch_profiler_dir"):
-            return a.split("=", 1)[1] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else None)
-        if value:
+    cfg = profiler_config_from_argv(argv)
+    if cfg.get("torch_profiler_dir"):
+        return str(cfg["torch_profiler_dir"])
+    return flag_value(argv, ("--profiler-dir",))  # the inference-bench simulator's own flag
+
+
+def ranks_from_argv(argv: List[str], kind: str = "vllm") -> Optional[int]:
+    """How many trace files to expect: tensor x pipeline x data parallel size from the server's flags."""
+    sizes = parallel_sizes(argv, kind)
+    return sizes["ranks"] if sizes else None
+
+
+def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], what: str) -> str:
+    """A folder as the server's process resolves it: `~` with the server's HOME, relative against its cwd.
+
+    vLLM applies os.path.abspath(os.path.expanduser(...)) to torch_profiler_dir in its own process
+    (vllm/config/profiler.py; vllm/envs.py for VLLM_TORCH_PROFILER_DIR), and SGLang writes to
+    output_dir as its scheduler sees it (scheduler_profiler_mixin.py), both with the server's cwd.
+    """
+    if "://" in path and len(path.split("://", 1)[0]) > 1:
+        raise events.AgentError("trace_dir_remote", f"{what} is {path}: the server writes its traces to remote storage.",
+                                "Download them from there and run `infbench analyze TRACE...`, or restart the server "
+                                "with a local absolute folder.")
+    resolved = path
+    if resolved.startswith("~"):
+        home = env.get("HOME")
+        if home is None and server.get("pid"):
             try:
-                cfg = json.loads(value)
-                if isinstance(cfg, dict) and cfg.get("torch_profiler_dir"):
-                    return str(cfg["torch_profiler_dir"])
-            except ValueError:
-                continue
-        if a == "--profiler-dir" and i + 1 < len(argv):  # the inference-bench simulator
-            return argv[i + 1]
-    return None
-
-
-def ranks_from_argv(argv: List[str]) -> Optional[int]:
-    """Tensor x pipeline parallel size from the server's flags: how many trace files to expect."""
-    def flag(names: Tuple[str, ...]) -> Optional[int]:
-        for i, a in enumerate(argv):
-            for n in names:
-                if a == n and i + 1 < len(argv) and argv[i + 1].isdigit():
-                    return int(argv[i + 1])
-                if a.startswith(n + "=") and a.split("=", 1)[1].isdigit():
-                    return int(a.split("=", 1)[1])
-        return None
-    tp = flag(("--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--world-size"))
-    pp = flag(("--pipeline-parallel-size", "-pp", "--pp-size"))
-    if tp is None and pp is None:
-        return None
-    return (tp or 1) * (pp or 1)
+                import pwd
+                home = pwd.getpwuid(os.stat(f"/proc/{server['pid']}").st_uid).pw_dir
+            except (OSError, KeyError, ImportError):
+                home = None
+        if home is None:
+            raise events.AgentError("trace_dir_unresolved", f"{what} is {path}, under the server's home folder, "
+                                    "which /proc does not show to this user.",
+                                    "Pass the absolute folder with --trace-dir, or start the server with an absolute path.")
+        resolved = home + resolved[1:] if resolved == "~" or resolved.startswith("~/") else os.path.expanduser(resolved)
+    if not os.path.isabs(resolved):
+        cwd = server.get("cwd")
+        if not cwd:
+            raise events.AgentError(
+                "trace_dir_unresolved",
+                f"{what} is the relative folder {path}: relative to the server's working directory, which "
+                f"{'/proc/' + str(server['pid']) + '/cwd does not show to this user' if server.get('pid') else 'cannot be read (the server process is not visible from here)'}.",
+                "Pass the absolute folder with --trace-dir, or start the server with an absolute torch_profiler_dir.")
+        resolved = os.path.join(cwd, resolved)
+    resolved = os.path.normpath(resolved)
+    if resolved != path:
+        events.log(f"traces: {what} {path} is, as the server (pid {server.get('pid')}, cwd {server.get('cwd')}) "
+                   f"resolves it, {resolved}: looking there")
+    return resolved
 
 
 def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
     """The exact way to turn the profiler on for this server's version, from its command line when known."""
     argv: List[str] = server.get("command_line") or []
     version = server.get("version")
-    if server.get("simulated"):
+    if server.get("simulated") and not server.get("mimic"):
         flag = f"--profiler-dir {shlex.quote(trace_dir)}"
         return (f"Restart the simulator with {flag}" + (f": {shlex.join(argv)} {flag}" if argv else "") + ".")
     vt = version_tuple(version)
@@ -135,7 +157,8 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
         how = (f"add --profiler-config '{config}'" + (f" (vLLM {version})" if version else
                " (vLLM >= 0.13; older versions use the VLLM_TORCH_PROFILER_DIR environment variable instead)"))
         cmd = f"{shlex.join(kept)} --profiler-config {shlex.quote(config)}" if kept else None
-    return f"Restart the server with its profiler on: {how}." + (f" For this server: {cmd}" if cmd else
+    redacted = " (secrets in it are shown as REDACTED: put yours back)" if cmd and auth.REDACTED in cmd else ""
+    return f"Restart the server with its profiler on: {how}." + (f" For this server{redacted}: {cmd}" if cmd else
                                                                 " (The server's command line could not be read from /proc: add it to your usual command.)")
 
 
@@ -211,7 +234,8 @@ def prompt(n_words: int, rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n_words)) + f" {rng.getrandbits(64):x}"
 
 
-def drive(base: str, model: str, concurrency: int, output_len: int, input_len: int, timeout: float) -> Dict[str, Any]:
+def drive(base: str, model: str, concurrency: int, output_len: int, input_len: int, timeout: float,
+          api_key: Optional[str] = None) -> Dict[str, Any]:
     """`concurrency` completions at once, each exactly output_len tokens (ignore_eos): about output_len decode steps."""
     rng = random.Random()
     done: List[Dict[str, Any]] = []
@@ -221,7 +245,7 @@ def drive(base: str, model: str, concurrency: int, output_len: int, input_len: i
         body = {"model": model, "prompt": prompt(input_len, rng), "max_tokens": output_len, "min_tokens": output_len,
                 "ignore_eos": True, "temperature": 0.0, "stream": False}
         t0 = time.monotonic()
-        status, text = post(base + "/v1/completions", body, timeout)
+        status, text = post(base + "/v1/completions", body, timeout, api_key)
         record: Dict[str, Any] = {"ok": status == 200, "status": status, "seconds": round(time.monotonic() - t0, 3)}
         if status == 200:
             try:
@@ -233,17 +257,29 @@ def drive(base: str, model: str, concurrency: int, output_len: int, input_len: i
             record["error"] = text[:300]
         with lock:
             done.append(record)
-            events.emit(events.PROGRESS, done=len(done), total=concurrency, message=f"request {i + 1}: {'ok' if record['ok'] else status}")
+        try:
+            events.emit(events.PROGRESS, done=len(done), total=concurrency,
+                        message=f"request {i + 1}: {'ok' if record['ok'] else status}")
+        except OSError:
+            pass  # the controller is gone; the main thread notices on its next status line
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(concurrency)]
     t0 = time.monotonic()
     for t in threads:
         t.start()
+    last_note = t0
     for t in threads:
-        t.join()
+        while t.is_alive():
+            t.join(0.5)
+            if time.monotonic() - last_note >= 5:
+                last_note = time.monotonic()
+                # A line every few seconds: a dropped connection shows up here as a broken pipe.
+                events.emit(events.PROFILE_STATUS, stage="workload",
+                            message=f"{len(done)} of {concurrency} profiled request(s) done ({last_note - t0:.0f} s)")
     failed = [r for r in done if not r["ok"]]
     return {"requests": len(done), "failed": len(failed), "seconds": round(time.monotonic() - t0, 3),
-            "first_error": failed[0].get("error") if failed else None}
+            "first_error": failed[0].get("error") if failed else None,
+            "statuses": sorted({r["status"] for r in failed if r["status"] is not None})}
 
 
 def call_with_progress(what: str, fn, timeout_s: float) -> Any:  # noqa: ANN001 - any callable
@@ -275,9 +311,64 @@ def call_with_progress(what: str, fn, timeout_s: float) -> Any:  # noqa: ANN001 
 
 # ---------------------------------------------------------------------------------------------- run
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: ends the run like Ctrl-C, so the profiler is stopped on the way out."""
+
+
+def _on_signal(signum, frame) -> None:  # noqa: ANN001 - signal handler signature
+    raise _Stopped(f"signal {signum}")
+
+
+class ProfilerSession:
+    """Remembers that the server's profiler runs, so that every way out of the run stops it.
+
+    Cancel (Ctrl-C, the controller's SIGTERM), a closed terminal (SIGHUP) and a dropped connection (the
+    next event line fails with a broken pipe) all end here while /start_profile is in effect: a server
+    left profiling keeps recording every step and writes a trace of all of it at some later stop.
+    """
+
+    def __init__(self, base: str, api_key: Optional[str]) -> None:
+        self.base = base
+        self.api_key = api_key
+        self.active = False
+
+    def stop_after_failure(self, why: str) -> None:
+        if not self.active:
+            return
+        self.active = False
+        # Short: the controller's SIGKILL follows its SIGTERM within seconds; the server acts on the request
+        # once it has arrived, whether or not we are still there for the answer.
+        status, text = post(self.base + "/stop_profile", None, 2.5, self.api_key)
+        try:
+            events.log(f"{why}: stopped the server's profiler (/stop_profile answered "
+                       f"{status if status is not None else text})", "warn")
+        except OSError:
+            pass
+
+
+def start_profile(base: str, body: Optional[dict], api_key: Optional[str], kind: str,
+                  start_timeout: float) -> Tuple[Optional[int], str, Optional[threading.Thread], Dict[str, Any]]:
+    """POST /start_profile. SGLang with num_steps may answer only after those steps ran (older releases:
+    scheduler.py returned no ProfileReqOutput until profiler_target_forward_ct was reached), so its
+    answer is awaited in a thread: the workload goes ahead if none came within a few seconds."""
+    box: Dict[str, Any] = {}
+
+    def target() -> None:
+        box["answer"] = post(base + "/start_profile", body, start_timeout, api_key)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(3.0 if kind == "sglang" and body and body.get("num_steps") else start_timeout + 1)
+    if t.is_alive():
+        return None, "", t, box
+    status, text = box["answer"]
+    return status, text, None, box
+
+
 def run(args: argparse.Namespace) -> int:
     base = args.url.rstrip("/")
-    server = probe_server(args.url, 5.0)
+    api_key = auth.resolve_api_key(args)
+    server = probe_server(args.url, 5.0, api_key)
     if not server.get("reachable"):
         raise events.AgentError("server_unreachable", server.get("error") or f"nothing answers at {args.url}",
                                 "Start the server, or give its URL as seen from this host with --url.")
@@ -289,6 +380,8 @@ def run(args: argparse.Namespace) -> int:
                                 "only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise "
                                 "capture a torch profiler trace with the server's own tools and break it down with "
                                 "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).")
+    if server["auth"]["required"]:
+        raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
     process: Dict[str, Any] = {}
     attach_process(process, args.url)
     argv: List[str] = server.get("command_line") or []
@@ -297,52 +390,149 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or (models[0] if models else None)
     if not model:
         raise events.AgentError("no_model", f"{args.url}/v1/models lists no model.", "Pass the model name with --model.")
-    label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {server.get('version') or '(version unknown)'}"
+    version = server.get("version")
+    label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {version or '(version unknown)'}"
     events.log(f"server {label} at {args.url}, model {model}, pid {server.get('pid') or 'not visible'}")
 
-    if kind == "vllm":
-        trace_dir = profiler_dir_from_argv(argv) or env.get("VLLM_TORCH_PROFILER_DIR") or args.trace_dir
-    else:
-        trace_dir = args.trace_dir or env.get("SGLANG_TORCH_PROFILER_DIR") or os.path.expanduser("~/infbench-traces")
+    legacy_simulator = bool(server.get("simulated")) and not server.get("mimic")
     suggested_dir = os.path.abspath(os.path.expanduser(args.trace_dir or "~/infbench-traces"))
-    expect = args.expect_ranks or ranks_from_argv(argv)
+    trace_dir: Optional[str] = None
+    body = None
+    if kind == "vllm" and not legacy_simulator:
+        setup = vllm_profiler_setup(argv, env, version)
+        if setup["ignored_env"]:
+            events.log(setup["ignored_env"], "warn")
+        if setup["kind"] == "cuda":
+            raise events.AgentError(
+                "cuda_profiler",
+                f"vLLM at {args.url} runs its CUDA profiler ({setup['source']}): /start_profile only marks a capture "
+                "range for Nsight Systems and writes no torch trace to analyse.",
+                "Either capture with nsys (start the server under `nsys profile --capture-range=cudaProfilerApi "
+                "--capture-range-end=repeat ...`, then drive /start_profile and /stop_profile) and read the report "
+                "there, or restart it with the torch profiler: " + enable_instructions(server, suggested_dir))
+        if setup["dir"]:
+            trace_dir = resolve_server_path(setup["dir"], server, env, f"{setup['source']} torch_profiler_dir"
+                                            if setup["source"] == "--profiler-config" else setup["source"])
+        elif args.trace_dir:
+            trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
+    elif kind == "vllm":
+        trace_dir = profiler_dir_from_argv(argv) or args.trace_dir
+        trace_dir = resolve_server_path(trace_dir, server, env, "--profiler-dir") if trace_dir else None
+    else:
+        # SGLang: output_dir when given, else its own default, SGLANG_TORCH_PROFILER_DIR or /tmp
+        # (scheduler_profiler_mixin.py init_profile).
+        if args.trace_dir:
+            trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
+        else:
+            trace_dir = resolve_server_path(env["SGLANG_TORCH_PROFILER_DIR"], server, env, "SGLANG_TORCH_PROFILER_DIR") \
+                if env.get("SGLANG_TORCH_PROFILER_DIR") else "/tmp"
+        events.log(f"traces: SGLang writes them to {trace_dir}"
+                   f"{' (--trace-dir, sent as output_dir)' if args.trace_dir else ' (its default)'}")
+        body = {"num_steps": args.output_len + 2, "activities": ["CPU", "GPU"]}
+        if args.trace_dir:
+            os.makedirs(trace_dir, exist_ok=True)
+            body["output_dir"] = trace_dir
+    sizes = parallel_sizes(argv, kind)
+    expect = args.expect_ranks or (sizes["ranks"] if sizes else None)
+    if sizes and not args.expect_ranks and (sizes["dp"] > 1 or sizes["pp"] > 1):
+        events.log(f"expecting {expect} trace files: tp {sizes['tp']} x pp {sizes['pp']} x dp "
+                   f"{1 if sizes['dp_attention'] else sizes['dp']}{' (DP attention: inside TP)' if sizes['dp_attention'] else ''}")
 
     before = list_traces(trace_dir) if trace_dir else {}
     events.emit(events.PROFILE_STATUS, stage="start", message=f"starting the profiler of {label}")
-    body = None
-    if kind == "sglang":
-        os.makedirs(trace_dir, exist_ok=True)
-        # num_steps makes SGLang stop by itself after that many forward steps (the prefill included).
-        body = {"output_dir": os.path.abspath(trace_dir), "num_steps": args.output_len + 2, "activities": ["CPU", "GPU"]}
-    status, text = post(base + "/start_profile", body, 30.0)
-    if status == 404 and kind == "vllm":
-        raise events.AgentError(
-            "profiler_disabled",
-            f"vLLM at {args.url} answered 404 on /start_profile: the server was started without a profiler.",
-            enable_instructions(server, suggested_dir))
-    if status != 200:
-        raise events.AgentError("start_profile_failed", f"POST {base}/start_profile answered {status}: {text[:300]}",
-                                "See the server's log; another profile may be running already.")
+    session = ProfilerSession(base, api_key)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    for sig in previous:
+        signal.signal(sig, _on_signal)
+    try:
+        return _profile(args, base, api_key, server, kind, label, model, trace_dir, suggested_dir, body, expect,
+                        before, session)
+    except BaseException as exc:  # noqa: BLE001 - every way out stops the profiler, then goes on as it was
+        why = ("cancelled" if isinstance(exc, KeyboardInterrupt) else
+               "the controller's connection is gone" if isinstance(exc, (BrokenPipeError, ConnectionResetError)) else
+               f"the run failed ({type(exc).__name__})")
+        session.stop_after_failure(why)
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server: Dict[str, Any], kind: str,
+             label: str, model: str, trace_dir: Optional[str], suggested_dir: str, body: Optional[dict],
+             expect: Optional[int], before: Dict[str, Tuple[int, float]], session: ProfilerSession) -> int:
+    session.active = True  # from the moment the request may have reached the server
+    status, text, pending, box = start_profile(base, body, api_key, kind, args.start_timeout)
+    if pending is None:
+        if status is None:
+            session.active = False
+            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile got no answer: {text}.",
+                                    "Is the server busy or stuck? See its log; raise --start-timeout if it is slow.")
+        if status == 404 and kind == "vllm":
+            session.active = False
+            raise events.AgentError(
+                "profiler_disabled",
+                f"vLLM at {args.url} answered 404 on /start_profile: the server was started without a profiler.",
+                enable_instructions(server, suggested_dir))
+        if status in (401, 403):
+            session.active = False
+            raise events.AgentError("unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)),
+                                    auth.HOW_TO_GIVE_KEY)
+        if status != 200:
+            session.active = False
+            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile answered {status}: {text[:300]}",
+                                    "See the server's log; another profile may be running already.")
+    else:
+        events.log("/start_profile has not answered yet (older SGLang answers once num_steps have run): "
+                   "driving the workload meanwhile", "info")
     if not trace_dir:
         # The profiler is on, but neither the command line nor the environment says where it writes.
-        post(base + "/stop_profile", None, args.stop_timeout)
+        session.stop_after_failure("the trace folder is unknown")
         raise events.AgentError("trace_dir_unknown", "The profiler is on, but where vLLM writes its traces could not be read "
                                 "from the server's command line or environment.",
                                 "Pass the folder of --profiler-config's torch_profiler_dir with --trace-dir.")
     events.emit(events.PROFILE_STATUS, stage="workload",
                 message=f"profiling: {args.concurrency} request(s) at once, {args.output_len} output tokens each, "
                         f"prompts of ~{args.input_len} words")
-    workload = drive(base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout)
+    workload = drive(base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout, api_key)
+    if pending is not None:
+        pending.join(args.start_timeout)
+        if pending.is_alive() or box.get("answer", (None, ""))[0] is None:
+            session.stop_after_failure("/start_profile never answered")
+            raise events.AgentError(
+                "start_profile_timeout",
+                f"POST {base}/start_profile did not answer within {args.start_timeout:.0f} s, though the workload ran "
+                f"({workload['requests'] - workload['failed']} of {workload['requests']} requests ok).",
+                "Older SGLang answers only after num_steps forward steps: if the server is merely slow, raise "
+                "--start-timeout; otherwise see the server's log.")
+        status, text = box["answer"]
+        if status != 200:
+            session.stop_after_failure("/start_profile failed")
+            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile answered {status}: {text[:300]}",
+                                    "See the server's log; another profile may be running already.")
     if workload["failed"]:
+        if any(s in (401, 403) for s in workload["statuses"]):
+            session.stop_after_failure("the profiled requests were refused")
+            raise events.AgentError("unauthorized",
+                                    auth.unauthorized_message(f"{base}/v1/completions", workload["statuses"][0], bool(api_key)),
+                                    auth.HOW_TO_GIVE_KEY)
+        if workload["failed"] == workload["requests"]:
+            session.stop_after_failure("every profiled request failed")
+            raise events.AgentError("workload_failed", f"All {workload['requests']} profiled requests failed: "
+                                    f"{workload['first_error']}",
+                                    "The traces would hold no decode step. Check --model and the server's log.")
         events.log(f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}", "warn")
 
     events.emit(events.PROFILE_STATUS, stage="stop", message="stopping the profiler; the ranks now write their traces")
     t_stop = time.monotonic()
-    status, text = call_with_progress("/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout), args.stop_timeout)
+    status, text = call_with_progress("/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key),
+                                      args.stop_timeout)
+    session.active = False
     if status != 200 and kind == "vllm":
         raise events.AgentError("stop_profile_failed", f"POST {base}/stop_profile answered {status}: {text[:300]}",
                                 "See the server's log.")
     if status != 200:
+        # SGLang stopped by itself after num_steps; a second stop answers 500 "not in progress".
         events.log(f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}", "debug")
     stop_s = time.monotonic() - t_stop
 
@@ -350,7 +540,7 @@ def run(args: argparse.Namespace) -> int:
     paths = wait_for_new_traces(trace_dir, before, expect, args.settle_seconds, args.settle_timeout)
     host = socket.gethostname()
     traces = []
-    for i, path in enumerate(paths):
+    for path in paths:
         size = os.path.getsize(path)
         rank = rank_of(path)
         traces.append({"path": path, "rank": rank, "bytes": size, "host": host})
