@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { FindingsUpdate, ResultSink } from '../core/campaign/phaseContext';
-import { applyUpdateOnDisk, createSkeletonIfAbsent } from '../core/findings/diskDocument';
+import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../core/findings/diskDocument';
 import { campaignUpdate, ProbeInfo } from '../core/findings/skeleton';
 import { Logger, silentLogger } from '../core/log';
 
@@ -11,6 +11,8 @@ import { Logger, silentLogger } from '../core/log';
  */
 export class FindingsFile implements Pick<ResultSink, 'findings'> {
   private readonly written = new Set<string>();
+  /** The file's text as this process last saw it, so that a file suddenly empty is not taken as the user's. */
+  private lastText?: string;
 
   constructor(
     readonly path: string,
@@ -34,12 +36,17 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
   findings(update: FindingsUpdate): void {
     try {
       if (!existsSync(this.path) && createSkeletonIfAbsent(this.path)) this.log.info(`Created the findings document ${this.path}`);
-      const result = applyUpdateOnDisk(this.path, update, { now: this.now(), previouslyWritten: this.written.has(update.sectionId) });
+      const result = applyUpdateOnDisk(this.path, update, { now: this.now(), previouslyWritten: this.written.has(update.sectionId), previousText: this.lastText });
       this.written.add(update.sectionId);
+      this.lastText = result.diskText;
       if (result.notice) this.log.warn(result.notice);
     } catch (err) {
       // A findings document that cannot be written must not stop a measurement: the run folder has it all.
-      this.log.error(this.explain('update', err).message);
+      if (err instanceof FindingsDiskError) {
+        this.log[err.level](err.message);
+        // Asked once: a file that stays empty is the user's from the next update on.
+        this.lastText = undefined;
+      } else this.log.error(this.explain('update', err).message);
     }
   }
 

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { FindingsUpdate, ResultSink } from '../../core/campaign/phaseContext';
-import { applyUpdateOnDisk, createSkeletonIfAbsent } from '../../core/findings/diskDocument';
+import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../../core/findings/diskDocument';
 import { campaignUpdate, ProbeInfo } from '../../core/findings/skeleton';
 import { LabeledTable, tablesInDocument } from '../../core/findings/storedTables';
 import { applyFindingsUpdate } from '../../core/findings/update';
@@ -36,6 +36,8 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
   private readonly pending = new Map<string, Pending>();
   private readonly written = new Set<string>();
   private readonly latestTables = new Map<string, LabeledTable[]>();
+  /** The closed document's text as last read or written on disk (a file suddenly empty is not the user's). */
+  private lastDiskText?: string;
   private timer: NodeJS.Timeout | undefined;
   /** Flushes run one after another, so two sections updating at once never race each other. */
   private chain: Promise<void> = Promise.resolve();
@@ -77,7 +79,10 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
 
   /** ResultSink.findings: never throws into a phase; a failure is logged with what to do. */
   findings(update: FindingsUpdate): void {
-    this.update(update).catch((err: unknown) => this.log.error(err instanceof Error ? err.message : String(err)));
+    this.update(update).catch((err: unknown) => {
+      if (err instanceof FindingsDiskError) this.log[err.level](err.message);
+      else this.log.error(err instanceof Error ? err.message : String(err));
+    });
   }
 
   /**
@@ -161,7 +166,16 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
       const doc = this.openDocument(file);
       if (!doc) {
         if (!existsSync(file) && createSkeletonIfAbsent(file)) this.log.info(`Created the findings document ${file}`);
-        const result = applyUpdateOnDisk(file, update, { now, previouslyWritten });
+        // The same guarded write as the CLI's: never over a save in progress, never into a read-only file.
+        let result;
+        try {
+          result = applyUpdateOnDisk(file, update, { now, previouslyWritten, previousText: this.lastDiskText });
+        } catch (err) {
+          // Asked once: a file that stays empty is the user's from the next update on.
+          this.lastDiskText = undefined;
+          throw err;
+        }
+        this.lastDiskText = result.diskText;
         this.written.add(update.sectionId);
         if (result.notice) this.log.warn(result.notice);
         return;
