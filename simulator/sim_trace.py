@@ -13,7 +13,7 @@ import gzip
 import json
 import os
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import sim_timing as tm
 
@@ -75,8 +75,12 @@ def _kernel_durations(kernels: Sequence[Tuple[str, str, float]], breakdown: Dict
 
 
 def build_rank_trace(rank: int, world_size: int, steps: Sequence[dict], model: tm.TimingModel, layers: int,
-                     host_pid: int, base_time_ns: int, meta: dict) -> str:
-    """One rank's trace as JSON text. `steps` hold {start_s (monotonic), running, prefill_tokens}."""
+                     host_pid: int, base_time_ns: int, meta: dict,
+                     step_label: Optional[Callable[[dict], Optional[str]]] = None) -> str:
+    """One rank's trace as JSON text. `steps` hold {start_s (monotonic), running, prefill_tokens}.
+
+    `step_label` (a --mimic profile's) names each step's annotation as that server version does, or
+    returns None where it writes none; without it the steps are `execute_model` with a nested kind."""
     kernels = step_kernels(layers)
     ev: List[str] = []
     dev = rank
@@ -93,16 +97,20 @@ def build_rank_trace(rank: int, world_size: int, steps: Sequence[dict], model: t
         t0 = step["start_s"] * 1e6
         kind = "prefill+decode" if step["prefill_tokens"] else "decode"
         launch_ts = t0 - 45.0
-        ev.append(f'{{"ph":"X","cat":"user_annotation","name":"execute_model","pid":{host_pid},"tid":{tid_cpu},'
-                  f'"ts":{t0 - 60.0:.3f},"dur":{step_us + 40.0:.3f},"args":{{"External id":{corr},"step":{index},'
-                  f'"num_running":{step["running"]},"num_prefill_tokens":{step["prefill_tokens"]}}}}}')
+        label = step_label(step) if step_label else "execute_model"
+        if label is not None:
+            ev.append(f'{{"ph":"X","cat":"user_annotation","name":{dumps(label)},"pid":{host_pid},"tid":{tid_cpu},'
+                      f'"ts":{t0 - 60.0:.3f},"dur":{step_us + 40.0:.3f},"args":{{"External id":{corr},"step":{index},'
+                      f'"num_running":{step["running"]},"num_prefill_tokens":{step["prefill_tokens"]}}}}}')
         ev.append(f'{{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":{host_pid},"tid":{tid_cpu},'
                   f'"ts":{launch_ts:.3f},"dur":12.500,"args":{{"cbid":311,"correlation":{corr},"graph id":{1 + step["running"]}}}}}')
         ev.append(f'{{"ph":"s","id":{corr},"pid":{host_pid},"tid":{tid_cpu},"ts":{launch_ts:.3f},"cat":"ac2g","name":"ac2g"}}')
-        ev.append(f'{{"ph":"X","cat":"gpu_user_annotation","name":"execute_model","pid":{dev},"tid":{STREAM},'
-                  f'"ts":{t0:.3f},"dur":{step_us:.3f},"args":{{"External id":{corr}}}}}')
-        ev.append(f'{{"ph":"X","cat":"gpu_user_annotation","name":"{kind}","pid":{dev},"tid":{STREAM},'
-                  f'"ts":{t0:.3f},"dur":{step_us:.3f},"args":{{"External id":{corr}}}}}')
+        if label is not None:
+            ev.append(f'{{"ph":"X","cat":"gpu_user_annotation","name":{dumps(label)},"pid":{dev},"tid":{STREAM},'
+                      f'"ts":{t0:.3f},"dur":{step_us:.3f},"args":{{"External id":{corr}}}}}')
+        if step_label is None:
+            ev.append(f'{{"ph":"X","cat":"gpu_user_annotation","name":"{kind}","pid":{dev},"tid":{STREAM},'
+                      f'"ts":{t0:.3f},"dur":{step_us:.3f},"args":{{"External id":{corr}}}}}')
         t = t0
         for node, (kernel, name) in enumerate(zip(kernels, names)):
             dur = durations_ms[node] * 1000.0
@@ -139,21 +147,36 @@ def build_rank_trace(rank: int, world_size: int, steps: Sequence[dict], model: t
 
 
 def write_traces(directory: str, steps: Sequence[dict], model: tm.TimingModel, layers: int, world_size: int,
-                 meta: dict) -> List[str]:
-    """Writes `dp0_pp0_tp0_rank{r}.{time_ns}.pt.trace.json.gz` per rank, like vLLM; returns the paths."""
+                 meta: dict, file_name: Optional[Callable[[int, int], str]] = None,
+                 step_label: Optional[Callable[[dict], Optional[str]]] = None,
+                 frontend_name: Optional[Callable[[int], str]] = None, profiler_out: bool = True) -> List[str]:
+    """Writes `dp0_pp0_tp0_rank{r}.{time_ns}.pt.trace.json.gz` per rank, like vLLM; returns the paths.
+
+    A --mimic profile passes its version's `file_name(rank, time_ns)`, `step_label(step)` and, for vLLM's
+    API-server trace, `frontend_name(time_ns)` (a CPU-only trace in the same folder)."""
     os.makedirs(directory, exist_ok=True)
     stamp = time.time_ns()
     # ts are monotonic microseconds; baseTimeNanoseconds maps them back to wall time.
     base_time_ns = time.time_ns() - time.monotonic_ns()
     paths = []
+    if frontend_name is not None:
+        front = {"schemaVersion": 1, "deviceProperties": [], "displayTimeUnit": "ms", "baseTimeNanoseconds": base_time_ns,
+                 "inference_bench_simulator": meta, "traceName": "simulated API server (CPU only)",
+                 "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "AsyncLLM.generate", "pid": os.getpid(),
+                                  "tid": os.getpid(), "ts": round(s["start_s"] * 1e6, 3), "dur": 50.0} for s in steps]}
+        front_path = os.path.join(directory, frontend_name(stamp))
+        with gzip.open(front_path + ".tmp", "wb", compresslevel=3) as f:
+            f.write(json.dumps(front).encode("utf-8"))
+        os.replace(front_path + ".tmp", front_path)
     for rank in range(world_size):
-        text = build_rank_trace(rank, world_size, steps, model, layers, os.getpid(), base_time_ns, meta)
-        path = os.path.join(directory, f"dp0_pp0_tp0_rank{rank}.{stamp}.pt.trace.json.gz")
+        text = build_rank_trace(rank, world_size, steps, model, layers, os.getpid(), base_time_ns, meta, step_label)
+        path = os.path.join(directory, file_name(rank, stamp) if file_name else f"dp0_pp0_tp0_rank{rank}.{stamp}.pt.trace.json.gz")
         tmp = path + ".tmp"
         with gzip.open(tmp, "wb", compresslevel=3) as f:
             f.write(text.encode("utf-8"))
         os.replace(tmp, path)
-        with open(os.path.join(directory, f"profiler_out_{rank}.txt"), "w") as f:
-            f.write(f"simulated profile of rank {rank}: {len(steps)} steps (inference-bench simulator)\n")
+        if profiler_out:
+            with open(os.path.join(directory, f"profiler_out_{rank}.txt"), "w") as f:
+                f.write(f"simulated profile of rank {rank}: {len(steps)} steps (inference-bench simulator)\n")
         paths.append(path)
     return paths

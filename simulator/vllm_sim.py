@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_mimic  # noqa: E402
 import sim_timing as tm  # noqa: E402
 import sim_trace  # noqa: E402
 
@@ -40,8 +41,10 @@ VOCAB = [" the", " model", " serves", " tokens", " quickly", " and", " every", "
          " by", " a", " timing", " model", " of", " continuous", " batching", ".", " It", " runs"]
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 FAULT_MARKER = re.compile(r"\[\[sim-fault:([^\]]+)\]\]")
-HTTP_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 429: "Too Many Requests",
-                500: "Internal Server Error"}
+HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+                429: "Too Many Requests", 500: "Internal Server Error"}
+# Sent on every answer under --mimic: "vllm 0.16.0" (the simulator stays labelled in every mode).
+MIMIC_LINE = ""
 
 
 def count_tokens(text: str) -> int:
@@ -135,6 +138,19 @@ class Simulator:
         self.pace_s = args.pace_ms / 1000.0 if args.pace_ms else None
         self.profiler_dir = args.profiler_dir
         self.profile_max_steps = args.profile_max_steps
+        self.mimic: Optional[sim_mimic.Mimic] = sim_mimic.PROFILES[args.mimic] if args.mimic else None
+        self.flags: Optional[sim_mimic.ServerFlags] = getattr(args, "server_flags", None)
+        self.cuda_profiler = False
+        if self.mimic and self.flags:
+            self.profiler_dir = self.flags.trace_dir if self.flags.profiler == "torch" else None
+            self.cuda_profiler = self.flags.profiler == "cuda"
+            if not args.world_size:
+                self.world_size = self.flags.world_size
+        self.instance_id = uuid.uuid4().hex[:5]
+        self.profile_dir_current: Optional[str] = None
+        self.profile_target_steps: Optional[int] = None
+        self.profile_id = ""
+        self.profile_done: Optional[asyncio.Future] = None
         self.faults = [Fault.parse(f) for f in args.fault or []]
         self.natural_len = args.natural_output_len
         self.unbatched: set = set()  # requests in flight in the zero-cost and paced modes (no scheduler)
@@ -152,6 +168,8 @@ class Simulator:
         # Profiling: steps recorded between /start_profile and /stop_profile.
         self.profiling = False
         self.profiled_steps: List[dict] = []
+        self.profile_starts = 0
+        self.profile_stops = 0
         # Metrics.
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -211,7 +229,13 @@ class Simulator:
             step_s = model.step_ms(len(batch), prefill) / 1000.0
             end = next_start + step_s
             if self.profiling and len(self.profiled_steps) < self.profile_max_steps:
-                self.profiled_steps.append({"start_s": next_start, "running": len(batch), "prefill_tokens": prefill})
+                self.profiled_steps.append({"start_s": next_start, "running": len(batch), "prefill_tokens": prefill,
+                                            "joiners": len(joiners)})
+                if self.profile_target_steps and len(self.profiled_steps) >= self.profile_target_steps:
+                    # SGLang's num_steps: the profile stops by itself (scheduler_profiler_mixin.py).
+                    self.profiling = False
+                    assert self.loop is not None
+                    self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.auto_stop()))
             self.steps_total += 1
             delay = end - time.monotonic()
             if delay > 0:
@@ -492,6 +516,12 @@ class Simulator:
             "# TYPE inference_bench_simulator_sent_tpot_seconds summary",
             f"inference_bench_simulator_sent_tpot_seconds_sum {self.sent_tpot_sum}",
             f"inference_bench_simulator_sent_tpot_seconds_count {self.sent_tpot_count}",
+            "# HELP inference_bench_simulator_profiling 1 while the server's profiler records (between start and stop).",
+            "# TYPE inference_bench_simulator_profiling gauge",
+            f"inference_bench_simulator_profiling {1 if self.profiling else 0}",
+            "# HELP inference_bench_simulator_profile_stops_total Profiles stopped (by /stop_profile or num_steps).",
+            "# TYPE inference_bench_simulator_profile_stops_total counter",
+            f"inference_bench_simulator_profile_stops_total {self.profile_stops}",
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
             f"vllm:num_requests_running{{{labels}}} {float(running)}",
@@ -513,18 +543,91 @@ class Simulator:
         ]
         for h in (self.h_ttft, self.h_itl, self.h_e2e):
             lines.extend(h.render(labels))
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        if self.mimic and self.mimic.server == "sglang":
+            # SGLang's own prefix; only the token counters are meant to match its names.
+            text = text.replace("vllm:", "sglang:")
+        return text
 
     async def stop_profile(self) -> List[str]:
         self.profiling = False
+        self.profile_target_steps = None
+        self.profile_stops += 1
         steps = list(self.profiled_steps)
         self.profiled_steps = []
         meta = {"simulated": True, "preset": self.preset.name, "timing": self.model.to_json(), "layers": self.layers,
-                "expected_decode_breakdown_batch1": tm.expected_breakdown(self.model, 1)}
-        assert self.loop is not None and self.profiler_dir
+                "expected_decode_breakdown_batch1": tm.expected_breakdown(self.model, 1),
+                "mimics": MIMIC_LINE or None}
+        directory = self.profile_dir_current or self.profiler_dir
+        assert self.loop is not None and directory
+        m, flags = self.mimic, self.flags
+        kwargs = {}
+        if m and flags:
+            host, pid, pid_ = os.uname().nodename, os.getpid(), self.profile_id
+            kwargs = {"file_name": lambda rank, ns: sim_mimic.trace_file_name(m, flags, rank, ns, self.instance_id, host, pid, pid_),
+                      "step_label": lambda step: sim_mimic.step_name(m, step),
+                      "frontend_name": (lambda ns: sim_mimic.frontend_file_name(host, pid, ns)) if m.frontend_trace else None,
+                      "profiler_out": m.server == "vllm"}
         # Written off the event loop so streams keep flowing while the traces are flushed.
-        return await self.loop.run_in_executor(None, sim_trace.write_traces, self.profiler_dir, steps, self.model,
-                                               self.layers, self.world_size, meta)
+        return await self.loop.run_in_executor(None, lambda: sim_trace.write_traces(
+            directory, steps, self.model, self.layers, self.world_size, meta, **kwargs))
+
+    async def auto_stop(self) -> None:
+        await self.stop_profile()
+        if self.profile_done is not None and not self.profile_done.done():
+            self.profile_done.set_result(True)
+
+    async def start_profile_mimic(self, raw: bytes, writer: asyncio.StreamWriter) -> None:
+        """/start_profile as the mimicked version answers it."""
+        m = self.mimic
+        assert m is not None
+        if m.server == "vllm":
+            if not self.profiler_dir and not self.cuda_profiler:
+                await respond_json(writer, 404, {"detail": "Not Found"})
+                return
+            self.profile_starts += 1
+            if self.cuda_profiler:
+                # profiler "cuda": cudaProfilerStart() for nsys, no torch trace (vllm/profiler/gpu_profiler.py).
+                await respond(writer, 200, b"", "application/json")
+                return
+            self.profiled_steps, self.profiling = [], True
+            await respond(writer, 200, b"", "application/json")
+            return
+        body = json.loads(raw) if raw else {}
+        if self.profiling:
+            await respond(writer, 500, b"Internal Server Error", "text/plain")
+            return
+        self.profile_starts += 1
+        out = body.get("output_dir") or self.profiler_dir or "/tmp"
+        self.profile_dir_current = os.path.abspath(out)
+        self.profile_id = str(time.time())
+        self.profile_target_steps = int(body["num_steps"]) if body.get("num_steps") else None
+        self.profiled_steps, self.profiling = [], True
+        if m.start_answers_after_steps and self.profile_target_steps:
+            assert self.loop is not None
+            self.profile_done = self.loop.create_future()
+            await self.profile_done
+        await respond(writer, 200, b"Start profiling.\n", "text/plain")
+
+    async def stop_profile_mimic(self, writer: asyncio.StreamWriter) -> None:
+        m = self.mimic
+        assert m is not None
+        if m.server == "vllm":
+            if not self.profiler_dir and not self.cuda_profiler:
+                await respond_json(writer, 404, {"detail": "Not Found"})
+                return
+            if self.profiler_dir and self.profiling:
+                await self.stop_profile()
+            elif self.cuda_profiler:
+                self.profile_stops += 1
+            await respond(writer, 200, b"", "application/json")
+            return
+        if not self.profiling:
+            # "Profiling is not in progress" raised in the tokenizer manager: FastAPI's plain 500.
+            await respond(writer, 500, b"Internal Server Error", "text/plain")
+            return
+        await self.stop_profile()
+        await respond(writer, 200, b"Stop profiling. This will take some time.\n", "text/plain")
 
     # ---------------- HTTP ----------------
 
@@ -573,13 +676,28 @@ class Simulator:
                 raise ValueError("the body must be a JSON object")
             return value
 
+        m = self.mimic
+        if m and self.flags and self.flags.api_key and sim_mimic.needs_key(m, path) and method != "OPTIONS" \
+                and headers.get("authorization") != "Bearer " + self.flags.api_key:
+            await respond_json(writer, 401, {"error": "Unauthorized"})
+            return True
         try:
-            if path == "/health":
+            if m and path in ("/start_profile", "/stop_profile") and method == "POST":
+                await (self.start_profile_mimic(raw, writer) if path == "/start_profile" else self.stop_profile_mimic(writer))
+            elif m and path == "/version" and m.server == "sglang":
+                await respond_json(writer, 404, {"detail": "Not Found"})  # SGLang has no /version
+            elif m and path in m.server_info_paths:
+                await respond_json(writer, 200, {"version": f"{m.version}+inference-bench-simulator",
+                                                 "tp_size": self.flags.tp if self.flags else 1,
+                                                 "simulator": OWNED_BY})
+            elif m and path == "/metrics" and m.metrics_need_flag and not (self.flags and self.flags.enable_metrics):
+                await respond_json(writer, 404, {"detail": "Not Found"})
+            elif path == "/health":
                 await respond(writer, 200, b"", "application/json")
             elif path in ("/v1/models", "/models"):
                 await respond_json(writer, 200, self.models_body())
             elif path == "/version":
-                await respond_json(writer, 200, {"version": "0.0.0+inference-bench-simulator"})
+                await respond_json(writer, 200, {"version": f"{m.version if m else '0.0.0'}+inference-bench-simulator"})
             elif path == "/metrics":
                 await respond(writer, 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
             elif path == "/tokenize" and method == "POST":
@@ -626,8 +744,9 @@ def send_raw(writer: asyncio.StreamWriter, data: bytes) -> None:
 
 
 async def respond(writer: asyncio.StreamWriter, code: int, body: bytes, ctype: str) -> None:
+    mimic = f"{sim_mimic.MIMIC_HEADER}: {MIMIC_LINE}\r\n" if MIMIC_LINE else ""
     writer.write(f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Error')}\r\ncontent-type: {ctype}\r\n"
-                 f"content-length: {len(body)}\r\nserver: inference-bench-simulator\r\n\r\n".encode() + body)
+                 f"content-length: {len(body)}\r\nserver: inference-bench-simulator\r\n{mimic}\r\n".encode() + body)
     await writer.drain()
 
 
@@ -656,7 +775,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--profile-max-steps", type=int, default=32, help="steps recorded per profile (vLLM's max_iterations)")
     p.add_argument("--fault", action="append", help="e.g. error500:every=5, error429:every=3, cut:every=7:after=3, slow:every=4:ms=500")
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
-    return p.parse_args(argv)
+    p.add_argument("--mimic", default=None, choices=sorted(sim_mimic.PROFILES),
+                   help="behave as this server version where versions differ (endpoints, profiler flags and variables, "
+                        "--api-key, trace names); the rest of the command line is that server's own flags, e.g. "
+                        "--mimic vllm-0.16 --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"./t\"}' -tp 8")
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--mimic" not in argv and not any(a.startswith("--mimic=") for a in argv):
+        return p.parse_args(argv)
+    args, rest = p.parse_known_args(argv)
+    args.server_flags = sim_mimic.parse_server_flags(sim_mimic.PROFILES[args.mimic], rest, dict(os.environ))
+    return args
 
 
 def describe(sim: Simulator) -> dict:
@@ -667,7 +796,10 @@ def describe(sim: Simulator) -> dict:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    global MIMIC_LINE
     sim = Simulator(args)
+    if sim.mimic:
+        MIMIC_LINE = f"{sim.mimic.server} {sim.mimic.version}"
     sim.loop = asyncio.get_running_loop()
     server = await asyncio.start_server(sim.handle_connection, args.host, args.port, backlog=2048, limit=1 << 20)
     port = server.sockets[0].getsockname()[1]

@@ -183,6 +183,12 @@ def list_traces(directory: str) -> Dict[str, Tuple[int, float]]:
     return out
 
 
+def is_frontend_trace(path: str) -> bool:
+    """vLLM's API-server trace (CPU only, no rank): `<host>_<pid>.async_llm.<ns>.pt.trace.json.gz`
+    (vllm/v1/engine/async_llm.py names its profiler worker `<host>_<pid>.async_llm`)."""
+    return ".async_llm." in os.path.basename(path)
+
+
 def rank_of(path: str) -> Optional[int]:
     base = os.path.basename(path)
     for pattern in (r"rank[_-]?(\d+)", r"TP-(\d+)", r"_tp(\d+)"):
@@ -206,7 +212,7 @@ def wait_for_new_traces(directory: str, before: Dict[str, Tuple[int, float]], ex
                 sizes[p] = (size, now)
         sizes = {p: v for p, v in sizes.items() if p in current}
         settled = [p for p, (_, since) in sizes.items() if now - since >= settle_s]
-        enough = expect is None or len(current) >= expect
+        enough = expect is None or len([p for p in current if not is_frontend_trace(p)]) >= expect
         if current and enough and len(settled) == len(current):
             return sorted(current)
         if now - start > timeout_s:
@@ -529,8 +535,8 @@ def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server
                                       args.stop_timeout)
     session.active = False
     if status != 200 and kind == "vllm":
-        raise events.AgentError("stop_profile_failed", f"POST {base}/stop_profile answered {status}: {text[:300]}",
-                                "See the server's log.")
+        answer = f"answered {status}: {text[:300]}" if status is not None else f"got no answer ({text})"
+        raise events.AgentError("stop_profile_failed", f"POST {base}/stop_profile {answer}", "See the server's log.")
     if status != 200:
         # SGLang stopped by itself after num_steps; a second stop answers 500 "not in progress".
         events.log(f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}", "debug")
@@ -542,11 +548,13 @@ def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server
     traces = []
     for path in paths:
         size = os.path.getsize(path)
-        rank = rank_of(path)
-        traces.append({"path": path, "rank": rank, "bytes": size, "host": host})
-        events.emit(events.PROFILE_TRACE, path=path, rank=rank if rank is not None else None, bytes=size, host=host)
-    if expect and len(paths) < expect:
-        events.log(f"{len(paths)} trace file(s) for {expect} expected ranks", "warn")
+        frontend = is_frontend_trace(path)
+        rank = None if frontend else rank_of(path)
+        traces.append({"path": path, "rank": rank, "bytes": size, "host": host, **({"frontend": True} if frontend else {})})
+        events.emit(events.PROFILE_TRACE, path=path, rank=rank, bytes=size, host=host, **({"frontend": True} if frontend else {}))
+    ranks_found = len([p for p in paths if not is_frontend_trace(p)])
+    if expect and ranks_found < expect:
+        events.log(f"{ranks_found} trace file(s) for {expect} expected ranks", "warn")
     events.emit(events.RESULT, result={
         "server": {"kind": kind, "version": server.get("version"), "simulated": bool(server.get("simulated")), "model": model,
                    "url": args.url},
