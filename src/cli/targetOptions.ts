@@ -22,6 +22,7 @@ export const TARGET_OPTIONS = {
   python: { type: 'string' },
   workspace: { type: 'string' },
   findings: { type: 'string' },
+  'api-key': { type: 'string' },
   verbose: { type: 'boolean' },
 } as const;
 
@@ -36,6 +37,7 @@ export interface TargetFlags {
   python?: string;
   workspace?: string;
   findings?: string;
+  'api-key'?: string;
   verbose?: boolean;
 }
 
@@ -53,6 +55,8 @@ export function targetUsage(python = 'Python 3 on the target'): string {
   --python PATH             ${python} (default ${DEFAULT_PYTHON})
   --workspace DIR           where runs are kept (.inference-bench/runs/ under it; default: current folder)
   --findings FILE           also write the results into this findings document (relative to the workspace)
+  --api-key KEY             for a server started with --api-key (default: $INFBENCH_API_KEY, else
+                            $OPENAI_API_KEY as vllm bench serve reads it); sent on the agent's stdin
   --verbose`;
 }
 
@@ -89,6 +93,8 @@ export interface OpenedTarget {
   log: Logger;
   findings?: FindingsFile;
   signal: AbortSignal;
+  /** The server's API key from --api-key or the environment; never stored. */
+  apiKey?: string;
   close(): Promise<void>;
 }
 
@@ -123,7 +129,8 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
   try {
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);
     const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
-    return { target, transport, agent, workspace, log, findings, signal: abort.signal, close };
+    const apiKey = v['api-key'] || process.env.INFBENCH_API_KEY || process.env.OPENAI_API_KEY || undefined;
+    return { target, transport, agent, workspace, log, findings, signal: abort.signal, apiKey, close };
   } catch (err) {
     await close();
     throw err;

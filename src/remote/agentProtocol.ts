@@ -17,7 +17,7 @@ export interface MacroRequestEvent extends EventBase { type: 'macro.request'; le
 export interface MacroLevelEvent extends EventBase { type: 'macro.level'; level: number; partial: boolean; summary: Record<string, unknown> }
 export interface MicroPointEvent extends EventBase { type: 'micro.point'; kind: 'gemm' | 'allreduce' | 'launch' | 'peak'; point: Record<string, unknown> }
 export interface ProfileStatusEvent extends EventBase { type: 'profile.status'; stage: string; message: string }
-export interface ProfileTraceEvent extends EventBase { type: 'profile.trace'; path: string; rank: number | null; bytes: number; host?: string }
+export interface ProfileTraceEvent extends EventBase { type: 'profile.trace'; path: string; rank: number | null; bytes: number; host?: string; frontend?: boolean }
 export interface ResultEvent extends EventBase { type: 'result'; result: Record<string, unknown> }
 export interface ErrorEvent extends EventBase { type: 'error'; code: string; message: string; hint?: string }
 export interface DoneEvent extends EventBase { type: 'done'; ok: boolean }

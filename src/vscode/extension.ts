@@ -16,6 +16,8 @@ import { TargetStates } from './views/targetState';
 import { TargetsTreeProvider } from './views/targetsTree';
 import { BreakdownViewProvider } from './webview/breakdownView';
 import { ResultsPanel, ResultsPanelDeps } from './webview/resultsPanel';
+import { pickTarget } from './commands/pickers';
+import { ApiKeyStore } from './connections/apiKeyStore';
 
 /** The composition root: creates the owned parts and registers commands; the work lives in the parts. */
 export function activate(context: vscode.ExtensionContext): void {
@@ -27,7 +29,8 @@ export function activate(context: vscode.ExtensionContext): void {
   // One shared SSH connection per target; host-key prompts and passphrases (SecretStorage) live there.
   const connections = new ConnectionManager(context.secrets, log);
   context.subscriptions.push(connections, connections.onDidChangeState((c) => states.set(c.target, { connection: c.state === 'reconnecting' ? 'connecting' : c.state, detail: c.detail })));
-  const controller = new RunController(connections.connector, log);
+  const apiKeys = new ApiKeyStore(context.secrets);
+  const controller = new RunController(connections.connector, log, apiKeys);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
   controller.findingsTarget = findings;
   registerPhase(macroRunner);
@@ -50,6 +53,10 @@ export function activate(context: vscode.ExtensionContext): void {
   );
 
   context.subscriptions.push(
+    vscode.commands.registerCommand('inferenceBench.setApiKey', async (arg?: unknown) => {
+      const target = await pickTarget(arg, 'API key for which target\'s server?');
+      if (target) await apiKeys.ask(target.name);
+    }),
     vscode.commands.registerCommand('inferenceBench.addTarget', async () => {
       if (await addTargetCommand(log)) tree.refresh();
     }),

@@ -26,7 +26,6 @@ Load:
   --no-ignore-eos           let the model stop at EOS
   --api completions|chat    (default completions)
   --model NAME              default: the first model /v1/models lists
-  --api-key KEY             for a server started with --api-key (default: $INFBENCH_API_KEY, else $OPENAI_API_KEY)
   --prompts-file PATH       JSONL prompts on the target host
   --warmup N                warm-up requests (default 2)
   --goodput "ttft:500 tpot:50"  SLOs in ms for goodput
@@ -66,7 +65,6 @@ export const macroCommand: CliCommand = {
         concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
         requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
         'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
-        'api-key': { type: 'string' },
         warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
         out: { type: 'string' }, json: { type: 'boolean' },
       },
@@ -99,7 +97,6 @@ export const macroCommand: CliCommand = {
       percentiles: numbers(v.percentiles, '--percentiles'),
       workers,
       seed: integer(v.seed, '--seed'),
-      apiKey: v['api-key'] ?? process.env.INFBENCH_API_KEY ?? process.env.OPENAI_API_KEY,
     };
     for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
 

@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
@@ -62,7 +61,8 @@ export const profileCommand: CliCommand = {
       outputLen: positive(v['output-len'], '--output-len'),
       inputLen: positive(v['input-len'], '--input-len'),
       model: v.model,
-      traceDir: v['trace-dir'] ? resolve(v['trace-dir']) : undefined,
+      // As given: the agent resolves it on the target (a path of this machine means nothing over SSH).
+      traceDir: v['trace-dir'],
       expectRanks: positive(v['expect-ranks'], '--expect-ranks'),
       stopTimeoutS: positive(v['stop-timeout'], '--stop-timeout'),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },

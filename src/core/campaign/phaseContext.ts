@@ -36,6 +36,11 @@ export interface PhaseContext {
   sink: ResultSink;
   log: Logger;
   signal?: AbortSignal;
+  /**
+   * The server's API key (a server started with --api-key), for every phase: handed to the agent on
+   * stdin, never put on a command line, in an environment or in the run folder.
+   */
+  apiKey?: string;
 }
 
 export const nullSink: ResultSink = { runChanged() {}, findings() {} };

@@ -25,14 +25,24 @@ export async function runAgentCommand(
   command: string,
   args: readonly string[],
   run: RunFolder,
-  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string>; stdin?: string } = {},
+  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string>; stdin?: string; apiKey?: string } = {},
 ): Promise<AgentRunOutcome> {
   const events: AgentEvent[] = [];
+  // The key goes over stdin: an environment variable or argument would show in the host's process list.
+  // Whatever comes back is scrubbed of it too (a server echoing the header, an error quoting it).
+  const key = options.apiKey || undefined;
+  const scrub = (text: string) => (key && text.includes(key) ? text.split(key).join('REDACTED') : text);
+  if (key) {
+    args = [...args, '--api-key-stdin'];
+    options = { ...options, stdin: `${key}\n${options.stdin ?? ''}` };
+  }
   const errors: AgentRunOutcome['errors'] = [];
   let result: Record<string, unknown> | undefined;
   let done: boolean | undefined;
   const parser = new AgentEventParser(
-    (event, line) => {
+    (parsed, raw) => {
+      const line = scrub(raw);
+      const event = line === raw ? parsed : (JSON.parse(line) as AgentEvent);
       run.appendEvent(line);
       events.push(event);
       if (event.type === 'result') result = event.result;
@@ -40,11 +50,11 @@ export async function runAgentCommand(
       if (event.type === 'done') done = event.ok;
       options.onEvent?.(event);
     },
-    (noise) => run.appendNoise(`[stdout] ${noise}\n`),
+    (noise) => run.appendNoise(scrub(`[stdout] ${noise}\n`)),
   );
   const handle = transport.exec(agentArgv(agent, command, args), { signal: options.signal, env: options.env, stdin: options.stdin });
   handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
-  handle.stderr.on('data', (chunk: Buffer) => run.appendNoise(chunk.toString('utf8')));
+  handle.stderr.on('data', (chunk: Buffer) => run.appendNoise(scrub(chunk.toString('utf8'))));
   const exit = await handle.done;
   parser.end();
 

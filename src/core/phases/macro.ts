@@ -112,9 +112,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  // The key goes over stdin: an environment variable or argument would show in the host's process list.
-  const agentArgs = apiKey ? [...args, '--api-key-stdin'] : args;
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', agentArgs, run, { signal: ctx.signal, onEvent, stdin: apiKey ? `${apiKey}\n` : undefined });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent, apiKey: apiKey ?? ctx.apiKey });
   if (!agent.result) {
     // Cancelled or cut off before the agent's result: keep what arrived, one object per finished level.
     run.writeResult({ levels: finals, server, cancelled: agent.status === 'cancelled', partial: true, status: agent.status, reason: agent.reason });

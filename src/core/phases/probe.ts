@@ -30,7 +30,12 @@ export interface ProbeResult {
     simulated: boolean;
     version: string | null;
     models: { id: string | null; max_model_len: number | null; owned_by?: string | null }[];
-    profiler: { enabled: boolean | null; evidence: string | null };
+    profiler: { enabled: boolean | null; kind?: 'torch' | 'cuda' | null; evidence: string | null };
+    /** A 401/403 on /v1/models (or, for SGLang, its other routes): the server wants an API key. */
+    auth?: { required: boolean; key_given: boolean; status: number | null };
+    /** The server process's working directory (relative trace folders are relative to it). */
+    cwd?: string | null;
+    parallel?: { tp: number; pp: number; dp: number; dp_attention: boolean; ranks: number } | null;
     pid: number | null;
     command_line: string[] | null;
   };
@@ -56,6 +61,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
   ctx.sink.runChanged({ ...summary });
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'probe', args, run, {
     signal: ctx.signal,
+    apiKey: ctx.apiKey,
     onEvent: (event) => {
       if (event.type === 'log') ctx.log[event.level](`probe: ${event.message}`);
     },
@@ -134,9 +140,11 @@ export function probeSummaryLines(r: ProbeResult): string[] {
     lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
   } else {
     lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy === false ? ' (health check failed)' : ''}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
+    if (s.auth?.required) lines.push(`  API key: ${s.error ?? 'this server wants an API key'}`);
     for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
     const p = s.profiler;
-    lines.push(`  profiler: ${p.enabled === true ? 'enabled' : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`);
+    lines.push(`  profiler: ${p.enabled === true ? (p.kind === 'cuda' ? 'CUDA profiler (no torch traces)' : 'enabled') : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`);
+    if (s.parallel) lines.push(`  parallel: tp ${s.parallel.tp} × pp ${s.parallel.pp} × dp ${s.parallel.dp}${s.parallel.dp_attention ? ' (DP attention)' : ''}: ${s.parallel.ranks} rank(s) write traces`);
   }
   if (s.command_line) lines.push(`  command (pid ${s.pid}): ${s.command_line.join(' ')}`);
   if (!r.gpus.available) lines.push(`GPUs: ${r.gpus.error}`);
@@ -159,6 +167,8 @@ function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): Find
     `${probeHeadline(r)}. Probed ${run.info.startedAt} on target "${targetName}" (host ${r.host}); run \`${run.info.id}\`.`,
     s.simulated ? 'The server is the inference-bench SIMULATOR, not a real model.' : '',
     s.reachable && s.profiler.enabled === false ? `Profiler: not enabled — ${s.profiler.evidence}.` : '',
+    s.reachable && s.profiler.kind === 'cuda' ? `Profiler: vLLM's CUDA profiler — ${s.profiler.evidence}.` : '',
+    s.auth?.required ? `API key: ${s.error ?? 'the server wants an API key'}` : '',
   ].filter(Boolean);
   return { sectionId: `probe-${targetName}`, heading: `Environment: ${targetName}`, lines, tables: r.gpus.devices.length ? [gpuTable(r)] : [] };
 }

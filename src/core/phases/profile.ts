@@ -39,6 +39,8 @@ interface RemoteTrace {
   rank: number | null;
   bytes: number;
   host?: string;
+  /** vLLM's API-server trace (CPU only, no rank): kept in the run folder, not in the per-rank breakdown. */
+  frontend?: boolean;
 }
 
 export function profileAgentArgs(options: ProfileOptions, url: string): string[] {
@@ -90,7 +92,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         if (event.message) ctx.log.debug(`profile: ${event.message}`);
         break;
       case 'profile.trace':
-        remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host });
+        remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host, frontend: event.frontend });
         ctx.log.info(`profile: trace of rank ${event.rank ?? '?'} ready: ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB)`);
         break;
       case 'error':
@@ -102,7 +104,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent, apiKey: ctx.apiKey });
   const capture = agent.result;
   const finish = (status: RunStatus, reason?: string, breakdown?: TraceBreakdown, traces: string[] = []): ProfilePhaseOutcome => {
     run.finish(status, reason);
@@ -128,6 +130,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   const hosts = new Set(remote.map((t) => t.host ?? ''));
   const firstHost = remote[0].host ?? '';
   const local: string[] = [];
+  const frontend: string[] = [];
   const skipped: string[] = [];
   mkdirSync(join(run.dir, 'traces'), { recursive: true });
   try {
@@ -141,12 +144,14 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
       const to = join(run.dir, 'traces', name);
       publish('fetch', `fetching trace ${i + 1} of ${remote.length} (${(t.bytes / 1e6).toFixed(1)} MB) from ${ctx.transport.label}`);
       await ctx.transport.download(t.path, to);
-      local.push(to);
+      (t.frontend ? frontend : local).push(to);
     }
   } catch (err) {
     return finish('failed', `Copying the traces from ${ctx.transport.label} failed: ${err instanceof Error ? err.message : String(err)}. They are still on the host (see events.jsonl); analyse them there with infbench analyze, or fetch them and run it here.`, undefined, local);
   }
   if (skipped.length) ctx.log.warn(`profile: ${skipped.length} trace(s) sit on other hosts and were not fetched: ${skipped.join(', ')}`);
+  if (frontend.length) ctx.log.info(`profile: the API server's CPU-only trace is kept in the run folder (${frontend.map((f) => basename(f)).join(', ')}), not in the per-rank breakdown`);
+  if (!local.length) return finish('failed', 'Only the API server\'s CPU-only trace came back, no rank\'s: see the run log (events.jsonl).', undefined, frontend);
 
   let breakdown: TraceBreakdown;
   try {

@@ -50,7 +50,7 @@ export class RunController extends Disposable implements RunsSource {
   private readonly lastSaved = new Map<string, number>();
   findingsTarget: FindingsTarget | undefined;
 
-  constructor(private readonly connect: Connector, private readonly log: vscode.LogOutputChannel) {
+  constructor(private readonly connect: Connector, private readonly log: vscode.LogOutputChannel, private readonly apiKeys?: { get(target: string): Thenable<string | undefined> }) {
     super();
     this.statusBar.name = 'Inference Bench run';
     this.statusBar.command = 'inferenceBench.showResults';
@@ -138,7 +138,9 @@ export class RunController extends Disposable implements RunsSource {
               },
               findings: (update) => this.findings(update),
             };
-            const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal };
+            // The server's API key (Set Server API Key...), from SecretStorage; handed to the agent on stdin.
+            const apiKey = (await this.apiKeys?.get(target.name)) || undefined;
+            const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal, apiKey };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
             // "Where the milliseconds go" accounts the newest macro, micro and profile runs: refresh it.
