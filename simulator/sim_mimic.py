@@ -116,7 +116,9 @@ def parse_server_flags(mimic: Mimic, argv: List[str], env: Dict[str, str]) -> Se
     argv, dotted = split_dotted(argv)
     p = argparse.ArgumentParser(prog=f"vllm_sim --mimic {mimic.name}", allow_abbrev=False)
     p.add_argument("--api-key", default=None)
+    p.add_argument("--served-model-name", default=None)
     if mimic.server == "vllm":
+        p.add_argument("--hf-token", default=None)
         p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
         p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
         p.add_argument("--data-parallel-size", "-dp", type=int, default=1)

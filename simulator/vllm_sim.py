@@ -677,6 +677,11 @@ class Simulator:
             return value
 
         m = self.mimic
+        if path == "/inference-bench-simulator/state":
+            # The simulator's own (not a server's): whether a profile is left running, for tests.
+            await respond_json(writer, 200, {"profiling": self.profiling, "profile_starts": self.profile_starts,
+                                             "profile_stops": self.profile_stops})
+            return True
         if m and self.flags and self.flags.api_key and sim_mimic.needs_key(m, path) and method != "OPTIONS" \
                 and headers.get("authorization") != "Bearer " + self.flags.api_key:
             await respond_json(writer, 401, {"error": "Unauthorized"})

@@ -434,7 +434,9 @@ def run(args: argparse.Namespace) -> int:
                 if env.get("SGLANG_TORCH_PROFILER_DIR") else "/tmp"
         events.log(f"traces: SGLang writes them to {trace_dir}"
                    f"{' (--trace-dir, sent as output_dir)' if args.trace_dir else ' (its default)'}")
-        body = {"num_steps": args.output_len + 2, "activities": ["CPU", "GPU"]}
+        # num_steps must be steps the workload surely runs (about output_len, all requests joining at once):
+        # older SGLang answers /start_profile only after them, newer stops by itself there.
+        body = {"num_steps": max(1, args.output_len - 4), "activities": ["CPU", "GPU"]}
         if args.trace_dir:
             os.makedirs(trace_dir, exist_ok=True)
             body["output_dir"] = trace_dir
