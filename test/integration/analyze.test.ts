@@ -16,7 +16,7 @@ describe('infbench analyze', () => {
     const out = join(dir, 'breakdown.json');
     const r = cli(join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz'), '--out', out);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /^\S+ [\d.]+% \([\d.]+ ms\) of a [\d.]+ ms decode step \(1 rank, 20 decode steps\)/);
+    assert.match(r.stdout, /^\S+ [\d.]+% \([\d.]+ ms\) of a [\d.]+ ms decode step \(1 rank, 20 decode steps; steps from one CUDA graph launch per step \(no step names\)\)/);
     assert.match(r.stdout, /Where a decode step goes/);
     assert.match(r.stdout, /\nidle +[\d.]+ +[\d.]+/);
     assert.match(r.stdout, /Top kernels in decode steps/);

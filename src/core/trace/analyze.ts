@@ -1,49 +1,49 @@
-import { assembleRank, combineRanks, rankBreakdown } from './breakdown';
+import { assembleRank, combineRanks, rankBreakdown, RankFileFacts } from './breakdown';
 import { OnlineAnalyzer } from './online';
-import { TraceCollector } from './collect';
+import { CollectedTrace, TraceCollector } from './collect';
 import { KernelClassifier } from './families';
-import { ReadOptions, readTraceFile } from './source';
+import { ReadOptions, readTraceFile, SourceSummary } from './source';
 import { findSteps, kernelOrder } from './steps';
 import { RankBreakdown, TraceAnalysisOptions, TraceBreakdown } from './types';
 
 /**
- * Analyses one rank's trace file, streaming it (plain JSON or gzip). Runs on the calling thread.
- * One pass routes kernels to steps as they arrive; traces whose steps can only be found with every
- * kernel at hand (GPU-side annotations, idle gaps, an unusual layout) are read a second time.
+ * Analyses one rank's trace file, streaming it (plain JSON or gzip), in one pass. Runs on the
+ * calling thread. Kernels go to the server's named steps as they arrive; a trace that names none
+ * is cut into steps from the kernels the same pass collected. Only annotated kernels that come out
+ * of order for streaming make it read the file a second time.
  */
 export async function analyzeTraceFile(path: string, fallbackRank: number, options: TraceAnalysisOptions = {}, read: ReadOptions = {}): Promise<RankBreakdown> {
+  const classifier = new KernelClassifier(options.extraFamilies);
+  let collected: { trace: CollectedTrace; summary: SourceSummary } | undefined;
+  let collectedInOnePass = false;
   if (options.mode !== 'in-memory') {
     const online = new OnlineAnalyzer(options);
     const summary = await readTraceFile(path, online.onEvent, read);
-    const parts = online.finish({
-      file: path, fallbackRank, metadata: summary.metadata, events: summary.events, jsonBytes: summary.bytes,
-      fileBytes: summary.fileBytes, compressed: summary.compressed, truncated: summary.truncated,
-    });
-    if (!('fallback' in parts)) return assembleRank(parts, options.topKernels);
+    const parts = online.finish(factsOf(path, fallbackRank, summary));
+    if ('collected' in parts) {
+      collected = { trace: parts.collected, summary };
+      collectedInOnePass = true;
+    }
+    else if (!('fallback' in parts)) return assembleRank(parts, options.topKernels);
   }
-  const classifier = new KernelClassifier(options.extraFamilies);
-  const collector = new TraceCollector();
-  const summary = await readTraceFile(path, collector.onEvent, read);
-  const trace = collector.result();
+  if (!collected) {
+    const collector = new TraceCollector();
+    const summary = await readTraceFile(path, collector.onEvent, read);
+    collected = { trace: collector.result(), summary };
+  }
+  const { trace, summary } = collected;
+  const onePass = collectedInOnePass;
   const order = kernelOrder(trace);
   const steps = findSteps(trace, order, options);
-  return rankBreakdown(
-    {
-      file: path,
-      fallbackRank,
-      trace,
-      order,
-      steps,
-      metadata: summary.metadata,
-      events: summary.events,
-      jsonBytes: summary.bytes,
-      fileBytes: summary.fileBytes,
-      compressed: summary.compressed,
-      truncated: summary.truncated,
-    },
-    classifier,
-    options.topKernels,
-  );
+  const rank = rankBreakdown({ ...factsOf(path, fallbackRank, summary), trace, order, steps }, classifier, options.topKernels);
+  return onePass ? { ...rank, analysis: 'streaming' } : rank;
+}
+
+function factsOf(file: string, fallbackRank: number, summary: SourceSummary): RankFileFacts {
+  return {
+    file, fallbackRank, metadata: summary.metadata, events: summary.events, jsonBytes: summary.bytes,
+    fileBytes: summary.fileBytes, compressed: summary.compressed, truncated: summary.truncated,
+  };
 }
 
 /** Analyses one file per rank, one after the other, on the calling thread (the worker uses this). */

@@ -1,10 +1,10 @@
 import { CollectedTrace, RuntimeKind } from './collect';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
-import { StepFinding, StepKind } from './steps';
-import { CategoryShare, Distribution, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, StepSource, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
+import { StepConfidence, StepFinding, StepKind } from './steps';
+import { CategoryShare, Distribution, FrontEndTrace, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, StepSource, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
 
-/** Categories that are all-reduce, whichever library ran it. */
-const ALL_REDUCE_CATEGORIES = ['all-reduce', 'nccl all-reduce'];
+/** The category of all-reduce, whichever library ran it (families.ts puts NCCL's and vLLM's custom kernels in it). */
+const ALL_REDUCE_CATEGORY = 'all-reduce';
 
 export function distribution(values: ArrayLike<number>): Distribution | null {
   const n = values.length;
@@ -233,6 +233,9 @@ export interface RankFileFacts {
 export interface RankParts extends RankFileFacts {
   source: StepSource;
   annotation?: string;
+  /** Who named the steps, when a name or a module did. */
+  stepWriter?: string;
+  confidence?: StepConfidence;
   /** In time order, kinds settled. */
   steps: StepAggregate[];
   names: readonly string[];
@@ -288,7 +291,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
   return {
     file: input.file, fallbackRank: input.fallbackRank, metadata: input.metadata, events: input.events, jsonBytes: input.jsonBytes,
     fileBytes: input.fileBytes, compressed: input.compressed, truncated: input.truncated,
-    source: steps.source, annotation: steps.annotation, steps: aggregates, names: k.names, category, kernelTotals: totals,
+    source: steps.source, annotation: steps.annotation, stepWriter: steps.writer, confidence: steps.confidence, steps: aggregates, names: k.names, category, kernelTotals: totals,
     launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings,
     analysis: 'in-memory',
   };
@@ -300,31 +303,68 @@ export interface RankInput extends RankFileFacts {
   steps: StepFinding;
 }
 
-function rankOf(file: string, metadata: Record<string, unknown>, fallback: number): { rank: number; worldSize: number | null } {
+/**
+ * The rank a file is: distributedInfo.rank, else the number its name gives in any naming in use —
+ * vLLM's `dp0_pp0_tp1_dcp0_ep0_rank1.<time>...` (vllm/v1/worker/gpu_worker.py profile(), from
+ * vllm/distributed/utils.py get_worker_rank_suffix) and the
+ * older `<instance>-rank-1`, `rank-1`, SGLang's `<id>-TP-1[-DP-0][-PP-0][-EP-0]`
+ * (python/sglang/srt/managers/scheduler_profiler_mixin.py) — else the file's position.
+ */
+export function rankOf(file: string, metadata: Record<string, unknown>, fallback: number): { rank: number; worldSize: number | null; rankName?: string } {
   const info = metadata.distributedInfo as { rank?: unknown; world_size?: unknown } | undefined;
   const worldSize = typeof info?.world_size === 'number' ? info.world_size : null;
   if (typeof info?.rank === 'number') return { rank: info.rank, worldSize };
   const base = file.split(/[\\/]/).pop() ?? file;
-  const m = /rank[_-]?(\d+)/i.exec(base) ?? /TP-(\d+)/.exec(base) ?? /_tp(\d+)/i.exec(base);
+  const sglang = /-TP-(\d+)((?:-(?:DP|PP|EP)-\d+)*)/.exec(base);
+  if (sglang) return { rank: Number(sglang[1]), worldSize, rankName: sglang[2] ? `TP-${sglang[1]}${sglang[2]}`.replace(/^-/, '') : undefined };
+  const m = /(?:^|[_.-])rank[_-]?(\d+)/i.exec(base) ?? /_tp(\d+)/i.exec(base);
   return { rank: m ? Number(m[1]) : fallback, worldSize };
+}
+
+/** What a file with no GPU work is, or undefined for a GPU rank. */
+export function frontEndKind(file: string, kernels: number): string | undefined {
+  if (kernels > 0) return undefined;
+  const base = file.split(/[\\/]/).pop() ?? file;
+  // vLLM's AsyncLLM profiles the API server beside its workers unless ignore_frontend is set (vllm/v1/engine/async_llm.py).
+  if (/\.async_llm\./.test(base)) return "vLLM's API-server (front-end) trace, CPU only";
+  return 'a trace with no GPU kernels (CPU only)';
+}
+
+const METHOD: Record<StepSource, string> = {
+  annotation: 'step annotations',
+  'gpu-annotation': 'GPU-side step annotations',
+  'module-forward': 'the outermost module forward (with_stack, no step names)',
+  'repeating-pattern': 'the kernel sequence that repeats once per forward pass (no step names)',
+  'cuda-graph': 'one CUDA graph launch per step (no step names)',
+  none: 'nothing: the steps could not be told apart',
+};
+
+/** How one rank's steps were found, in words. */
+export function stepMethod(source: StepSource, writer?: string): string {
+  return source === 'annotation' && writer ? writer : METHOD[source];
 }
 
 /** One rank's breakdown from its parts. */
 export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
   const props = p.metadata.deviceProperties as { name?: unknown }[] | undefined;
-  const { rank, worldSize } = rankOf(p.file, p.metadata, p.fallbackRank);
+  const { rank, worldSize, rankName } = rankOf(p.file, p.metadata, p.fallbackRank);
   const decode = groupBreakdown(p.steps, 'decode', p.folded?.decode);
+  const mixed = groupBreakdown(p.steps, 'mixed', p.folded?.mixed);
   const warnings = [...p.warnings];
-  if (p.kernels > 0 && decode.count === 0) warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
+  if (p.kernels > 0 && decode.count === 0 && p.source !== 'none') warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
   return {
     file: p.file,
     rank,
+    rankName,
     worldSize,
     device: Array.isArray(props) && typeof props[0]?.name === 'string' ? props[0].name : null,
     stepSource: p.source,
     stepAnnotation: p.annotation,
+    stepConfidence: p.confidence,
+    stepMethod: stepMethod(p.source, p.stepWriter),
     decode,
     prefill: groupBreakdown(p.steps, 'prefill', p.folded?.prefill),
+    ...(mixed.count ? { mixed } : {}),
     topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels, p.folded?.decode),
     kernelTotals: statsFrom(p.kernelTotals, p.names, p.category, Infinity),
     launch: p.launch,
@@ -349,8 +389,20 @@ export function rankBreakdown(input: RankInput, classifier: KernelClassifier, to
   return assembleRank(partsFromCollected(input, classifier), topKernels);
 }
 
-/** Combines per-rank breakdowns: categories averaged over ranks, rank skew, the headline. */
-export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): TraceBreakdown {
+/** Combines per-rank breakdowns: categories averaged over ranks, rank skew, the headline. Files with no GPU work are set apart, never ranks. */
+export function combineRanks(all: RankBreakdown[], categoryOrder: string[]): TraceBreakdown {
+  const frontEnd: FrontEndTrace[] = [];
+  const ranks: RankBreakdown[] = [];
+  for (const r of all) {
+    const what = frontEndKind(r.file, r.totals.kernels);
+    if (what && all.some((o) => o.totals.kernels > 0)) frontEnd.push({ file: r.file, what, events: r.totals.events });
+    else ranks.push(r);
+  }
+  // SGLang names ranks TP-n-DP-m...: with several DP or PP groups, the TP number repeats; number them in name order.
+  if (ranks.length > 1 && ranks.every((r) => r.rankName) && new Set(ranks.map((r) => r.rank)).size < ranks.length) {
+    const key = (r: RankBreakdown) => (r.rankName ?? '').replace(/\d+/g, (d) => d.padStart(6, '0'));
+    [...ranks].sort((a, b) => (key(a) < key(b) ? -1 : 1)).forEach((r, i) => (r.rank = i));
+  }
   const sorted = [...ranks].sort((a, b) => a.rank - b.rank);
   const withDecode = sorted.filter((r) => r.decode.count > 0 && r.decode.stepMs);
   const warnings: string[] = [];
@@ -360,6 +412,7 @@ export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): T
     seen.add(r.rank);
     if (r.truncated) warnings.push(`rank ${r.rank} (${r.file}): ${r.truncated}`);
   }
+  for (const f of frontEnd) warnings.push(`${f.file.split(/[\\/]/).pop()}: ${f.what}; not a GPU rank, left out of the breakdown.`);
   const sums = new Map<string, [number, number, number]>();
   let stepMsSum = 0;
   const pooled: number[] = [];
@@ -397,32 +450,53 @@ export function combineRanks(ranks: RankBreakdown[], categoryOrder: string[]): T
     skew = { stepMsByRank: byRank, minMs: min.stepMs, maxMs: max.stepMs, spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0, slowestRank: max.rank, fastestRank: min.rank };
   }
 
-  // The headline names the biggest part of the step; vLLM's custom all-reduce and NCCL's count as one.
-  const allReduceParts = categories.filter((c) => ALL_REDUCE_CATEGORIES.includes(c.category));
-  const allReduce = n && allReduceParts.length
-    ? { msPerStep: allReduceParts.reduce((a, c) => a + c.msPerStep, 0), sharePct: allReduceParts.reduce((a, c) => a + c.sharePct, 0) }
-    : null;
-  const candidates = categories.filter((c) => c.category !== IDLE_CATEGORY && !ALL_REDUCE_CATEGORIES.includes(c.category)).map((c) => ({ name: c.category, msPerStep: c.msPerStep, sharePct: c.sharePct }));
-  if (allReduce) candidates.push({ name: 'all-reduce', ...allReduce });
-  const top = candidates.sort((a, b) => b.msPerStep - a.msPerStep)[0];
-  const ms = (v: number) => v.toFixed(v < 1 ? 3 : 2);
-  const scope = `${n} rank${n === 1 ? '' : 's'}, ${steps} decode step${steps === 1 ? '' : 's'}`;
-  const headline = !n
-    ? 'No decode steps found in the trace(s).'
-    : top
-      ? `${top.name} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms) of a ${ms(stepMs)} ms decode step (${scope})`
-      : `${ms(stepMs)} ms decode step, all idle (${scope})`;
+  const allReducePart = categories.find((c) => c.category === ALL_REDUCE_CATEGORY);
+  const allReduce = n && allReducePart ? { msPerStep: allReducePart.msPerStep, sharePct: allReducePart.sharePct } : null;
   const order = [...categoryOrder];
   for (const c of categories) if (!order.includes(c.category)) order.splice(order.length - 1, 0, c.category);
   return {
     version: TRACE_BREAKDOWN_VERSION,
-    headline,
-    files: sorted.map((r) => r.file),
+    headline: headlineOf(sorted, withDecode, categories, stepMs, steps),
+    files: [...sorted.map((r) => r.file), ...frontEnd.map((f) => f.file)],
     overall: { ranks: n, count: steps, stepMs: distribution(pooled), periodMs: distribution(periods), categories },
     allReduce,
     ranks: sorted,
+    ...(frontEnd.length ? { frontEnd } : {}),
     skew,
     categoryOrder: order,
     warnings,
   };
+}
+
+/** GPU idle above this share of the decode step means the step waits on the CPU, not on kernels. */
+const CPU_BOUND_IDLE_PCT = 50;
+
+/**
+ * The line a user reads first, in the categories the tables show: the largest part of the decode
+ * step; or, when the GPU idles through most of it, that the CPU and kernel launches bound it; and
+ * how the steps were found. When they could not be found, it says so instead of a breakdown.
+ */
+function headlineOf(ranks: RankBreakdown[], withDecode: RankBreakdown[], categories: CategoryShare[], stepMs: number, steps: number): string {
+  const n = withDecode.length;
+  const ms = (v: number) => v.toFixed(v < 1 ? 3 : 2);
+  const methods = [...new Set(withDecode.map((r) => r.stepMethod ?? r.stepSource))];
+  const how = `steps from ${methods.join(' / ')}`;
+  if (!n) {
+    const none = ranks.find((r) => r.stepSource === 'none' && r.totals.kernels > 0);
+    if (none) return `Steps not found: no step annotations and no repeating forward pass in ${none.totals.kernels} kernels (${ms(none.totals.kernelMs)} ms of GPU time); profile through the server, whose steps are named, or give the step annotation.`;
+    return 'No decode steps found in the trace(s).';
+  }
+  const scope = `${n} rank${n === 1 ? '' : 's'}, ${steps} decode step${steps === 1 ? '' : 's'}; ${how}`;
+  const unsure = withDecode.every((r) => r.stepConfidence === 'unsure');
+  const top = categories.filter((c) => c.category !== IDLE_CATEGORY)[0];
+  const idle = categories.find((c) => c.category === IDLE_CATEGORY);
+  const prefix = unsure ? 'Steps uncertain (check the count against the workload): ' : '';
+  if (idle && idle.sharePct >= CPU_BOUND_IDLE_PCT) {
+    const kernelsPerStep = categories.reduce((a, c) => a + c.kernelsPerStep, 0);
+    const launchUs = withDecode.map((r) => r.launch?.launchCallUs?.median).filter((v): v is number => v !== undefined);
+    const launch = launchUs.length ? `, launch call median ${(launchUs.reduce((a, b) => a + b, 0) / launchUs.length).toFixed(1)} us` : '';
+    return `${prefix}GPU idle ${idle.sharePct.toFixed(1)}% of a ${ms(stepMs)} ms decode step: bound by the CPU and kernel launches (${kernelsPerStep.toFixed(0)} kernels per step${launch})` +
+      (top ? `; largest kernel category ${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms)` : '') + ` (${scope})`;
+  }
+  return top ? `${prefix}${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms) of a ${ms(stepMs)} ms decode step (${scope})` : `${prefix}${ms(stepMs)} ms decode step, all idle (${scope})`;
 }

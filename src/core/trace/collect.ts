@@ -33,6 +33,8 @@ export interface Annotation {
   dur: number;
   gpu: boolean;
   pid: number;
+  /** A with_stack `nn.Module: ...` python_function range, not a named annotation. */
+  module?: boolean;
 }
 
 /** Kernels as columns. `name` indexes `names`; `memory` is 1 for gpu_memcpy/gpu_memset events. */
@@ -133,6 +135,10 @@ export class TraceCollector {
       this.rDur.push(Number.isNaN(e.dur) ? 0 : e.dur);
       this.rCorr.push(e.correlation);
       this.rKind.push(kind);
+    } else if (cat === EventCat.PythonFunction) {
+      // with_stack traces: module forwards only (the rest of the Python stack is not needed).
+      const name = e.name();
+      if (name.startsWith('nn.Module: ')) this.annotations.push({ name, ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: false, pid: e.pid, module: true });
     } else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) {
       this.annotations.push({ name: e.name(), ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: cat === EventCat.GpuUserAnnotation, pid: e.pid });
     }

@@ -5,8 +5,10 @@ import { KernelFamilySpec } from './types';
 // before GEMM; vLLM's custom all-reduce (`cross_device_reduce_*`) matches no "nccl" and would pass
 // for compute (Meta's HTA makes that mistake); Marlin names hold no "gemm".
 export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
+  // One all-reduce category whichever library ran it, so that the headline, the tables and the
+  // kernel panel show the same figure; the kernel names still tell vLLM's custom kernel from NCCL's.
   { category: 'all-reduce', pattern: 'cross_device_reduce_1stage|cross_device_reduce_2stage|allreduce_fusion' },
-  { category: 'nccl all-reduce', pattern: '^(void )?nccl(Dev)?Kernel.*AllReduce' },
+  { category: 'all-reduce', pattern: '^(void )?nccl(Dev)?Kernel.*AllReduce' },
   { category: 'nccl all-gather', pattern: '^(void )?nccl(Dev)?Kernel.*AllGather' },
   { category: 'nccl reduce-scatter', pattern: '^(void )?nccl(Dev)?Kernel.*ReduceScatter' },
   { category: 'nccl send/recv', pattern: '^(void )?nccl(Dev)?Kernel.*(SendRecv|Send|Recv)' },

@@ -17,7 +17,7 @@ export function breakdownTables(b: TraceBreakdown): ResultTable[] {
   const tables: ResultTable[] = [];
   const o = b.overall;
   const stepNote = o.stepMs ? `${o.count} decode steps over ${o.ranks} rank(s); mean step ${o.stepMs.mean.toFixed(3)} ms` : 'no decode steps';
-  const sources = [...new Set(b.ranks.map((r) => r.stepSource))].join(', ');
+  const sources = [...new Set(b.ranks.map((r) => r.stepMethod ?? r.stepSource))].join(', ');
   tables.push({
     id: 'profile-categories',
     title: 'Where a decode step goes (GPU time per category)',
@@ -73,13 +73,14 @@ export function renderBreakdownText(b: TraceBreakdown): string {
   for (const r of b.ranks) {
     const d = r.decode.stepMs;
     parts.push(
-      `rank ${r.rank}: ${fileName(r.file)} (${(r.totals.jsonBytes / 1e6).toFixed(1)} MB JSON, ${r.totals.kernels} kernels${r.device ? `, ${r.device}` : ''}); ` +
-        `steps from ${r.stepSource}${r.stepAnnotation ? ` /${r.stepAnnotation}/` : ''}: ${r.decode.count} decode, ${r.prefill.count} prefill` +
+      `rank ${r.rank}${r.rankName ? ` (${r.rankName})` : ''}: ${fileName(r.file)} (${(r.totals.jsonBytes / 1e6).toFixed(1)} MB JSON, ${r.totals.kernels} kernels${r.device ? `, ${r.device}` : ''}); ` +
+        `steps from ${r.stepMethod ?? r.stepSource}${r.stepConfidence && r.stepConfidence !== 'exact' ? ` (${r.stepConfidence})` : ''}: ${r.decode.count} decode, ${r.prefill.count} prefill${r.mixed ? `, ${r.mixed.count} mixed` : ''}` +
         (d ? `; decode step median ${d.median.toFixed(3)} ms, mean ${d.mean.toFixed(3)} ms` : '') +
         (r.launch?.launchCallUs ? `; launch call median ${r.launch.launchCallUs.median.toFixed(1)} us over ${r.launch.launches} launches (${r.launch.graphLaunches} graph)` : '') +
         '\n',
     );
   }
+  for (const f of b.frontEnd ?? []) parts.push(`not a rank: ${fileName(f.file)} (${f.what}, ${f.events} events)\n`);
   for (const t of breakdownTables(b)) parts.push(`\n${renderTextTable(t)}\n`);
   const warnings = [...b.warnings, ...b.ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`))];
   if (warnings.length) parts.push(`\n${warnings.map((w) => `warning: ${w}`).join('\n')}\n`);

@@ -15,6 +15,7 @@ export const enum EventCat {
   GpuUserAnnotation = 7,
   CpuOp = 8,
   None = 9,
+  PythonFunction = 10,
 }
 
 /** Thrown for input that is not a trace, or not JSON; `offset` is the byte where reading stopped. */
@@ -48,6 +49,7 @@ const CAT_NAMES: [Uint8Array, EventCat][] = [
   [bytes('user_annotation'), EventCat.UserAnnotation],
   [bytes('gpu_user_annotation'), EventCat.GpuUserAnnotation],
   [bytes('cpu_op'), EventCat.CpuOp],
+  [bytes('python_function'), EventCat.PythonFunction],
 ];
 const K_CORRELATION = bytes('correlation');
 const K_TRACE_EVENTS = 'traceEvents';

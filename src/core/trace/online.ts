@@ -1,5 +1,5 @@
 import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
-import { Annotation, RuntimeKind, RuntimeKindCache } from './collect';
+import { Annotation, CollectedTrace, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
@@ -9,9 +9,11 @@ import { Distribution, LaunchStats, TraceAnalysisOptions } from './types';
 // each kernel is routed to its step as it arrives (through its launch call's correlation id and
 // the step annotation holding that call), and a step is reduced to an aggregate, its kernels
 // dropped, once kernels of later steps arrive. Kineto writes CPU events (the step annotations)
-// ahead of the GPU events and launches next to their kernels, which is what makes this work; when
-// a trace is laid out otherwise, or its steps can only come from GPU-side annotations or idle
-// gaps, finish() says so and the caller reads the file again the in-memory way.
+// ahead of the GPU events and launches next to their kernels, which is what makes this work.
+// Until a step annotation has taken a kernel, the same pass also collects every kernel as numbers
+// (collect.ts): a trace that names no step (GPU-side names only, module forwards, a repeating pass,
+// graph launches) is then cut into steps from that collection at the end, still in one pass. Only
+// a trace whose annotated kernels come out of order for streaming is read a second time.
 
 /** Steps left open at once per track; an older one is reduced when a newer one gets kernels. */
 const OPEN_STEPS = 3;
@@ -119,7 +121,7 @@ class StepTrack {
   routed = 0;
 
   /** Sums of closed steps whose kind was known by then, so that a step costs a few numbers once closed. */
-  readonly folded: Record<StepKind, FoldedSteps> = { decode: newFolded(), prefill: newFolded() };
+  readonly folded: Record<StepKind, FoldedSteps> = { decode: newFolded(), prefill: newFolded(), mixed: newFolded() };
 
   constructor(readonly category: readonly string[], private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined) {}
 
@@ -242,9 +244,6 @@ export class OnlineAnalyzer {
   private readonly nameIds = new Map<string, number>();
   private readonly category: string[] = [];
   private readonly tracks: (StepTrack | undefined)[];
-  private readonly graphTrack: StepTrack;
-  private readonly graphSteps = new Map<number, OnlineStep>();
-  private readonly graphOrder: number[] = [];
   /** Launch calls waiting for their kernels: a = CPU ts, c = 1 for a graph launch. */
   private readonly launches = new CorrelationTable();
   /** Kernels that came before their launch call: a = ts, b = dur, c = name id. */
@@ -253,7 +252,6 @@ export class OnlineAnalyzer {
   private droppedPending = 0;
   private readonly kindAnnotations: Annotation[] = [];
   private readonly kindStarts: number[] = [];
-  private gpuStepAnnotations = 0;
   private readonly totals = new Map<number, [number, number, number, number]>();
   private kernels = 0;
   private kernelUs = 0;
@@ -266,12 +264,14 @@ export class OnlineAnalyzer {
   private syncUs = 0;
   private runtimeSeen = 0;
   private readonly runtimeKinds = new RuntimeKindCache();
+  /** Every kernel as numbers, until a step annotation takes one: the steps of an unnamed trace are found from it. */
+  private collector: TraceCollector | undefined = new TraceCollector();
+  private readonly graphCorrs: number[] = [];
 
   constructor(options: TraceAnalysisOptions = {}) {
     this.classifier = new KernelClassifier(options.extraFamilies);
-    this.patterns = [...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName }] : []), ...BUILTIN_PATTERNS];
+    this.patterns = [...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }] : []), ...BUILTIN_PATTERNS];
     this.tracks = this.patterns.map(() => undefined);
-    this.graphTrack = new StepTrack(this.category);
   }
 
   private nameId(name: string, memory: boolean): number {
@@ -286,6 +286,7 @@ export class OnlineAnalyzer {
   }
 
   readonly onEvent = (e: EventView): void => {
+    this.collector?.onEvent(e);
     const cat = e.cat;
     if (cat === EventCat.CpuOp || e.ph !== 0x58 || Number.isNaN(e.ts)) return;
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) this.kernel(e, cat !== EventCat.Kernel);
@@ -344,17 +345,9 @@ export class OnlineAnalyzer {
     const corr = e.correlation;
     if (graph) {
       this.graphLaunches++;
-      const step = this.graphTrack.addRange(`cudaGraphLaunch #${this.graphLaunches}`, undefined, e.ts, Infinity, false);
-      if (step) {
-        this.graphSteps.set(corr, step);
-        this.graphOrder.push(corr);
-        // Replayed kernels of old launches have long arrived: forget them.
-        if (this.graphOrder.length > 256) {
-          const old = this.graphOrder.shift()!;
-          this.graphSteps.delete(old);
-          this.launches.remove(old);
-        }
-      }
+      // Replayed kernels of old launches have long arrived: forget them.
+      this.graphCorrs.push(corr);
+      if (this.graphCorrs.length > 256) this.launches.remove(this.graphCorrs.shift()!);
     }
     if (corr < 0) return;
     const l = launch(e.ts, graph);
@@ -391,7 +384,6 @@ export class OnlineAnalyzer {
         this.kindAnnotations.splice(at, 0, a);
         this.kindStarts.splice(at, 0, a.ts);
       }
-      if (this.patterns.some((p) => p.re.test(name))) this.gpuStepAnnotations++;
       return;
     }
     this.patterns.forEach((p, i) => {
@@ -413,39 +405,37 @@ export class OnlineAnalyzer {
 
   private route(corr: number, launch: Launch, ts: number, dur: number, id: number): void {
     // Tracks below the best one that has steps can no longer be chosen (finish() takes the first
-    // annotation pattern with kernels, graph launches only without any): skip them.
-    let routed = false;
+    // annotation pattern with kernels): skip them. A graph launch inside a step range brings all
+    // its replayed kernels into that step, however many graphs the step replays.
     for (const track of this.tracks) {
       if (!track) continue;
       track.add(track.find(launch.ts), ts, dur, id);
       if (track.routed > 0) {
-        routed = true;
+        // The server names its steps: they stream, and the collection is not needed.
+        this.collector = undefined;
         break;
       }
     }
-    if (routed) return;
-    const g = this.graphTrack;
-    g.add(launch.graph ? this.graphSteps.get(corr) : g.latestAtOrBefore(launch.ts), ts, dur, id);
   }
 
   /**
-   * The rank's parts, or a reason why this trace needs the in-memory way (steps from GPU-side
-   * annotations or idle gaps, or a layout where kernels could not be routed as they came).
+   * The rank's parts; or, for a trace that names no step on the CPU side, every kernel collected
+   * in this pass, for steps.ts to cut; or a reason to read the file again (annotated kernels that
+   * came out of order for streaming).
    */
-  finish(base: RankFileFacts): RankParts | { fallback: string } {
-    if (this.kernels === 0) return { fallback: 'no kernels' };
+  finish(base: RankFileFacts): RankParts | { collected: CollectedTrace } | { fallback: string } {
+    if (this.kernels === 0 && this.collector) return { collected: this.collector.result() };
     const unresolved = this.pendingCount + this.droppedPending;
-    let chosen: { track: StepTrack; source: 'annotation' | 'cuda-graph'; pattern?: StepPattern } | undefined;
+    let chosen: { track: StepTrack; pattern: StepPattern } | undefined;
     for (let i = 0; i < this.patterns.length && !chosen; i++) {
       const t = this.tracks[i];
-      if (t && t.routed + t.late > 0) chosen = { track: t, source: 'annotation', pattern: this.patterns[i] };
+      if (t && t.routed + t.late > 0) chosen = { track: t, pattern: this.patterns[i] };
     }
-    if (!chosen && this.graphLaunches > 0) chosen = { track: this.graphTrack, source: 'cuda-graph' };
-    if (!chosen) return { fallback: this.gpuStepAnnotations ? 'steps only in GPU-side annotations' : 'no step annotations or graph launches' };
+    if (!chosen) return this.collector ? { collected: this.collector.result() } : { fallback: 'no step annotation kept its kernels' };
     const { track } = chosen;
     // Kernels that reached a step after it was reduced, or that found no range because its
     // annotation came later in the file: this layout needs the in-memory way to be exact.
-    if (track.late > 0 || (chosen.source === 'annotation' && track.outside > 0.05 * this.kernels)) {
+    if (track.late > 0 || track.outside > 0.05 * this.kernels) {
       return { fallback: `kernels out of order for streaming (${track.late} late, ${track.outside} outside)` };
     }
     const { steps, dropped } = track.finish(base.truncated !== undefined);
@@ -456,14 +446,15 @@ export class OnlineAnalyzer {
     const warnings: string[] = [];
     if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
-    if (chosen.source === 'cuda-graph') warnings.push('No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
     const launch: LaunchStats | null = this.runtimeSeen
       ? { launches: this.launchCount, graphLaunches: this.graphLaunches, launchCallUs: this.launchCalls.distribution(), launchToStartUs: this.launchToStart.distribution(), syncMs: this.syncUs / 1000 }
       : null;
     return {
       ...base,
-      source: chosen.source,
-      annotation: chosen.pattern?.re.source,
+      source: 'annotation',
+      annotation: chosen.pattern.re.source,
+      stepWriter: chosen.pattern.writer,
+      confidence: 'exact',
       steps,
       names: this.names,
       category: this.category,

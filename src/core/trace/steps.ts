@@ -1,7 +1,9 @@
 import { Annotation, CollectedTrace, RuntimeKind } from './collect';
+import { shortKernelName } from './format';
 import { StepSource, TraceAnalysisOptions } from './types';
 
-export type StepKind = 'prefill' | 'decode';
+/** A mixed step holds prefill (context) and decode (generation) work at once, and the server's name says so. */
+export type StepKind = 'prefill' | 'decode' | 'mixed';
 
 /** One step: its kernels, as indices into the collected kernel columns, in start-time order. */
 export interface Step {
@@ -10,30 +12,75 @@ export interface Step {
   kernels: number[];
 }
 
+/** How sure the step boundaries are: the server named them, the trace's structure shows them, or a guess. */
+export type StepConfidence = 'exact' | 'likely' | 'unsure';
+
 export interface StepFinding {
   source: StepSource;
   annotation?: string;
   steps: Step[];
   kernelsOutside: number;
   warnings: string[];
+  confidence?: StepConfidence;
+  /** Who named the steps (StepPattern.writer), for annotation and module sources. */
+  writer?: string;
 }
 
 export interface StepPattern {
   re: RegExp;
-  /** 'prefill' / 'decode' when the name says; undefined to decide from the step's size. */
+  /** 'prefill' / 'decode' / 'mixed' when the name says; undefined to decide from the step's size. */
   kindOf(name: string): StepKind | undefined;
+  /** Who writes these names, for the "steps from ..." line. */
+  writer: string;
 }
 
 export const byName = (name: string): StepKind | undefined => (/prefill|extend/i.test(name) ? 'prefill' : /decode/i.test(name) ? 'decode' : undefined);
 
-// Step annotations, best first. vLLM's worker marks each step `execute_new_{N}_cached_{M}` (N new
-// requests: a prefill when N > 0); torch's schedule marks `ProfilerStep#k`; servers and scripts use
-// names like execute_model / forward_batch / decode_step.
+/** The kind a request count split gives: any context request makes the step a prefill, both make it mixed. */
+const fromCounts = (context: number, generation: number): StepKind => (context > 0 ? (generation > 0 ? 'mixed' : 'prefill') : 'decode');
+
+/** Where the module forward of a with_stack trace starts: torch names python_function ranges of modules `nn.Module: <Class>_<n>`. */
+export const MODULE_FORWARD = /^nn\.Module: /;
+
+// Step annotations, best first; each is cited to the code that writes it.
 export const BUILTIN_PATTERNS: StepPattern[] = [
-  { re: /^execute_new_(\d+)_cached_(\d+)/, kindOf: (n) => (Number(/^execute_new_(\d+)/.exec(n)?.[1] ?? 0) > 0 ? 'prefill' : 'decode') },
-  { re: /^ProfilerStep#\d+$/, kindOf: byName },
-  { re: /execute_model|model_forward|forward_batch|run_batch|forward_(decode|extend|idle)|decode_step|prefill_step|^(decode|prefill)$/i, kindOf: byName },
+  {
+    // vLLM 0.26+: vllm/v1/worker/gpu_worker.py annotate_profile() names each step
+    // execute_context_{ctx reqs}({ctx tokens})_generation_{gen reqs}({gen tokens}), counted by
+    // vllm/v1/utils.py compute_iteration_details(), where a request still in chunked prefill is context.
+    re: /^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$/,
+    kindOf: (n) => {
+      const m = /^execute_context_(\d+)\(\d+\)_generation_(\d+)/.exec(n);
+      return m ? fromCounts(Number(m[1]), Number(m[2])) : undefined;
+    },
+    writer: "vLLM's step annotation",
+  },
+  {
+    // vLLM 0.11-0.25: the same annotate_profile() wrote execute_new_{N}_cached_{M}: N new requests
+    // (a prefill when N > 0); a continuing chunked prefill counts among the M cached ones.
+    re: /^execute_new_(\d+)_cached_(\d+)/,
+    kindOf: (n) => (Number(/^execute_new_(\d+)/.exec(n)?.[1] ?? 0) > 0 ? 'prefill' : 'decode'),
+    writer: "vLLM's step annotation",
+  },
+  {
+    // SGLang's model runner: step[DECODE bs=8], step[EXTEND bs=1 toks=512], step[MIXED ...], step[IDLE ...].
+    re: /^step\[[A-Z_]+/,
+    kindOf: (n) => {
+      const mode = /^step\[([A-Z_]+)/.exec(n)?.[1] ?? '';
+      return mode.startsWith('DECODE') ? 'decode' : mode === 'MIXED' ? 'mixed' : mode === 'EXTEND' || mode === 'PREFILL' ? 'prefill' : undefined;
+    },
+    writer: "SGLang's step annotation",
+  },
+  // torch.profiler's schedule marks each prof.step() as ProfilerStep#k (torch/profiler/profiler.py).
+  { re: /^ProfilerStep#\d+$/, kindOf: byName, writer: "torch's ProfilerStep" },
+  { re: /execute_model|model_forward|forward_batch|run_batch|forward_(decode|extend|idle)|decode_step|prefill_step|^(decode|prefill)$/i, kindOf: byName, writer: 'step annotation' },
+  // vLLM's VLLM_CUSTOM_SCOPES_FOR_PROFILING scopes (vllm/v1/utils.py record_function_or_nullcontext):
+  // the forward of each step, when the trace names nothing better.
+  { re: /^gpu_model_runner: forward$/, kindOf: () => undefined, writer: "vLLM's gpu_model_runner scope" },
 ];
+
+/** The outermost module forward of a with_stack trace: one per forward pass, so one per step. */
+export const MODULE_PATTERN: StepPattern = { re: MODULE_FORWARD, kindOf: () => undefined, writer: 'the outermost module forward (with_stack)' };
 
 /** Sorted kernel order by start time. */
 export function kernelOrder(trace: CollectedTrace): Uint32Array {
@@ -172,46 +219,169 @@ function settleKinds(trace: CollectedTrace, pending: { step: Step; kind: StepKin
 }
 
 /**
- * Finds the steps of a trace: from step annotations where it has them, else from CUDA graph
- * launches, else from idle gaps on the GPU; and tells prefill from decode.
+ * The kinds of steps no name told, for steps cut by structure (module forwards, repeats): a step
+ * whose kernel count differs from the common one and that is busier than the median is a prefill
+ * (the first, larger pass of a generate loop); the repeating ones are decode.
+ */
+function settleKindsByShape(trace: CollectedTrace, steps: Step[]): void {
+  const counts = new Map<number, number>();
+  for (const s of steps) counts.set(s.kernels.length, (counts.get(s.kernels.length) ?? 0) + 1);
+  const commonCount = [...counts].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
+  const busy = steps.map((s) => s.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0));
+  const typical = median(busy);
+  steps.forEach((s, i) => (s.kind = s.kernels.length !== commonCount && busy[i] > 1.1 * typical ? 'prefill' : 'decode'));
+}
+
+/** Steps cut where the kernel sequence repeats: what a forward pass looks like when nothing names it. */
+export interface RepeatingSteps {
+  steps: Step[];
+  /** Kernels per repeat. */
+  period: number;
+  /** Share of kernels equal to the kernel one period later: 1 for a loop of identical passes. */
+  periodicity: number;
+  anchor: string;
+}
+
+/**
+ * Finds the forward pass in a trace with no step names: the kernel sequence repeats once per pass.
+ * Kernels launched once per pass recur at a fixed distance (the pass length in kernels); kernels
+ * launched once per layer recur at a shorter one. The longest distance at which some kernel keeps
+ * recurring across the trace is the pass; each pass starts at the earliest such kernel.
+ */
+export function findRepeatingSteps(nameOf: (o: number) => number, tsOf: (o: number) => number, durOf: (o: number) => number, n: number): RepeatingSteps | undefined {
+  if (n < 8) return undefined;
+  const lastAt = new Map<number, number>();
+  const firstAt = new Map<number, number>();
+  const gaps = new Map<number, Map<number, number>>();
+  for (let o = 0; o < n; o++) {
+    const id = nameOf(o);
+    const prev = lastAt.get(id);
+    if (prev === undefined) firstAt.set(id, o);
+    else {
+      let h = gaps.get(id);
+      if (!h) gaps.set(id, (h = new Map()));
+      h.set(o - prev, (h.get(o - prev) ?? 0) + 1);
+    }
+    lastAt.set(id, o);
+  }
+  // Candidate periods: the regular gap of kernels that recur at least four times and whose
+  // recurrences span most of the trace (a kernel seen three times far apart is no pass).
+  const candidates = new Map<number, number[]>();
+  for (const [id, h] of gaps) {
+    let total = 0;
+    let modeGap = 0;
+    let modeCount = 0;
+    for (const [g, c] of h) {
+      total += c;
+      if (c > modeCount || (c === modeCount && g > modeGap)) [modeGap, modeCount] = [g, c];
+    }
+    if (modeGap < 2 || total < 3 || modeCount < 0.8 * total || n / modeGap < 4 || (total + 1) * modeGap < 0.6 * n) continue;
+    const list = candidates.get(modeGap) ?? [];
+    list.push(id);
+    candidates.set(modeGap, list);
+  }
+  if (!candidates.size) return undefined;
+  const periodicityAt = (p: number) => {
+    let same = 0;
+    for (let o = 0; o + p < n; o++) if (nameOf(o) === nameOf(o + p)) same++;
+    return same / Math.max(1, n - p);
+  };
+  // The pass is the longest candidate, unless a divisor of it repeats nearly as exactly: a kernel
+  // whose variant cycles over several passes (a vectorised fill whose width follows the position)
+  // makes a multiple of the pass look regular. A layer repeats clearly less exactly than the pass,
+  // since the ends of each pass (embedding, LM head, sampling) differ from a layer.
+  let period = Math.max(...candidates.keys());
+  let periodicity = periodicityAt(period);
+  for (const p of [...candidates.keys()].sort((a, b) => a - b)) {
+    if (p >= period || period % p !== 0) continue;
+    const at = periodicityAt(p);
+    if (at >= periodicity - 0.005) {
+      period = p;
+      periodicity = at;
+      break;
+    }
+  }
+  if (periodicity < 0.6) return undefined;
+  const anchors = candidates.get(period)!;
+  const anchor = anchors.reduce((a, b) => (firstAt.get(b)! < firstAt.get(a)! ? b : a));
+  const steps: Step[] = [];
+  let current: Step = { kind: 'decode', label: 'pass 1', kernels: [] };
+  // What runs before the first pass start joins the first pass (the head of a prefill pass), unless
+  // it is a pass of its own: as busy as half a pass, with no kernel that the passes also run.
+  const start = firstAt.get(anchor)!;
+  let preambleUs = 0;
+  for (let o = 0; o < start; o++) preambleUs += durOf(o);
+  let passUs = 0;
+  for (let o = start; o < Math.min(n, start + period); o++) passUs += durOf(o);
+  let shared = false;
+  for (let o = 0; o < start && !shared; o++) shared = lastAt.get(nameOf(o))! >= start;
+  const ownPreamble = !shared && preambleUs >= 0.5 * passUs;
+  for (let o = 0; o < n; o++) {
+    if (nameOf(o) === anchor && o > start || (ownPreamble && o === start && o > 0)) {
+      steps.push(current);
+      current = { kind: 'decode', label: `pass ${steps.length + 1}`, kernels: [] };
+    }
+    current.kernels.push(o);
+  }
+  steps.push(current);
+  return steps.length >= 2 ? { steps, period, periodicity, anchor: String(anchor) } : undefined;
+}
+
+/** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
+function assignByLaunch(trace: CollectedTrace, order: Uint32Array, launches: LaunchIndex, ranges: Annotation[], steps: Step[]): { outside: number; unlaunched: number } {
+  const k = trace.kernels;
+  const starts = ranges.map((a) => a.ts);
+  let outside = 0;
+  let unlaunched = 0;
+  for (let o = 0; o < order.length; o++) {
+    const ki = order[o];
+    const r = launches.find(k.correlation[ki]);
+    if (r < 0) {
+      unlaunched++;
+      outside++;
+      continue;
+    }
+    const t = trace.runtime.ts[r];
+    const s = lastAtOrBefore(starts, t);
+    if (s >= 0 && t <= ranges[s].ts + ranges[s].dur) steps[s].kernels.push(ki);
+    else outside++;
+  }
+  return { outside, unlaunched };
+}
+
+/**
+ * Finds the steps of a trace, best source first: the server's step annotations (CPU ranges; the
+ * graph launches and kernels inside one range belong to that step, however many graphs it
+ * replays), the same names on the GPU side, the outermost module forward of a with_stack trace,
+ * the kernel sequence that repeats once per forward pass, and CUDA graph launches last.
  */
 export function findSteps(trace: CollectedTrace, order: Uint32Array, options: TraceAnalysisOptions = {}): StepFinding {
   const warnings: string[] = [];
   const k = trace.kernels;
   if (k.count === 0) return { source: 'none', steps: [], kernelsOutside: 0, warnings: ['The trace holds no GPU kernels: was the profiler started with CUDA activities, and did the server run any request while it was on?'] };
   const patterns: StepPattern[] = [];
-  if (options.stepAnnotation) patterns.push({ re: new RegExp(options.stepAnnotation), kindOf: byName });
+  if (options.stepAnnotation) patterns.push({ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' });
   patterns.push(...BUILTIN_PATTERNS);
   const launches = new LaunchIndex(trace);
 
-  // 1. CPU-side step annotations; kernels join the step whose range holds their launch call.
+  // 1. Step annotations; kernels join the step whose range holds their launch call (CPU) or their start (GPU side).
   for (const gpu of [false, true]) {
     for (const pattern of patterns) {
-      const matching = trace.annotations.filter((a) => a.gpu === gpu && pattern.re.test(a.name));
+      const matching = trace.annotations.filter((a) => a.gpu === gpu && !a.module && pattern.re.test(a.name));
       if (!matching.length) continue;
       const ranges = outermost(matching);
       const starts = ranges.map((a) => a.ts);
       const steps: Step[] = ranges.map((a) => ({ kind: 'decode', label: a.name, kernels: [] }));
       let outside = 0;
       let unlaunched = 0;
-      for (let o = 0; o < order.length; o++) {
-        const ki = order[o];
-        let t: number;
-        if (gpu) {
-          t = k.ts[ki];
-        } else {
-          const r = launches.find(k.correlation[ki]);
-          if (r < 0) {
-            unlaunched++;
-            outside++;
-            continue;
-          }
-          t = trace.runtime.ts[r];
+      if (gpu) {
+        for (let o = 0; o < order.length; o++) {
+          const ki = order[o];
+          const s = lastAtOrBefore(starts, k.ts[ki]);
+          if (s >= 0 && k.ts[ki] <= ranges[s].ts + ranges[s].dur) steps[s].kernels.push(ki);
+          else outside++;
         }
-        const s = lastAtOrBefore(starts, t);
-        if (s >= 0 && t <= ranges[s].ts + ranges[s].dur) steps[s].kernels.push(ki);
-        else outside++;
-      }
+      } else ({ outside, unlaunched } = assignByLaunch(trace, order, launches, ranges, steps));
       if (unlaunched) warnings.push(`${unlaunched} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
       const pending: { step: Step; kind: StepKind | undefined }[] = [];
       steps.forEach((step, s) => {
@@ -222,11 +392,25 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       if (!pending.length) continue;
       settleKinds(trace, pending);
       if (gpu) warnings.push('Steps come from GPU-side annotations only (no CPU annotation matched): nested annotations may cover part of a step.');
-      return { source: gpu ? 'gpu-annotation' : 'annotation', annotation: pattern.re.source, steps: pending.map((p) => p.step), kernelsOutside: outside, warnings };
+      return { source: gpu ? 'gpu-annotation' : 'annotation', annotation: pattern.re.source, steps: pending.map((p) => p.step), kernelsOutside: outside, warnings, confidence: gpu ? 'likely' : 'exact', writer: pattern.writer };
     }
   }
 
-  // 2. CUDA graphs: each cudaGraphLaunch starts a step; its replayed kernels carry its correlation id.
+  // 2. with_stack traces: each outermost module forward is one forward pass.
+  const modules = trace.annotations.filter((a) => a.module);
+  if (modules.length) {
+    const ranges = outermost(modules);
+    const steps: Step[] = ranges.map((a) => ({ kind: 'decode', label: a.name, kernels: [] }));
+    const { outside } = assignByLaunch(trace, order, launches, ranges, steps);
+    const found = steps.filter((s) => s.kernels.length);
+    if (found.length >= 2) {
+      settleKindsByShape(trace, found);
+      warnings.push(`No step annotations: one step per outermost module forward (${ranges[0].name.replace(MODULE_FORWARD, '')}), the first larger pass taken as the prefill; sampling kernels outside the forward are left out.`);
+      return { source: 'module-forward', annotation: MODULE_FORWARD.source, steps: found, kernelsOutside: outside, warnings, confidence: 'likely', writer: MODULE_PATTERN.writer };
+    }
+  }
+
+  // 3. The repeating forward pass; graph launches name the steps when there is one per repeat.
   const graphStarts: number[] = [];
   const graphCorrToStep = new Map<number, number>();
   {
@@ -239,6 +423,20 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       graphCorrToStep.set(r.correlation[gi], s);
     });
   }
+  const repeats = findRepeatingSteps((o) => k.name[order[o]], (o) => k.ts[order[o]], (o) => k.dur[order[o]], order.length);
+  if (repeats && !(graphStarts.length && graphStarts.length === repeats.steps.length)) {
+    const steps = repeats.steps.map((s) => ({ ...s, kernels: s.kernels.map((o) => order[o]) }));
+    settleKindsByShape(trace, steps);
+    const confidence: StepConfidence = repeats.periodicity >= 0.9 ? 'likely' : 'unsure';
+    warnings.push(
+      `No step annotations: steps cut where the kernel sequence repeats (a pass of ${repeats.period} kernels, each starting at ${shortKernelName(k.names[Number(repeats.anchor)], 48)}, ` +
+        `${(100 * repeats.periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
+        (graphStarts.length ? ` The ${graphStarts.length} CUDA graph launches are ${(graphStarts.length / steps.length).toFixed(1)} per step (piecewise graphs), so they do not mark steps.` : ''),
+    );
+    return { source: 'repeating-pattern', steps, kernelsOutside: 0, warnings, confidence };
+  }
+
+  // 4. CUDA graphs: each cudaGraphLaunch starts a step; its replayed kernels carry its correlation id.
   if (graphStarts.length) {
     const steps: Step[] = graphStarts.map((_, s) => ({ kind: 'decode', label: `cudaGraphLaunch #${s + 1}`, kernels: [] }));
     let outside = 0;
@@ -254,40 +452,12 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       if (s >= 0) steps[s].kernels.push(ki);
       else outside++;
     }
-    warnings.push('No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
+    warnings.push(repeats ? 'No step annotations: one step per cudaGraphLaunch (the kernel sequence repeats once per launch).' : 'No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
     const pending = steps.filter((s) => s.kernels.length).map((step) => ({ step, kind: undefined as StepKind | undefined }));
     settleKinds(trace, pending);
-    return { source: 'cuda-graph', steps: pending.map((p) => p.step), kernelsOutside: outside, warnings };
+    return { source: 'cuda-graph', steps: pending.map((p) => p.step), kernelsOutside: outside, warnings, confidence: repeats ? 'likely' : 'unsure' };
   }
 
-  // 3. Idle gaps on the GPU: a gap much longer than the typical one ends a step.
-  const gaps: number[] = [];
-  let busyEnd = -Infinity;
-  for (let o = 0; o < order.length; o++) {
-    const ki = order[o];
-    if (o > 0 && k.ts[ki] > busyEnd) gaps.push(k.ts[ki] - busyEnd);
-    busyEnd = Math.max(busyEnd, k.ts[ki] + k.dur[ki]);
-  }
-  // Within a step gaps are many and short; between steps, one long gap per step. The lower quartile
-  // is a typical in-step gap even when steps hold few kernels.
-  const sortedGaps = [...gaps].sort((a, b) => a - b);
-  const typicalGap = sortedGaps.length ? sortedGaps[Math.floor(sortedGaps.length / 4)] : 0;
-  const threshold = options.minStepGapUs ?? Math.max(10, 5 * typicalGap);
-  const steps: Step[] = [];
-  let current: Step = { kind: 'decode', label: 'gap step 1', kernels: [] };
-  busyEnd = -Infinity;
-  for (let o = 0; o < order.length; o++) {
-    const ki = order[o];
-    if (current.kernels.length && k.ts[ki] - busyEnd > threshold) {
-      steps.push(current);
-      current = { kind: 'decode', label: `gap step ${steps.length + 1}`, kernels: [] };
-    }
-    current.kernels.push(ki);
-    busyEnd = Math.max(busyEnd, k.ts[ki] + k.dur[ki]);
-  }
-  steps.push(current);
-  warnings.push(`No step annotations and no CUDA graph launches: step boundaries guessed from GPU idle gaps longer than ${threshold.toFixed(1)} us. Check the step count against the workload.`);
-  const pending = steps.map((step) => ({ step, kind: undefined as StepKind | undefined }));
-  settleKinds(trace, pending);
-  return { source: 'idle-gaps', steps, kernelsOutside: 0, warnings };
+  warnings.push('No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence: the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.');
+  return { source: 'none', steps: [], kernelsOutside: k.count, warnings, confidence: 'unsure' };
 }

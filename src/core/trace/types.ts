@@ -22,11 +22,10 @@ export interface TraceAnalysisOptions {
   stepAnnotation?: string;
   /** How many kernels to list in `topKernels`; default 15. */
   topKernels?: number;
-  /** Idle gap that separates steps when nothing better marks them, in microseconds; default: from the gaps' distribution. */
-  minStepGapUs?: number;
   /**
-   * 'auto' (default): one streaming pass with memory that does not grow with the file, and a second,
-   * in-memory pass only for traces that need it (steps from GPU-side annotations or idle gaps).
+   * 'auto' (default): one streaming pass. Traces whose steps the server names are reduced step by
+   * step as they stream, in memory that does not grow with the file; traces with no CPU step
+   * annotation keep their kernels as numbers (about 50 bytes each) to find the steps at the end.
    * 'in-memory': keep every kernel and find the steps afterwards (for comparison and tests).
    */
   mode?: 'auto' | 'in-memory';
@@ -38,10 +37,12 @@ export type StepSource =
   | 'annotation'
   /** GPU-side annotations only (gpu_user_annotation), kernels assigned by time. */
   | 'gpu-annotation'
+  /** with_stack traces with no step names: one step per outermost `nn.Module` forward. */
+  | 'module-forward'
+  /** No step names: cut where the kernel sequence repeats, once per forward pass. */
+  | 'repeating-pattern'
   /** One step per `cudaGraphLaunch`, eager kernels launched after it joined to it. */
   | 'cuda-graph'
-  /** Boundaries guessed from idle gaps on the GPU: least reliable. */
-  | 'idle-gaps'
   /** No kernels, so no steps. */
   | 'none';
 
@@ -112,6 +113,14 @@ export interface RankBreakdown {
   stepAnnotation?: string;
   decode: StepGroupBreakdown;
   prefill: StepGroupBreakdown;
+  /** Steps the server named as both prefill and decode work (vLLM's execute_context_N(T)_generation_M(T) with N, M > 0; SGLang's MIXED). */
+  mixed?: StepGroupBreakdown;
+  /** How sure the step boundaries are: 'exact' when the server named its steps. */
+  stepConfidence?: 'exact' | 'likely' | 'unsure';
+  /** How the steps were found, in words: "vLLM's step annotation", "the kernel sequence that repeats once per pass"... */
+  stepMethod?: string;
+  /** The rank as the file names it where a number alone does not say it (SGLang's "TP-0 DP-1"). */
+  rankName?: string;
   /** Kernels inside decode steps, by total time, largest first. */
   topKernels: KernelStat[];
   /** Every kernel name over the whole trace, by total time (independent of step finding). */
@@ -133,7 +142,7 @@ export interface RankBreakdown {
   };
   /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
   truncated?: string;
-  /** 'streaming': one pass, kernels reduced per step as they came; 'in-memory': every kernel kept (GPU-annotation or idle-gap steps). */
+  /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones cut from the kernels that pass kept); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */
   analysis: 'streaming' | 'in-memory';
   warnings: string[];
 }
@@ -149,6 +158,14 @@ export interface RankSkew {
   fastestRank: number;
 }
 
+/** A trace file that holds no GPU work, reported beside the ranks. */
+export interface FrontEndTrace {
+  file: string;
+  /** What the file is: "vLLM's API-server (front-end) trace, CPU only". */
+  what: string;
+  events: number;
+}
+
 export interface TraceBreakdown {
   version: number;
   /** One line a user reads first: "all-reduce 51.5% (11.17 ms) of a 21.70 ms decode step (8 ranks, 256 decode steps)". */
@@ -162,6 +179,8 @@ export interface TraceBreakdown {
   /** All-reduce in all its forms (vLLM's custom kernels and NCCL's) per decode step, overall; null without decode steps. */
   allReduce: { msPerStep: number; sharePct: number } | null;
   ranks: RankBreakdown[];
+  /** Files with no GPU work (vLLM's API-server trace, any CPU-only profile): never a rank. */
+  frontEnd?: FrontEndTrace[];
   skew: RankSkew | null;
   /** The category names in the classifier's order, idle last: a stable order for charts. */
   categoryOrder: string[];

@@ -131,12 +131,12 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
   it('averages categories over ranks and leads with the biggest one', () => {
     assert.ok(Math.abs(share(both.overall, 'all-reduce').msPerStep - 0.075) < 1e-9);
     assert.ok(Math.abs(share(both.overall, 'all-reduce').sharePct - (100 * 0.075) / 0.215) < 1e-9);
-    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% (0.100 ms) of a 0.215 ms decode step (2 ranks, 8 decode steps)`);
+    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% (0.100 ms) of a 0.215 ms decode step (2 ranks, 8 decode steps; steps from vLLM's step annotation)`);
     assert.ok(both.allReduce && Math.abs(both.allReduce.msPerStep - 0.075) < 1e-9);
     assert.equal(both.categoryOrder.at(-1), 'idle');
   });
 
-  it('falls back to CUDA graph launches, then to idle gaps, and still tells the prefill apart', async () => {
+  it('falls back to CUDA graph launches, then to the repeating pass, and still tells the prefill apart', async () => {
     const graphSteps: StepSpec[] = [prefillStep(), ...Array.from({ length: 3 }, () => ({ ...decodeStep(50), graph: true }))];
     const g = (await analyzeTraceFiles([write('graph.json', kinetoTrace(graphSteps))])).ranks[0];
     assert.equal(g.stepSource, 'cuda-graph');
@@ -144,11 +144,11 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
     assert.equal(g.totals.kernelsOutsideSteps, 1, 'the eager prefill before the first graph launch belongs to no step');
 
     const gaps = (await analyzeTraceFiles([write('gaps.json', rankTrace(50, 0, false))])).ranks[0];
-    assert.equal(gaps.stepSource, 'idle-gaps');
+    assert.equal(gaps.stepSource, 'repeating-pattern');
     assert.equal(gaps.decode.count, 4);
     assert.equal(gaps.prefill.count, 1);
     assert.ok(Math.abs(gaps.decode.stepMs!.mean - 0.19) < 1e-9);
-    assert.match(gaps.warnings.join(' '), /guessed from GPU idle gaps/);
+    assert.match(gaps.warnings.join(' '), /steps cut where the kernel sequence repeats/);
   });
 
   it('uses a step annotation name the user gives', async () => {
@@ -184,10 +184,10 @@ describe('streaming and in-memory analysis agree', () => {
     });
   }
 
-  it('reads a trace twice, in memory, when only idle gaps mark its steps', async () => {
+  it('reads a trace once when nothing names its steps, cutting them from the kernels that pass kept', async () => {
     const r = (await analyzeTraceFiles([write('gaps2.json', rankTrace(50, 0, false))])).ranks[0];
-    assert.equal(r.analysis, 'in-memory');
-    assert.equal(r.stepSource, 'idle-gaps');
+    assert.equal(r.analysis, 'streaming');
+    assert.equal(r.stepSource, 'repeating-pattern');
   });
 });
 

@@ -16,8 +16,9 @@ describe('kernel families', () => {
     assert.equal(c.classify('void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<...>'), 'all-reduce');
   });
 
-  it('splits NCCL kernels by collective', () => {
-    assert.equal(c.classify('ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'nccl all-reduce');
+  it('splits NCCL kernels by collective, all-reduce in the one all-reduce category with vLLM\'s custom kernels', () => {
+    assert.equal(c.classify('ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'all-reduce');
+    assert.equal(c.classify('void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)'), 'all-reduce');
     assert.equal(c.classify('ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'nccl all-gather');
     assert.equal(c.classify('ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(...)'), 'nccl reduce-scatter');
     assert.equal(c.classify('ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)'), 'nccl send/recv');
