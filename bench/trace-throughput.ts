@@ -1,6 +1,7 @@
 // Trace analyzer throughput and memory on multi-GB traces.
 //
-//   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--keep]
+//   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--format compact|indented]
+//                                     [--steps named|unnamed] [--keep]
 //
 // Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
 // folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
@@ -8,7 +9,9 @@
 // analyzer in a child process pinned to one core and prints MB/s of uncompressed JSON and the
 // child's peak RSS. Beside it, Python's json.load over a file of --python-gb (the same events):
 // json.load holds the whole document in memory, so it gets a size it can hold. Files are deleted
-// at the end unless --keep.
+// at the end unless --keep. --format indented lays each event out over several lines as torch's
+// own export_chrome_trace / tensorboard_trace_handler do; --steps unnamed replicates the H200
+// generate-loop capture, whose steps no annotation names (cut from its repeating pass).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +20,21 @@ import { gunzipSync } from 'node:zlib';
 import { analyzeTraceFile } from '../src/core/trace/analyze';
 
 // Run from the repository root.
-const FIXTURE = resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
+const FIXTURE = arg('steps', 'named') === 'unnamed'
+  ? resolve('test', 'fixtures', 'traces', 'servers', 'generate', 'generate_eager.pt.trace.json.gz')
+  : resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
+const INDENTED = arg('format', 'compact') === 'indented';
+
+/** One event laid out as torch writes it: a few keys per line, ts/dur on their own, args one per line. */
+function torchLayout(e: Record<string, unknown>): string {
+  const { ts, dur, args, ...head } = e;
+  const kv = (o: Record<string, unknown>) => Object.entries(o).map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`);
+  const lines = [`  {`, `    ${kv(head).join(', ')}${ts !== undefined || args ? ',' : ''}`];
+  if (ts !== undefined) lines.push(`    ${kv(dur !== undefined ? { ts, dur } : { ts }).join(', ')}${args ? ',' : ''}`);
+  if (args) lines.push(`    "args": {`, `      ${kv(args as Record<string, unknown>).join(',\n      ')}`, `    }`);
+  lines.push(`  }`);
+  return lines.join('\n');
+}
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,7 +62,7 @@ function templates(): { head: string; events: Template[]; spanUs: number } {
       hi = Math.max(hi, ts + (typeof e.dur === 'number' ? e.dur : 0));
     }
     const copy = { ...e, ...(typeof e.ts === 'number' ? { ts: '@TS@' } : {}), ...(corr >= 0 ? { args: { ...args, correlation: '@CORR@' } } : {}) };
-    const parts = JSON.stringify(copy).split(/"@TS@"|"@CORR@"/);
+    const parts = (INDENTED ? torchLayout(copy) : JSON.stringify(copy)).split(/"@TS@"|"@CORR@"/);
     return { parts, ts, corr };
   });
   return { head: JSON.stringify(rest).slice(0, -1), events, spanUs: hi - lo };
@@ -126,12 +143,13 @@ function main(): void {
   const pythonGb = Number(arg('python-gb', '0.5'));
   const dir = mkdtempSync(join(tmpdir(), 'ib-trace-bench-'));
   const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim();
+  console.log(`${INDENTED ? 'indented (torch layout)' : 'compact'} JSON from ${FIXTURE.split('/').slice(-2).join('/')}`);
   console.log(`CPU: ${cpu}; ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores; node ${process.version}; python ${execFileSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim()}; ${pin[0] === 'taskset' ? 'analyzer and python pinned to one core (taskset -c 0)' : 'no taskset: not pinned'}`);
   try {
     const t = templates();
     const rows: string[] = [];
     const run = (gb: number, withPython: boolean) => {
-      const path = join(dir, `bench-${gb}GB.json`);
+      const path = join(dir, `bench-${gb}GB-${INDENTED ? 'indented' : 'compact'}.json`);
       const g0 = Date.now();
       const bytes = build(path, gb * 1e9, t);
       const genS = (Date.now() - g0) / 1000;
