@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 
-from infbench_agent import events
+from infbench_agent import controller, events
 
 # command -> module with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
@@ -20,6 +20,8 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infbench-agent")
+    parser.add_argument("--heartbeat-timeout", type=float, default=None, metavar="S",
+                        help="stop when stdin carries no line for S seconds or closes (the controller keeps it alive)")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, module_name in COMMANDS.items():
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         modules[name] = module
         module.add_arguments(sub.add_parser(name))
     args = parser.parse_args(argv)
+    if args.heartbeat_timeout:
+        controller.start(args.heartbeat_timeout)
     events.emit(events.HELLO, agent_version=events.AGENT_VERSION, command=args.command,
                 pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
     try:

@@ -10,6 +10,7 @@ import { explainCommand } from './commands/explain';
 import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 import { microCommand } from './commands/micro';
+import { stopExitCode } from './stopSignals';
 
 // Each phase adds its subcommand here as it lands.
 const COMMANDS: CliCommand[] = [demoCommand, macroCommand, microCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
@@ -47,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    return await command.run(rest);
+    return stopExitCode(await command.run(rest));
   } catch (err) {
     if (err instanceof UsageError || err instanceof SettingsError) {
       process.stderr.write(`infbench ${name}: ${err.message}\n`);

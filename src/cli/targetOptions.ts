@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { UsageError } from './command';
 import { stderrLogger } from './cliLogger';
 import { FindingsFile } from './findingsFile';
+import { onStopSignals } from './stopSignals';
 import { nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../core/config/target';
 import { Logger } from '../core/log';
@@ -100,8 +101,8 @@ export interface OpenedTarget {
 
 /**
  * Connects to the target the flags name (an unknown host key refused unless --accept-new-host-key,
- * a key's passphrase asked on the terminal), deploys the agent, and turns Ctrl-C into cancellation
- * with `stopping` printed so the user knows what is kept.
+ * a key's passphrase asked on the terminal), deploys the agent, and turns Ctrl-C, SIGTERM and SIGHUP
+ * into stopping the run, with `stopping` printed so the user knows what is kept.
  */
 export async function openCliTarget(v: TargetFlags, stopping: string): Promise<OpenedTarget> {
   const target = cliTarget(v);
@@ -117,14 +118,11 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
   };
   const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, hooks);
   const abort = new AbortController();
-  const onSigint = () => {
-    process.stderr.write(`\n${stopping}\n`);
-    abort.abort();
-  };
-  process.once('SIGINT', onSigint);
+  const stopListening = onStopSignals(abort, stopping);
   const close = async () => {
-    process.removeListener('SIGINT', onSigint);
+    // Signals still stop the closing (the last kills on the host) in order; only then they are the default again.
     await transport.close();
+    stopListening();
   };
   try {
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);

@@ -46,8 +46,9 @@ export async function deployAgent(transport: Transport, agentPyz: string, python
   return { python, path, hash };
 }
 
-export function agentArgv(agent: DeployedAgent, command: string, args: readonly string[]): string[] {
-  return [agent.python, '-u', agent.path, command, ...args];
+/** The agent's command line; `globals` are the agent's own options, before the command. */
+export function agentArgv(agent: DeployedAgent, command: string, args: readonly string[], globals: readonly string[] = []): string[] {
+  return [agent.python, '-u', agent.path, ...globals, command, ...args];
 }
 
 /** The agent zipapp built by `npm run build`: beside the bundle at run time, in dist/ from the sources. */

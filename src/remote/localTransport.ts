@@ -41,7 +41,10 @@ export class LocalTransport implements Transport {
         // already gone
       }
     };
+    // A command that exits before reading its stdin would make our next write fail with EPIPE.
+    child.stdin.on('error', () => undefined);
     const handle: ExecHandle = {
+      stdin: child.stdin,
       stdout: child.stdout,
       stderr: child.stderr,
       done,
@@ -54,8 +57,8 @@ export class LocalTransport implements Transport {
         killGroup('SIGKILL', true);
       },
     };
-    if (options.stdin !== undefined) child.stdin.end(options.stdin);
-    else child.stdin.end();
+    if (options.stdin !== undefined) child.stdin.write(options.stdin);
+    if (!options.keepStdinOpen) child.stdin.end();
     if (options.signal) {
       if (options.signal.aborted) void handle.cancel();
       else options.signal.addEventListener('abort', () => void handle.cancel(), { once: true });

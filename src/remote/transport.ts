@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 
 /** How a remote command ended. `signal` is set when it was killed; `lostConnection` when we never learned. */
 export interface ExecResult {
@@ -12,13 +12,17 @@ export interface ExecResult {
 export interface ExecOptions {
   /** Extra environment for the command (passed through `env NAME=value`, so it survives any prefix). */
   env?: Record<string, string>;
-  /** Data written to the command's stdin, which is then closed. */
+  /** Data written to the command's stdin, which is then closed (unless keepStdinOpen). */
   stdin?: Buffer | string;
+  /** Leave stdin open after `stdin`, for more to be written through ExecHandle.stdin (the agent's heartbeat). */
+  keepStdinOpen?: boolean;
   /** Aborting kills the whole process group of the command on the host. */
   signal?: AbortSignal;
 }
 
 export interface ExecHandle {
+  /** The command's stdin; already ended unless the command was started with keepStdinOpen. Writes after the command ended are dropped. */
+  readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly done: Promise<ExecResult>;

@@ -3,6 +3,15 @@ import { agentArgv, DeployedAgent } from '../../remote/agentDeploy';
 import { AgentEventParser } from '../../remote/eventStream';
 import { Transport } from '../../remote/transport';
 import { RunFolder, RunStatus } from '../runs/runFolder';
+import { stopOf } from '../runs/runStop';
+
+// The agent's stdin stays open and carries an empty line this often; an agent that hears nothing for
+// HEARTBEAT_TIMEOUT_S (its controller gone without a word, as in a network partition) stops itself.
+const HEARTBEAT_MS = 2000;
+export const HEARTBEAT_TIMEOUT_S = 15;
+// What a shell answers for a command it cannot run: 127 not found, 126 found but not executable.
+const NOT_FOUND = 127;
+const NOT_EXECUTABLE = 126;
 
 export interface AgentRunOutcome {
   status: RunStatus;
@@ -52,21 +61,40 @@ export async function runAgentCommand(
     },
     (noise) => run.appendNoise(scrub(`[stdout] ${noise}\n`)),
   );
-  const handle = transport.exec(agentArgv(agent, command, args), { signal: options.signal, env: options.env, stdin: options.stdin });
+  const handle = transport.exec(agentArgv(agent, command, args, ['--heartbeat-timeout', String(HEARTBEAT_TIMEOUT_S)]),
+    { signal: options.signal, env: options.env, stdin: options.stdin, keepStdinOpen: true });
+  const heartbeat = setInterval(() => handle.stdin.write('\n'), HEARTBEAT_MS);
+  let stderrTail = '';
   handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
-  handle.stderr.on('data', (chunk: Buffer) => run.appendNoise(scrub(chunk.toString('utf8'))));
-  const exit = await handle.done;
+  handle.stderr.on('data', (chunk: Buffer) => {
+    const text = scrub(chunk.toString('utf8'));
+    stderrTail = (stderrTail + text).slice(-2000);
+    run.appendNoise(text);
+  });
+  let exit: Awaited<typeof handle.done>;
+  try {
+    exit = await handle.done;
+  } finally {
+    clearInterval(heartbeat);
+    handle.stdin.end();
+  }
   parser.end();
 
   let status: RunStatus;
   let reason: string | undefined;
+  const said = stderrTail.trim().split('\n').at(-1)?.trim();
   if (options.signal?.aborted) {
-    status = 'cancelled';
-    reason = 'Cancelled by the user; the results received so far are kept.';
+    const stop = stopOf(options.signal);
+    status = stop.status;
+    reason = `${stop.message}; the results received so far are kept.`;
   } else if (exit.error && events.length === 0) {
     // The command never started (for example the SSH connection could not be made).
     status = 'failed';
     reason = exit.error.message;
+  } else if (events.length === 0 && (exit.code === NOT_FOUND || exit.code === NOT_EXECUTABLE)) {
+    status = 'failed';
+    reason = `The Python interpreter "${agent.python}" ${exit.code === NOT_FOUND ? 'was not found' : 'could not be run'} on ${transport.label}` +
+      `${said ? ` (${said})` : ''}. Pass the path of a Python 3 there with --python (for example --python /usr/bin/python3 or the server's venv), or set the target's "python" setting.`;
   } else if (done === true) {
     status = 'completed';
   } else if (done === false) {
@@ -77,7 +105,7 @@ export async function runAgentCommand(
     status = 'interrupted';
     reason = exit.lostConnection
       ? `The connection to ${transport.label} dropped mid-run; ${events.length} events received before it are kept.`
-      : `The agent stopped before finishing (exit code ${exit.code ?? 'none'}${exit.signal ? `, signal ${exit.signal}` : ''}); ${events.length} events received before it are kept.`;
+      : `The agent stopped before finishing (exit code ${exit.code ?? 'none'}${exit.signal ? `, signal ${exit.signal}` : ''}${events.length === 0 && said ? `: ${said}` : ''}); ${events.length} events received before it are kept.`;
   }
   if (result) run.writeResult(result);
   run.finish(status, reason);

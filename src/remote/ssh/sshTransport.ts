@@ -22,6 +22,7 @@ export const SFTP_CHUNK_BYTES = 255 * 1024;
  */
 export class SshTransport implements Transport {
   private readonly running = new Set<ExecHandle>();
+  private readonly housekeeping = new Set<Promise<void>>();
 
   constructor(
     readonly connection: SshConnection,
@@ -56,8 +57,11 @@ export class SshTransport implements Transport {
   }
 
   exec(argv: readonly string[], options: ExecOptions = {}): ExecHandle {
+    const stdin = new PassThrough();
     const stdout = new PassThrough();
     const stderr = new PassThrough();
+    if (options.stdin !== undefined) stdin.write(options.stdin);
+    if (!options.keepStdinOpen) stdin.end();
     const runId = newRunId();
     const envArgs = Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`);
     const command = shellJoin(groupRecordingArgv(this.prefix, runId, [...(envArgs.length ? ['env', ...envArgs] : []), ...argv], this.prefix.length > 0));
@@ -71,6 +75,7 @@ export class SshTransport implements Transport {
           client.exec(command, (err, stream) => {
             started();
             if (err) {
+              stdin.resume();
               stderr.end(`${err.message}\n`);
               stdout.end();
               resolve({ code: 255, signal: null, error: new Error(`Could not run a command on ${this.connection.label}: ${err.message}`) });
@@ -84,16 +89,20 @@ export class SshTransport implements Transport {
             stream.pipe(stdout);
             stream.stderr.pipe(stderr);
             stream.on('close', () => {
+              // Whatever is written to stdin from now on goes nowhere.
+              stdin.unpipe(stream);
+              stdin.resume();
               // ssh2 closes every channel when the connection goes; without an exit status we never learned how it ended.
               if (!exit) this.orphans.add(runId);
               resolve(exit ?? { code: null, signal: null, lostConnection: true });
             });
-            if (options.stdin !== undefined) stream.end(options.stdin);
-            else stream.end();
+            stream.on('error', () => undefined);
+            stdin.pipe(stream);
           });
         },
         (err: Error) => {
           started();
+          stdin.resume();
           stderr.end(`${err.message}\n`);
           stdout.end();
           resolve({ code: 255, signal: null, error: err });
@@ -103,11 +112,12 @@ export class SshTransport implements Transport {
 
     let cancelling: Promise<void> | undefined;
     const handle: ExecHandle = {
+      stdin,
       stdout,
       stderr,
       done,
       cancel: () => {
-        cancelling ??= (async () => {
+        cancelling ??= this.track((async () => {
           await startedPromise;
           if (!channel) return;
           await this.killGroup(runId, 'TERM');
@@ -116,7 +126,7 @@ export class SshTransport implements Transport {
           await settlesWithin(done, 5000);
           // Children that ignored SIGTERM or outlived the leader still share the group.
           await this.killGroup(runId, 'KILL', true);
-        })();
+        })());
         return cancelling;
       },
     };
@@ -127,7 +137,7 @@ export class SshTransport implements Transport {
     this.running.add(handle);
     void done.then((result) => {
       this.running.delete(handle);
-      if (channel && !result.lostConnection && !cancelling) void this.runQuiet(removeRecordArgv(this.prefix, runId));
+      if (channel && !result.lostConnection && !cancelling) void this.track(this.runQuiet(removeRecordArgv(this.prefix, runId)));
     });
     return handle;
   }
@@ -136,19 +146,34 @@ export class SshTransport implements Transport {
     return this.runQuiet(killGroupArgv(this.prefix, runId, signal, last));
   }
 
-  /** A housekeeping command whose output nobody needs; skipped when the connection is down. */
+  /** Work that close() waits for, so that a cancel's last kill and its record's removal still reach the host. */
+  private track(work: Promise<void>): Promise<void> {
+    this.housekeeping.add(work);
+    const done = () => void this.housekeeping.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /**
+   * A housekeeping command whose output nobody needs; skipped when the connection is down. It never
+   * throws: it runs from cancel and cleanup, often while the connection is going away.
+   */
   private async runQuiet(argv: readonly string[]): Promise<void> {
     if (this.connection.state !== 'connected') return;
-    const client = await this.connection.connect();
-    await new Promise<void>((resolve) => {
-      client.exec(shellJoin(argv), (err, stream) => {
-        if (err) return resolve();
-        stream.resume();
-        stream.stderr.resume();
-        stream.on('close', () => resolve());
-        stream.end();
+    try {
+      const client = await this.connection.connect();
+      await new Promise<void>((resolve) => {
+        client.exec(shellJoin(argv), (err, stream) => {
+          if (err) return resolve();
+          stream.resume();
+          stream.stderr.resume();
+          stream.on('close', () => resolve());
+          stream.end();
+        });
       });
-    });
+    } catch {
+      // the connection went away meanwhile; the records are pruned by the next run on the host
+    }
   }
 
   async upload(localPath: string, remotePath: string): Promise<void> {
@@ -180,6 +205,8 @@ export class SshTransport implements Transport {
   async close(): Promise<void> {
     this.connection.off('state', this.onState);
     await Promise.all([...this.running].map((h) => h.cancel()));
+    // Cancels begun before (Ctrl-C) may still be on their last kill; bounded, for a host that stopped answering.
+    await settlesWithin(Promise.all([...this.housekeeping]), 15_000);
     await this.onClose();
   }
 
