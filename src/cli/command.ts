@@ -1,5 +1,6 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
-import { RunStatus } from '../core/runs/runFolder';
+import { writeFileSync } from 'node:fs';
+import { RunStatus, storageProblem } from '../core/runs/runFolder';
 
 /** One `infbench` subcommand. Each lives in its own file under src/cli/commands/. */
 export interface CliCommand {
@@ -29,4 +30,18 @@ export function phaseExitCode(command: string, status: RunStatus, reason: string
   if (status === 'completed') return 0;
   process.stderr.write(`infbench ${command}: ${status}: ${reason ?? ''}\n`);
   return status === 'cancelled' ? 130 : 1;
+}
+
+/**
+ * Writes an output file the user asked for (--out). A full disk or a read-only folder is said on
+ * stderr in those words and returns false, so the command still reports its run (and exits non-zero).
+ */
+export function writeOutputFile(command: string, path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text);
+    return true;
+  } catch (err) {
+    process.stderr.write(`infbench ${command}: ${storageProblem(err, path).message} The run folder has the result either way.\n`);
+    return false;
+  }
 }

@@ -3,6 +3,7 @@ import { FindingsUpdate, ResultSink } from '../core/campaign/phaseContext';
 import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../core/findings/diskDocument';
 import { campaignUpdate, ProbeInfo } from '../core/findings/skeleton';
 import { Logger, silentLogger } from '../core/log';
+import { storageProblem } from '../core/runs/runFolder';
 
 /**
  * The CLI's findings document: the same file the extension keeps open, edited on disk. Each update
@@ -51,6 +52,10 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
   }
 
   private explain(what: string, err: unknown): Error {
+    const code = (err as NodeJS.ErrnoException)?.code;
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') {
+      return new Error(`Could not ${what} the findings document: ${storageProblem(err, this.path).message} The results are in the run folder either way.`);
+    }
     const reason = err instanceof Error ? err.message : String(err);
     return new Error(
       `Could not ${what} the findings document ${this.path}: ${reason}. Check that its folder exists and is writable; the results are in the run folder either way.`,

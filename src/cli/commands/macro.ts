@@ -1,5 +1,4 @@
-import { writeFileSync } from 'node:fs';
-import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
@@ -119,7 +118,7 @@ export const macroCommand: CliCommand = {
         throw err;
       }
       const result = outcome.run.readResult<Record<string, unknown>>() ?? { levels: outcome.levels };
-      if (v.out) writeFileSync(v.out, JSON.stringify(result, null, 2));
+      const outWritten = !v.out || writeOutputFile('macro', v.out, JSON.stringify(result, null, 2));
       if (v.json) {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       } else {
@@ -129,9 +128,10 @@ export const macroCommand: CliCommand = {
         if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
         const failures = failureTable(outcome.levels);
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
-        process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
+        process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out && outWritten ? `\nResult: ${v.out}` : ''}\n`);
       }
-      return phaseExitCode('macro', outcome.agent.status, outcome.agent.reason);
+      const code = phaseExitCode('macro', outcome.agent.status, outcome.agent.reason);
+      return code === 0 && !outWritten ? 1 : code;
     } finally {
       await opened.close();
     }

@@ -1,5 +1,4 @@
-import { writeFileSync } from 'node:fs';
-import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError } from '../command';
+import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
@@ -72,7 +71,7 @@ export const profileCommand: CliCommand = {
       const outcome = await runProfilePhase(cliPhaseContext(opened), options);
       const b = outcome.breakdown;
       if (b) {
-        if (v.out) writeFileSync(v.out, `${JSON.stringify(b, null, 2)}\n`);
+        if (v.out && !writeOutputFile('profile', v.out, `${JSON.stringify(b, null, 2)}\n`)) return 1;
         if (v.json) process.stdout.write(`${JSON.stringify(b, null, 2)}\n`);
         else {
           if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);

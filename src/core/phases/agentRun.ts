@@ -52,7 +52,12 @@ export async function runAgentCommand(
     (parsed, raw) => {
       const line = scrub(raw);
       const event = line === raw ? parsed : (JSON.parse(line) as AgentEvent);
-      run.appendEvent(line);
+      try {
+        run.appendEvent(line);
+      } catch {
+        // Nothing more can be kept (a full disk): stop the agent rather than measure into the void.
+        void handle.cancel();
+      }
       events.push(event);
       if (event.type === 'result') result = event.result;
       if (event.type === 'error') errors.push({ code: event.code, message: event.message, hint: event.hint });
@@ -83,7 +88,11 @@ export async function runAgentCommand(
   let status: RunStatus;
   let reason: string | undefined;
   const said = stderrTail.trim().split('\n').at(-1)?.trim();
-  if (options.signal?.aborted) {
+  const storage = run.storageProblem;
+  if (storage) {
+    status = 'failed';
+    reason = `${storage.message} The run was stopped there; the ${run.readEvents().length} events before it are kept whole in events.jsonl.`;
+  } else if (options.signal?.aborted) {
     const stop = stopOf(options.signal);
     status = stop.status;
     reason = `${stop.message}; the results received so far are kept.`;
@@ -107,7 +116,10 @@ export async function runAgentCommand(
       ? `The connection to ${transport.label} dropped mid-run; ${events.length} events received before it are kept.`
       : `The agent stopped before finishing (exit code ${exit.code ?? 'none'}${exit.signal ? `, signal ${exit.signal}` : ''}${events.length === 0 && said ? `: ${said}` : ''}); ${events.length} events received before it are kept.`;
   }
-  if (result) run.writeResult(result);
+  if (result && !run.writeResult(result) && status === 'completed') {
+    status = 'failed';
+    reason = `${run.storageProblem?.message ?? 'result.json could not be written.'} The events are in events.jsonl.`;
+  }
   run.finish(status, reason);
   return { status, result, events, errors, reason };
 }

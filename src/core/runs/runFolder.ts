@@ -1,5 +1,5 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, appendFileSync, closeSync, constants, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
@@ -22,12 +22,43 @@ export interface RunMeta {
 
 const RUNS_DIR = join('.inference-bench', 'runs');
 
+/** A run folder (or a file the run writes) that cannot be written; the message says where and what to do. */
+export class RunStorageError extends Error {
+  constructor(message: string, readonly code: string | undefined) {
+    super(message);
+    this.name = 'RunStorageError';
+  }
+}
+
+/** Says in words why `path` could not be written: a full disk, a quota, a read-only file system, permissions. */
+export function storageProblem(err: unknown, path: string): RunStorageError {
+  if (err instanceof RunStorageError) return err;
+  const code = (err as NodeJS.ErrnoException)?.code;
+  const raw = err instanceof Error ? err.message : String(err);
+  switch (code) {
+    case 'ENOSPC':
+      return new RunStorageError(`Disk full at ${path}: no space left on the device that holds ${dirname(path)}. Free some space there (or pass --workspace DIR on another disk) and run again.`, code);
+    case 'EDQUOT':
+      return new RunStorageError(`Disk quota exceeded at ${path}. Free some of your space there (or pass --workspace DIR elsewhere) and run again.`, code);
+    case 'EROFS':
+      return new RunStorageError(`${dirname(path)} is on a read-only file system, so ${path} cannot be written. Pass --workspace DIR with a writable folder.`, code);
+    case 'EACCES':
+    case 'EPERM':
+      return new RunStorageError(`No permission to write ${path}. Pass --workspace DIR with a folder you can write to.`, code);
+    default:
+      return new RunStorageError(`Could not write ${path}: ${raw}`, code);
+  }
+}
+
 /**
  * One run on disk: `<workspace>/.inference-bench/runs/<time>-<phase>/` with the raw event log
  * (appended line by line as events arrive, so a dropped connection loses nothing), meta.json,
  * result.json and any fetched files such as traces.
  */
 export class RunFolder {
+  /** The first write that failed (a full disk, say); from then on nothing more is written. */
+  private storageFailure?: RunStorageError;
+
   private constructor(readonly dir: string, private meta: RunMeta) {}
 
   static create(workspace: string, phase: PhaseName, target: string, options: Record<string, unknown>, now = new Date()): RunFolder {
@@ -36,9 +67,14 @@ export class RunFolder {
     const root = join(workspace, RUNS_DIR);
     for (let n = 2; existsSync(join(root, id)); n++) id = `${stamp}-${phase}-${n}`;
     const dir = join(root, id);
-    mkdirSync(dir, { recursive: true });
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw workspaceProblem(err, workspace, dir);
+    }
     const run = new RunFolder(dir, { id, phase, target, startedAt: now.toISOString(), status: 'running', options });
     run.saveMeta();
+    if (run.storageFailure) throw run.storageFailure;
     return run;
   }
 
@@ -74,14 +110,48 @@ export class RunFolder {
     return join(this.dir, 'result.json');
   }
 
-  /** Appends one raw line to the event log; synchronous so that a crash right after still has it on disk. */
-  appendEvent(line: string): void {
-    appendFileSync(this.eventLogPath, line.endsWith('\n') ? line : `${line}\n`);
+  /** Why writing into the run folder failed, if it did; the run should stop, as nothing more is kept. */
+  get storageProblem(): RunStorageError | undefined {
+    return this.storageFailure;
   }
 
-  /** Agent stderr and stray stdout, kept for diagnosis. */
+  /**
+   * Appends one raw line to the event log; synchronous so that a crash right after still has it on
+   * disk. A write that fails (a full disk) is cut back to the last whole line and throws a
+   * RunStorageError; from then on nothing more is appended.
+   */
+  appendEvent(line: string): void {
+    if (this.storageFailure) return;
+    const data = Buffer.from(line.endsWith('\n') ? line : `${line}\n`);
+    let fd: number | undefined;
+    let before = 0;
+    try {
+      fd = openSync(this.eventLogPath, 'a');
+      before = fstatSync(fd).size;
+      for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at);
+    } catch (err) {
+      if (fd !== undefined) {
+        try {
+          ftruncateSync(fd, before);
+        } catch {
+          // the log keeps a cut last line, which readEvents skips
+        }
+      }
+      this.storageFailure = storageProblem(err, this.eventLogPath);
+      throw this.storageFailure;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Agent stderr and stray stdout, kept for diagnosis; skipped once the disk is full. */
   appendNoise(text: string): void {
-    appendFileSync(join(this.dir, 'agent.log'), text);
+    if (this.storageFailure) return;
+    try {
+      appendFileSync(join(this.dir, 'agent.log'), text);
+    } catch (err) {
+      this.storageFailure = storageProblem(err, join(this.dir, 'agent.log'));
+    }
   }
 
   readEvents(): unknown[] {
@@ -98,8 +168,15 @@ export class RunFolder {
     return out;
   }
 
-  writeResult(result: unknown): void {
-    writeAtomic(this.resultPath, JSON.stringify(result, null, 2));
+  /** Writes result.json; returns false (the reason in storageProblem) when it could not be written. */
+  writeResult(result: unknown): boolean {
+    try {
+      writeAtomic(this.resultPath, JSON.stringify(result, null, 2));
+      return true;
+    } catch (err) {
+      this.storageFailure ??= storageProblem(err, this.resultPath);
+      return false;
+    }
   }
 
   readResult<T = unknown>(): T | undefined {
@@ -118,12 +195,58 @@ export class RunFolder {
   }
 
   private saveMeta(): void {
-    writeAtomic(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2));
+    const path = join(this.dir, 'meta.json');
+    const text = JSON.stringify(this.meta, null, 2);
+    try {
+      writeAtomic(path, text);
+    } catch (err) {
+      // With the disk full a new file cannot be made, but the blocks meta.json holds can be
+      // overwritten: the run's status must reach the disk whatever else did not.
+      if (!overwriteInPlace(path, text)) this.storageFailure ??= storageProblem(err, path);
+    }
   }
 }
 
+function overwriteInPlace(path: string, content: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r+');
+    const data = Buffer.from(content);
+    if (data.length > fstatSync(fd).blksize) return false;
+    for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at, at);
+    ftruncateSync(fd, data.length);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Writes a temp file and renames it over `path`; the temp file never outlives a failed write. */
 export function writeAtomic(path: string, content: string): void {
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, content);
-  renameSync(tmp, path);
+  try {
+    writeFileSync(tmp, content);
+    renameSync(tmp, path);
+  } catch (err) {
+    if (existsSync(tmp)) unlinkSync(tmp);
+    throw err;
+  }
+}
+
+/** Why the run folder could not be made: a read-only workspace says so (mkdir reports ENOENT on a read-only mount). */
+function workspaceProblem(err: unknown, workspace: string, dir: string): RunStorageError {
+  if (!existsSync(workspace)) return new RunStorageError(`The workspace folder ${workspace} does not exist. Create it, or pass --workspace DIR with an existing folder.`, 'ENOENT');
+  try {
+    accessSync(workspace, constants.W_OK);
+  } catch (access) {
+    const code = (access as NodeJS.ErrnoException).code;
+    return new RunStorageError(
+      `The workspace folder ${workspace} is read-only${code === 'EROFS' ? ' (a read-only file system)' : ''}, so the run folder ${dir} cannot be made there. ` +
+      'Run from a writable folder, or pass --workspace DIR (the extension: open a writable folder).',
+      code,
+    );
+  }
+  return storageProblem(err, dir);
 }
