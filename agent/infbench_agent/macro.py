@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="prompt seed; default random, so runs never share a prefix")
     p.add_argument("--percentiles", default="50,90,99")
     p.add_argument("--goodput", default=None, help="SLOs in ms for goodput, e.g. 'ttft:500 tpot:50'")
-    p.add_argument("--request-timeout", type=float, default=600.0)
+    p.add_argument("--request-timeout", type=float, default=600.0,
+                   help="seconds a request may take from send to its last token before it counts as failed (timeout)")
     p.add_argument("--workers", default="auto", help="load-generator processes per level: auto or a number")
     p.add_argument("--streams-per-worker", type=int, default=96, help="with --workers auto: in-flight streams per process")
     p.add_argument("--update-interval", type=float, default=1.0, help="seconds between running aggregates")
@@ -755,11 +756,22 @@ def run(args: argparse.Namespace) -> int:
             # The server went away: every further level would only count refused connections.
             result["stopped"] = f"no request of {level.label()} could connect to {args.url}"
             break
+        if summary.get("completed") == 0 and failures and set(failures) <= {"timeout"} and not _cancelled:
+            # Connected, yet nothing came back in time: a frozen server would stall every further level the same way.
+            result["stopped"] = f"every request of {level.label()} stalled: none answered within {args.request_timeout:g} s"
+            result["stalled"] = True
+            break
     result["cancelled"] = _cancelled
     events.emit(events.RESULT, result=clean(result))
     if _cancelled:
         events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")
         return 130
+    if result.get("stalled"):
+        events.error("server_stalled", f"The server accepted the requests but answered none in time: {result['stopped']}; "
+                     "the levels before are kept",
+                     f"Check the server on the host (its log; curl {args.url}/v1/models); if it is only slow under this "
+                     "load, raise --request-timeout (seconds)")
+        return 2
     if result.get("stopped"):
         events.error("server_down", f"The server stopped answering: {result['stopped']}; the levels before are kept",
                      f"Check that it still runs (curl {args.url}/v1/models on the host), then run the phase again")

@@ -4,6 +4,20 @@ import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '..
 import { campaignUpdate, ProbeInfo } from '../core/findings/skeleton';
 import { Logger, silentLogger } from '../core/log';
 import { storageProblem } from '../core/runs/runFolder';
+import { findingsPathInWorkspace } from '../core/findings/location';
+import { UsageError } from './command';
+
+/** The --findings file inside the workspace; a path outside it is refused (nothing is written there). */
+export function findingsFlagPath(workspace: string, given: string): string {
+  const path = findingsPathInWorkspace(workspace, given);
+  if (!path) {
+    throw new UsageError(
+      `--findings ${given} is outside the workspace ${workspace}; Inference Bench writes only findings documents inside the workspace, so nothing was written there. ` +
+      'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
+    );
+  }
+  return path;
+}
 
 /**
  * The CLI's findings document: the same file the extension keeps open, edited on disk. Each update

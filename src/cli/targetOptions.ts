@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { UsageError } from './command';
 import { stderrLogger } from './cliLogger';
-import { FindingsFile } from './findingsFile';
+import { FindingsFile, findingsFlagPath } from './findingsFile';
 import { onStopSignals } from './stopSignals';
 import { nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../core/config/target';
@@ -108,6 +108,8 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
   const target = cliTarget(v);
   const log = stderrLogger(v.verbose);
   const workspace = resolve(v.workspace ?? '.');
+  // Before connecting: a findings path outside the workspace is refused at once.
+  const findingsPath = v.findings ? findingsFlagPath(workspace, v.findings) : undefined;
   const hooks: SshHooks = {
     onUnknownHostKey: v['accept-new-host-key'] ? async (p) => {
       process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
@@ -126,7 +128,7 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
   };
   try {
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);
-    const findings = v.findings ? new FindingsFile(resolve(workspace, v.findings), log) : undefined;
+    const findings = findingsPath ? new FindingsFile(findingsPath, log) : undefined;
     const apiKey = v['api-key'] || process.env.INFBENCH_API_KEY || process.env.OPENAI_API_KEY || undefined;
     return { target, transport, agent, workspace, log, findings, signal: abort.signal, apiKey, close };
   } catch (err) {

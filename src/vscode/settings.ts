@@ -1,7 +1,7 @@
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseTarget, SettingsError, Target } from '../core/config/target';
 import { parseTraceSettings } from '../core/config/traceSettings';
+import { findingsPathInWorkspace } from '../core/findings/location';
 import { TraceAnalysisOptions } from '../core/trace/types';
 
 export const SECTION = 'inferenceBench';
@@ -45,10 +45,18 @@ export function workspaceRoot(): string | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
 }
 
+/** The findings document in the workspace; undefined without a folder. A setting naming a file outside it is refused. */
 export function findingsDocumentPath(settings: Settings): string | undefined {
   const root = workspaceRoot();
-  if (path.isAbsolute(settings.findingsDocument)) return settings.findingsDocument;
-  return root ? path.join(root, settings.findingsDocument) : undefined;
+  if (!root) return undefined;
+  const file = findingsPathInWorkspace(root, settings.findingsDocument);
+  if (!file) {
+    throw new SettingsError(
+      `${SECTION}.findingsDocument is "${settings.findingsDocument}", outside the workspace folder ${root}: Inference Bench writes only findings documents of the workspace. ` +
+      'Set it to a path inside the folder (the default is k25b6000bench1.md).',
+    );
+  }
+  return file;
 }
 
 export async function addTargetToSettings(target: Record<string, unknown>): Promise<void> {

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliCommand, UsageError } from '../command';
 import { stderrLogger } from '../cliLogger';
-import { FindingsFile } from '../findingsFile';
+import { FindingsFile, findingsFlagPath } from '../findingsFile';
 import { positiveWholeNumber } from '../flags';
 import { Budget } from '../../core/explain/budget';
 import { explainRuns, ExplainError, selectRuns } from '../../core/explain/campaign';
@@ -68,7 +68,7 @@ export const explainCommand: CliCommand = {
       if (err instanceof ExplainError) throw new UsageError(err.message);
       throw err;
     }
-    if (v.findings) new FindingsFile(resolve(workspace, v.findings), stderrLogger()).findings(budgetFindings(budget));
+    if (v.findings) new FindingsFile(findingsFlagPath(workspace, v.findings), stderrLogger()).findings(budgetFindings(budget));
     if (v.json) process.stdout.write(`${JSON.stringify(budget, null, 2)}\n`);
     else process.stdout.write(budgetText(budget));
     return 0;

@@ -27,6 +27,8 @@ Load:
   --model NAME              default: the first model /v1/models lists
   --prompts-file PATH       JSONL prompts on the target host
   --warmup N                warm-up requests (default 2)
+  --request-timeout S       seconds one request may take before it fails as a timeout (default 600);
+                            a level whose requests all stall stops the run
   --goodput "ttft:500 tpot:50"  SLOs in ms for goodput
   --percentiles 50,90,99
   --workers auto|N          load-generator processes (default auto)
@@ -52,6 +54,13 @@ function integer(text: string | undefined, flag: string): number | undefined {
   return v;
 }
 
+function positiveSeconds(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!(v > 0) || !Number.isFinite(v)) throw new UsageError(`${flag} takes a number of seconds above 0, for example ${flag} 60; got "${text}".`);
+  return v;
+}
+
 export const macroCommand: CliCommand = {
   name: 'macro',
   summary: 'serving benchmark: single stream, concurrency sweep or request rates, vllm bench serve metrics',
@@ -64,7 +73,7 @@ export const macroCommand: CliCommand = {
         concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
         requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
         'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
-        warmup: { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
+        warmup: { type: 'string' }, 'request-timeout': { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
         out: { type: 'string' }, json: { type: 'boolean' },
       },
       strict: true,
@@ -92,6 +101,7 @@ export const macroCommand: CliCommand = {
       ignoreEos: v['no-ignore-eos'] ? false : undefined,
       promptsFile: v['prompts-file'],
       warmup: integer(v.warmup, '--warmup'),
+      requestTimeoutS: positiveSeconds(v['request-timeout'], '--request-timeout'),
       goodput: Object.keys(goodput).length ? goodput : undefined,
       percentiles: numbers(v.percentiles, '--percentiles'),
       workers,
