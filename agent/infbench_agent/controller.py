@@ -111,8 +111,12 @@ def _kill_group_later() -> None:
         elif time.monotonic() - blocked_since > BLOCKED_STDOUT_S:
             break
     try:
-        # The transports start the agent in a process group of the run's own.
-        os.killpg(os.getpgrp(), signal.SIGKILL)
+        # The group is the run's own when the agent leads it, or when the transport's recorder
+        # (which sets INFBENCH_RUN) started it in one; otherwise it may hold whoever started us.
+        if os.getpgrp() == os.getpid() or os.environ.get("INFBENCH_RUN"):
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
     finally:
         os._exit(1)
 
