@@ -14,6 +14,8 @@ export interface Settings {
   findingsDocument: string;
   /** The user's kernel families and step annotation for trace analysis. */
   traceAnalysis: TraceAnalysisOptions;
+  /** Seconds one macro request may take before it fails as a timeout. */
+  requestTimeoutS: number;
 }
 
 export function readSettings(): Settings {
@@ -38,7 +40,12 @@ export function readSettings(): Settings {
   } catch (err) {
     problems.push(err instanceof SettingsError ? err.message : String(err));
   }
-  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), traceAnalysis };
+  let requestTimeoutS = config.get<unknown>('requestTimeout', 600);
+  if (typeof requestTimeoutS !== 'number' || !(requestTimeoutS > 0) || !Number.isFinite(requestTimeoutS)) {
+    problems.push(`${SECTION}.requestTimeout must be a number of seconds above 0; got ${JSON.stringify(requestTimeoutS)}. Using 600.`);
+    requestTimeoutS = 600;
+  }
+  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), traceAnalysis, requestTimeoutS: requestTimeoutS as number };
 }
 
 export function workspaceRoot(): string | undefined {

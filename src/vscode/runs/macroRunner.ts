@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { Target } from '../../core/config/target';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../../core/macro/options';
+import { readSettings } from '../settings';
 import { runMacroPhase } from '../../core/phases/macro';
 import { PhaseRunner } from './phases';
 
@@ -61,7 +62,7 @@ export const macroRunner: PhaseRunner = {
     return picked.options ? { ...picked.options } : ((await customWorkload(target)) as Record<string, unknown> | undefined);
   },
   async run(ctx, options) {
-    const outcome = await runMacroPhase(ctx, options as MacroOptions);
+    const outcome = await runMacroPhase(ctx, { requestTimeoutS: readSettings().requestTimeoutS, ...(options as MacroOptions) });
     return outcome.summary;
   },
 };
