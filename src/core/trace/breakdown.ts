@@ -447,7 +447,12 @@ export function combineRanks(all: RankBreakdown[], categoryOrder: string[]): Tra
     const byRank = withDecode.map((r) => ({ rank: r.rank, stepMs: r.decode.stepMs!.mean }));
     const min = byRank.reduce((a, b) => (b.stepMs < a.stepMs ? b : a));
     const max = byRank.reduce((a, b) => (b.stepMs > a.stepMs ? b : a));
-    skew = { stepMsByRank: byRank, minMs: min.stepMs, maxMs: max.stepMs, spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0, slowestRank: max.rank, fastestRank: min.rank };
+    const busy = withDecode.map((r) => ({ rank: r.rank, busyMs: r.decode.categories.reduce((a, c) => a + c.rawMsPerStep, 0) }));
+    const busiest = busy.reduce((a, b) => (b.busyMs > a.busyMs ? b : a));
+    skew = {
+      stepMsByRank: byRank, minMs: min.stepMs, maxMs: max.stepMs, spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0, slowestRank: max.rank, fastestRank: min.rank,
+      busyMsByRank: busy, busiestRank: busiest.rank,
+    };
   }
 
   const allReducePart = categories.find((c) => c.category === ALL_REDUCE_CATEGORY);

@@ -42,11 +42,20 @@ export function breakdownTables(b: TraceBreakdown): ResultTable[] {
     const stepRow: Record<string, string | number | null> = { category: 'step ms' };
     for (const r of withSteps) stepRow[`r${r.rank}`] = r.decode.stepMs?.mean ?? null;
     rows.push(stepRow);
-    tables.push({ id: 'profile-ranks', title: 'Share of the decode step per rank (%)', columns, rows, note: b.skew ? `Rank skew: slowest rank ${b.skew.slowestRank} ${b.skew.maxMs.toFixed(3)} ms, fastest rank ${b.skew.fastestRank} ${b.skew.minMs.toFixed(3)} ms per step (${b.skew.spreadPct.toFixed(1)}% spread).` : undefined });
+    tables.push({ id: 'profile-ranks', title: 'Share of the decode step per rank (%)', columns, rows, note: b.skew ? `Rank skew: slowest rank ${b.skew.slowestRank} ${b.skew.maxMs.toFixed(3)} ms, fastest rank ${b.skew.fastestRank} ${b.skew.minMs.toFixed(3)} ms per step (${b.skew.spreadPct.toFixed(1)}% spread)${busiestNote(b)}.` : undefined });
   }
   const first = b.ranks.find((r) => r.decode.count > 0) ?? b.ranks[0];
   if (first) tables.push(topKernelTable(first));
   return tables;
+}
+
+/** Which rank does the most GPU work per step, when that is not the rank with the longest steps. */
+function busiestNote(b: TraceBreakdown): string {
+  const s = b.skew;
+  if (!s?.busyMsByRank || s.busiestRank === undefined || s.busiestRank === s.slowestRank) return '';
+  const most = s.busyMsByRank.find((r) => r.rank === s.busiestRank)!;
+  const least = s.busyMsByRank.reduce((a, c) => (c.busyMs < a.busyMs ? c : a));
+  return `; rank ${s.busiestRank} does the most GPU work per step (${most.busyMs.toFixed(3)} ms of kernels vs ${least.busyMs.toFixed(3)} ms on rank ${least.rank}), so the others wait for it at each collective`;
 }
 
 export function topKernelTable(r: RankBreakdown, limit = 10): ResultTable {

@@ -52,6 +52,9 @@ const CAT_NAMES: [Uint8Array, EventCat][] = [
   [bytes('python_function'), EventCat.PythonFunction],
 ];
 const K_CORRELATION = bytes('correlation');
+/** Categories whose args carry the correlation id the analysis needs (kernels, copies, launch calls). */
+const HAS_CORRELATION: boolean[] = [];
+for (const cat of [EventCat.Kernel, EventCat.GpuMemcpy, EventCat.GpuMemset, EventCat.CudaRuntime, EventCat.CudaDriver]) HAS_CORRELATION[cat] = true;
 const K_TRACE_EVENTS = 'traceEvents';
 
 function isWs(c: number): boolean {
@@ -307,6 +310,24 @@ export class TraceJsonReader {
     }
   }
 
+  /** End of the object or array whose opening bracket came before i (exclusive), or NEED_MORE. */
+  private skipRest(buf: Buffer, i: number, n: number): number {
+    let depth = 1;
+    while (i < n) {
+      const d = buf[i];
+      if (d === Q) {
+        const e = this.stringEnd(buf, i + 1, n);
+        if (e === NEED_MORE) return NEED_MORE;
+        i = e + 1;
+        continue;
+      }
+      if (d === LBRACE || d === LBRACK) depth++;
+      else if ((d === RBRACE || d === RBRACK) && --depth === 0) return i + 1;
+      i++;
+    }
+    return NEED_MORE;
+  }
+
   /** End of the JSON value starting at i (exclusive), or NEED_MORE. */
   private skipValue(buf: Buffer, i: number, n: number): number {
     const c = buf[i];
@@ -435,6 +456,9 @@ export class TraceJsonReader {
               break;
             }
           }
+          // CPU ops (most of a real trace's events) and other categories are only counted: skip
+          // the rest of the object without reading its keys. torch writes "cat" second.
+          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.skipRest(buf, se + 1, n);
           end = se + 1;
         }
       } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {
@@ -465,8 +489,8 @@ export class TraceJsonReader {
         if (k0 === 0x70) v.pid = this.num;
         else v.tid = this.num;
       } else if (klen === 4 && k0 === 0x61 && k1 === 0x72 && buf[ks + 2] === 0x67 && buf[ks + 3] === 0x73 && buf[i] === LBRACE) {
-        // "args": only the correlation id is read; the rest is skipped
-        end = this.parseArgs(buf, i, n);
+        // "args": only the correlation id of GPU work and launches is read; the rest is skipped
+        end = v.cat === EventCat.None || HAS_CORRELATION[v.cat] ? this.parseArgs(buf, i, n) : this.skipValue(buf, i, n);
       } else {
         end = this.skipValue(buf, i, n);
       }
@@ -510,7 +534,12 @@ export class TraceJsonReader {
       let end: number;
       if (ke - ks === 11 && buf[ks] === 0x63 && eq(buf, ks, ke, K_CORRELATION)) {
         end = this.numberOrSkip(buf, i, n);
-        if (end !== NEED_MORE && !Number.isNaN(this.num)) this.view.correlation = this.num;
+        if (end === NEED_MORE) return NEED_MORE;
+        if (!Number.isNaN(this.num)) {
+          this.view.correlation = this.num;
+          // Nothing after the correlation id is read: skip to the end of "args".
+          return this.skipRest(buf, end, n);
+        }
       } else {
         end = this.skipValue(buf, i, n);
       }

@@ -232,6 +232,9 @@ function settleKindsByShape(trace: CollectedTrace, steps: Step[]): void {
   steps.forEach((s, i) => (s.kind = s.kernels.length !== commonCount && busy[i] > 1.1 * typical ? 'prefill' : 'decode'));
 }
 
+/** Kernels that pick the next token: once per forward pass (greedy argmax, sampling from probabilities). */
+const SAMPLING = /ArgMax|argmax|sampl|multinomial/;
+
 /** Steps cut where the kernel sequence repeats: what a forward pass looks like when nothing names it. */
 export interface RepeatingSteps {
   steps: Step[];
@@ -248,7 +251,7 @@ export interface RepeatingSteps {
  * launched once per layer recur at a shorter one. The longest distance at which some kernel keeps
  * recurring across the trace is the pass; each pass starts at the earliest such kernel.
  */
-export function findRepeatingSteps(nameOf: (o: number) => number, tsOf: (o: number) => number, durOf: (o: number) => number, n: number): RepeatingSteps | undefined {
+export function findRepeatingSteps(nameOf: (o: number) => number, durOf: (o: number) => number, n: number, nameText: (id: number) => string = () => ''): RepeatingSteps | undefined {
   if (n < 8) return undefined;
   const lastAt = new Map<number, number>();
   const firstAt = new Map<number, number>();
@@ -292,13 +295,23 @@ export function findRepeatingSteps(nameOf: (o: number) => number, tsOf: (o: numb
   // since the ends of each pass (embedding, LM head, sampling) differ from a layer.
   let period = Math.max(...candidates.keys());
   let periodicity = periodicityAt(period);
-  for (const p of [...candidates.keys()].sort((a, b) => a - b)) {
-    if (p >= period || period % p !== 0) continue;
-    const at = periodicityAt(p);
-    if (at >= periodicity - 0.005) {
-      period = p;
-      periodicity = at;
-      break;
+  const ascending = [...candidates.keys()].sort((a, b) => a - b);
+  // A pass ends in sampling (once per pass, never per layer): where the longest candidate spans
+  // several passes (a trace of several generate calls, each with its prefill), the shortest period
+  // at which a sampling kernel recurs is the pass.
+  const sampled = ascending.find((p) => candidates.get(p)!.some((id) => SAMPLING.test(nameText(id))) && periodicityAt(p) >= 0.6);
+  if (sampled !== undefined) {
+    period = sampled;
+    periodicity = periodicityAt(sampled);
+  } else {
+    for (const p of ascending) {
+      if (p >= period || period % p !== 0) continue;
+      const at = periodicityAt(p);
+      if (at >= periodicity - 0.005) {
+        period = p;
+        periodicity = at;
+        break;
+      }
     }
   }
   if (periodicity < 0.6) return undefined;
@@ -423,7 +436,7 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       graphCorrToStep.set(r.correlation[gi], s);
     });
   }
-  const repeats = findRepeatingSteps((o) => k.name[order[o]], (o) => k.ts[order[o]], (o) => k.dur[order[o]], order.length);
+  const repeats = findRepeatingSteps((o) => k.name[order[o]], (o) => k.dur[order[o]], order.length, (id) => k.names[id]);
   if (repeats && !(graphStarts.length && graphStarts.length === repeats.steps.length)) {
     const steps = repeats.steps.map((s) => ({ ...s, kernels: s.kernels.map((o) => order[o]) }));
     settleKindsByShape(trace, steps);

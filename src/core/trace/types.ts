@@ -156,6 +156,10 @@ export interface RankSkew {
   spreadPct: number;
   slowestRank: number;
   fastestRank: number;
+  /** GPU work (kernel time, overlap counted twice) per decode step per rank, ms: the rank the others wait for at each collective, even when host time fills the steps. */
+  busyMsByRank?: { rank: number; busyMs: number }[];
+  /** The rank with the most GPU work per decode step. */
+  busiestRank?: number;
 }
 
 /** A trace file that holds no GPU work, reported beside the ranks. */
