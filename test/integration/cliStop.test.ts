@@ -38,6 +38,7 @@ describe('stopping the CLI mid-run over SSH', function () {
   let key: KeyPair;
   let sshd: Sshd;
   let sim: RunningSimulator;
+  let profiling: RunningSimulator;
   let configFile: string;
 
   before(async () => {
@@ -50,16 +51,18 @@ describe('stopping the CLI mid-run over SSH', function () {
       gpu: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none', 'ServerAliveInterval 1', 'ServerAliveCountMax 2'],
     }, [sshd.knownHostsLine]).configFile;
     sim = await startSimulator({ port: 0 });
+    profiling = await startSimulator({ port: 0, profilerDir: join(dir, 'traces') });
   });
 
   after(async () => {
     await sim?.stop();
+    await profiling?.stop();
     await sshd?.stop();
   });
 
   /** `infbench <phase>` on the SSH target; each run gets its own workspace. */
-  function cli(workspace: string, args: string[]): CliRun {
-    const child = spawn(process.execPath, [resolve('dist/cli.js'), ...args, '--target', 'gpu', '--ssh-config', configFile, '--url', sim.url, '--workspace', workspace],
+  function cli(workspace: string, args: string[], url = sim.url): CliRun {
+    const child = spawn(process.execPath, [resolve('dist/cli.js'), ...args, '--target', 'gpu', '--ssh-config', configFile, '--url', url, '--workspace', workspace],
       { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
@@ -109,6 +112,22 @@ describe('stopping the CLI mid-run over SSH', function () {
     const { code } = await run.exited;
     assert.equal(code, 130, run.stderr());
     assertStoppedCleanly(run, 'cancelled', /Cancelled .*kept/);
+  });
+
+  it('Ctrl-C of profile: cancelled, exit 130, no crash, nothing left on the host', async () => {
+    const workspace = join(dir, 'profile-sigint');
+    mkdirSync(workspace);
+    // A decode workload of about half a minute, so that Ctrl-C lands while the server profiles.
+    const run = cli(workspace, ['profile', '--concurrency', '2', '--output-len', '1500'], profiling.url);
+    await until('the profiled workload started', () => /profile: .*(profil|decode|workload)/i.test(run.stderr()), 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    run.child.kill('SIGINT');
+    const { code } = await run.exited;
+    assert.equal(code, 130, run.stderr());
+    assert.doesNotMatch(run.stderr(), /\n\s+at .*\(.*:\d+:\d+\)|SshError|Unhandled|uncaught/i, `a stack trace or crash on stderr:\n${run.stderr()}`);
+    assert.equal(runFolder(workspace).meta.status, 'cancelled');
+    assert.deepEqual(pgrep(`agent-[0-9a-f]+\\.pyz .*profile --url ${profiling.url}`), [], 'ps on the host still lists the agent');
+    assert.deepEqual(readdirSync(join(cache, 'inference-bench', 'runs')), [], 'a process-group record is left behind');
   });
 
   it('SIGTERM (a CI timeout): interrupted, exit 143, the levels and --out written, nothing left on the host', async () => {
