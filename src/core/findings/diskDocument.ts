@@ -29,7 +29,7 @@ export interface DiskFindingsEdit extends FindingsEdit {
 
 // A read is trusted once the file held still this long (an in-place save takes a few ms).
 const SETTLE_MS = 10;
-// A file that shrank to a cut-off line must hold still longer before it is taken as the user's.
+// An empty file, or one that shrank to a cut-off line, must hold still longer before it is taken as the user's.
 const CUT_SETTLE_MS = 200;
 const MAX_ATTEMPTS = 60;
 
@@ -115,8 +115,8 @@ function readAll(fd: number): string {
 function settledRead(fd: number, file: string | undefined, previousText: string | undefined): { text: string; st: BigIntStats } | undefined {
   const st = fstatSync(fd, { bigint: true });
   const text = readAll(fd);
-  // Shorter than before and cut mid-line looks like a save caught half-way: it must hold still longer.
-  const cut = previousText !== undefined && text.length < previousText.length && !/\n$/.test(text);
+  // Empty, or shorter than before and cut mid-line, looks like a save caught half-way: it must hold still longer.
+  const cut = text.length === 0 || (previousText !== undefined && text.length < previousText.length && !/\n$/.test(text));
   const deadline = Date.now() + (cut ? CUT_SETTLE_MS : SETTLE_MS);
   do {
     pause(SETTLE_MS);
