@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 const RECORDS = 'd="${XDG_CACHE_HOME:-${HOME:-}/.cache}/inference-bench/runs"; f="$d/$0"; ' +
   'own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ]; }';
 const RECORD_GROUP = `${RECORDS}; umask 077; mkdir -p "$d" 2>/dev/null; ` +
-  'if ! own "${d%/*}" || ! own "$d"; then echo "infbench: $d is not a folder of your own (another owner, or a link), so the run' +
+  'if ! own "${d%/*}" || ! own "$d"; then echo "infbench: $d is not a folder of your own (it could not be made, or has another owner, or is a link), so the run' +
   '\'s process group cannot be recorded safely there and nothing was started. Remove it, or point XDG_CACHE_HOME at a folder of your own." >&2; exit 125; fi; ' +
   'chmod 700 "$d"; for g in "$d"/*.pg; do [ -e "$g" ] || break; kill -0 "-$(tr -d \' \\n\' < "$g")" 2>/dev/null || rm -f "$g"; done; ' +
   '(cut -d" " -f5 /proc/$$/stat 2>/dev/null || ps -o pgid= -p $$) > "$f"; export INFBENCH_RUN="$0"; exec "$@"';
