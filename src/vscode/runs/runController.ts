@@ -11,6 +11,7 @@ import { Connector } from './connect';
 import { PhaseRunner } from './phases';
 import { viewableRun } from './profileView';
 import { runDir, saveRunView, StoredRuns } from './storedRuns';
+import { RunStop } from '../../core/runs/runStop';
 
 /** Where findings updates go; the findings editor provides it. */
 export interface FindingsTarget {
@@ -52,6 +53,9 @@ export class RunController extends Disposable implements RunsSource {
 
   constructor(private readonly connect: Connector, private readonly log: vscode.LogOutputChannel, private readonly apiKeys?: { get(target: string): Thenable<string | undefined> }) {
     super();
+    // A window closed or reloaded mid-run: the runs stop in order (remote processes killed, folders
+    // marked interrupted) as far as the time VS Code gives allows; the agents' heartbeat covers the rest.
+    this._register({ dispose: () => this.stop(undefined, new RunStop('interrupted', 'Stopped because VS Code closed or reloaded the window')) });
     this.statusBar.name = 'Inference Bench run';
     this.statusBar.command = 'inferenceBench.showResults';
   }
@@ -86,11 +90,11 @@ export class RunController extends Disposable implements RunsSource {
   }
 
   /** Aborts the runs going on a target (or all); each keeps what it measured so far. */
-  stop(targetName?: string): number {
+  stop(targetName?: string, reason?: RunStop): number {
     let n = 0;
     for (const a of this.active) {
       if (targetName && a.target.name !== targetName) continue;
-      a.abort.abort();
+      a.abort.abort(reason);
       n++;
     }
     return n;
