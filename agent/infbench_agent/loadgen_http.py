@@ -22,6 +22,10 @@ from urllib.parse import urlsplit
 from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_none, message_content
 
 
+# Extra non-blocking selects per poll that read sockets which became ready while the first ones were read.
+READ_ROUNDS = 2
+
+
 class Endpoint:
     def __init__(self, base_url: str, api_key: Optional[str] = None) -> None:
         self.api_key = api_key
@@ -96,7 +100,7 @@ class Stream:
         self.record: dict = {"id": job["id"], "ok": False, "intended": job.get("intended"), "send": None, "finish": None,
                              "ttft": None, "e2el": None, "itl": [], "client_tokens": 0, "output_tokens": None,
                              "prompt_tokens": None, "est_prompt_tokens": job.get("est_prompt_tokens"),
-                             "usage_missing": False, "done_marker": False,
+                             "usage_missing": False, "prompt_estimated": False, "done_marker": False,
                              "reason": None, "error": None}
         self.last_token_at: Optional[float] = None
 
@@ -114,6 +118,9 @@ class Engine:
         self.sel = selectors.DefaultSelector()
         self.idle: List[socket.socket] = []
         self.active: Dict[int, Stream] = {}
+        # One receive buffer for every read (recv(n) would allocate n bytes per call).
+        self._buf = bytearray(262144)
+        self._view = memoryview(self._buf)
 
     @property
     def in_flight(self) -> int:
@@ -170,41 +177,60 @@ class Engine:
             self.sel.modify(st.sock, events, st)
 
     def poll(self, timeout: float) -> None:
-        """Waits up to `timeout` seconds for socket events and handles them; also expires timed-out requests."""
-        for key, mask in self.sel.select(timeout):
-            st = key.data
-            if not isinstance(st, Stream):
-                # An idle keep-alive connection became readable: the server closed it.
-                self._drop_idle(key.fileobj)  # type: ignore[arg-type]
-                continue
-            if mask & selectors.EVENT_WRITE and st.out:
-                try:
-                    n = st.sock.send(st.out)
-                    st.out = st.out[n:]
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except OSError as exc:
-                    self._conn_error(st, exc)
+        """Waits up to `timeout` seconds for socket events and handles them; also expires timed-out requests.
+
+        Reads first, parses after: every ready socket is read and its read stamped before any of them is
+        parsed, and sockets that became ready meanwhile are read too (up to READ_ROUNDS more selects).
+        Reading and parsing in turn, the last socket of a burst was stamped only after every earlier one
+        was parsed, and a burst of streams finishing together (their records built) stamped the last
+        tokens of the later ones late: TPOT read up to 5% high at 512 streams on a 2-core host.
+        """
+        reads: List[Tuple[Stream, bytes, float]] = []
+        events = self.sel.select(timeout)
+        rounds = 0
+        while events:
+            for key, mask in events:
+                st = key.data
+                if not isinstance(st, Stream):
+                    # An idle keep-alive connection became readable: the server closed it.
+                    self._drop_idle(key.fileobj)  # type: ignore[arg-type]
                     continue
-                if not st.out:
-                    self.sel.modify(st.sock, selectors.EVENT_READ, st)
-            if mask & selectors.EVENT_READ:
-                self._readable(st)
+                if mask & selectors.EVENT_WRITE and st.out:
+                    try:
+                        n = st.sock.send(st.out)
+                        st.out = st.out[n:]
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                    except OSError as exc:
+                        self._conn_error(st, exc)
+                        continue
+                    if not st.out:
+                        self.sel.modify(st.sock, selectors.EVENT_READ, st)
+                if mask & selectors.EVENT_READ:
+                    try:
+                        n = st.sock.recv_into(self._buf)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError as exc:
+                        self._conn_error(st, exc)
+                        continue
+                    # One monotonic stamp per read, taken as the read returns (as vLLM's client stamps).
+                    reads.append((st, self._view[:n].tobytes(), time.monotonic()))
+            rounds += 1
+            if rounds > READ_ROUNDS:
+                break
+            events = self.sel.select(0)
+        for st, data, now in reads:
+            # A stream that failed or finished on an earlier read of this batch takes no more.
+            if self.active.get(st.sock.fileno()) is st:
+                self._readable(st, data, now)
         if self.active:
             now = time.monotonic()
             for st in [s for s in self.active.values() if s.timeout_at < now]:
                 self._fail(st, "timeout", f"no complete response within {self.request_timeout:g} s "
                            f"({st.record['client_tokens']} tokens received)", now)
 
-    def _readable(self, st: Stream) -> None:
-        try:
-            data = st.sock.recv(262144)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._conn_error(st, exc)
-            return
-        now = time.monotonic()
+    def _readable(self, st: Stream, data: bytes, now: float) -> None:
         if not data:
             self._eof(st, now)
             return
@@ -276,9 +302,13 @@ class Engine:
             st.last_token_at = now
             rec["client_tokens"] += 1
         usage = msg.get("usage")
-        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
-            rec["output_tokens"] = usage.get("completion_tokens")
-            rec["prompt_tokens"] = usage.get("prompt_tokens")
+        if isinstance(usage, dict):
+            # lib/endpoint_request_func.py: output_tokens = usage.completion_tokens; prompt_len = usage.prompt_tokens
+            # when it is there, each on its own (a server may send one without the other).
+            if usage.get("completion_tokens") is not None:
+                rec["output_tokens"] = usage.get("completion_tokens")
+            if usage.get("prompt_tokens") is not None:
+                rec["prompt_tokens"] = usage.get("prompt_tokens")
         return False
 
     def _complete(self, st: Stream, now: float, reusable: bool) -> None:
@@ -298,6 +328,8 @@ class Engine:
         if rec["output_tokens"] is None:
             rec["usage_missing"] = True
             rec["output_tokens"] = rec["client_tokens"]
+        if rec["prompt_tokens"] is None:
+            rec["prompt_estimated"] = True
             rec["prompt_tokens"] = rec.get("est_prompt_tokens")
         rec["e2el"] = st.last_token_at - rec["send"]
         rec["finish"] = now

@@ -171,13 +171,24 @@ def parse_slos(text: Optional[str]) -> Dict[str, float]:
     return out
 
 
-def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Dict[str, float]) -> dict:
-    """One load level's summary with vLLM's field names, from per-request records (times in seconds)."""
+def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Dict[str, float],
+              started_at: Optional[float] = None) -> dict:
+    """One load level's summary with vLLM's field names, from per-request records (times in seconds).
+
+    `started_at` is when the level began (the origin of its planned arrivals): vLLM's benchmark_duration runs
+    from before the first arrival's wait to the last response (vllm/benchmarks/serve.py, benchmark()).
+    """
     ok = [r for r in records if r.get("ok")]
     failed = [r for r in records if not r.get("ok")]
     sends = [r["send"] for r in records if r.get("send") is not None]
     finishes = [r["finish"] for r in records if r.get("finish") is not None]
-    duration = (max(finishes) - min(sends)) if sends and finishes else 0.0
+    start = min(sends) if sends else None
+    if start is not None and started_at is not None:
+        start = min(start, started_at)
+    duration = (max(finishes) - start) if start is not None and finishes else 0.0
+    # vllm/benchmarks/serve.py calculate_metrics: total_input sums outputs[i].prompt_len, which
+    # lib/endpoint_request_func.py sets from usage.prompt_tokens when the server sends it (the dataset's
+    # length otherwise); only successful requests count.
     total_in = sum(r.get("prompt_tokens") or 0 for r in ok)
     total_out = sum(r.get("output_tokens") or 0 for r in ok)
     tpots = [t for t in (request_tpot(r) for r in ok) if t is not None]
@@ -200,7 +211,14 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
     out.update(describe_ms(tpots, "tpot", percentiles))
     out.update(describe_ms(itls, "itl", percentiles))
     out.update(describe_ms((r["e2el"] for r in ok if r.get("e2el") is not None), "e2el", percentiles))
-    out["max_concurrent_requests"] = peak_in_flight(records)
+    # serve.py (newest, 009e6d4a): the exact peak of successful requests, each [start, start + latency).
+    out["max_concurrent_requests"] = vllm_peak_concurrency(ok)
+    tokens_1s, concurrent_1s = vllm_one_second_buckets(ok)
+    out["max_output_tokens_per_s"] = tokens_1s
+    # serve.py up to vLLM 0.28 (main of 2026-09-12) put the maximum over 1-second buckets under the same name.
+    out["max_concurrent_requests_1s_buckets"] = concurrent_1s
+    # What the client really held: every request, failed ones too, from its send until its response ended.
+    out["peak_in_flight"] = peak_in_flight(records)
     reasons: Dict[str, int] = {}
     for r in failed:
         reasons[r.get("reason") or "error"] = reasons.get(r.get("reason") or "error", 0) + 1
@@ -211,12 +229,62 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
     out["scheduling_lag_ms"] = {"mean": sum(lags) / len(lags) if lags else None,
                                 "p99": percentile(lags, 99) if lags else None, "max": lags[-1] if lags else None}
     usage_missing = sum(1 for r in ok if r.get("usage_missing"))
+    prompt_estimated = sum(1 for r in ok if r.get("prompt_estimated"))
     discrepancy = sum(abs((r.get("client_tokens") or 0) - (r.get("output_tokens") or 0)) for r in ok)
-    out["token_count"] = {"source": "usage" if not usage_missing else ("client" if usage_missing == len(ok) else "mixed"),
+
+    def source(missing: int, fallback: str) -> str:
+        return "usage" if not missing else (fallback if missing == len(ok) else "mixed")
+
+    out["token_count"] = {"source": source(usage_missing, "client"),
                           "usage_missing": usage_missing, "client_vs_usage_abs_diff": discrepancy,
-                          # Without usage the prompt tokens are the prompt maker's calibrated estimate.
-                          "input_source": "usage" if not usage_missing else "estimate"}
+                          # Without usage.prompt_tokens the prompt tokens are the prompt maker's calibrated estimate.
+                          "input_source": source(prompt_estimated, "estimate")}
     return out
+
+
+def vllm_peak_concurrency(ok: Sequence[dict]) -> int:
+    """max_concurrent_requests as the newest vllm/benchmarks/serve.py computes it (calculate_metrics, at 009e6d4a):
+    a sweep over successful requests, each the half-open [start, start + latency) with latency = E2EL, a
+    departure before an arrival at the same instant."""
+    edges = []
+    for r in ok:
+        if r.get("send") is not None and r.get("e2el") is not None:
+            edges.append((r["send"], 1))
+            edges.append((r["send"] + r["e2el"], -1))
+    edges.sort()
+    peak = cur = 0
+    for _, d in edges:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+def vllm_one_second_buckets(ok: Sequence[dict]) -> "tuple[float, int]":
+    """(max_output_tokens_per_s, the older max_concurrent_requests) from vllm/benchmarks/serve.py's 1-second
+    buckets counted from the first successful start (calculate_metrics at def9ce85, vLLM up to 0.28): a token
+    message at start + ttft + the running sum of ITLs lands in bucket int(t - first start); a request counts
+    in every bucket from int(start - first) to int(end - first), both included. The token count is of
+    messages (one per token where servers stream one token a message), as vLLM's."""
+    timed = [r for r in ok if r.get("send") is not None and r.get("ttft") is not None and r.get("e2el") is not None]
+    if not timed:
+        return 0.0, 0
+    first = min(r["send"] for r in timed)
+    n = int(math.ceil(max(r["send"] + r["e2el"] for r in timed) - first)) + 1
+    tokens = [0] * n
+    concurrent = [0] * n
+    for r in timed:
+        t = r["send"] + r["ttft"]
+        times = [t]
+        for gap in r.get("itl") or ():
+            t += gap
+            times.append(t)
+        for t in times:
+            b = int(t - first)
+            if 0 <= b < n:
+                tokens[b] += 1
+        for b in range(int(r["send"] - first), min(n - 1, int(r["send"] + r["e2el"] - first)) + 1):
+            concurrent[b] += 1
+    return float(max(tokens)), max(concurrent)
 
 
 def peak_in_flight(records: Sequence[dict]) -> int:

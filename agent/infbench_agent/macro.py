@@ -41,8 +41,31 @@ WORDS = ("time year people way day man thing woman life child world school state
          "computer type attention film tree source organization hair window evidence population site truth").split()
 
 _cancelled = False
+# In a wave of sends, read the sockets that are ready after every this many.
+SENDS_BETWEEN_READS = 16
 # Monotonic time of the run's first level start: per-request events carry times from it (run_s).
 _run_start: Optional[float] = None
+
+
+# Where a field of ours means something else than in `vllm bench serve` (checked against vllm-project/vllm:
+# vllm/benchmarks/serve.py at 009e6d4a and vllm/benchmarks/lib/endpoint_request_func.py at 02cfb534).
+VLLM_FIELD_NOTES = {
+    "checked_against": "vllm/benchmarks/serve.py (009e6d4a), vllm/benchmarks/lib/endpoint_request_func.py (02cfb534)",
+    "max_concurrent_requests": "as the newest serve.py: the exact peak of successful requests, each from its send to "
+                               "its last token; vLLM up to 0.28 took the maximum over 1-second buckets instead, given "
+                               "here as max_concurrent_requests_1s_buckets",
+    "peak_in_flight": "ours, not vLLM's: the exact peak of requests in flight, failed ones included, each until its "
+                      "response ended",
+    "total_input_tokens": "usage.prompt_tokens where the server sends it, as vLLM; otherwise the prompt's length as "
+                          "calibrated with /tokenize (vLLM: its dataset's length)",
+    "total_output_tokens": "usage.completion_tokens, as vLLM; otherwise the client's count of token messages (vLLM "
+                           "re-tokenizes the text with the model's tokenizer)",
+    "itl_ms": "chat: the role-only first message carries no token here; vLLM takes TTFT from it and counts its gap "
+              "as an ITL sample",
+    "scheduling_lag_ms": "ours: send time minus planned time (the arrival; in a closed loop the moment a slot freed); "
+                         "vLLM's client_queue_time is the wait for its --max-concurrency semaphore",
+    "duration": "from the level's start (the origin of its arrivals) to the last response, as vLLM's benchmark_duration",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -215,6 +238,8 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
         on_record(rec)
 
     engine.on_record = record
+    # Request bodies built before the start, so that a wave of sends is only sends (ours and the reads between).
+    bodies = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
     while time.monotonic() < start_at:
         time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
     while True:
@@ -227,8 +252,12 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             while accepting and started < total and engine.in_flight < concurrency:
                 intended = free_since.pop(0) if free_since else start_at
                 rid = ids[started] if deadline is None else plan["id_base"] + started * plan["id_stride"]
-                engine.start({"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, maker.body(rid))
+                engine.start({"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
+                             bodies.pop(rid, None) or maker.body(rid))
                 started += 1
+                if started % SENDS_BETWEEN_READS == 0:
+                    # A wave of hundreds of sends takes tens of ms: streams already answering are read meanwhile.
+                    engine.poll(0)
             timeout = 0.05
         else:
             assert arrivals is not None
@@ -236,8 +265,10 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
                     and (cap is None or engine.in_flight < cap):
                 rid = ids[started]
                 engine.start({"id": rid, "intended": arrivals[started] + start_at,
-                              "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, maker.body(rid))
+                              "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, bodies.pop(rid, None) or maker.body(rid))
                 started += 1
+                if started % SENDS_BETWEEN_READS == 0:
+                    engine.poll(0)
             timeout = 0.05
             if started < len(arrivals):
                 timeout = max(0.0, min(timeout, arrivals[started] + start_at - time.monotonic()))
@@ -364,6 +395,8 @@ class LevelRun:
         self.records: List[dict] = []
         self.last_update = time.monotonic()
         self.level_start: Optional[float] = None
+        # When the level's plan started (the origin of its arrivals), for vLLM's duration.
+        self.started_at: Optional[float] = None
 
     def add(self, rec: dict) -> None:
         rec.pop("payload", None)
@@ -394,7 +427,7 @@ class LevelRun:
 
     def summary(self, partial: bool) -> dict:
         s = dict(self.meta)
-        s.update(summarize(self.records, self.percentiles, self.slos))
+        s.update(summarize(self.records, self.percentiles, self.slos, self.started_at))
         s["partial"] = partial
         return clean(s)
 
@@ -485,7 +518,7 @@ def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, ma
                 raise events.AgentError("workers_failed", "the load-generator worker processes did not start",
                                         f"run '{sys.executable} -c \"import selectors\"' on the host; see the agent's stderr")
             pump(0.1)
-        start_at = time.monotonic() + 0.05
+        start_at = level.started_at = time.monotonic() + 0.05
         for proc in procs:
             assert proc.stdin is not None
             proc.stdin.write((json.dumps({"start_at": start_at}) + "\n").encode())
@@ -591,6 +624,24 @@ def split(n: int, parts: int) -> List[int]:
     return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
 
 
+def vllm_arrivals(total: int, rate: float, burstiness: float, rng: random.Random) -> List[float]:
+    """Send times (seconds from the level's start) as vllm/benchmarks/serve.py's get_request draws them: one
+    gamma gap (shape = burstiness, mean 1/rate) before every request, the first included, summed, then
+    scaled so the last request goes at total / rate (N requests at rate r span N/r); constant gaps for an
+    infinite burstiness, all at once for an infinite rate."""
+    if math.isinf(rate):
+        return [0.0] * total
+    t = 0.0
+    arrivals = []
+    for _ in range(total):
+        t += 1.0 / rate if math.isinf(burstiness) else rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+        arrivals.append(t)
+    if arrivals and arrivals[-1] > 0:
+        scale = (total / rate) / arrivals[-1]
+        arrivals = [a * scale for a in arrivals]
+    return arrivals
+
+
 def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int], id_base: int, rng: random.Random) -> List[dict]:
     c = level_meta.get("max_concurrency")
     rate = level_meta.get("request_rate")
@@ -607,12 +658,7 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
                           "id_base": id_base + w, "id_stride": workers, "start_at": 0.0})
         return plans
     assert total is not None
-    arrivals = []
-    t = 0.0
-    for _ in range(total):
-        arrivals.append(t)
-        if not math.isinf(rate):
-            t += rng.gammavariate(args.burstiness, 1.0 / (rate * args.burstiness))
+    arrivals = vllm_arrivals(total, rate, args.burstiness, rng)
     cap = args.max_concurrency
     expected_in_flight = cap or max(1, int(min(total, (rate if not math.isinf(rate) else total) * 2)))
     workers = worker_count(args, expected_in_flight)
@@ -645,6 +691,9 @@ def run(args: argparse.Namespace) -> int:
     concurrencies = parse_levels(args.concurrency, int, "concurrency") if not rates else []
     if not rates and not concurrencies:
         raise events.AgentError("bad_arguments", "no load level given", "pass --concurrency 1,8,32 or --request-rate 2,4")
+    if not args.burstiness > 0:
+        raise events.AgentError("bad_arguments", f"--burstiness must be above 0, got {args.burstiness:g}",
+                                "1 is Poisson arrivals; below 1 burstier, above 1 more even")
     if args.input_len < 1 or args.output_len < 1:
         raise events.AgentError("bad_arguments", "--input-len and --output-len must be at least 1", "")
     server = discover(endpoint, args.url, args.model)
@@ -667,7 +716,8 @@ def run(args: argparse.Namespace) -> int:
                     "prompts": {"seed": seed, "calibration": calibration, "source": args.prompts_file or "random",
                                 "dropped_fields": maker.dropped_fields},
                     "client": {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host": os.uname().nodename,
-                               "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"}}
+                               "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"},
+                    "vllm_bench_serve": VLLM_FIELD_NOTES}
     id_base = 0
     if args.warmup > 0 and not _cancelled:
         warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
@@ -722,7 +772,7 @@ def run(args: argparse.Namespace) -> int:
         if _run_start is None:
             _run_start = wall0
         if len(plans) == 1:
-            plans[0]["start_at"] = time.monotonic()
+            plans[0]["start_at"] = level.started_at = time.monotonic()
             cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout)
         else:
             cpu = run_level_workers(plans, args, path, maker, level)

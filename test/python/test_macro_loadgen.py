@@ -167,7 +167,51 @@ class PlainServer(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\r\n\r\n")
 
 
+class PromptUsageOnly(http.server.BaseHTTPRequestHandler):
+    """A server whose closing usage message holds prompt_tokens but no completion_tokens."""
+
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "p", "object": "model"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(3):
+            self.wfile.write(b'data: {"choices":[{"index":0,"text":" t%d"}]}\n\n' % i)
+            self.wfile.flush()
+        self.wfile.write(b'data: {"choices":[],"usage":{"prompt_tokens":77}}\n\ndata: [DONE]\n\n')
+
+
 class AServerWeBring(unittest.TestCase):
+    def test_prompt_tokens_come_from_usage_even_without_completion_tokens(self):
+        # lib/endpoint_request_func.py takes usage.prompt_tokens whenever the server sends it.
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PromptUsageOnly)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            result, _ = run_macro(f"http://127.0.0.1:{server.server_address[1]}", "--concurrency", "2", "--requests", "4",
+                                  "--output-len", "3", "--input-len", "10", "--no-tokenize", "--warmup", "0")
+        finally:
+            server.shutdown()
+            server.server_close()
+        [level] = result["levels"]
+        self.assertEqual(level["completed"], 4, level["errors"])
+        self.assertEqual(level["total_input_tokens"], 4 * 77)
+        self.assertEqual(level["token_count"]["input_source"], "usage")
+        self.assertEqual(level["token_count"]["source"], "client")
+        self.assertEqual(level["total_output_tokens"], 12)
+        self.assertIn("max_concurrent_requests_1s_buckets", result["vllm_bench_serve"]["max_concurrent_requests"])
+
     def test_a_plain_openai_style_server_is_measured_with_client_counts(self):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PlainServer)
         thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -4,6 +4,7 @@ import unittest
 
 from infbench_agent.loadgen_metrics import (ChunkedDecoder, SSEParser, describe_ms, message_content, parse_prometheus_totals,
                                             parse_slos, peak_in_flight, percentile, summarize)
+from infbench_agent.macro import vllm_arrivals
 
 
 def record(send, ttft, tokens, gap, ok=True, prompt=10, intended=None, **extra):
@@ -127,6 +128,54 @@ class MetricMath(unittest.TestCase):
                 'vllm:prompt_tokens_total{model_name="a b"} 7\n')
         totals = parse_prometheus_totals(text, ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"])
         self.assertEqual(totals, {"vllm:generation_tokens_total": 120.0, "vllm:prompt_tokens_total": 7.0})
+
+    # The expected values below are what vllm/benchmarks/serve.py computes for the same requests: its newest
+    # calculate_metrics (009e6d4a) sweeps [start, start + latency) for max_concurrent_requests; the one of
+    # vLLM up to 0.28 (def9ce85) took the maximum over 1-second buckets, both bucket ends included.
+    def test_max_concurrent_requests_is_vllms_exact_peak_beside_its_older_one_second_buckets(self):
+        # Five requests one after another within one second: never two at once.
+        sequential = [record(0.2 * i, 0.02, 5, 0.01) for i in range(5)]
+        s = summarize(sequential, [99], {})
+        self.assertEqual(s["max_concurrent_requests"], 1)
+        self.assertEqual(s["max_concurrent_requests_1s_buckets"], 5)
+        self.assertEqual(s["peak_in_flight"], 1)
+        # One ends at 1.0 s as the next starts: half-open intervals do not overlap; the old buckets say 2.
+        adjacent = [record(0.0, 0.5, 2, 0.5), record(1.0, 0.5, 2, 0.5)]
+        s = summarize(adjacent, [99], {})
+        self.assertEqual((s["max_concurrent_requests"], s["max_concurrent_requests_1s_buckets"]), (1, 2))
+
+    def test_failed_requests_count_in_flight_but_not_in_vllms_peak(self):
+        recs = [record(0.0, 0.1, 10, 0.01),
+                {"id": 1, "ok": False, "send": 0.01, "finish": 0.05, "reason": "http_500", "error": "x", "intended": 0.01}]
+        s = summarize(recs, [99], {})
+        self.assertEqual(s["max_concurrent_requests"], 1)  # serve.py counts successful outputs only
+        self.assertEqual(s["peak_in_flight"], 2)
+
+    def test_peak_output_tokens_per_second_counts_token_messages_in_one_second_buckets(self):
+        # 0.5 s to the first token, then 30 tokens 0.05 s apart: tokens at 0.5 .. 1.95 s; bucket [1, 2) holds 20.
+        s = summarize([record(0.0, 0.5, 31, 0.05)], [99], {})
+        self.assertEqual(s["max_output_tokens_per_s"], 20.0)
+
+    def test_duration_runs_from_the_levels_start_as_vllms_benchmark_duration(self):
+        recs = [record(0.4, 0.1, 10, 0.01), record(0.9, 0.1, 10, 0.01)]
+        s = summarize(recs, [99], {}, started_at=0.0)
+        self.assertAlmostEqual(s["duration"], 0.9 + 0.1 + 0.09 + 0.001)
+
+    def test_prompt_tokens_from_usage_and_the_estimate_are_told_apart(self):
+        recs = [record(0.0, 0.1, 10, 0.01, prompt=7), record(0.0, 0.1, 10, 0.01, prompt=5, prompt_estimated=True)]
+        self.assertEqual(summarize(recs, [99], {})["token_count"]["input_source"], "mixed")
+        self.assertEqual(summarize(recs[:1], [99], {})["token_count"]["input_source"], "usage")
+
+    def test_request_arrivals_span_n_over_r_as_vllm_scales_them(self):
+        import random
+        for burstiness in (1.0, 0.25, 4.0):
+            arrivals = vllm_arrivals(100, 10.0, burstiness, random.Random(3))
+            self.assertAlmostEqual(arrivals[-1], 100 / 10.0, places=9)  # serve.py get_request: target_total_delay_s
+            self.assertGreater(arrivals[0], 0.0)  # a gap before the first request too
+            self.assertEqual(arrivals, sorted(arrivals))
+        even = vllm_arrivals(4, 2.0, float("inf"), random.Random(1))
+        self.assertEqual([round(a, 9) for a in even], [0.5, 1.0, 1.5, 2.0])
+        self.assertEqual(vllm_arrivals(3, float("inf"), 1.0, random.Random(1)), [0.0, 0.0, 0.0])
 
     def test_summary_is_valid_json_without_nan(self):
         s = summarize([], [99], {})
