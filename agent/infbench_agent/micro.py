@@ -21,6 +21,11 @@ from infbench_agent.models import GemmShape, ModelError, ModelInfo, gemm_shapes,
 
 MIB = 1024 * 1024
 DEFAULT_M = "1,2,4,8,16,32,64,128,256"
+# On a CPU the figures show the code path, not a GPU's: a short sweep of the decode-step shapes, so
+# that a CPU-only run takes seconds, not the minutes the big shapes (LM head, dense MLP) would.
+CPU_M = "1,4,16"
+CPU_MAX_WEIGHTS = 8 * 1024 * 1024
+CPU_REPEATS = 3
 PARTS = ("peak", "gemm", "launch", "allreduce")
 
 
@@ -30,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="the model's config.json (or its folder)")
     p.add_argument("--server-url", help="find the model through this server's /v1/models when no --model/--config is given")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel size the shapes are split by (default 1)")
-    p.add_argument("--m", default=DEFAULT_M, help=f"token counts M to sweep (default {DEFAULT_M})")
+    p.add_argument("--m", default=None, help=f"token counts M to sweep (default {DEFAULT_M}; {CPU_M} on a CPU)")
     p.add_argument("--shape", action="append", default=[], help="an extra GEMM NAME=NxK (repeatable); with no model, the only shapes")
     p.add_argument("--only", action="append", default=[], help="keep only shapes whose name contains this (repeatable)")
     p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32", "fp8", "int4"],
@@ -40,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-busy", action="store_true", help="run even when the GPUs' memory is mostly taken, sized to what is free")
     p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
     p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
-    p.add_argument("--repeats", type=int, default=10, help="timed repeats per point; the median is reported (default 10)")
+    p.add_argument("--repeats", type=int, default=None, help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)")
     p.add_argument("--launch-kernels", type=int, default=1000, help="kernels per launch-overhead sample (default 1000)")
     p.add_argument("--ar-world-size", type=int, default=0, help="all-reduce processes (default: one per GPU; 2 on CPU)")
     p.add_argument("--ar-backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
@@ -93,7 +98,7 @@ def run(args: Any) -> int:
         raise AgentError("bad_option", f"--skip {args.skip!r}: unknown part {sorted(unknown)}.", f"Parts: {', '.join(PARTS)}.")
     if args.tp < 1:
         raise AgentError("bad_option", "--tp must be at least 1.", "For example --tp 8.")
-    m_values = parse_m_list(args.m)
+    m_values = parse_m_list(args.m or DEFAULT_M)
     model, shapes = select_shapes(args)
 
     # The guard looks before PyTorch touches a GPU, so that a busy server is not disturbed at all.
@@ -144,6 +149,22 @@ def run(args: Any) -> int:
         rotate_bytes = 96.0 * MIB  # past a typical server CPU's last-level cache per core group
         total_bytes = 0
 
+    if not on_gpu:
+        cut = []
+        if args.m is None:
+            m_values = parse_m_list(CPU_M)
+            cut.append(f"M {CPU_M}")
+        if not args.only and not args.shape and any(s.n * s.k > CPU_MAX_WEIGHTS for s in shapes):
+            small = [s for s in shapes if s.n * s.k <= CPU_MAX_WEIGHTS]
+            if small:
+                cut.append(f"the decode-step shapes ({', '.join(s.name for s in small)}; {len(shapes) - len(small)} larger ones left out)")
+                shapes = small
+        if args.repeats is None:
+            cut.append(f"{CPU_REPEATS} repeats")
+        if cut:
+            events.log(f"On a CPU: {', '.join(cut)} — the code path, not GPU figures; --m, --only and --repeats choose otherwise.")
+    if args.repeats is None:
+        args.repeats = 10 if on_gpu else CPU_REPEATS
     events.log(f"Device: {device_name} ({device}), torch {torch.__version__}, memory budget {budget / 2**30:.1f} GiB.")
     from infbench_agent.micro_gemm import build_gemm, choose_kernel, gemm_point, time_gemm, torch_dtype
     from infbench_agent.micro_timing import event_time_us, launch_overhead, measure_peaks

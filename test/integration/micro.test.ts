@@ -125,6 +125,20 @@ describe('micro phase', function () {
     });
   });
 
+  (HAS_TORCH ? it : it.skip)('on a CPU with no sweep given, measures the decode-step shapes at a few M in seconds and says so', () => {
+    const ws = mkdtempSync(join(tmpdir(), 'ib-micro-cpu-'));
+    // Kimi-K2.5 at TP 8, as Run All Phases asks for it: on a CPU its LM head and dense MLP alone took minutes.
+    const r = spawnSync('node', ['dist/cli.js', 'micro', '--target', 'local', '--python', TORCH_PYTHON, '--model', 'kimi-k2.5', '--tp', '8',
+      '--device', 'cpu', '--skip', 'allreduce,launch', '--workspace', ws, '--json'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as { m: number[]; points: { kind: string; shape?: string; n?: number; k?: number }[] };
+    assert.deepEqual(result.m, [1, 4, 16]);
+    const gemms = result.points.filter((p) => p.kind === 'gemm');
+    assert.ok(gemms.length > 0);
+    assert.ok(gemms.every((p) => (p.n ?? 0) * (p.k ?? 0) <= 8 * 1024 * 1024), 'a large shape ran on the CPU');
+    assert.match(r.stderr, /On a CPU: M 1,4,16, the decode-step shapes \(.*moe\.gate_up.*; \d+ larger ones left out\), 3 repeats/);
+  });
+
   (HAS_TORCH ? describe : describe.skip)('over SSH', () => {
     let sshd: Sshd;
     let sshConfig: string;

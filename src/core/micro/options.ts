@@ -54,10 +54,12 @@ export function microAgentArgs(options: MicroOptions, serverUrl?: string): strin
   if (!options.model && !options.config && !options.shapes?.length && serverUrl) args.push('--server-url', serverUrl);
   const tp = positiveInteger(options.tp, 'tp');
   if (tp) args.push('--tp', String(tp));
-  const m = options.m ?? DEFAULT_M;
-  if (!m.length) throw new MicroOptionsError('m needs at least one token count, for example 1,8,64.');
-  m.forEach((v) => positiveInteger(v, 'each M'));
-  args.push('--m', m.join(','));
+  // Without an M list the agent picks one for the device: DEFAULT_M on a GPU, a short one on a CPU.
+  if (options.m) {
+    if (!options.m.length) throw new MicroOptionsError('m needs at least one token count, for example 1,8,64.');
+    options.m.forEach((v) => positiveInteger(v, 'each M'));
+    args.push('--m', options.m.join(','));
+  }
   for (const s of options.shapes ?? []) {
     if (!SHAPE.test(s)) throw new MicroOptionsError(`shape "${s}" is not NAME=NxK, for example gate_up=512x7168.`);
     args.push('--shape', s);

@@ -1,5 +1,5 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
-import { DEFAULT_M, MicroOptions, microAgentArgs } from '../micro/options';
+import { MicroOptions, microAgentArgs } from '../micro/options';
 import { MicroPoint, microChartData, microHeadline, microTables } from '../micro/tables';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent } from '../../remote/agentProtocol';
@@ -45,7 +45,7 @@ interface RunContext {
  */
 export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {}): Promise<MicroPhaseOutcome> {
   const args = microAgentArgs(options, ctx.target.serverUrl);
-  const run = RunFolder.create(ctx.workspace, 'micro', ctx.target.name, { ...options, m: options.m ?? DEFAULT_M, agentArgs: args });
+  const run = RunFolder.create(ctx.workspace, 'micro', ctx.target.name, { ...options, agentArgs: args });
   const points: MicroPoint[] = [];
   const info: RunContext = { failures: [], warnings: [] };
   const summary: RunSummary = {
