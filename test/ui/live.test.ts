@@ -223,8 +223,12 @@ describe('live results in code-server (UI)', function () {
     await wb.page.getByRole('menuitem', { name: /Analyze Trace File/ }).first().hover();
     await wb.page.keyboard.press('Enter');
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
-    await view.getByText('Decode step by kernel category, per rank').waitFor({ timeout: 60_000 });
+    // The view still shows the profiler phase's run (completed, with the same heading) until the
+    // analysis run replaces it: wait for the analysis run itself, then for it to complete.
+    await view.locator('header h2, h2').filter({ hasText: /· trace files/ }).first().waitFor({ timeout: 60_000 });
     await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 60_000 });
+    await view.getByText('Decode step by kernel category, per rank').waitFor({ timeout: 60_000 });
+    await view.locator('.extras table tbody tr').first().waitFor({ timeout: 30_000 });
     assert.ok((await view.locator('.extras table tbody tr').count()) > 0, 'no top kernels listed');
     await wb.screenshot('live-profile-dark');
     await view.getByRole('button', { name: /Inspect kernels/ }).click();

@@ -97,7 +97,14 @@ describe('the extension in code-server (UI)', function () {
     const settingsFile = join(workspace, '.vscode', 'settings.json');
     const targets = await poll('the target in .vscode/settings.json', () => {
       if (!existsSync(settingsFile)) return undefined;
-      const saved = (JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>)['inferenceBench.targets'];
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+      } catch {
+        // VS Code writes settings.json in place: a read can land between its truncate and its write.
+        return undefined;
+      }
+      const saved = parsed['inferenceBench.targets'];
       return Array.isArray(saved) && saved.length ? (saved as Record<string, unknown>[]) : undefined;
     });
     assert.deepEqual(targets, [{ name: FIXTURE_TARGET, kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: 'python3' }]);
