@@ -121,6 +121,8 @@ class Engine:
         # One receive buffer for every read (recv(n) would allocate n bytes per call).
         self._buf = bytearray(262144)
         self._view = memoryview(self._buf)
+        # Reads in the last poll: 0 means nothing was waiting, a moment for work that can wait.
+        self.last_reads = 0
 
     @property
     def in_flight(self) -> int:
@@ -220,6 +222,7 @@ class Engine:
             if rounds > READ_ROUNDS:
                 break
             events = self.sel.select(0)
+        self.last_reads = len(reads)
         for st, data, now in reads:
             # A stream that failed or finished on an earlier read of this batch takes no more.
             if self.active.get(st.sock.fileno()) is st:

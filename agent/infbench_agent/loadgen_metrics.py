@@ -20,18 +20,25 @@ class SSEParser:
         self._buf = b""
 
     def feed(self, data: bytes) -> List[str]:
-        self._buf += data
+        # Positions into one buffer rather than re-slicing it per event: this runs once per token.
+        buf = self._buf + data if self._buf else data
         out: List[str] = []
+        pos = 0
+        crlf = b"\r" in buf
         while True:
             # Events end with a blank line; servers use \n\n, some \r\n\r\n.
-            i = self._buf.find(b"\n\n")
-            j = self._buf.find(b"\r\n\r\n")
+            i = buf.find(b"\n\n", pos)
+            j = buf.find(b"\r\n\r\n", pos) if crlf else -1
             if i < 0 and j < 0:
                 break
             if j >= 0 and (i < 0 or j < i):
-                raw, self._buf = self._buf[:j], self._buf[j + 4:]
+                raw, pos = buf[pos:j], j + 4
             else:
-                raw, self._buf = self._buf[:i], self._buf[i + 2:]
+                raw, pos = buf[pos:i], i + 2
+            if raw.startswith(b"data: ") and b"\n" not in raw:
+                # The usual event: one `data: ` line.
+                out.append(raw[6:].rstrip(b"\r").decode("utf-8", "replace"))
+                continue
             data_lines = []
             for line in raw.split(b"\n"):
                 line = line.rstrip(b"\r")
@@ -40,6 +47,7 @@ class SSEParser:
                     data_lines.append(value[1:] if value.startswith(b" ") else value)
             if data_lines:
                 out.append(b"\n".join(data_lines).decode("utf-8", "replace"))
+        self._buf = buf[pos:] if pos else buf
         return out
 
     @property
@@ -56,15 +64,20 @@ class ChunkedDecoder:
         self.done = False
 
     def feed(self, data: bytes) -> bytes:
-        self._buf += data
+        buf = self._buf + data if self._buf else data
         out = []
+        pos = 0
+        end = len(buf)
         while not self.done:
             if self._remaining < 0:
-                nl = self._buf.find(b"\r\n")
+                nl = buf.find(b"\r\n", pos)
                 if nl < 0:
                     break
-                size_text = self._buf[:nl].split(b";", 1)[0].strip()
-                self._buf = self._buf[nl + 2:]
+                size_text = buf[pos:nl]
+                pos = nl + 2
+                if b";" in size_text:
+                    size_text = size_text.split(b";", 1)[0]
+                size_text = size_text.strip()
                 if not size_text:
                     continue  # the CRLF after a chunk's data
                 size = int(size_text, 16)
@@ -72,15 +85,16 @@ class ChunkedDecoder:
                     self.done = True
                     break
                 self._remaining = size
-            take = self._buf[:self._remaining]
-            out.append(take)
-            self._buf = self._buf[len(take):]
-            self._remaining -= len(take)
+            stop = min(end, pos + self._remaining)
+            out.append(buf[pos:stop])
+            self._remaining -= stop - pos
+            pos = stop
             if self._remaining == 0:
                 self._remaining = -1
             else:
                 break
-        return b"".join(out)
+        self._buf = buf[pos:] if pos else buf
+        return out[0] if len(out) == 1 else b"".join(out)
 
 
 def message_content(message: dict) -> Optional[str]:
@@ -333,9 +347,18 @@ def compact_record(record: dict) -> dict:
     }
 
 
+_DECODER = json.JSONDecoder()
+
+
 def loads_or_none(text: str) -> Optional[dict]:
+    """json.loads for one message, through the decoder's raw_decode: once per token, loads' own checks and
+    whitespace matching cost more than the C scanner itself."""
+    if text[:1].isspace():
+        text = text.lstrip()
     try:
-        value = json.loads(text)
+        value, end = _DECODER.raw_decode(text)
     except ValueError:
+        return None
+    if end != len(text) and text[end:].strip():
         return None
     return value if isinstance(value, dict) else None
