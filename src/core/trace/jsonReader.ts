@@ -143,6 +143,8 @@ export class TraceJsonReader {
   private readonly view = new EventView();
   private num = 0;
   private nextBackslash = -1;
+  /** Indentation of the current event's line in a pretty-printed trace (torch's own layout), or -1 when compact. */
+  private eventIndent = -1;
   private events = 0;
   private readonly metadata: Record<string, unknown> = {};
   /** Values of top-level keys other than traceEvents are kept only up to this size. */
@@ -413,6 +415,7 @@ export class TraceJsonReader {
   private parseEvent(buf: Buffer, i: number, n: number): number {
     const v = this.view;
     v.reset(buf);
+    this.eventIndent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
     i++;
     for (;;) {
       while (i < n && isWs(buf[i])) i++;
@@ -458,7 +461,7 @@ export class TraceJsonReader {
           }
           // CPU ops (most of a real trace's events) and other categories are only counted: skip
           // the rest of the object without reading its keys. torch writes "cat" second.
-          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.skipRest(buf, se + 1, n);
+          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
           end = se + 1;
         }
       } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {
@@ -514,6 +517,7 @@ export class TraceJsonReader {
   }
 
   private parseArgs(buf: Buffer, i: number, n: number): number {
+    const indent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
     i++;
     for (;;) {
       while (i < n && isWs(buf[i])) i++;
@@ -538,7 +542,7 @@ export class TraceJsonReader {
         if (!Number.isNaN(this.num)) {
           this.view.correlation = this.num;
           // Nothing after the correlation id is read: skip to the end of "args".
-          return this.skipRest(buf, end, n);
+          return indent >= 0 ? closeAtIndent(buf, end, n, indent) : this.skipRest(buf, end, n);
         }
       } else {
         end = this.skipValue(buf, i, n);
@@ -553,6 +557,36 @@ export class TraceJsonReader {
       else this.fail('expected "," or "}" inside "args"', i);
     }
   }
+}
+
+const NL = 0x0a;
+const SP = 0x20;
+const closers: Buffer[] = [];
+
+/**
+ * Spaces that open the line holding `pos`, or -1 when it is not a pretty-printed line. A pretty
+ * printer (torch's export_chrome_trace, json.dump(indent=...), JSON.stringify(v, null, n)) puts an
+ * object's closing brace on a line of its own at the indentation of the line that opened it, and
+ * everything inside deeper; JSON strings hold no raw newline. So that brace is the first newline,
+ * that many spaces and "}" after the opening: found with one search instead of a scan of every byte.
+ */
+function lineIndent(buf: Buffer, pos: number): number {
+  let b = pos;
+  while (b > 0 && buf[b - 1] !== NL) {
+    if (pos - b > 256) return -1;
+    b--;
+  }
+  if (b === 0) return -1;
+  let w = 0;
+  while (buf[b + w] === SP) w++;
+  return w <= 64 ? w : -1;
+}
+
+/** End of the pretty-printed object whose opening line is indented `indent` spaces, searching from i; NEED_MORE if not in the buffer yet. */
+function closeAtIndent(buf: Buffer, i: number, n: number, indent: number): number {
+  const closer = (closers[indent] ??= Buffer.from(`\n${' '.repeat(indent)}}`, 'latin1'));
+  const at = buf.indexOf(closer, i);
+  return at < 0 || at + closer.length > n ? NEED_MORE : at + closer.length;
 }
 
 /** Parses a small top-level value; control characters inside strings are escaped first. */
