@@ -42,6 +42,28 @@ describe('streaming trace JSON reader', () => {
     }
   });
 
+  it('reads pretty-printed traces (any indent) as it reads compact ones, skipped objects holding braces in strings included', () => {
+    const doc = {
+      schemaVersion: 1,
+      traceEvents: [
+        { ph: 'X', cat: 'cpu_op', name: 'aten::weird}{name', pid: 1, tid: 1, ts: 1, dur: 2, args: { 'External id': 3, note: '}\n  }', nested: { a: [1, { b: '}' }] } } },
+        { ph: 'X', cat: 'kernel', name: 'void k<{lambda()#1}>(int)', pid: 0, tid: 7, ts: 10.5, dur: 3.25, args: { 'External id': 9, device: 0, stream: 7, correlation: 42, grid: [1, 2, 3], 'est. achieved occupancy %': 12 } },
+        { ph: 'X', cat: 'ac2g', name: 'ac2g', pid: 0, tid: 7, ts: 11, id: 42 },
+        { ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: 9, dur: 1, args: { 'External id': 9, cbid: 211, correlation: 42 } },
+      ],
+    };
+    const compact = readAll(JSON.stringify(doc)).events;
+    for (const indent of [1, 2, 4]) {
+      for (const chunk of [1 << 16, 7]) {
+        const { events, summary } = readAll(JSON.stringify(doc, null, indent), chunk);
+        assert.equal(summary.events, 4);
+        assert.deepEqual(events.map((e) => [e.cat, e.name, e.correlation]), compact.map((e) => [e.cat, e.name, e.correlation]), `indent ${indent}, chunk ${chunk}`);
+        const kernel = events.find((e) => e.cat === EventCat.Kernel)!;
+        assert.deepEqual([kernel.ts, kernel.dur, kernel.correlation], [10.5, 3.25, 42]);
+      }
+    }
+  });
+
   it('accepts top-level keys in any order, distributedInfo after traceEvents included', () => {
     const text = '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2}],"distributedInfo":{"rank":3,"world_size":8},"schemaVersion":1}';
     const { events, summary } = readAll(text, 5);
