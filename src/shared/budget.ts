@@ -23,9 +23,18 @@ export interface BudgetBar {
 /** What a missing phase would add to the account. */
 export interface BudgetMissingPhase {
   phase: 'macro' | 'micro' | 'profile';
-  /** The command that fills the hole, for example "infbench profile --concurrency 1". */
+  /** The CLI command that fills the hole, for example "infbench profile --target gpu-box --concurrency 1". */
   command: string;
+  /** The same in the extension's words: the command palette entry to run on the target. */
+  action: string;
   adds: string;
+}
+
+/** The one target, server and model every run of a budget measured. */
+export interface BudgetScopeView {
+  target: string;
+  url?: string;
+  model?: string;
 }
 
 /** Everything the results view needs to draw the decode-step budget; the host computes it. */
@@ -39,6 +48,10 @@ export interface DecodeBudgetView {
   missing: BudgetMissingPhase[];
   /** The runs the account was built from. */
   runs: { macro?: string; micro?: string; profile?: string };
+  /** Whose runs these are: a budget is built from one target, server URL and model only. */
+  scope?: BudgetScopeView;
+  /** Newer runs of another target or server that were not used, each with why. */
+  leftOut?: string[];
   /** True when any input came from the simulator: the view labels it. */
   simulated: boolean;
 }

@@ -178,11 +178,15 @@ export function startResultsApp(app: HTMLElement): void {
     else budgetCard = new ChartCard(spec);
     const heading = el('h2', 'Where the milliseconds go');
     if (budget.simulated) heading.append(el('span', 'simulator', 'badge'));
+    const s = budget.scope;
+    // Whose runs these are: the budget never sets one server's runs beside another's.
+    const scope = s ? el('p', `For target ${s.target}${s.url ? ` · server ${s.url}` : ''}${s.model ? ` · model ${s.model}` : ''}`, 'meta budget-scope') : undefined;
     const readings = el('ul', undefined, 'readings');
     for (const r of budget.readings) readings.append(el('li', r));
-    const missing = el('ul', undefined, 'meta');
-    for (const m of budget.missing) missing.append(el('li', `Missing the ${m.phase} phase: ${m.adds} (${m.command})`));
-    budgetHolder.replaceChildren(heading, readings, budgetCard.element, ...(budget.missing.length ? [missing] : []));
+    const missing = el('ul', undefined, 'meta budget-missing');
+    for (const m of budget.missing) missing.append(el('li', `Missing the ${m.phase} phase${s ? ` for ${s.target}` : ''}: run ${m.action}. It adds ${m.adds}`));
+    for (const l of budget.leftOut ?? []) missing.append(el('li', `Not used: ${l} — runs of another target or server are never compared.`));
+    budgetHolder.replaceChildren(heading, ...(scope ? [scope] : []), readings, budgetCard.element, ...(missing.childElementCount ? [missing] : []));
   }
 
   onHostMessage((m) => {

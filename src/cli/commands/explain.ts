@@ -6,7 +6,7 @@ import { FindingsFile, findingsFlagPath } from '../findingsFile';
 import { positiveWholeNumber } from '../flags';
 import { Budget } from '../../core/explain/budget';
 import { explainRuns, ExplainError, selectRuns } from '../../core/explain/campaign';
-import { budgetFindings, budgetTables } from '../../core/explain/findings';
+import { budgetFindings, budgetScopeLine, budgetTables } from '../../core/explain/findings';
 import { MODEL_PRESETS } from '../../core/explain/modelStructure';
 import { renderTextTable } from '../../shared/table';
 
@@ -17,10 +17,13 @@ Usage: infbench explain [options]
 Builds one account of a decode step at the profiled batch size: measured (the macro run's TPOT at that
 concurrency, the profiler's ms per step), explained (the profiler's time per kernel category) and
 predicted (the micro run's all-reduce, GEMM and launch costs at the step's sizes), with the gap
-between each pair. A phase that has no run is named with the command that fills it in.
+between each pair. Runs of another target, server or model are never set beside each other. A phase
+that has no run is named with the command that fills it in.
 
   --workspace DIR      where runs are kept (default: current folder)
-  --runs ID,ID,ID      the runs to use, one per phase (default: the newest completed run of each phase)
+  --target NAME        account this target's runs (default: the target of the newest macro or profile run)
+  --runs ID,ID,ID      the runs to use, one per phase, all of one target and server (default: the newest
+                       completed run of each phase that measured the same target, server URL and model)
   --model NAME         model structure when the micro run names none (${Object.keys(MODEL_PRESETS).join(', ')})
   --batch N            the batch to account for when there is no profile (default 1)
   --findings FILE      also write the account into the findings document's "Where the milliseconds go"
@@ -30,7 +33,8 @@ Example: infbench explain --workspace . --findings k25b6000bench1.md`;
 
 export function budgetText(b: Budget): string {
   const runs = Object.entries(b.runs).filter(([, id]) => id).map(([phase, id]) => `${phase} ${id}`);
-  const out = [b.view.title, `Runs: ${runs.join(', ') || 'none'}`, ''];
+  const scope = budgetScopeLine(b);
+  const out = [b.view.title, ...(scope ? [scope.replace(/\*\*|`/g, '')] : []), `Runs: ${runs.join(', ') || 'none'}`, ''];
   for (const r of b.readings) out.push(`• ${r}`);
   if (b.readings.length) out.push('');
   for (const t of budgetTables(b)) out.push(renderTextTable(t), '');
@@ -43,11 +47,11 @@ export const explainCommand: CliCommand = {
   summary: 'where a decode step\'s milliseconds go: macro, micro and profile runs reconciled',
   usage: USAGE,
   async run(argv) {
-    let v: { workspace?: string; runs?: string; model?: string; batch?: string; findings?: string; json?: boolean };
+    let v: { workspace?: string; target?: string; runs?: string; model?: string; batch?: string; findings?: string; json?: boolean };
     try {
       v = parseArgs({
         args: argv,
-        options: { workspace: { type: 'string' }, runs: { type: 'string' }, model: { type: 'string' }, batch: { type: 'string' }, findings: { type: 'string' }, json: { type: 'boolean' } },
+        options: { workspace: { type: 'string' }, target: { type: 'string' }, runs: { type: 'string' }, model: { type: 'string' }, batch: { type: 'string' }, findings: { type: 'string' }, json: { type: 'boolean' } },
         allowPositionals: false,
       }).values;
     } catch (err) {
@@ -59,7 +63,10 @@ export const explainCommand: CliCommand = {
     const batch = positiveWholeNumber(v.batch, '--batch');
     let budget: Budget;
     try {
-      const selection = selectRuns(workspace, v.runs?.split(',').map((s) => s.trim()).filter(Boolean));
+      const selection = selectRuns(workspace, v.runs?.split(',').map((s) => s.trim()).filter(Boolean), { target: v.target });
+      if (v.target && !selection.macro && !selection.micro && !selection.profile) {
+        throw new ExplainError(`No completed macro, micro or profile run of target ${v.target} in ${workspace}/.inference-bench/runs. Run a phase on it first (infbench macro --target ${v.target}), or leave out --target.`);
+      }
       if (!selection.macro && !selection.micro && !selection.profile) {
         throw new ExplainError(`No completed macro, micro or profile run in ${workspace}/.inference-bench/runs. Run a phase first (infbench macro, infbench micro, infbench profile), or import one with infbench import-vllm FILE.json; pass --workspace if the runs are elsewhere.`);
       }

@@ -3,7 +3,7 @@
 //   explained — the profiler's time per kernel category (all-reduce, GEMM, MoE, attention, ..., idle);
 //   predicted — what the micro phase's isolated kernels add up to at this step's sizes;
 // and the named gap between each pair, with a one-line reading of each.
-import { BudgetBar, BudgetMissingPhase, DecodeBudgetView } from '../../shared/budget';
+import { BudgetBar, BudgetMissingPhase, BudgetScopeView, DecodeBudgetView } from '../../shared/budget';
 import { MacroInput, MacroLevelInput, MicroInput, ProfileInput } from './inputs';
 import { readLinearCurve, readSizeCurve } from './interpolate';
 import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
@@ -16,6 +16,10 @@ export interface BudgetInputs {
   model?: ModelStructure;
   /** The batch to account for when there is no profile (the profile's batch wins otherwise). */
   batch?: number;
+  /** The target, server and model the runs share (campaign.ts checks that they do). */
+  scope?: BudgetScopeView;
+  /** Runs of other targets or servers that were not used, with why. */
+  leftOut?: string[];
 }
 
 /** One line of the account: a group of kernel categories, as profiled and as micro predicts it. */
@@ -50,6 +54,8 @@ export interface Budget {
   batch: number;
   model?: ModelStructure;
   runs: { macro?: string; micro?: string; profile?: string };
+  scope?: BudgetScopeView;
+  leftOut: string[];
   simulated: boolean;
   measured: {
     tpot?: { concurrency: number | null; median_ms?: number; mean_ms?: number; p99_ms?: number; exactBatch: boolean };
@@ -254,12 +260,15 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   if (!profile && served !== undefined && predicted_ms === undefined) readings.push(`Served TPOT at concurrency ${tpot!.concurrency ?? 'unlimited'}: ${ms(served)} per token (${(1000 / served).toFixed(1)} tok/s per stream).`);
 
   const missing = missingPhases(inputs, batch, model);
+  for (const l of inputs.leftOut ?? []) caveats.push(`Not used: ${l}. A budget accounts one target, server and model; runs of another are never compared.`);
   const runs = { macro: macro?.runId, micro: inputs.micro?.runId, profile: profile?.runId };
   const simulated = Boolean(macro?.simulated || inputs.micro?.simulated || profile?.simulated);
   const budget: Budget = {
     batch,
     model,
     runs,
+    scope: inputs.scope,
+    leftOut: inputs.leftOut ?? [],
     simulated,
     measured: { tpot, step: profile ? { ms: profile.step_ms, steps: profile.steps, ranks: profile.ranks } : undefined },
     rows: ordered,
@@ -277,7 +286,8 @@ export function buildBudget(inputs: BudgetInputs): Budget {
 
 /** The level whose concurrency is the batch, else the nearest one that has a TPOT. */
 function levelFor(levels: MacroLevelInput[], batch: number): MacroLevelInput | undefined {
-  const withTpot = levels.filter((l) => typeof (l.median_tpot_ms ?? l.mean_tpot_ms) === 'number');
+  // A level cut short (cancelled mid-way) measured a different load than it names: never a reference.
+  const withTpot = levels.filter((l) => l.partial !== true && typeof (l.median_tpot_ms ?? l.mean_tpot_ms) === 'number');
   const exact = withTpot.find((l) => l.max_concurrency === batch);
   if (exact) return exact;
   const distance = (l: MacroLevelInput) => (l.max_concurrency === null ? Number.POSITIVE_INFINITY : Math.abs(Math.log(l.max_concurrency / batch)));
@@ -414,10 +424,33 @@ function rowGapReading(row: BudgetRow, otherKernel = false): string {
 
 function missingPhases(inputs: BudgetInputs, batch: number, model: ModelStructure | undefined): BudgetMissingPhase[] {
   const out: BudgetMissingPhase[] = [];
-  if (!inputs.macro) out.push({ phase: 'macro', command: `infbench macro --concurrency ${batch}`, adds: 'the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).' });
-  if (!inputs.profile) out.push({ phase: 'profile', command: `infbench profile --concurrency ${batch}`, adds: 'where the step\'s GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.' });
-  const microCommand = model ? `infbench micro --model ${model.name} --tp ${model.tp} --m ${batch}` : `infbench micro --model <preset or config.json> --tp <TP> --m ${batch}`;
-  if (!inputs.micro) out.push({ phase: 'micro', command: microCommand, adds: 'what all-reduce, the GEMMs and kernel launches cost in isolation at this step\'s sizes, which tells sync waits and launch gaps apart from the kernels\' own time.' });
+  const scope = inputs.scope;
+  // The CLI line names the target and server the budget is for, so that it fills this budget's hole.
+  const where = scope ? ` --target ${scope.target}` : '';
+  const url = scope?.url ? ` --url ${scope.url}` : '';
+  const on = scope ? ` on ${scope.target}` : '';
+  if (!inputs.macro) {
+    out.push({
+      phase: 'macro', command: `infbench macro${where}${url} --concurrency ${batch}`,
+      action: `Inference Bench: Run Macro Phase${on}, with concurrency ${batch} among its levels`,
+      adds: 'the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).',
+    });
+  }
+  if (!inputs.profile) {
+    out.push({
+      phase: 'profile', command: `infbench profile${where}${url} --concurrency ${batch}`,
+      action: `Inference Bench: Run Profiler Phase${on}`,
+      adds: 'where the step\'s GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.',
+    });
+  }
+  const microCommand = model ? `infbench micro${where} --model ${model.name} --tp ${model.tp} --m ${batch}` : `infbench micro${where} --model <preset or config.json> --tp <TP> --m ${batch}`;
+  if (!inputs.micro) {
+    out.push({
+      phase: 'micro', command: microCommand,
+      action: `Inference Bench: Run Micro Phase${on}`,
+      adds: 'what all-reduce, the GEMMs and kernel launches cost in isolation at this step\'s sizes, which tells sync waits and launch gaps apart from the kernels\' own time.',
+    });
+  }
   return out;
 }
 
@@ -454,7 +487,7 @@ function budgetView(b: Budget): DecodeBudgetView {
     if (served !== undefined) bars.push({ key: 'unpredicted', label: 'not measured by micro', kind: 'gap', base_ms: base, ms: served - base, source: 'derived', note: 'served TPOT minus micro\'s parts' });
   }
   const title = `Decode step at batch ${b.batch}${b.model ? ` — ${b.model.name}, TP=${b.model.tp}` : ''}${b.simulated ? ' (simulator)' : ''}`;
-  return { batch: b.batch, title, bars, readings: b.readings, missing: b.missing, runs: b.runs, simulated: b.simulated };
+  return { batch: b.batch, title, bars, readings: b.readings, missing: b.missing, runs: b.runs, scope: b.scope, leftOut: b.leftOut, simulated: b.simulated };
 }
 
 function inIsolation(gap: number): string {

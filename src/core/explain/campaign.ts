@@ -14,10 +14,59 @@ export interface ExplainSelection {
   macro?: RunFolder;
   micro?: RunFolder;
   profile?: RunFolder;
+  /** The one target, server URL and model the chosen runs share: a budget never mixes servers. */
+  scope?: BudgetScope;
+  /** Runs of the workspace that were newer but measured another target, server or model, in words. */
+  leftOut?: string[];
 }
 
-/** The newest run of each phase that finished with a result (or the named runs, by id or folder). */
-export function selectRuns(workspace: string, runIds?: string[]): ExplainSelection {
+/** What runs must share to be accounted together. */
+export interface BudgetScope {
+  target: string;
+  url?: string;
+  model?: string;
+}
+
+/** The target, server URL and served model a run measured (the model from its result, where it names one). */
+export function runScope(run: RunFolder): BudgetScope {
+  const options = run.info.options;
+  const url = typeof options.url === 'string' ? normalizeUrl(options.url) : undefined;
+  let model: string | undefined;
+  try {
+    model = modelName(run.readResult());
+  } catch {
+    model = undefined;
+  }
+  if (!model && run.info.phase !== 'micro' && typeof options.model === 'string') model = options.model;
+  return { target: run.info.target, url, model };
+}
+
+const normalizeUrl = (url: string) => url.replace(/\/+$/, '');
+
+/**
+ * Why `run` cannot be accounted with runs of `scope`, or undefined when it can. Micro measures the
+ * host's GPUs, not a server, so only its target must match; macro and profile must also have measured
+ * the same server URL and, where both name one, the same model.
+ */
+function mismatch(scope: BudgetScope, run: RunFolder): string | undefined {
+  const other = runScope(run);
+  if (other.target !== scope.target) return `target ${other.target}, not ${scope.target}`;
+  if (run.info.phase === 'micro') return undefined;
+  if (scope.url && other.url && other.url !== scope.url) return `server ${other.url}, not ${scope.url}`;
+  if (scope.model && other.model && other.model !== scope.model) return `model ${other.model}, not ${scope.model}`;
+  return undefined;
+}
+
+export function describeScope(scope: BudgetScope): string {
+  return [`target ${scope.target}`, scope.url ? `server ${scope.url}` : '', scope.model ? `model ${scope.model}` : ''].filter(Boolean).join(', ');
+}
+
+/**
+ * The runs a budget is built from, all of one target, server URL and model: the named runs (refused
+ * when they measured different servers), or the newest completed run of each phase that belongs with
+ * the newest macro or profile run (of `options.target`, when given).
+ */
+export function selectRuns(workspace: string, runIds?: string[], options: { target?: string } = {}): ExplainSelection {
   const all = RunFolder.list(workspace);
   const chosen: ExplainSelection = {};
   if (runIds?.length) {
@@ -30,28 +79,64 @@ export function selectRuns(workspace: string, runIds?: string[]): ExplainSelecti
       if (chosen[run.info.phase]) throw new ExplainError(`--runs names two ${run.info.phase} runs (${chosen[run.info.phase]!.info.id} and ${run.info.id}); name one per phase.`);
       chosen[run.info.phase] = run;
     }
+    const picked = (['macro', 'profile', 'micro'] as const).map((p) => chosen[p]).filter((r): r is RunFolder => Boolean(r));
+    const scope = mergedScope(picked);
+    for (const run of picked) {
+      const why = mismatch(scope, run);
+      if (why) {
+        throw new ExplainError(`--runs mixes servers: ${run.info.phase} run ${run.info.id} measured ${why} (${picked[0].info.phase} run ${picked[0].info.id}). A decode-step budget compares runs of one target, server and model; name runs that measured the same one.`);
+      }
+    }
+    chosen.scope = scope;
     return chosen;
   }
   // Our own runs first: an imported `vllm bench serve` result measured some other setup, so it stands
   // in for the macro phase only when there is no macro run of ours.
   const imported = (run: RunFolder) => run.info.options.tool === 'vllm bench serve';
   const usable = (run: RunFolder) => run.info.status === 'completed' && hasResult(run);
+  const candidates = all.filter((r) => r.info.phase !== 'probe' && (!options.target || r.info.target === options.target) && usable(r));
+  // The newest macro or profile run decides which server is accounted (micro names no server).
+  const anchor = candidates.find((r) => r.info.phase !== 'micro' && !imported(r))
+    ?? candidates.find((r) => r.info.phase !== 'micro')
+    ?? candidates[0];
+  if (!anchor) return chosen;
+  const scope = runScope(anchor);
   for (const pass of [false, true]) {
-    for (const run of all) {
-      const phase = run.info.phase;
-      if (phase === 'probe' || chosen[phase] || imported(run) !== pass) continue;
-      if (usable(run)) chosen[phase] = run;
+    for (const run of candidates) {
+      const phase = run.info.phase as 'macro' | 'micro' | 'profile';
+      if (chosen[phase] || imported(run) !== pass || mismatch(scope, run)) continue;
+      chosen[phase] = run;
+      if (!scope.model && phase !== 'micro') scope.model = runScope(run).model;
     }
   }
   // A campaign often has a single-stream run and a sweep: the macro run to set beside the profile is
   // the newest one that ran the profiled batch as a concurrency level, where there is one.
   const batch = chosen.profile ? profiledBatch(chosen.profile) : undefined;
+  const fits = (r: RunFolder) => r.info.phase === 'macro' && usable(r) && !mismatch(scope, r) && hasLevel(r, batch!);
   if (batch !== undefined && chosen.macro && !hasLevel(chosen.macro, batch)) {
-    const better = all.find((r) => r.info.phase === 'macro' && !imported(r) && usable(r) && hasLevel(r, batch))
-      ?? all.find((r) => r.info.phase === 'macro' && usable(r) && hasLevel(r, batch));
+    const better = candidates.find((r) => fits(r) && !imported(r)) ?? candidates.find(fits);
     if (better) chosen.macro = better;
   }
+  chosen.scope = scope;
+  // A phase this target has no run of, while another target or server has one: say why it is not used.
+  chosen.leftOut = (['macro', 'micro', 'profile'] as const).flatMap((phase) => {
+    if (chosen[phase]) return [];
+    const other = all.find((r) => r.info.phase === phase && usable(r));
+    return other ? [`${phase} run ${other.info.id} measured ${mismatch(scope, other)}`] : [];
+  });
   return chosen;
+}
+
+/** The scope of the named runs: the first macro or profile run's, with a model from any that names one. */
+function mergedScope(runs: RunFolder[]): BudgetScope {
+  const scope = runScope(runs[0]);
+  if (runs[0].info.phase === 'micro') scope.model = undefined;
+  for (const r of runs) {
+    const s = runScope(r);
+    if (r.info.phase !== 'micro') scope.url ??= s.url;
+    scope.model ??= r.info.phase !== 'micro' ? s.model : undefined;
+  }
+  return scope;
 }
 
 function profiledBatch(run: RunFolder): number | undefined {
@@ -102,14 +187,15 @@ export function explainRuns(selection: ExplainSelection, options: { model?: Mode
     throw new ExplainError(`Profile run ${selection.profile.info.id} has a result without a decode-step breakdown (no step time or categories); re-run the profiler or re-analyse its traces.`);
   }
   if (profile && selection.profile?.info.simulated) profile = { ...profile, simulated: true };
-  return buildBudget({ macro, micro, profile, model: options.model, batch: options.batch });
+  return buildBudget({ macro, micro, profile, model: options.model, batch: options.batch, scope: selection.scope, leftOut: selection.leftOut });
 }
 
 function modelName(result: unknown): string | undefined {
   if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
     const r = result as Record<string, unknown>;
-    const m = r.model ?? r.model_id;
-    return typeof m === 'string' ? m : undefined;
+    const server = typeof r.server === 'object' && r.server !== null ? (r.server as Record<string, unknown>) : {};
+    const m = r.model ?? r.model_id ?? server.model;
+    return typeof m === 'string' && m ? m : undefined;
   }
   return undefined;
 }
@@ -118,9 +204,9 @@ function modelName(result: unknown): string | undefined {
  * The waterfall for the results view: the budget from the workspace's newest completed runs, or
  * undefined when it has none of the three phases (the view then shows nothing rather than an error).
  */
-export function budgetViewForWorkspace(workspace: string): Budget['view'] | undefined {
+export function budgetViewForWorkspace(workspace: string, target?: string): Budget['view'] | undefined {
   try {
-    const selection = selectRuns(workspace);
+    const selection = selectRuns(workspace, undefined, { target });
     if (!selection.macro && !selection.micro && !selection.profile) return undefined;
     return explainRuns(selection).view;
   } catch {
@@ -133,11 +219,11 @@ export function budgetViewForWorkspace(workspace: string): Budget['view'] | unde
  * The findings document's "Where the milliseconds go" section from the workspace's newest runs, for a
  * front end to refresh after each phase finishes; undefined when there is nothing to account yet.
  */
-export function budgetFindingsForWorkspace(workspace: string): FindingsUpdate | undefined {
+export function budgetFindingsForWorkspace(workspace: string, target?: string, frontEnd: 'cli' | 'vscode' = 'cli'): FindingsUpdate | undefined {
   try {
-    const selection = selectRuns(workspace);
+    const selection = selectRuns(workspace, undefined, { target });
     if (!selection.macro && !selection.micro && !selection.profile) return undefined;
-    return budgetFindings(explainRuns(selection));
+    return budgetFindings(explainRuns(selection), frontEnd);
   } catch {
     return undefined;
   }

@@ -4,10 +4,13 @@ import { FindingsUpdate } from '../campaign/phaseContext';
 import { ResultTable } from '../../shared/table';
 import { Budget } from './budget';
 
+/** Which front end writes: a missing phase is named by its CLI command or by the extension's command. */
+export type FrontEnd = 'cli' | 'vscode';
+
 // The `budget` prefix places the region under the document's "Where the milliseconds go" heading.
 export const BUDGET_SECTION_ID = 'budget-decode-step';
 
-export function budgetTables(b: Budget): ResultTable[] {
+export function budgetTables(b: Budget, frontEnd: FrontEnd = 'cli'): ResultTable[] {
   const tables: ResultTable[] = [];
   const tpot = b.measured.tpot;
   const totals: ResultTable = {
@@ -59,27 +62,42 @@ export function budgetTables(b: Budget): ResultTable[] {
   if (b.missing.length) {
     tables.push({
       id: 'budget-missing',
-      title: 'Missing phases',
+      title: b.scope ? `Missing phases for ${b.scope.target}` : 'Missing phases',
       columns: [
         { key: 'phase', label: 'phase', align: 'left' },
         { key: 'command', label: 'run', align: 'left' },
         { key: 'adds', label: 'what it adds', align: 'left' },
       ],
-      rows: b.missing.map((m) => ({ phase: m.phase, command: m.command, adds: m.adds })),
+      rows: b.missing.map((m) => ({ phase: m.phase, command: frontEnd === 'vscode' ? m.action : m.command, adds: m.adds })),
     });
   }
   return tables;
 }
 
-export function budgetFindings(b: Budget): FindingsUpdate {
+/** The section id of a target's budget: one per target, so that two targets' budgets stand side by side. */
+export function budgetSectionId(target: string | undefined): string {
+  return target ? `${BUDGET_SECTION_ID}-${target.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}` : BUDGET_SECTION_ID;
+}
+
+/** One line naming the target, server and model every run of the budget measured. */
+export function budgetScopeLine(b: Budget): string | undefined {
+  if (!b.scope) return undefined;
+  const s = b.scope;
+  return `For target **${s.target}**${s.url ? `, server ${s.url}` : ''}${s.model ? `, model \`${s.model}\`` : ''}: every run below measured this one server.`;
+}
+
+export function budgetFindings(b: Budget, frontEnd: FrontEnd = 'cli'): FindingsUpdate {
   const provenance = Object.entries(b.runs)
     .filter(([, id]) => id)
     .map(([phase, id]) => `${phase} ${id}`)
     .join(', ');
+  const scope = budgetScopeLine(b);
   const lines = [
+    ...(scope ? [scope] : []),
     ...b.readings.slice(0, 4),
     `From ${provenance || 'no runs'}${b.simulated ? ' — simulator numbers, not a real server' : ''}.`,
     ...b.caveats.map((c) => `Caveat: ${c}`),
   ];
-  return { sectionId: BUDGET_SECTION_ID, heading: `Decode-step budget at batch ${b.batch}`, lines, tables: budgetTables(b) };
+  const heading = `Decode-step budget at batch ${b.batch}${b.scope ? ` — ${b.scope.target}` : ''}`;
+  return { sectionId: budgetSectionId(b.scope?.target), heading, lines, tables: budgetTables(b, frontEnd) };
 }

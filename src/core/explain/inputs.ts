@@ -13,6 +13,8 @@ export interface MacroLevelInput {
   std_tpot_ms?: number;
   mean_ttft_ms?: number;
   output_throughput?: number;
+  /** The level was cut short (cancelled or interrupted mid-way). */
+  partial?: boolean;
 }
 
 export interface MacroInput {

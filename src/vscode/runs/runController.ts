@@ -147,9 +147,9 @@ export class RunController extends Disposable implements RunsSource {
             const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal, apiKey };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
-            // "Where the milliseconds go" accounts the newest macro, micro and profile runs: refresh it.
+            // "Where the milliseconds go" accounts this target's newest macro, micro and profile runs: refresh it.
             if (runner.phase !== 'probe') {
-              const budget = budgetFindingsForWorkspace(workspace);
+              const budget = budgetFindingsForWorkspace(workspace, target.name, 'vscode');
               if (budget) this.findings(budget);
             }
             return last;

@@ -93,6 +93,7 @@ export class ResultsPanel extends Disposable {
     this.compareRunId = compareRunId;
     this.post({ type: 'select', runId, compareRunId });
     this.sendFull(runId, compareRunId);
+    this.post({ type: 'budget', budget: this.budget() });
   }
 
   private runUpdated(run: RunSummary): void {
@@ -123,7 +124,10 @@ export class ResultsPanel extends Disposable {
   private budget() {
     if (!this.visibleAndReady) return undefined;
     const root = workspaceRoot();
-    return root ? budgetViewForWorkspace(root) : undefined;
+    // The budget of the shown run's target: runs of two targets are never set beside each other.
+    const runs = this.deps.source.runs();
+    const shown = (this.selectedRunId ? this.deps.source.run(this.selectedRunId) : undefined) ?? runs.find((r) => r.phase !== 'probe');
+    return root ? budgetViewForWorkspace(root, shown?.target) : undefined;
   }
 
   /** Sends the runs the view now shows in full (they may have gone out trimmed in the snapshot). */
@@ -145,11 +149,14 @@ export class ResultsPanel extends Disposable {
         this.visibleAndReady = true;
         this.sendSnapshot();
         return;
-      case 'selectRun':
+      case 'selectRun': {
+        const before = this.selectedRunId ? this.deps.source.run(this.selectedRunId)?.target : undefined;
         this.selectedRunId = message.runId;
         this.compareRunId = message.compareRunId;
         this.sendFull(message.runId, message.compareRunId);
+        if (this.deps.source.run(message.runId)?.target !== before) this.post({ type: 'budget', budget: this.budget() });
         return;
+      }
       case 'inspectBreakdown':
         this.deps.inspectBreakdown(message.runId);
         return;

@@ -65,6 +65,70 @@ describe('choosing the runs a budget is built from', () => {
     assert.throws(() => selectRuns(w, ['2025-nothing']), /No run "2025-nothing"/);
   });
 
+  // Two targets in one workspace, as a user with a real server and the simulator has them: the real
+  // server's macro run (TPOT 20 ms) must never be set beside the simulator's profile (22.3 ms step).
+  const onTarget = (workspace: string, phase: PhaseName, at: string, result: unknown, target: string, url?: string, options: Record<string, unknown> = {}) => {
+    const r = RunFolder.create(workspace, phase, target, { ...options, ...(url ? { url } : {}) }, new Date(at));
+    r.writeResult(result);
+    r.finish('completed');
+    return r;
+  };
+
+  it('never sets one target\'s macro run beside another target\'s profile, and names the missing phase for this target', () => {
+    const w = ws();
+    const real = onTarget(w, 'macro', '2026-12-01T10:00:00Z', { ...macroResult(20), server: { model: 'llama' } }, 'box', 'http://127.0.0.1:8000');
+    const sim = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'kimi-sim', simulated: true }, 'sim', 'http://127.0.0.1:9000', { concurrency: 1 });
+
+    const forBox = explainRuns(selectRuns(w, undefined, { target: 'box' }));
+    assert.equal(forBox.runs.macro, real.info.id);
+    assert.equal(forBox.runs.profile, undefined, 'the simulator\'s profile belongs to another target');
+    assert.deepEqual(forBox.scope, { target: 'box', url: 'http://127.0.0.1:8000', model: 'llama' });
+    assert.equal(forBox.gaps.find((g) => g.key === 'host_overhead'), undefined, 'no TPOT-vs-step gap across servers');
+    assert.doesNotMatch(forBox.readings.join('\n'), /profiler slowed/);
+    const profileHole = forBox.missing.find((m) => m.phase === 'profile')!;
+    assert.equal(profileHole.command, 'infbench profile --target box --url http://127.0.0.1:8000 --concurrency 1');
+    assert.equal(profileHole.action, 'Inference Bench: Run Profiler Phase on box');
+    assert.match(forBox.caveats.join('\n'), new RegExp(`Not used: profile run ${sim.info.id} measured target sim, not box`));
+
+    // With no target named, the newest macro or profile run decides: here the simulator's profile.
+    const newest = explainRuns(selectRuns(w));
+    assert.equal(newest.scope?.target, 'sim');
+    assert.equal(newest.runs.macro, undefined);
+    assert.equal(newest.simulated, true);
+    assert.deepEqual(newest.missing.map((m) => m.phase), ['macro', 'micro']);
+    assert.match(newest.view.missing[0].action, /Run Macro Phase on sim/);
+  });
+
+  it('keeps apart two servers of one target (another URL or another model) and refuses --runs that mix them', () => {
+    const w = ws();
+    const macro8000 = onTarget(w, 'macro', '2026-12-01T10:00:00Z', { ...macroResult(20), server: { model: 'llama' } }, 'box', 'http://127.0.0.1:8000');
+    onTarget(w, 'macro', '2026-12-01T10:30:00Z', { ...macroResult(30), server: { model: 'qwen' } }, 'box', 'http://127.0.0.1:8000');
+    const profile9000 = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:9000', { concurrency: 1 });
+    const b = explainRuns(selectRuns(w));
+    assert.equal(b.scope?.url, 'http://127.0.0.1:9000');
+    assert.equal(b.runs.macro, undefined, 'both macro runs measured the server on port 8000');
+    assert.throws(() => selectRuns(w, [macro8000.info.id, profile9000.info.id]),
+      (e: Error) => e instanceof ExplainError && /--runs mixes servers: profile run .* measured server http:\/\/127\.0\.0\.1:9000, not http:\/\/127\.0\.0\.1:8000/.test(e.message));
+    // Same URL, another model served there later: the older llama run is the one that matches.
+    const llamaProfile = onTarget(w, 'profile', '2026-12-01T12:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:8000', { concurrency: 1 });
+    const same = explainRuns(selectRuns(w));
+    assert.equal(same.runs.profile, llamaProfile.info.id);
+    assert.equal(same.runs.macro, macro8000.info.id, 'the newer macro run measured qwen, not llama');
+    assert.equal(same.measured.tpot?.median_ms, 20);
+  });
+
+  it('takes no TPOT from a level that was cut short', () => {
+    const w = ws();
+    onTarget(w, 'macro', '2026-12-01T10:00:00Z', { levels: [
+      { max_concurrency: 1, completed: 8, median_tpot_ms: 20 },
+      { max_concurrency: 4, completed: 3, median_tpot_ms: 99, partial: true },
+    ] }, 'box');
+    onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, capture: { workload: { concurrency: 4 } } }, 'box');
+    const b = explainRuns(selectRuns(w));
+    assert.equal(b.measured.tpot?.concurrency, 1, 'the cut c=4 level does not stand for batch 4');
+    assert.equal(b.measured.tpot?.median_ms, 20);
+  });
+
   it('gives the results view a waterfall, or nothing when the workspace has no runs', () => {
     assert.equal(budgetViewForWorkspace(ws()), undefined);
     const w = ws();
