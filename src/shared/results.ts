@@ -15,7 +15,30 @@ export interface MacroLevelSummary {
   request_throughput: number;
   output_throughput: number;
   total_token_throughput: number;
+  /** A running aggregate (the level still goes), or a level cut short (then `cut` says how). */
+  partial?: boolean;
+  /** The level stopped before its planned requests finished: its figures are of less load than it names. */
+  cut?: LevelCut;
+  /** The load generator's own limits on this level, each with the figure that shows it. */
+  limits?: LevelLimit[];
   [metric: string]: unknown;
+}
+
+export interface LevelCut {
+  reason: 'cancelled' | 'interrupted' | 'failed' | 'stopped';
+  /** Requests that finished (ok or failed) before the level stopped. */
+  done: number;
+  planned?: number;
+}
+
+export interface LevelLimit {
+  /** client_lag: sent late; client_cpu: a load-generator process near a full core; host_cpu: the host's cores. */
+  by: 'client_lag' | 'client_cpu' | 'host_cpu';
+  /** The figure that shows it, in words: "client scheduling lag p99 67 ms". */
+  figure: string;
+  value: number;
+  threshold: number;
+  reading: string;
 }
 
 export interface RunSummary {

@@ -216,6 +216,20 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.equal(stored?.levels[0].completed, 4, 'result.json keeps the finished level');
     assert.equal(stored?.cancelled, true);
     assert.equal(out.run.info.status, 'cancelled');
+    // The c=2 level was cut 300 ms in: marked so in result.json, the table and the findings, and
+    // never the headline's peak, although its few requests may well have the higher rate.
+    const cut = stored!.levels.find((l) => l.max_concurrency === 2)!;
+    assert.ok(cut, 'the cut level is kept');
+    assert.equal(cut.partial, true);
+    assert.equal(cut.cut?.reason, 'cancelled');
+    assert.equal(cut.cut?.planned, 4);
+    assert.ok(cut.cut!.done < 4, `cut after ${cut.cut!.done} of 4`);
+    assert.doesNotMatch(out.summary.headline ?? '', /peak .* at c=2/);
+    assert.match(out.summary.headline ?? '', /c=2 cut short/);
+    const update = sink.findings.at(-1)!;
+    assert.match(update.lines.join('\n'), /c=2 was cut short: \d of 4 requests \(cancelled\)/);
+    const rows = update.tables.find((t) => t.id === 'macro-levels')!.rows;
+    assert.deepEqual(rows.map((r) => r.level), ['c=1', `c=2 (cut short: ${cut.cut!.done} of 4 requests (cancelled))`]);
   });
 
   it("tells the seed story: the default preset decodes at 46.1 tok/s single stream", async function () {

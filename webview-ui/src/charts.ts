@@ -34,6 +34,21 @@ function colour(i: number): string {
 
 function lineDatasets(spec: LineChartSpec): ChartDataset<'line', { x: number; y: number }[]>[] {
   return spec.series.map((s, i) => {
+    if (s.marker) {
+      return {
+        label: s.label,
+        data: s.points,
+        borderColor: theme.warning,
+        backgroundColor: 'transparent',
+        borderWidth: 2,
+        pointRadius: 8,
+        pointHoverRadius: 10,
+        pointStyle: s.marker === 'cut' ? 'crossRot' : 'triangle',
+        showLine: false,
+        parsing: false,
+        normalized: true,
+      };
+    }
     const c = s.reference ? theme.muted : colour(s.colorIndex ?? i);
     const many = s.points.length > 200;
     return {

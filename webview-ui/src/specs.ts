@@ -25,6 +25,11 @@ export interface Series {
   colorIndex?: number;
   /** Points only (per-request scatter). */
   scatter?: boolean;
+  /**
+   * Flagged levels, drawn as large hollow markers without a line in the warning colour: `cut` a level
+   * cut short (crossed), `limited` one the load generator itself limited (a triangle).
+   */
+  marker?: 'cut' | 'limited';
 }
 
 export interface LineChartSpec {

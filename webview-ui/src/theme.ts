@@ -6,6 +6,8 @@ export interface ChartTheme {
   muted: string;
   grid: string;
   background: string;
+  /** Flagged points (a level cut short or limited by the load generator). */
+  warning: string;
   series: string[];
   highContrast: boolean;
 }
@@ -21,6 +23,7 @@ export function readTheme(): ChartTheme {
     muted: cssVar('--vscode-descriptionForeground', '#9d9d9d'),
     grid: cssVar('--vscode-editorWidget-border', cssVar('--vscode-panel-border', '#80808040')),
     background: cssVar('--vscode-editor-background', '#1e1e1e'),
+    warning: cssVar('--vscode-editorWarning-foreground', cssVar('--vscode-charts-yellow', '#cca700')),
     series: [
       cssVar('--vscode-charts-blue', '#3794ff'),
       cssVar('--vscode-charts-orange', '#d18616'),

@@ -1,7 +1,7 @@
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
-import { levelTable, macroHeadline, failureTable, levelLabel } from '../../core/macro/tables';
+import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
 
@@ -113,12 +113,9 @@ export const macroCommand: CliCommand = {
     try {
       let printed = 0;
       const ctx = cliPhaseContext(opened, (run) => {
-        const levels = run.macro?.levels.filter((l) => !l.partial) ?? [];
-        for (; printed < levels.length; printed++) {
-          const l = levels[printed];
-          const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
-          process.stderr.write(`${levelLabel(l)}: ${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s\n`);
-        }
+        // Finished levels as they end; a level cut short (Cancel, a dropped connection) says how far it got.
+        const levels = run.macro?.levels.filter((l) => !l.partial || l.cut) ?? [];
+        for (; printed < levels.length; printed++) process.stderr.write(`${levelLine(levels[printed])}\n`);
       });
       let outcome;
       try {

@@ -70,6 +70,12 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
       unmatched.push(`${where} only in ${a.id}`);
       continue;
     }
+    // A level cut short measured less load than it names: its figures compare with nothing.
+    const cut = [la.partial === true ? a.id : '', lb.partial === true ? b.id : ''].filter(Boolean);
+    if (cut.length) {
+      unmatched.push(`${where}: cut short in ${cut.join(' and ')}, not compared`);
+      continue;
+    }
     const workload = workloadMismatch(la, lb);
     if (workload) unmatched.push(`${where}: ${workload}`);
     // Throughput inherits the relative error of the mean request latency (closed loop: thr ∝ 1/latency).

@@ -1,6 +1,7 @@
 // How macro results read: the headline, the per-level table and the failures table.
 import { MacroLevelSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
+import { cutText, isWholeLevel } from './levelFlags';
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
@@ -14,19 +15,39 @@ function thousands(v: number): string {
   return Math.round(v).toLocaleString('en-US');
 }
 
-/** "decode 46.1 tok/s at c=1 · peak 2,900 tok/s at c=64". */
+/** What a level's row is called: its load, and whether it still runs or was cut short. */
+export function levelRowLabel(level: MacroLevelSummary): string {
+  if (level.cut) return `${levelLabel(level)} (${cutText(level.cut)})`;
+  return `${levelLabel(level)}${level.partial ? ' (running)' : ''}`;
+}
+
+/**
+ * "decode 46.1 tok/s at c=1 · peak 2,900 tok/s at c=64", from whole levels only: a level still
+ * running or cut short measured less load than it names, so it never stands in a headline.
+ */
 export function macroHeadline(levels: readonly MacroLevelSummary[]): string | undefined {
-  const done = levels.filter((l) => l.completed > 0);
-  if (!done.length) return undefined;
+  const done = levels.filter((l) => l.completed > 0 && isWholeLevel(l));
+  const cut = levels.filter((l) => l.cut);
+  if (!done.length) return cut.length ? `${cut.map(levelLabel).join(', ')} cut short` : undefined;
   const parts: string[] = [];
   const single = done.find((l) => l.max_concurrency === 1 && (l.request_rate === null || l.request_rate === undefined));
   const tpot = single ? num(single.mean_tpot_ms) : null;
   if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1`);
   const peak = done.reduce((a, b) => (b.output_throughput > a.output_throughput ? b : a));
   if (done.length > 1 || !tpot) parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}`);
-  const failed = done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0).reduce((n, l) => n + (l.failed ?? 0), 0);
+  const failed = done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0 && isWholeLevel(l)).reduce((n, l) => n + (l.failed ?? 0), 0);
   if (failed) parts.push(`${failed} failed`);
+  if (cut.length) parts.push(`${cut.map(levelLabel).join(', ')} cut short`);
   return parts.join(' · ');
+}
+
+/** The CLI's line for a level as it ends: its figures, or how far it got when it was cut short. */
+export function levelLine(l: MacroLevelSummary): string {
+  const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
+  const figures = `${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s`;
+  if (!l.cut) return `${levelLabel(l)}: ${figures}`;
+  const cut = `${levelLabel(l)}: ${cutText(l.cut)}`;
+  return l.cut.done > 0 ? `${cut}; its figures (${figures}) are of less load than it names and left out of the headline` : `${cut}; nothing measured`;
 }
 
 /** One row per level: latencies in ms (mean, p50, p99), throughputs, goodput, client CPU. */
@@ -51,7 +72,7 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
   if (hasGoodput) columns.push({ key: 'request_goodput', label: 'Goodput req/s', digits: 2 });
   columns.push({ key: 'client_cpu', label: 'Client CPU µs/tok', digits: 1 });
   const rows = levels.map((l) => {
-    const row: ResultTable['rows'][number] = { level: `${levelLabel(l)}${l.partial ? ' (running)' : ''}` };
+    const row: ResultTable['rows'][number] = { level: levelRowLabel(l) };
     for (const c of columns) {
       if (c.key === 'level' || c.key === 'client_cpu') continue;
       const v = (l as Record<string, unknown>)[c.key];

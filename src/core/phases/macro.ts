@@ -1,6 +1,7 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../macro/options';
-import { failureTable, levelTable, macroHeadline } from '../macro/tables';
+import { failureTable, levelLabel, levelTable, macroHeadline } from '../macro/tables';
+import { cutText, markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
@@ -83,7 +84,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         break;
       }
       case 'macro.level': {
-        const level = event.summary as MacroLevelSummary;
+        const level = markLevel(event.summary as MacroLevelSummary);
         if (event.partial) {
           live.set(event.level, level);
           publish(false);
@@ -113,9 +114,25 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
 
   ctx.sink.runChanged({ ...summary });
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent, apiKey: apiKey ?? ctx.apiKey });
+  // Every level marked once more now that the run's end is known: a level cut short says so (and how
+  // far it got) everywhere, and no headline quotes it.
+  const stopped = agent.status === 'completed' || agent.status === 'running' ? undefined : agent.status;
+  const client = (agent.result?.client ?? {}) as { cpu_count?: unknown };
+  const hostCores = typeof client.cpu_count === 'number' ? client.cpu_count : undefined;
+  const marked = finals.map((l) => markLevel(l, { stopped, hostCores }));
+  // The level that was running when the connection went (no final summary came): kept as cut short.
+  for (const l of live.values()) {
+    if (!stopped) continue;
+    const done = (l.completed ?? 0) + (l.failed ?? 0);
+    const planned = typeof l.num_prompts === 'number' ? l.num_prompts : undefined;
+    marked.push({ ...markLevel(l, { hostCores }), partial: true, cut: { reason: stopped, done, planned } });
+  }
+  finals.splice(0, finals.length, ...marked);
   if (!agent.result) {
-    // Cancelled or cut off before the agent's result: keep what arrived, one object per finished level.
+    // Cancelled or cut off before the agent's result: keep what arrived, one object per level.
     run.writeResult({ levels: finals, server, cancelled: agent.status === 'cancelled', partial: true, status: agent.status, reason: agent.reason });
+  } else if (Array.isArray(agent.result.levels)) {
+    run.writeResult({ ...agent.result, levels: finals });
   }
   summary.status = agent.status;
   summary.reason = agent.reason;
@@ -149,6 +166,9 @@ function findingsUpdate(
   const clientCounted = levels.some((l) => ['client', 'mixed'].includes((l.token_count as { source?: string } | undefined)?.source ?? 'usage'));
   if (clientCounted) {
     lines.push('Token counts: the server sent no `usage`, so output tokens are the client\'s count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.');
+  }
+  for (const l of levels) {
+    if (l.cut) lines.push(`⚠ ${levelLabel(l)} was ${cutText(l.cut)}: its row measured less load than it names, and no headline quotes it.`);
   }
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
   const tables = [levelTable(levels, note)];

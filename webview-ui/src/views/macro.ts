@@ -31,8 +31,19 @@ export function statsFor(levels: MacroLevelSummary[], metric: string): string[] 
   return [...found].sort((a, b) => rank(a) - rank(b));
 }
 
-function levelsSorted(run: RunSummary): MacroLevelSummary[] {
+function allLevelsSorted(run: RunSummary): MacroLevelSummary[] {
   return [...(run.macro?.levels ?? [])].filter((l) => loadOf(l) !== undefined).sort((a, b) => loadOf(a)! - loadOf(b)!);
+}
+
+/** The levels a line joins: a level cut short measured less load than it names, so it is only marked. */
+function levelsSorted(run: RunSummary): MacroLevelSummary[] {
+  return allLevelsSorted(run).filter((l) => !l.cut);
+}
+
+/** What a level's row says beside its figures: still running, or cut short and how far it got. */
+export function levelState(l: MacroLevelSummary): string {
+  if (l.cut) return `cut short: ${l.cut.done}${l.cut.planned !== undefined ? ` of ${l.cut.planned}` : ''} requests (${l.cut.reason})`;
+  return l.partial ? 'running' : 'complete';
 }
 
 export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] {
@@ -56,8 +67,10 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       { label: seriesLabel('output tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), dashed, colorIndex: 0 },
       { label: seriesLabel('total tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.total_token_throughput })), dashed, colorIndex: 1 },
     );
-    for (const l of levels) {
-      throughputRows.push({ run: tag, load: loadOf(l), completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
+    const cut = allLevelsSorted(r).filter((l) => l.cut);
+    if (cut.length) throughputSeries.push({ label: seriesLabel('cut short (not joined)', tag, comparing), points: cut.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), marker: 'cut' });
+    for (const l of allLevelsSorted(r)) {
+      throughputRows.push({ run: tag, load: loadOf(l), state: levelState(l), completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
     }
   });
   charts.push({
@@ -75,6 +88,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       columns: [
         ...runColumn,
         { key: 'load', label: axis.key === 'request_rate' ? 'request rate (req/s)' : 'concurrency', digits: axis.key === 'request_rate' ? 2 : 0 },
+        { key: 'state', label: 'level', align: 'left' },
         { key: 'completed', label: 'completed', digits: 0 },
         { key: 'failed', label: 'failed', digits: 0 },
         { key: 'duration', label: 'duration (s)', digits: 2 },
