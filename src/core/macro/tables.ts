@@ -1,7 +1,7 @@
 // How macro results read: the headline, the per-level table and the failures table.
 import { MacroLevelSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
-import { cutText, isWholeLevel } from './levelFlags';
+import { cutText, isWholeLevel, limitText } from './levelFlags';
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
@@ -34,7 +34,8 @@ export function macroHeadline(levels: readonly MacroLevelSummary[]): string | un
   const tpot = single ? num(single.mean_tpot_ms) : null;
   if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1`);
   const peak = done.reduce((a, b) => (b.output_throughput > a.output_throughput ? b : a));
-  if (done.length > 1 || !tpot) parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}`);
+  // A peak the load generator itself limited is the client's ceiling, not the server's: say so beside it.
+  if (done.length > 1 || !tpot) parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}${peak.limits?.length ? ' (load generator limited)' : ''}`);
   const failed = done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0 && isWholeLevel(l)).reduce((n, l) => n + (l.failed ?? 0), 0);
   if (failed) parts.push(`${failed} failed`);
   if (cut.length) parts.push(`${cut.map(levelLabel).join(', ')} cut short`);
@@ -45,9 +46,21 @@ export function macroHeadline(levels: readonly MacroLevelSummary[]): string | un
 export function levelLine(l: MacroLevelSummary): string {
   const tpot = typeof l.mean_tpot_ms === 'number' ? `TPOT ${l.mean_tpot_ms.toFixed(2)} ms · ` : '';
   const figures = `${l.completed} ok, ${l.failed} failed · ${tpot}${l.output_throughput.toFixed(1)} tok/s`;
-  if (!l.cut) return `${levelLabel(l)}: ${figures}`;
+  const limited = limitText(l.limits);
+  if (!l.cut) return `${levelLabel(l)}: ${figures}${limited ? ` · ⚠ ${limited}` : ''}`;
   const cut = `${levelLabel(l)}: ${cutText(l.cut)}`;
   return l.cut.done > 0 ? `${cut}; its figures (${figures}) are of less load than it names and left out of the headline` : `${cut}; nothing measured`;
+}
+
+/** One findings line per flagged level: limited by the load generator (with the figure), or cut short. */
+export function levelFlagLines(levels: readonly MacroLevelSummary[]): string[] {
+  const lines: string[] = [];
+  for (const l of levels) {
+    // The load generator's own ceiling, said with the figure that shows it, so that it never reads as the server slowing down.
+    if (l.limits?.length) lines.push(`⚠ ${levelLabel(l)}: limited by the load generator, not the server — ${l.limits.map((x) => `${x.figure} (${x.reading})`).join('; ')}.`);
+    if (l.cut) lines.push(`⚠ ${levelLabel(l)} was ${cutText(l.cut)}: its row measured less load than it names, and no headline quotes it.`);
+  }
+  return lines;
 }
 
 /** One row per level: latencies in ms (mean, p50, p99), throughputs, goodput, client CPU. */
@@ -71,15 +84,18 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
   ];
   if (hasGoodput) columns.push({ key: 'request_goodput', label: 'Goodput req/s', digits: 2 });
   columns.push({ key: 'client_cpu', label: 'Client CPU µs/tok', digits: 1 });
+  const anyLimited = levels.some((l) => l.limits?.length);
+  if (anyLimited) columns.push({ key: 'limited', label: 'Load generator limit', align: 'left' });
   const rows = levels.map((l) => {
     const row: ResultTable['rows'][number] = { level: levelRowLabel(l) };
     for (const c of columns) {
-      if (c.key === 'level' || c.key === 'client_cpu') continue;
+      if (c.key === 'level' || c.key === 'client_cpu' || c.key === 'limited') continue;
       const v = (l as Record<string, unknown>)[c.key];
       row[c.key] = typeof v === 'number' ? v : null;
     }
     const cpu = l.client_cpu as { us_per_output_token?: number } | undefined;
     row.client_cpu = num(cpu?.us_per_output_token);
+    if (anyLimited) row.limited = l.limits?.length ? `⚠ ${l.limits.map((x) => x.figure).join('; ')}` : '';
     return row;
   });
   return { id: 'macro-levels', title: 'Serving metrics per load level', columns, rows, note };

@@ -1,7 +1,7 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../macro/options';
-import { failureTable, levelLabel, levelTable, macroHeadline } from '../macro/tables';
-import { cutText, markLevel } from '../macro/levelFlags';
+import { failureTable, levelFlagLines, levelTable, macroHeadline } from '../macro/tables';
+import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
@@ -167,9 +167,7 @@ function findingsUpdate(
   if (clientCounted) {
     lines.push('Token counts: the server sent no `usage`, so output tokens are the client\'s count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.');
   }
-  for (const l of levels) {
-    if (l.cut) lines.push(`⚠ ${levelLabel(l)} was ${cutText(l.cut)}: its row measured less load than it names, and no headline quotes it.`);
-  }
+  lines.push(...levelFlagLines(levels));
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
   const tables = [levelTable(levels, note)];
   const failures = failureTable(levels);

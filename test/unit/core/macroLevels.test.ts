@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { levelCut, markLevel } from '../../../src/core/macro/levelFlags';
-import { levelLine, levelTable, macroHeadline } from '../../../src/core/macro/tables';
+import { levelCut, levelLimits, markLevel } from '../../../src/core/macro/levelFlags';
+import { levelFlagLines, levelLine, levelTable, macroHeadline } from '../../../src/core/macro/tables';
 import { MacroLevelSummary, RunSummary } from '../../../src/shared/results';
 import { macroCharts } from '../../../webview-ui/src/views/macro';
 import type { LineChartSpec } from '../../../webview-ui/src/specs';
@@ -50,5 +50,44 @@ describe('a macro level cut short', () => {
     const marker = throughput.series.find((s) => s.marker === 'cut')!;
     assert.deepEqual(marker.points, [{ x: 8, y: 900 }]);
     assert.deepEqual(throughput.table.rows.map((r) => r.state), ['complete', 'complete', 'cut short: 3 of 32 requests (cancelled)']);
+  });
+});
+
+describe('a macro level the load generator itself limited', () => {
+  // Figures as the agent reports them for c=128 and c=256 against a server of 20 ms per token: the
+  // client sent late (scheduling lag p99 67 and 216 ms) and its one process ran near a full core.
+  const ok = level(64, 256, 3000, { scheduling_lag_ms: { mean: 0.4, p99: 2.1, max: 3 }, client_cpu: { workers: 1, cpu_percent_of_one_core: 41 } });
+  const lagging = level(128, 512, 5600, { scheduling_lag_ms: { mean: 20, p99: 67.4, max: 90 }, client_cpu: { workers: 1, cpu_percent_of_one_core: 62 } });
+  const saturated = level(256, 1024, 10200, { scheduling_lag_ms: { mean: 80, p99: 216, max: 300 }, client_cpu: { workers: 1, cpu_percent_of_one_core: 97 } });
+
+  it('is flagged with the figure that shows it: scheduling lag, a process near a full core, the host\'s cores', () => {
+    assert.deepEqual(levelLimits(ok), []);
+    assert.deepEqual(levelLimits(lagging).map((l) => l.figure), ['client scheduling lag p99 67.4 ms']);
+    assert.deepEqual(levelLimits(saturated).map((l) => l.figure), ['client scheduling lag p99 216 ms', 'client CPU 97% of a core']);
+    // Four processes at 90% of a core each on a 4-core host leave the server no CPU.
+    const busyHost = level(256, 1024, 10200, { client_cpu: { workers: 4, cpu_percent_of_one_core: 360 } });
+    assert.deepEqual(levelLimits(busyHost, 4).map((l) => l.by), ['client_cpu', 'host_cpu']);
+    assert.deepEqual(levelLimits(busyHost, 64).map((l) => l.by), ['client_cpu']);
+  });
+
+  it('says so in the table, the findings lines, the headline\'s peak and the CLI line', () => {
+    const levels = [ok, lagging, saturated].map((l) => markLevel(l));
+    const table = levelTable(levels);
+    assert.deepEqual(table.rows.map((r) => r.limited), ['', '⚠ client scheduling lag p99 67.4 ms', '⚠ client scheduling lag p99 216 ms; client CPU 97% of a core']);
+    const lines = levelFlagLines(levels);
+    assert.equal(lines.length, 2);
+    assert.match(lines[0], /^⚠ c=128: limited by the load generator, not the server — client scheduling lag p99 67\.4 ms \(the load generator sent requests up to 67 ms late/);
+    assert.match(macroHeadline(levels)!, /peak 10,200 tok\/s at c=256 \(load generator limited\)/);
+    assert.match(levelLine(levels[2]), /· ⚠ load generator limited: client scheduling lag p99 216 ms; client CPU 97% of a core$/);
+    assert.equal(levelTable([markLevel(ok)]).columns.some((c) => c.key === 'limited'), false, 'no column when nothing is limited');
+  });
+
+  it('is marked on the throughput chart, the line still joining it', () => {
+    const run: RunSummary = { id: 'r', phase: 'macro', target: 't', startedAt: '', status: 'completed', macro: { levels: [ok, lagging, saturated].map((l) => markLevel(l)) } };
+    const [throughput] = macroCharts(run) as LineChartSpec[];
+    assert.deepEqual(throughput.series.find((s) => s.label === 'output tok/s')!.points.map((p) => p.x), [64, 128, 256]);
+    assert.deepEqual(throughput.series.find((s) => s.marker === 'limited')!.points, [{ x: 128, y: 5600 }, { x: 256, y: 10200 }]);
+    assert.match(throughput.table.note ?? '', /load generator itself limited/);
+    assert.equal(throughput.table.rows[2].limited, 'client scheduling lag p99 216 ms; client CPU 97% of a core');
   });
 });

@@ -69,8 +69,11 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     );
     const cut = allLevelsSorted(r).filter((l) => l.cut);
     if (cut.length) throughputSeries.push({ label: seriesLabel('cut short (not joined)', tag, comparing), points: cut.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), marker: 'cut' });
+    // Levels the load generator itself limited: their throughput is the client's ceiling, not the server's.
+    const limited = levels.filter((l) => l.limits?.length);
+    if (limited.length) throughputSeries.push({ label: seriesLabel('load generator limited', tag, comparing), points: limited.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), marker: 'limited' });
     for (const l of allLevelsSorted(r)) {
-      throughputRows.push({ run: tag, load: loadOf(l), state: levelState(l), completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
+      throughputRows.push({ run: tag, load: loadOf(l), state: levelState(l), limited: l.limits?.map((x) => x.figure).join('; ') ?? '', completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
     }
   });
   charts.push({
@@ -95,8 +98,12 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
         { key: 'request_throughput', label: 'req/s', digits: 2 },
         { key: 'output_throughput', label: 'output tok/s', digits: 1 },
         { key: 'total_token_throughput', label: 'total tok/s', digits: 1 },
+        { key: 'limited', label: 'load generator limit', align: 'left' },
       ],
       rows: throughputRows,
+      note: runs.some(({ run: r }) => r.macro?.levels.some((l) => l.limits?.length))
+        ? '▲ marks a level the load generator itself limited (it sent late or ran out of CPU): its throughput is the client\'s ceiling, not the server\'s.'
+        : undefined,
     },
   });
 
