@@ -252,3 +252,56 @@ class AServerWeBring(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReadsBeforeParsing(unittest.TestCase):
+    def test_a_finishing_stream_does_not_delay_the_stamps_of_streams_ready_beside_it(self):
+        # Two streams whose whole responses are ready at once; building the first one's record takes 0.3 s.
+        # Stamped before any parsing, the second stream's last token is read with the first, not 0.3 s later.
+        import socket as socketlib
+        from infbench_agent.loadgen_http import Endpoint, Engine
+        listener = socketlib.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2)
+        port = listener.getsockname()[1]
+        sse = b"".join(b"%x\r\n%s\r\n" % (len(m), m) for m in
+                       [b'data: {"choices":[{"index":0,"text":" t"}]}\n\n'] * 3 +
+                       [b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":3}}\n\n', b"data: [DONE]\n\n"])
+        response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + sse + b"0\r\n\r\n"
+        conns = []
+
+        def serve():
+            for _ in range(2):
+                c, _ = listener.accept()
+                c.recv(65536)
+                conns.append(c)
+            for c in conns:
+                c.sendall(response)
+
+        threading.Thread(target=serve, daemon=True).start()
+        records = []
+
+        def on_record(rec):
+            records.append(rec)
+            if len(records) == 1:
+                time.sleep(0.3)
+
+        engine = Engine(Endpoint(f"http://127.0.0.1:{port}"), "/v1/completions", 10.0, on_record)
+        try:
+            engine.start({"id": 0}, b"{}")
+            engine.start({"id": 1}, b"{}")
+            # Both responses are on the wire before the first poll that reads them.
+            deadline = time.monotonic() + 5
+            while len(conns) < 2 and time.monotonic() < deadline:
+                engine.poll(0.001)
+            time.sleep(0.2)
+            while len(records) < 2 and time.monotonic() < deadline:
+                engine.poll(0.05)
+        finally:
+            engine.close()
+            for c in conns:
+                c.close()
+            listener.close()
+        self.assertEqual([r["ok"] for r in records], [True, True], [r.get("error") for r in records])
+        ends = sorted(r["send"] + r["e2el"] for r in records)
+        self.assertLess(ends[1] - ends[0], 0.15)
