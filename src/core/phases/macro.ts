@@ -139,7 +139,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   summary.macro = { levels: [...finals], requests };
   summary.headline = macroHeadline(finals) ?? summary.headline;
   ctx.sink.runChanged({ ...summary });
-  ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server));
+  // An attempt that measured nothing (the server down, a bad option) is no finding: the run folder keeps why.
+  if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server));
   return { run, summary, levels: finals, agent };
 }
 

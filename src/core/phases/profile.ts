@@ -118,7 +118,8 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
       summary.profile = undefined;
     }
     ctx.sink.runChanged({ ...summary });
-    ctx.sink.findings(findingsUpdate(run, summary, capture, breakdown, traces.length));
+    // A failed attempt is no finding: the document keeps results, the run folder and the notification say why.
+    if (breakdown) ctx.sink.findings(findingsUpdate(run, summary, capture, breakdown, traces.length));
     return { run, summary, breakdown, traces, agent };
   };
 

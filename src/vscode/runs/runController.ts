@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
+import { inExtensionWords } from './extensionWords';
 import { Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
@@ -134,19 +135,23 @@ export class RunController extends Disposable implements RunsSource {
           const connection = await this.connect(target, active.abort.signal);
           try {
             const sink: ResultSink = {
-              runChanged: (run) => {
+              runChanged: (incoming) => {
+                // The core says what to do in the CLI's words (--url); here it is the target's settings.
+                const run = incoming.reason ? { ...incoming, reason: inExtensionWords(incoming.reason, target) } : incoming;
                 active.runId = run.id;
                 last = run;
                 this.runChanged(workspace, run);
                 progress.report({ message: run.headline ?? run.status });
               },
-              findings: (update) => this.findings(update),
+              findings: (update) => this.findings({ ...update, lines: update.lines.map((l) => inExtensionWords(l, target)) }),
             };
             // The server's API key (Set Server API Key...), from SecretStorage; handed to the agent on stdin.
             const apiKey = (await this.apiKeys?.get(target.name)) || undefined;
             const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal, apiKey };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
+            const ended: RunSummary | undefined = last;
+            if (ended && (ended.status === 'failed' || ended.status === 'interrupted')) this.notifyFailure(runner, target, ended);
             // "Where the milliseconds go" accounts this target's newest macro, micro and profile runs: refresh it.
             if (runner.phase !== 'probe') {
               const budget = budgetFindingsForWorkspace(workspace, target.name, 'vscode');
@@ -163,7 +168,7 @@ export class RunController extends Disposable implements RunsSource {
         this.log.info(`${runner.phase} on ${target.name} cancelled`);
         return last;
       }
-      const message = err instanceof Error ? err.message : String(err);
+      const message = inExtensionWords(err instanceof Error ? err.message : String(err), target);
       this.log.error(`${runner.phase} on ${target.name} failed: ${message}`);
       void vscode.window.showErrorMessage(`Inference Bench: ${runner.title} on ${target.name} failed: ${message}`, 'Show Log').then((pick) => {
         if (pick) this.log.show(true);
@@ -176,6 +181,17 @@ export class RunController extends Disposable implements RunsSource {
       this.updateStatusBar();
       this.listChanged.fire();
     }
+  }
+
+  /** A run that failed or was cut off says so at once, with why and what to do, in the extension's words. */
+  private notifyFailure(runner: PhaseRunner, target: Target, run: RunSummary): void {
+    const reason = run.reason ?? 'see the log for why';
+    this.log.error(`${runner.phase} on ${target.name} ${run.status}: ${reason}`);
+    const actions = ['Show Log', 'Reveal Run Folder'];
+    void vscode.window.showErrorMessage(`Inference Bench: ${runner.title} on ${target.name} ${run.status}: ${reason}`, ...actions).then((pick) => {
+      if (pick === 'Show Log') this.log.show(true);
+      if (pick === 'Reveal Run Folder') void vscode.commands.executeCommand('inferenceBench.revealRun', run.id);
+    });
   }
 
   /** The sink's runChanged: the views, the status bar and (throttled) the run folder. */

@@ -1,0 +1,45 @@
+// The agent and the core speak to a terminal user: "give its URL with --url". In VS Code the same
+// fix is a target setting or a command, so a message shown there is rewritten into those words.
+// Pure text work (no `vscode` import), so that the unit tests check it in plain Node.
+import { Target } from '../../core/config/target';
+
+interface Rewrite {
+  pattern: RegExp;
+  replace: (target: Target, match: string) => string;
+}
+
+const PHASE_COMMANDS: Record<string, string> = { macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase', probe: 'Probe Target' };
+
+// Where a target's fields are changed: its entry in the inferenceBench.targets setting.
+const EDIT = 'its entry in the inferenceBench.targets setting';
+
+// Longest phrases first: a sentence that names a flag is rewritten whole where we know it, and the
+// bare flag is the fallback.
+const REWRITES: Rewrite[] = [
+  // "Run `infbench micro` on the GPU host": the command palette entry that runs it on this target.
+  { pattern: /`infbench (macro|micro|profile|probe)\b[^`]*`|\binfbench (macro|micro|profile|probe)\b(?: --[a-z-]+(?: [^\s,;)]+)?)*/g, replace: (t, m) => `Inference Bench: ${PHASE_COMMANDS[/infbench (\w+)/.exec(m)![1]]} on ${t.name}` },
+  { pattern: /give its URL as seen from this host with --url/g, replace: (t) => `set the target's server URL (now ${t.serverUrl}) to its URL as seen from ${where(t)}, in ${EDIT}` },
+  { pattern: /point --url at the vLLM\/SGLang server behind it/g, replace: (t) => `set target ${t.name}'s server URL to the vLLM/SGLang server behind it, in ${EDIT}` },
+  { pattern: /infbench --api-key KEY \(or \$INFBENCH_API_KEY, or \$OPENAI_API_KEY[^)]*\)/g, replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}` },
+  { pattern: /--api-key-stdin|(?:pass |with )?--api-key KEY/g, replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}` },
+  { pattern: /`infbench analyze TRACE\.\.\.` \(or Analyze Trace File\.\.\. in VS Code\)/g, replace: () => 'Inference Bench: Analyze Trace File...' },
+  { pattern: /for example --python [^\s.]+(?:\.\d+)*\.?/g, replace: (t) => `set the target's Python (now ${t.python}) to the interpreter that has PyTorch, in ${EDIT}.` },
+  { pattern: /(?:pass |with |give )?--python(?: PATH)?/g, replace: (t) => `the target's Python setting (now ${t.python}, in ${EDIT})` },
+  { pattern: /(?:pass |with |give )?--url(?: URL)?/g, replace: (t) => `the target's server URL (now ${t.serverUrl}, in ${EDIT})` },
+  { pattern: /--request-timeout(?: SECONDS)?/g, replace: () => 'the inferenceBench.requestTimeout setting' },
+  { pattern: /--allow-busy/g, replace: () => 'answering "Run anyway" when asked' },
+  { pattern: /raise --workers/g, replace: () => 'run the level again with fewer requests in flight, or run the CLI with more --workers' },
+  { pattern: /--accept-new-host-key/g, replace: () => 'accepting the host key when asked' },
+  { pattern: /\(?--trace-dir(?:, sent as output_dir)?\)?/g, replace: () => '(the trace folder: the server\'s own torch_profiler_dir)' },
+];
+
+function where(t: Target): string {
+  return t.kind === 'local' ? 'this machine' : (t.host ?? t.name);
+}
+
+/** A message of the agent or the core, in the words of the extension for this target. */
+export function inExtensionWords(message: string, target: Target): string {
+  let out = message;
+  for (const r of REWRITES) out = out.replace(r.pattern, (m) => r.replace(target, m));
+  return out;
+}
