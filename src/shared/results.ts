@@ -123,4 +123,11 @@ export interface ProfileSummary {
   ranks: { rank: number; step_us: number; by_category: Record<string, number> }[];
   kernels: KernelStat[];
   steps?: number;
+  /**
+   * The decode step over all ranks exactly as the analysis' headline counts it (ranks with decode
+   * steps only), so that every view shows the headline's percentages. Microseconds.
+   */
+  overall?: { step_us: number; by_category: Record<string, number> };
+  /** Each rank's own kernels per decode step, for the per-rank view. */
+  kernelsByRank?: { rank: number; kernels: KernelStat[] }[];
 }

@@ -10,6 +10,8 @@ import { categoryOrder, kernelTable, shortKernelName } from './views/profile';
 
 interface BreakdownState {
   runId?: string;
+  /** The rank shown; undefined for all ranks (their mean, as the headline counts it). */
+  rank?: number;
   category?: string;
   kernel?: string;
 }
@@ -57,11 +59,47 @@ export function startBreakdownApp(app: HTMLElement): void {
     }
     const { profile } = view;
     if (state.runId !== view.runId) state = { runId: view.runId };
-    const stepUs = profile.ranks.length ? profile.ranks.reduce((s, r) => s + r.step_us, 0) / profile.ranks.length : undefined;
+    const rankEntry = state.rank !== undefined ? profile.ranks.find((r) => r.rank === state.rank) : undefined;
+    if (!rankEntry) state.rank = undefined;
+    // All ranks: the analysis' own overall figures, so the shares are the headline's; one rank: its own.
     const perCategory = new Map<string, number>();
-    for (const r of profile.ranks) for (const [c, us] of Object.entries(r.by_category)) perCategory.set(c, (perCategory.get(c) ?? 0) + us / profile.ranks.length);
+    let stepUs: number | undefined;
+    if (rankEntry) {
+      stepUs = rankEntry.step_us;
+      for (const [c, us] of Object.entries(rankEntry.by_category)) perCategory.set(c, us);
+    } else if (profile.overall) {
+      stepUs = profile.overall.step_us;
+      for (const [c, us] of Object.entries(profile.overall.by_category)) perCategory.set(c, us);
+    } else {
+      stepUs = profile.ranks.length ? profile.ranks.reduce((s, r) => s + r.step_us, 0) / profile.ranks.length : undefined;
+      for (const r of profile.ranks) for (const [c, us] of Object.entries(r.by_category)) perCategory.set(c, (perCategory.get(c) ?? 0) + us / profile.ranks.length);
+    }
     app.append(el('h2', view.title));
-    if (stepUs) app.append(el('p', `decode step ${stepUs.toFixed(1)} µs (mean over ${profile.ranks.length} rank${profile.ranks.length === 1 ? '' : 's'}${profile.steps ? `, ${profile.steps} steps` : ''})`, 'meta'));
+    if (profile.ranks.length > 1) {
+      // One rank at a time: a slow rank, or one whose all-reduce waits for the others, shows here.
+      const label = el('label', 'Rank ', 'rank-picker');
+      const select = el('select');
+      select.id = 'rank-select';
+      select.setAttribute('aria-label', 'Rank shown');
+      const all = el('option', `all ${profile.ranks.length} ranks (mean)`);
+      all.value = '';
+      select.append(all);
+      for (const r of [...profile.ranks].sort((a, b) => a.rank - b.rank)) {
+        const o = el('option', `rank ${r.rank} · ${r.step_us.toFixed(1)} µs per step`);
+        o.value = String(r.rank);
+        select.append(o);
+      }
+      select.value = state.rank === undefined ? '' : String(state.rank);
+      select.addEventListener('change', () => {
+        state = { runId: view!.runId, rank: select.value === '' ? undefined : Number(select.value), category: state.category };
+        save();
+        render();
+      });
+      label.append(select);
+      app.append(label);
+    }
+    const scope = rankEntry ? `rank ${rankEntry.rank}` : `mean over ${profile.ranks.length} rank${profile.ranks.length === 1 ? '' : 's'}`;
+    if (stepUs) app.append(el('p', `decode step ${stepUs.toFixed(1)} µs (${scope}${profile.steps ? `, ${profile.steps} steps` : ''})`, 'meta step-line'));
 
     const list = el('ul', undefined, 'category-list');
     list.setAttribute('aria-label', 'Kernel categories');
@@ -81,7 +119,7 @@ export function startBreakdownApp(app: HTMLElement): void {
       bar.value = share;
       b.append(bar);
       b.addEventListener('click', () => {
-        state = { runId: view!.runId, category };
+        state = { runId: view!.runId, rank: state.rank, category };
         save();
         render();
       });
@@ -91,14 +129,15 @@ export function startBreakdownApp(app: HTMLElement): void {
     app.append(list);
 
     if (state.category) {
-      const kernels = profile.kernels.filter((k) => k.category === state.category).sort((a, b) => b.total_us - a.total_us);
-      const full = kernelTable(kernels, `Kernels in ${state.category}`, stepUs);
+      const source = rankEntry ? profile.kernelsByRank?.find((k) => k.rank === rankEntry.rank)?.kernels ?? [] : profile.kernels;
+      const kernels = source.filter((k) => k.category === state.category).sort((a, b) => b.total_us - a.total_us);
+      const full = kernelTable(kernels, `Kernels in ${state.category}${rankEntry ? ` on rank ${rankEntry.rank}` : ''}`, stepUs);
       // The side view is narrow: the category is in the heading, min and max are in the kernel's detail.
       const table = { ...full, columns: full.columns.filter((c) => ['name', 'count', 'total_us', 'share_pct'].includes(c.key)) };
       const section = el('section', undefined, 'card');
       section.id = 'category-kernels';
       const head = el('div', undefined, 'card-header');
-      head.append(el('h3', `${state.category}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(full));
+      head.append(el('h3', `${state.category}${rankEntry ? ` on rank ${rankEntry.rank}` : ''}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(full));
       const scroll = el('div', undefined, 'table-scroll');
       scroll.append(renderTable(table, {
         sortable: true,

@@ -7,7 +7,7 @@ import { request } from './api';
 import { tableToCsv } from './csv';
 import { button, el, renderTable } from './dom';
 import type { ChartSpec, LineChartSpec } from './specs';
-import { ChartTheme, readTheme } from './theme';
+import { ChartTheme, distinctColours, readTheme } from './theme';
 
 Chart.register(...registerables);
 
@@ -130,7 +130,11 @@ function configFor(spec: ChartSpec): ChartConfiguration {
     type: 'bar',
     data: {
       labels: spec.labels,
-      datasets: spec.stacks.map((s) => ({ label: s.label, data: s.values, backgroundColor: colour(s.colorIndex), borderColor: theme.background, borderWidth: 1 })),
+      // Every category its own colour, however many there are (the theme's palette has fewer).
+      datasets: (() => {
+        const colours = distinctColours(theme, Math.max(0, ...spec.stacks.map((s) => s.colorIndex + 1)));
+        return spec.stacks.map((s) => ({ label: s.label, data: s.values, backgroundColor: colours[s.colorIndex], borderColor: theme.background, borderWidth: 1 }));
+      })(),
     },
     options: {
       ...common,

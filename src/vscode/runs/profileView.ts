@@ -32,14 +32,31 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
       m.steps += steps;
     }
   }
-  const meanStepUs = ranks.length ? ranks.reduce((s, r) => s + r.step_us, 0) / ranks.length : 0;
+  // The step the headline divides by: the mean over the ranks that had decode steps.
+  const meanStepUs = b.overall.stepMs ? b.overall.stepMs.mean * 1000 : ranks.length ? ranks.reduce((s, r) => s + r.step_us, 0) / ranks.length : 0;
   // Per decode step: what one step of one rank spends on the kernel, on average.
   const kernels = [...merged.values()].map(({ k, steps }) => {
     const perStep = k.total_us / steps;
     return { ...k, count: k.count / steps, total_us: perStep, share: meanStepUs ? perStep / meanStepUs : undefined };
   });
   kernels.sort((a, c) => c.total_us - a.total_us);
-  return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count };
+  // The headline's own figures: categories averaged over the ranks that had decode steps.
+  const overallStepUs = b.overall.stepMs ? b.overall.stepMs.mean * 1000 : undefined;
+  const overall = overallStepUs
+    ? { step_us: overallStepUs, by_category: Object.fromEntries(b.overall.categories.map((c) => [c.category, c.msPerStep * 1000])) }
+    : undefined;
+  const kernelsByRank = b.ranks.filter((r) => r.decode.count > 0).map((r) => {
+    const steps = r.decode.count;
+    const stepUs = r.decode.stepMs ? r.decode.stepMs.mean * 1000 : 0;
+    return {
+      rank: r.rank,
+      kernels: r.topKernels.map((k) => ({
+        name: k.name, category: k.category, count: k.count / steps, total_us: (k.totalMs * 1000) / steps, mean_us: k.meanUs, min_us: k.minUs, max_us: k.maxUs,
+        share: stepUs ? (k.totalMs * 1000) / steps / stepUs : undefined, rank: r.rank,
+      })).sort((a, c) => c.total_us - a.total_us),
+    };
+  });
+  return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count, overall, kernelsByRank };
 }
 
 /**
