@@ -64,10 +64,15 @@ export interface CollectedTrace {
   cpuOps: number;
 }
 
+/**
+ * What a runtime call is, by its name: CUDA runtime and driver calls, and ROCm's HIP ones, which
+ * Kineto files under the same cuda_runtime category on AMD GPUs (hipLaunchKernel,
+ * hipExtModuleLaunchKernel, hipMemcpyWithStream... as in HTA's MI250 test trace).
+ */
 export function runtimeKind(name: string): RuntimeKind | undefined {
-  if (name === 'cudaGraphLaunch' || name.startsWith('cudaGraphLaunch') || name === 'cuGraphLaunch') return RuntimeKind.GraphLaunch;
-  if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel/.test(name)) return RuntimeKind.KernelLaunch;
-  if (/^cu(da)?Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
+  if (/^(cuda|cu|hip)GraphLaunch/.test(name)) return RuntimeKind.GraphLaunch;
+  if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel|^hip(Ext)?(Module)?LaunchKernel|^hipLaunchCooperativeKernel/.test(name)) return RuntimeKind.KernelLaunch;
+  if (/^(cu(da)?|hip)Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
   if (/Synchronize$/.test(name)) return RuntimeKind.Sync;
   return undefined;
 }

@@ -17,8 +17,10 @@ export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
   { category: 'moe gemm', pattern: 'fused_moe_kernel|marlin_moe|_group_gemm|GroupProblemShape' },
   { category: 'moe routing', pattern: 'moe_align|topk|expert' },
   { category: 'quantized gemm', pattern: 'Marlin|gptq_marlin|machete' },
+  // cuDNN's convolutions (scudnn, dgrad/wgrad engines) and CUTLASS implicit-GEMM convs, before GEMM.
+  { category: 'conv', pattern: 'scudnn|dgrad|wgrad|implicit_convolve|implicit_gemm|conv2d|convolution' },
   { category: 'gemm', pattern: 'gemm|gemv|nvjet|xmma|cutlass|cublas|splitKreduce|matmul' },
-  { category: 'norm', pattern: 'rms_norm|layer_norm|Norm' },
+  { category: 'norm', pattern: 'rms_norm|layer_norm|Norm|bn_fw|bn_bw|batch_norm' },
   { category: 'activation', pattern: 'act_and_mul|silu|gelu' },
   { category: 'rotary', pattern: 'rotary_embedding' },
   { category: 'quantize', pattern: 'quant|cvt_' },

@@ -1,5 +1,19 @@
 import * as assert from 'node:assert/strict';
+import { RuntimeKind, runtimeKind } from '../../../src/core/trace/collect';
 import { KernelClassifier } from '../../../src/core/trace/families';
+
+describe('runtime calls', () => {
+  it('knows HIP launches, graph launches, copies and syncs as it knows CUDA ones (ROCm traces file them as cuda_runtime)', () => {
+    assert.equal(runtimeKind('hipLaunchKernel'), RuntimeKind.KernelLaunch);
+    assert.equal(runtimeKind('hipExtModuleLaunchKernel'), RuntimeKind.KernelLaunch);
+    assert.equal(runtimeKind('hipGraphLaunch'), RuntimeKind.GraphLaunch);
+    assert.equal(runtimeKind('hipMemcpyWithStream'), RuntimeKind.Copy);
+    assert.equal(runtimeKind('hipDeviceSynchronize'), RuntimeKind.Sync);
+    assert.equal(runtimeKind('cudaLaunchKernelExC'), RuntimeKind.KernelLaunch);
+    assert.equal(runtimeKind('cudaGraphLaunch_v10000'), RuntimeKind.GraphLaunch);
+    assert.equal(runtimeKind('hipGetDevicePropertiesR0600'), undefined);
+  });
+});
 
 describe('kernel families', () => {
   const c = new KernelClassifier();
@@ -42,6 +56,13 @@ describe('kernel families', () => {
     assert.equal(c.classify('void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)'), 'elementwise');
     assert.equal(c.classify('triton_poi_fused_mul_0'), 'triton');
     assert.equal(c.classify('void at::native::(anonymous namespace)::indexSelectSmallIndex<...>'), 'other');
+  });
+
+  it("puts cuDNN's convolutions and batch norms where they belong, not in other (names from a V100 CNN trace)", () => {
+    assert.equal(c.classify('void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, int, float const*)'), 'conv');
+    assert.equal(c.classify('cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1'), 'conv');
+    assert.equal(c.classify('void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float)'), 'norm');
+    assert.equal(c.classify('volta_sgemm_64x64_nt'), 'gemm');
   });
 
   it('counts memcpy and memset events as memory by their event category', () => {
