@@ -50,6 +50,13 @@ const CAT_NAMES: [Uint8Array, EventCat][] = [
   [bytes('gpu_user_annotation'), EventCat.GpuUserAnnotation],
   [bytes('cpu_op'), EventCat.CpuOp],
   [bytes('python_function'), EventCat.PythonFunction],
+  // Older Kineto (PyTorch 1.8-1.9) capitalised them; HTA's hta/analyzers/breakdown_analysis.py
+  // still counts "Kernel", "Memcpy" and "Memset" as GPU work beside the lower-case ones.
+  [bytes('Kernel'), EventCat.Kernel],
+  [bytes('Memcpy'), EventCat.GpuMemcpy],
+  [bytes('Memset'), EventCat.GpuMemset],
+  [bytes('Runtime'), EventCat.CudaRuntime],
+  [bytes('Operator'), EventCat.CpuOp],
 ];
 const K_CORRELATION = bytes('correlation');
 /** Categories whose args carry the correlation id the analysis needs (kernels, copies, launch calls). */

@@ -64,6 +64,13 @@ describe('streaming trace JSON reader', () => {
     }
   });
 
+  it('reads the capitalised categories of older Kineto (Kernel, Runtime, Memcpy, Memset, Operator)', () => {
+    const doc = { traceEvents: ['Kernel', 'Runtime', 'Memcpy', 'Memset', 'Operator'].map((cat, i) => ({ ph: 'X', cat, name: `e${i}`, pid: 0, tid: 7, ts: i, dur: 1, args: { correlation: 100 + i } })) };
+    const { events } = readAll(JSON.stringify(doc));
+    assert.deepEqual(events.map((e) => e.cat), [EventCat.Kernel, EventCat.CudaRuntime, EventCat.GpuMemcpy, EventCat.GpuMemset, EventCat.CpuOp]);
+    assert.deepEqual(events.slice(0, 4).map((e) => e.correlation), [100, 101, 102, 103]);
+  });
+
   it('accepts top-level keys in any order, distributedInfo after traceEvents included', () => {
     const text = '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2}],"distributedInfo":{"rank":3,"world_size":8},"schemaVersion":1}';
     const { events, summary } = readAll(text, 5);
