@@ -1,22 +1,41 @@
 import { EventCat, EventView } from './jsonReader';
 
-/** A growable typed array: kernels of multi-GB traces are kept as numbers, not objects. */
+/**
+ * A growable typed array kept in fixed-size chunks: growing copies nothing, so a multi-GB trace's
+ * kernels cost their own bytes and one chunk of slack, not the 2-4x of doubling and copying. The
+ * chunks are joined into one array once, when the collection is read.
+ */
 class Vec<T extends Float64Array | Int32Array | Uint8Array> {
-  data: T;
+  private static readonly CHUNK = 1 << 16;
+  private chunks: T[] = [];
+  private current: T;
+  private used = 0;
   length = 0;
   constructor(private readonly make: (n: number) => T) {
-    this.data = make(1024);
+    this.current = make(Vec.CHUNK);
   }
   push(v: number): void {
-    if (this.length === this.data.length) {
-      const next = this.make(this.data.length * 2);
-      next.set(this.data);
-      this.data = next;
+    if (this.used === this.current.length) {
+      this.chunks.push(this.current);
+      this.current = this.make(Vec.CHUNK);
+      this.used = 0;
     }
-    this.data[this.length++] = v;
+    this.current[this.used++] = v;
+    this.length++;
   }
+  /** Everything pushed, as one array; the chunks are let go. */
   view(): T {
-    return this.data.subarray(0, this.length) as T;
+    const all = this.make(this.length);
+    let at = 0;
+    for (const c of this.chunks) {
+      all.set(c, at);
+      at += c.length;
+    }
+    all.set(this.current.subarray(0, this.used), at);
+    this.chunks = [all];
+    this.current = this.make(0);
+    this.used = 0;
+    return all;
   }
 }
 
