@@ -1,33 +1,155 @@
-"""The agent's event schema: one JSON object per line on stdout.
+"""The agent's event schema: one JSON object per line on stdout, and the load-generator workers' messages.
 
-This module is the single definition on the Python side; src/remote/agentProtocol.ts mirrors it.
-Every event carries the schema version `v`, its `type`, and `t` (wall-clock seconds since the epoch).
-Bump SCHEMA_VERSION when a field changes meaning or goes away; adding optional fields keeps it.
+This module is the one definition of both. Field types are written in TypeScript's syntax, so that
+scripts/gen-agent-schema.py writes src/remote/agentSchema.ts from it as it stands, and `problems()`
+checks an event against it here (the Python tests check every event they see). Every event carries the
+schema version `v`, its `type`, and `t` (wall-clock seconds since the epoch).
+Bump SCHEMA_VERSION (version.py) when a field changes meaning or goes away; adding optional fields keeps it.
+After any change here run `python3 scripts/gen-agent-schema.py`; test_events.py fails until the two agree.
 """
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Dict, List
 
-SCHEMA_VERSION = 1
-AGENT_VERSION = "0.1.0"
+from infbench_agent.version import AGENT_VERSION, MIN_PYTHON, SCHEMA_VERSION
 
-# Event types, in the order a run usually emits them.
-HELLO = "hello"          # {agent_version, command, pid, python}
-LOG = "log"              # {level: debug|info|warn|error, message}
-PROGRESS = "progress"    # {done, total, message}
-PROBE = "probe"          # {result: ProbeResult}
-MACRO_REQUEST = "macro.request"  # {level, record}: one finished request
-MACRO_LEVEL = "macro.level"      # {level, partial: bool, summary}: running or final aggregate of one load level
-MICRO_POINT = "micro.point"      # {kind: gemm|allreduce|launch|peak, point}
-PROFILE_STATUS = "profile.status"  # {stage, message}
-PROFILE_TRACE = "profile.trace"    # {path, rank, bytes, host, frontend?: vLLM's CPU-only API-server trace}
-RESULT = "result"        # {result}: the phase's final result object
-ERROR = "error"          # {code, message, hint}
-DONE = "done"            # {ok}
+try:
+    from typing import Literal
+except ImportError:  # pragma: no cover - Python < 3.8 never gets past the entry point
+    Literal = None  # type: ignore[assignment]
+
+__all__ = ["AGENT_VERSION", "MIN_PYTHON", "SCHEMA_VERSION", "AgentError", "emit", "error", "log", "server"]
+
+# Machine-readable error codes: the controller acts on some (gpus_busy asks the user; python_too_old and
+# the hello check name the interpreter), the rest are said to the user with their message and hint.
+ErrorCode = Literal[
+    "allreduce_failed", "allreduce_wrong", "bad_arguments", "bad_model", "bad_option", "bad_prompts_file",
+    "cancelled", "crash", "cuda_profiler", "gpus_busy", "no_gpu", "no_model", "no_shapes", "no_torch", "no_traces",
+    "nvidia_smi_failed", "profiler_disabled", "python_too_old", "server_down", "server_error", "server_stalled",
+    "server_unreachable", "start_profile_failed", "start_profile_timeout", "stop_profile_failed", "stop_timeout",
+    "trace_dir_remote", "trace_dir_unknown", "trace_dir_unresolved", "unauthorized", "unknown_server",
+    "warmup_failed", "workers_failed", "workload_failed",
+]
+ERROR_CODES = ErrorCode.__args__  # type: ignore[attr-defined]
+
+# What a log line is about, where the controller treats it apart from the others (never by its words).
+LogTopic = Literal["gemm_kernel"]
+LOG_TOPICS = LogTopic.__args__  # type: ignore[attr-defined]
+
+# Named types the events use. A field ending in "?" may be left out; "*" gives the type of further fields.
+ALIASES: Dict[str, str] = {
+    "AgentCommand": "'probe' | 'macro' | 'micro' | 'profile'",
+    "LogLevel": "'debug' | 'info' | 'warn' | 'error'",
+    "LogTopic": " | ".join(f"'{t}'" for t in LOG_TOPICS),
+    "ErrorCode": " | ".join(f"'{c}'" for c in ERROR_CODES),
+    "ServerKind": "'vllm' | 'sglang' | 'unknown'",
+    "MicroKind": "'gemm' | 'allreduce' | 'launch' | 'peak'",
+    "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture",
+}
+# Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
+HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results"}
+STRUCTS: Dict[str, Dict[str, str]] = {
+    # The server the phase measures, as the agent found it (macro: /v1/models; profile: as probe detects it).
+    "ServerInfo": {"url": "string", "kind": "ServerKind", "version": "string | null", "model": "string | null",
+                   "simulated": "boolean", "*": "unknown"},
+    "ProbeResult": {"host": "string", "platform": "string", "python": "ProbePython",
+                    "packages": "Record<string, string | null>", "cuda_visible_devices": "string | null",
+                    "gpus": "ProbeGpus", "server": "ProbeServer", "*": "unknown"},
+    "ProbePython": {"version": "string", "executable": "string", "implementation": "string"},
+    "ProbeGpus": {"available": "boolean", "error": "string | null", "devices": "ProbeGpu[]",
+                  "processes": "ProbeGpuProcess[]", "topology": "string | null"},
+    "ProbeGpu": {"index": "number", "name": "string", "uuid": "string", "memory_used_mib": "number | null",
+                 "memory_total_mib": "number | null", "utilization_pct": "number | null", "driver_version": "string"},
+    "ProbeGpuProcess": {"gpu_uuid": "string", "gpu_index": "number | null", "pid": "number", "process_name": "string",
+                        "used_memory_mib": "number | null"},
+    "ProbeServer": {"url": "string", "reachable": "boolean", "healthy": "boolean | null", "error": "string | null",
+                    "kind": "ServerKind", "kind_evidence": "string | null", "simulated": "boolean",
+                    "version": "string | null", "models": "ProbeModel[]", "profiler": "ProbeProfiler",
+                    # A 401/403 on /v1/models (or, for SGLang, its other routes): the server wants an API key.
+                    "auth?": "ProbeAuth",
+                    # The server process's working directory (relative trace folders are relative to it).
+                    "cwd?": "string | null",
+                    "parallel?": "ProbeParallel | null", "pid": "number | null", "command_line": "string[] | null",
+                    "*": "unknown"},
+    "ProbeModel": {"id": "string | null", "max_model_len": "number | null", "owned_by?": "string | null",
+                   "root?": "string | null"},
+    "ProbeProfiler": {"enabled": "boolean | null", "kind?": "'torch' | 'cuda' | null", "evidence": "string | null",
+                      "*": "unknown"},
+    "ProbeAuth": {"required": "boolean", "key_given": "boolean", "status": "number | null"},
+    "ProbeParallel": {"tp": "number", "pp": "number", "dp": "number", "dp_attention": "boolean", "ranks": "number"},
+    # One finished request of a macro level, in milliseconds; start_s from the level's first send, run_s the run's.
+    "MacroRequestRecord": {"id": "number | null", "ok": "boolean", "reason": "string | null", "error": "string | null",
+                           "prompt_tokens": "number | null", "output_tokens": "number | null",
+                           "ttft_ms": "number | null", "tpot_ms": "number | null", "e2el_ms": "number | null",
+                           "itl_mean_ms": "number | null", "itl_max_ms": "number | null", "lag_ms": "number | null",
+                           "start_s": "number | null", "run_s": "number | null"},
+    "MacroResult": {"levels": "MacroLevelSummary[]", "server": "ServerInfo", "cancelled": "boolean",
+                    "client": "MacroClient", "stopped?": "string", "stalled?": "boolean", "*": "unknown"},
+    "MacroClient": {"python": "string", "cpu_count": "number | null", "host": "string", "*": "unknown"},
+    "MicroPointPayload": {"kind": "MicroKind", "*": "unknown"},
+    "MicroResult": {"device": "MicroDevice", "model": "MicroModel | null", "timing": "string",
+                    "allreduce": "MicroAllreduce | null", "points": "MicroPointPayload[]", "*": "unknown"},
+    "MicroDevice": {"name": "string", "kind": "'gpu' | 'cpu'", "*": "unknown"},
+    "MicroModel": {"name?": "string", "*": "unknown"},
+    "MicroAllreduce": {"backend": "string", "world_size": "number", "note": "string | null"},
+    "ProfileCapture": {"server": "ServerInfo", "trace_dir": "string", "workload": "ProfileWorkload", "*": "unknown"},
+    "ProfileWorkload": {"concurrency": "number", "output_len": "number", "input_len": "number", "*": "unknown"},
+}
+
+# Event types, in the order a run usually emits them, with their fields beside v, type and t.
+EVENTS: Dict[str, Dict[str, str]] = {
+    "hello": {"agent_version": "string", "command": "AgentCommand", "pid": "number", "python": "string",
+              "executable": "string"},
+    "log": {"level": "LogLevel", "message": "string", "topic?": "LogTopic"},
+    "progress": {"done": "number", "total": "number", "message?": "string"},
+    "server": {"server": "ServerInfo"},
+    "probe": {"result": "ProbeResult"},
+    "macro.request": {"level": "number", "record": "MacroRequestRecord"},
+    # A running (partial) or final aggregate of one load level.
+    "macro.level": {"level": "number", "partial": "boolean", "summary": "MacroLevelSummary"},
+    "micro.point": {"kind": "MicroKind", "point": "MicroPointPayload"},
+    "profile.status": {"stage": "string", "message": "string"},
+    # frontend: vLLM's CPU-only API-server trace.
+    "profile.trace": {"path": "string", "rank": "number | null", "bytes": "number", "host?": "string",
+                      "frontend?": "boolean"},
+    # The phase's final result object.
+    "result": {"result": "AgentResult"},
+    "error": {"code": "ErrorCode", "message": "string", "hint?": "string"},
+    "done": {"ok": "boolean"},
+}
+
+# The macro coordinator and its `macro --worker` processes, one JSON object per line each way.
+WORKER_MESSAGES: Dict[str, Dict[str, str]] = {
+    # coordinator -> worker, first line: the worker's share of a level.
+    "job": {"plan": "object", "url": "string", "path": "string", "prompt": "object", "request_timeout": "number",
+            "api_key": "string | null"},
+    # coordinator -> worker, once every worker is ready: when to send the first request (time.monotonic()).
+    "go": {"start_at": "number"},
+    # worker -> coordinator, tagged by `kind`.
+    "ready": {"kind": "'ready'"},
+    "record": {"kind": "'record'", "record": "object"},
+    "end": {"kind": "'end'", "cpu_s": "number", "cancelled": "boolean"},
+}
+
+HELLO = "hello"
+LOG = "log"
+PROGRESS = "progress"
+SERVER = "server"
+PROBE = "probe"
+MACRO_REQUEST = "macro.request"
+MACRO_LEVEL = "macro.level"
+MICRO_POINT = "micro.point"
+PROFILE_STATUS = "profile.status"
+PROFILE_TRACE = "profile.trace"
+RESULT = "result"
+ERROR = "error"
+DONE = "done"
+EVENT_TYPES = tuple(EVENTS)
 
 _lock = threading.Lock()
 
@@ -42,19 +164,128 @@ def emit(event_type: str, **payload: Any) -> None:
         sys.stdout.flush()
 
 
-def log(message: str, level: str = "info") -> None:
-    emit(LOG, level=level, message=message)
+def log(message: str, level: str = "info", topic: str = "") -> None:
+    if topic:
+        emit(LOG, level=level, message=message, topic=topic)
+    else:
+        emit(LOG, level=level, message=message)
 
 
-def error(code: str, message: str, hint: str = "") -> None:
+def error(code: ErrorCode, message: str, hint: str = "") -> None:
     emit(ERROR, code=code, message=message, hint=hint)
+
+
+def server(url: str, kind: str, version: Any, model: Any, simulated: bool, **more: Any) -> Dict[str, Any]:
+    """Emits the `server` event and returns its ServerInfo, for the phase's result."""
+    info = {"url": url, "kind": kind, "version": version, "model": model, "simulated": bool(simulated), **more}
+    emit(SERVER, server=info)
+    return info
 
 
 class AgentError(Exception):
     """A failure with an actionable message; the entry point turns it into an `error` event."""
 
-    def __init__(self, code: str, message: str, hint: str = "") -> None:
+    def __init__(self, code: ErrorCode, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.hint = hint
+
+
+# ---------------- checking a message against the schema (tests) ----------------
+
+_PRIMITIVES = {"string": str, "boolean": bool, "object": dict}
+
+
+def _split_union(text: str) -> List[str]:
+    """The alternatives of a union, leaving those inside Record<...> whole."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "|" and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts + [text[start:].strip()]
+
+
+def _type_problems(value: Any, type_text: str, where: str) -> List[str]:
+    type_text = ALIASES.get(type_text, type_text)
+    alternatives = _split_union(type_text)
+    found: List[str] = []
+    for alt in alternatives:
+        problems = _one_type_problems(value, alt, where)
+        if not problems:
+            return []
+        found = found or problems
+    return found if len(alternatives) == 1 else [f"{where}: {value!r:.80} is none of {type_text}"]
+
+
+def _one_type_problems(value: Any, alt: str, where: str) -> List[str]:
+    if alt in ALIASES:
+        return _type_problems(value, alt, where)
+    if alt == "unknown":
+        return []
+    if alt == "null":
+        return [] if value is None else [f"{where}: not null"]
+    if alt.startswith("'"):
+        return [] if value == alt.strip("'") else [f"{where}: {value!r:.80} is not {alt}"]
+    if alt == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return [] if ok else [f"{where}: {value!r:.80} is not a number"]
+    if alt in _PRIMITIVES:
+        return [] if isinstance(value, _PRIMITIVES[alt]) else [f"{where}: {value!r:.80} is not {alt}"]
+    if alt.endswith("[]"):
+        if not isinstance(value, list):
+            return [f"{where}: not a list"]
+        return [p for i, v in enumerate(value) for p in _type_problems(v, alt[:-2], f"{where}[{i}]")]
+    record = re.fullmatch(r"Record<string, (.+)>", alt)
+    if record:
+        if not isinstance(value, dict):
+            return [f"{where}: not an object"]
+        return [p for k, v in value.items() for p in _type_problems(v, record.group(1), f"{where}.{k}")]
+    if alt in HOST_SHAPES:
+        return [] if isinstance(value, dict) else [f"{where}: not an object"]
+    if alt in STRUCTS:
+        return _fields_problems(value, STRUCTS[alt], where)
+    return [f"{where}: the schema names an unknown type {alt}"]
+
+
+def _fields_problems(value: Any, fields: Dict[str, str], where: str) -> List[str]:
+    if not isinstance(value, dict):
+        return [f"{where}: not an object"]
+    problems: List[str] = []
+    names = set()
+    for name, type_text in fields.items():
+        if name == "*":
+            continue
+        optional = name.endswith("?")
+        name = name.rstrip("?")
+        names.add(name)
+        if name not in value:
+            if not optional:
+                problems.append(f"{where}.{name} is missing")
+            continue
+        problems += _type_problems(value[name], type_text, f"{where}.{name}")
+    extra = "*" not in fields and [k for k in value if k not in names]
+    if extra:
+        problems.append(f"{where} has fields the schema does not name: {', '.join(extra)}")
+    return problems
+
+
+def problems(event: Dict[str, Any]) -> List[str]:
+    """Where an event (as parsed from its line) differs from the schema; empty when it conforms."""
+    if event.get("v") != SCHEMA_VERSION:
+        return [f"schema version {event.get('v')!r}, not {SCHEMA_VERSION}"]
+    fields = EVENTS.get(event.get("type"))  # type: ignore[arg-type]
+    if fields is None:
+        return [f"unknown event type {event.get('type')!r}"]
+    body = {k: v for k, v in event.items() if k not in ("v", "type")}
+    t = body.pop("t", None)
+    found = [] if isinstance(t, float) or isinstance(t, int) else ["t is not a number"]
+    return found + _fields_problems(body, fields, str(event["type"]))
+
+
+def worker_message_problems(name: str, message: Dict[str, Any]) -> List[str]:
+    """Where a worker message differs from WORKER_MESSAGES[name]."""
+    return _fields_problems(message, WORKER_MESSAGES[name], name)

@@ -639,7 +639,10 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
             raise events.AgentError("no_model", f"{url}/v1/models lists no model", "Pass --model NAME")
         model = entry.get("id")
     owned = entry.get("owned_by") if entry else None
-    return {"url": url, "model": model, "owned_by": owned, "simulated": owned == SIMULATOR_OWNER,
+    simulated = owned == SIMULATOR_OWNER
+    # /v1/models says no version; its owned_by names vLLM and SGLang (the simulator speaks vLLM's API).
+    kind = "vllm" if owned == "vllm" or simulated else "sglang" if owned == "sglang" else "unknown"
+    return {"url": url, "kind": kind, "version": None, "model": model, "owned_by": owned, "simulated": simulated,
             "max_model_len": entry.get("max_model_len") if entry else None}
 
 
@@ -730,6 +733,7 @@ def run(args: argparse.Namespace) -> int:
         else calibrate(endpoint, maker))
     maker.tokens_per_word = float(calibration.get("tokens_per_word", 1.0))
     maker.overhead = float(calibration.get("overhead", 0.0))
+    events.emit(events.SERVER, server=server)
     events.log(f"server {args.url}: model {server['model']}"
                f"{' (SIMULATOR: ' + SIMULATOR_OWNER + ')' if server['simulated'] else ''}; "
                f"prompts {'calibrated with /tokenize' if calibration.get('calibrated') else 'not calibrated'}")

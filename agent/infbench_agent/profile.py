@@ -399,6 +399,7 @@ def run(args: argparse.Namespace) -> int:
     version = server.get("version")
     label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {version or '(version unknown)'}"
     events.log(f"server {label} at {args.url}, model {model}, pid {server.get('pid') or 'not visible'}")
+    events.server(args.url, kind, version, model, bool(server.get("simulated")))
 
     legacy_simulator = bool(server.get("simulated")) and not server.get("mimic")
     suggested_dir = os.path.abspath(os.path.expanduser(args.trace_dir or "~/infbench-traces"))

@@ -1,37 +1,18 @@
-// Mirror of agent/infbench_agent/events.py: the one definition of what the remote agent prints.
-// Every line on the agent's stdout is one of these objects; anything else is noise.
+// What the remote agent prints, one object per line; anything else on its stdout is noise.
+// The types come from agent/infbench_agent/events.py through scripts/gen-agent-schema.py (agentSchema.ts).
+import { AGENT_EVENT_TYPES, AGENT_SCHEMA_VERSION, AGENT_VERSION, AgentCommand, AgentEvent, HelloEvent, MacroResult, MicroResult, MIN_PYTHON, ProbeResult, ProfileCapture } from './agentSchema';
 
-export const AGENT_SCHEMA_VERSION = 1;
+export * from './agentSchema';
 
-interface EventBase {
-  v: number;
-  /** Wall-clock seconds since the epoch, on the remote host. */
-  t: number;
+/** The `result` event's payload for each command. */
+export interface AgentResults {
+  probe: ProbeResult;
+  macro: MacroResult;
+  micro: MicroResult;
+  profile: ProfileCapture;
 }
 
-export interface HelloEvent extends EventBase { type: 'hello'; agent_version: string; command: string; pid: number; python: string; executable: string }
-export interface LogEvent extends EventBase { type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
-export interface ProgressEvent extends EventBase { type: 'progress'; done: number; total: number; message?: string }
-export interface ProbeEvent extends EventBase { type: 'probe'; result: Record<string, unknown> }
-export interface MacroRequestEvent extends EventBase { type: 'macro.request'; level: number; record: Record<string, unknown> }
-export interface MacroLevelEvent extends EventBase { type: 'macro.level'; level: number; partial: boolean; summary: Record<string, unknown> }
-export interface MicroPointEvent extends EventBase { type: 'micro.point'; kind: 'gemm' | 'allreduce' | 'launch' | 'peak'; point: Record<string, unknown> }
-export interface ProfileStatusEvent extends EventBase { type: 'profile.status'; stage: string; message: string }
-export interface ProfileTraceEvent extends EventBase { type: 'profile.trace'; path: string; rank: number | null; bytes: number; host?: string; frontend?: boolean }
-export interface ResultEvent extends EventBase { type: 'result'; result: Record<string, unknown> }
-export interface ErrorEvent extends EventBase { type: 'error'; code: string; message: string; hint?: string }
-export interface DoneEvent extends EventBase { type: 'done'; ok: boolean }
-
-export type AgentEvent =
-  | HelloEvent | LogEvent | ProgressEvent | ProbeEvent | MacroRequestEvent | MacroLevelEvent
-  | MicroPointEvent | ProfileStatusEvent | ProfileTraceEvent | ResultEvent | ErrorEvent | DoneEvent;
-
-export type AgentEventType = AgentEvent['type'];
-
-const KNOWN_TYPES: ReadonlySet<string> = new Set<AgentEventType>([
-  'hello', 'log', 'progress', 'probe', 'macro.request', 'macro.level', 'micro.point',
-  'profile.status', 'profile.trace', 'result', 'error', 'done',
-]);
+const KNOWN_TYPES: ReadonlySet<string> = new Set<string>(AGENT_EVENT_TYPES);
 
 /** Returns the event if `value` is a well-formed agent event of a schema this build understands. */
 export function asAgentEvent(value: unknown): AgentEvent | undefined {
@@ -39,4 +20,41 @@ export function asAgentEvent(value: unknown): AgentEvent | undefined {
   const v = value as { v?: unknown; type?: unknown };
   if (v.v !== AGENT_SCHEMA_VERSION || typeof v.type !== 'string' || !KNOWN_TYPES.has(v.type)) return undefined;
   return value as AgentEvent;
+}
+
+/** A `hello` line of another schema version: its fields as far as they can be read, else undefined. */
+export function foreignHello(value: unknown): { v: unknown; agent_version?: unknown; python?: unknown } | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as { v?: unknown; type?: unknown };
+  return v.type === 'hello' && v.v !== AGENT_SCHEMA_VERSION ? (v as { v: unknown }) : undefined;
+}
+
+/** "3.8.18" → [3, 8, 18]; undefined when it does not start with two numbers. */
+function pythonVersion(text: string): number[] | undefined {
+  const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(text);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
+}
+
+/**
+ * Why the agent that said this hello cannot be worked with, in words that say what to do; undefined
+ * when it can. `where` names the interpreter and host ("python3 on gpu-box").
+ */
+export function helloProblem(hello: HelloEvent | { v: unknown; agent_version?: unknown; python?: unknown }, command: AgentCommand | string, where: string): string | undefined {
+  if (hello.v !== AGENT_SCHEMA_VERSION) {
+    return `The agent run by ${where} speaks event schema ${String(hello.v)} (agent ${String(hello.agent_version ?? 'of unknown version')}), ` +
+      `this build speaks schema ${AGENT_SCHEMA_VERSION} (agent ${AGENT_VERSION}): an agent from another build of Inference Bench answered. ` +
+      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.';
+  }
+  const h = hello as HelloEvent;
+  if (h.agent_version !== AGENT_VERSION) {
+    return `The agent run by ${where} is version ${h.agent_version}, this build is ${AGENT_VERSION}. ` +
+      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.';
+  }
+  const py = pythonVersion(h.python);
+  if (py && (py[0] < MIN_PYTHON[0] || (py[0] === MIN_PYTHON[0] && py[1] < MIN_PYTHON[1]))) {
+    return `The agent needs Python ${MIN_PYTHON.join('.')} or newer; ${h.executable || where} is Python ${h.python}. ` +
+      'Pass a newer Python there with --python (for example the server\'s venv), or set the target\'s "python" setting.';
+  }
+  if (h.command !== command) return `The agent run by ${where} answered for "${h.command}", not "${command}": the agent and this build disagree; rebuild (npm run build).`;
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { AgentEvent, asAgentEvent } from './agentProtocol';
+import { AgentEvent, asAgentEvent, foreignHello } from './agentProtocol';
 
 /**
  * Splits the agent's stdout into events. Copes with chunks that cut a line (or a UTF-8 character)
@@ -12,6 +12,8 @@ export class AgentEventParser {
   constructor(
     private readonly onEvent: (event: AgentEvent, rawLine: string) => void,
     private readonly onNoise: (line: string) => void = () => undefined,
+    /** A `hello` of another schema version: the agent of another build answered. */
+    private readonly onForeignHello: (hello: NonNullable<ReturnType<typeof foreignHello>>) => void = () => undefined,
   ) {}
 
   push(chunk: Buffer | string): void {
@@ -35,11 +37,14 @@ export class AgentEventParser {
     if (line.trim() === '') return;
     if (line.startsWith('{')) {
       try {
-        const event = asAgentEvent(JSON.parse(line));
+        const value: unknown = JSON.parse(line);
+        const event = asAgentEvent(value);
         if (event) {
           this.onEvent(event, line);
           return;
         }
+        const hello = foreignHello(value);
+        if (hello) this.onForeignHello(hello);
       } catch {
         // fall through: a line that merely looks like JSON is noise
       }

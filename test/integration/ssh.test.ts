@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runAgentCommand } from '../../src/core/phases/agentRun';
 import { RunFolder } from '../../src/core/runs/runFolder';
+import { AGENT_VERSION } from '../../src/remote/agentProtocol';
 import { openTransport } from '../../src/remote/openTransport';
 import { SshHooks } from '../../src/remote/ssh/connection';
 import { SshError } from '../../src/remote/ssh/errors';
@@ -257,7 +258,8 @@ describe('SSH transport against a real OpenSSH sshd', function () {
       'import json, sys, time',
       'def emit(kind, **kw):',
       '    print(json.dumps({"v": 1, "type": kind, "t": time.time(), **kw}), flush=True)',
-      'emit("hello", agent_version="test", command=sys.argv[1], pid=0, python="3", executable=sys.executable)',
+      // The hello the host checks: this build's agent version, the command asked for, a Python it supports.
+      `emit("hello", agent_version="${AGENT_VERSION}", command="probe", pid=0, python="3.11.0", executable=sys.executable)`,
       'for i in range(3):',
       '    emit("progress", done=i + 1, total=10)',
       'time.sleep(60)',
@@ -266,7 +268,7 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     const run = RunFolder.create(mkdtempSync(join(tmpdir(), 'ib-ws-')), 'probe', 'target', {});
     let seen = 0;
     let cut = false;
-    const outcome = await runAgentCommand(t, { python: 'python3', path: fakeAgent, hash: 'test' }, marker, [], run, {
+    const outcome = await runAgentCommand(t, { python: 'python3', path: fakeAgent, hash: 'test' }, 'probe', [marker], run, {
       onEvent: () => {
         seen++;
         if (seen === 4 && !cut) {

@@ -13,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
+from infbench_agent import events as agent_events  # noqa: E402
 from infbench_agent.macro import PromptMaker, build_plans  # noqa: E402
 
 
@@ -91,6 +92,10 @@ class AgainstTheSimulator(unittest.TestCase):
         self.assertTrue(level["server_metrics"]["generation_tokens_match"])
         self.assertEqual(sum(1 for e in events if e["type"] == "macro.request"), 12)
         self.assertEqual(len({e["record"]["id"] for e in events if e["type"] == "macro.request"}), 12)
+        for e in events:
+            self.assertEqual(agent_events.problems(e), [], e)
+        [server] = [e["server"] for e in events if e["type"] == "server"]
+        self.assertEqual((server["kind"], server["simulated"], server["model"]), ("vllm", True, result["server"]["model"]))
 
     def test_request_rate_sends_on_schedule(self):
         result, _ = run_macro(self.url, "--request-rate", "80", "--requests", "40", "--input-len", "8", "--output-len", "2",

@@ -21,8 +21,6 @@ AGENT_DIR = os.path.join(ROOT, "agent")
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "micro")
 FAKE_SMI_DIR = os.path.join(ROOT, "test", "support", "fake-nvidia-smi")
 TORCH_PYTHON = os.environ.get("INFBENCH_TORCH_PYTHON", "/usr/bin/python3")
-KNOWN_TYPES = {"hello", "log", "progress", "probe", "macro.request", "macro.level", "micro.point",
-               "profile.status", "profile.trace", "result", "error", "done"}
 
 
 def has_torch(python):
@@ -198,8 +196,7 @@ class CpuRunTest(unittest.TestCase):
     def test_finishes_with_every_event_in_the_schema(self):
         self.assertEqual(self.code, 0, self.stderr[-2000:])
         for e in self.events:
-            self.assertEqual(e["v"], events.SCHEMA_VERSION)
-            self.assertIn(e["type"], KNOWN_TYPES)
+            self.assertEqual(events.problems(e), [], e)
             self.assertIsInstance(e["t"], float)
         self.assertEqual(self.events[0]["type"], "hello")
         self.assertEqual(self.events[-1]["type"], "done")

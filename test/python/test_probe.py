@@ -9,6 +9,8 @@ import tempfile
 import threading
 import unittest
 
+from infbench_agent import events as agent_events
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "probe")
@@ -132,6 +134,8 @@ class ProbeTest(unittest.TestCase):
             proc, events = run_probe("http://127.0.0.1:9", path)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual([e["type"] for e in events], ["hello", "probe", "result", "done"])
+        for e in events:
+            self.assertEqual(agent_events.problems(e), [], e)
         gpus = probe_result(events)["gpus"]
         self.assertTrue(gpus["available"])
         self.assertEqual(gpus["devices"][0]["name"], "NVIDIA H200")

@@ -1,4 +1,4 @@
-import { AgentEvent } from '../../remote/agentProtocol';
+import { AgentCommand, AgentEvent, AgentResults, ErrorCode, helloProblem } from '../../remote/agentProtocol';
 import { agentArgv, DeployedAgent } from '../../remote/agentDeploy';
 import { AgentEventParser } from '../../remote/eventStream';
 import { Transport } from '../../remote/transport';
@@ -13,13 +13,13 @@ export const HEARTBEAT_TIMEOUT_S = 15;
 const NOT_FOUND = 127;
 const NOT_EXECUTABLE = 126;
 
-export interface AgentRunOutcome {
+export interface AgentRunOutcome<C extends AgentCommand = AgentCommand> {
   status: RunStatus;
   /** The agent's final `result` event, if it got that far. */
-  result?: Record<string, unknown>;
+  result?: AgentResults[C];
   /** Every event received, in order (also on disk in the run's events.jsonl). */
   events: AgentEvent[];
-  errors: { code: string; message: string; hint?: string }[];
+  errors: { code: ErrorCode; message: string; hint?: string }[];
   reason?: string;
 }
 
@@ -28,14 +28,14 @@ export interface AgentRunOutcome {
  * arrives and re-emitted for live views. The outcome tells completed from failed, cancelled and
  * interrupted (the connection or the process went away before `done`).
  */
-export async function runAgentCommand(
+export async function runAgentCommand<C extends AgentCommand>(
   transport: Transport,
   agent: DeployedAgent,
-  command: string,
+  command: C,
   args: readonly string[],
   run: RunFolder,
   options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string>; stdin?: string; apiKey?: string } = {},
-): Promise<AgentRunOutcome> {
+): Promise<AgentRunOutcome<C>> {
   const events: AgentEvent[] = [];
   // The key goes over stdin: an environment variable or argument would show in the host's process list.
   // Whatever comes back is scrubbed of it too (a server echoing the header, an error quoting it).
@@ -46,8 +46,16 @@ export async function runAgentCommand(
     options = { ...options, stdin: `${key}\n${options.stdin ?? ''}` };
   }
   const errors: AgentRunOutcome['errors'] = [];
-  let result: Record<string, unknown> | undefined;
+  let result: AgentResults[C] | undefined;
   let done: boolean | undefined;
+  // An agent of another build or schema, or on a Python older than the agent supports: stopped at its hello.
+  let mismatch: string | undefined;
+  const where = `${agent.python} on ${transport.label}`;
+  const refuse = (problem: string | undefined) => {
+    if (!problem || mismatch) return;
+    mismatch = problem;
+    void handle.cancel();
+  };
   const parser = new AgentEventParser(
     (parsed, raw) => {
       const line = scrub(raw);
@@ -59,12 +67,15 @@ export async function runAgentCommand(
         void handle.cancel();
       }
       events.push(event);
-      if (event.type === 'result') result = event.result;
+      if (event.type === 'hello') refuse(helloProblem(event, command, where));
+      // The result's shape follows the command, which the hello has just been checked to match.
+      if (event.type === 'result') result = event.result as AgentResults[C];
       if (event.type === 'error') errors.push({ code: event.code, message: event.message, hint: event.hint });
       if (event.type === 'done') done = event.ok;
       options.onEvent?.(event);
     },
     (noise) => run.appendNoise(scrub(`[stdout] ${noise}\n`)),
+    (hello) => refuse(helloProblem(hello, command, where)),
   );
   const handle = transport.exec(agentArgv(agent, command, args, ['--heartbeat-timeout', String(HEARTBEAT_TIMEOUT_S)]),
     { signal: options.signal, env: options.env, stdin: options.stdin, keepStdinOpen: true });
@@ -92,6 +103,9 @@ export async function runAgentCommand(
   if (storage) {
     status = 'failed';
     reason = `${storage.message} The run was stopped there; the ${run.readEvents().length} events before it are kept whole in events.jsonl.`;
+  } else if (mismatch) {
+    status = 'failed';
+    reason = mismatch;
   } else if (options.signal?.aborted) {
     const stop = stopOf(options.signal);
     status = stop.status;

@@ -71,20 +71,14 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         ctx.log[event.level](`macro: ${event.message}`);
         break;
       case 'macro.request': {
-        const r = event.record as Record<string, unknown>;
-        const start = typeof r.run_s === 'number' ? r.run_s : typeof r.start_s === 'number' ? r.start_s : 0;
-        requests.push({
-          level: event.level, start_s: start, ok: r.ok === true,
-          ttft_ms: typeof r.ttft_ms === 'number' ? r.ttft_ms : null,
-          e2el_ms: typeof r.e2el_ms === 'number' ? r.e2el_ms : null,
-          tpot_ms: typeof r.tpot_ms === 'number' ? r.tpot_ms : null,
-        });
+        const r = event.record;
+        requests.push({ level: event.level, start_s: r.run_s ?? r.start_s ?? 0, ok: r.ok === true, ttft_ms: r.ttft_ms, e2el_ms: r.e2el_ms, tpot_ms: r.tpot_ms });
         if (requests.length > MAX_REQUEST_POINTS) requests.splice(0, requests.length - MAX_REQUEST_POINTS);
         publish(false);
         break;
       }
       case 'macro.level': {
-        const level = markLevel(event.summary as MacroLevelSummary);
+        const level = markLevel(event.summary);
         if (event.partial) {
           live.set(event.level, level);
           publish(false);
