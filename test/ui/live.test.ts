@@ -166,7 +166,7 @@ describe('live results in code-server (UI)', function () {
       await poll(`${file} to be written`, () => (existsSync(file) ? true : undefined), 15_000);
       const bytes = readFileSync(file);
       if (ext === 'png') assert.deepEqual([...bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'not a PNG file');
-      else assert.match(bytes.toString('utf8'), /^concurrency,completed,failed,duration \(s\),req\/s,output tok\/s,total tok\/s\r\n1,/);
+      else assert.match(bytes.toString('utf8'), /^concurrency,level,completed,failed,duration \(s\),req\/s,output tok\/s,total tok\/s,load generator limit\r\n1,complete,/);
     }
   });
 
@@ -200,7 +200,24 @@ describe('live results in code-server (UI)', function () {
     await budget.scrollIntoViewIfNeeded();
     figures.budgetReadings = await view.locator('.readings li').allInnerTexts();
     assert.ok((figures.budgetReadings as string[]).some((r) => /all-reduce/i.test(r)), `readings: ${figures.budgetReadings}`);
+    // The budget is of this target's runs only, and says so.
+    assert.match(await view.locator('.budget-scope').innerText(), new RegExp(`^For target ${TARGET}`));
     await wb.screenshot('live-budget-dark');
+    // The Kernel Breakdown panel: all ranks with the headline's own percentages, then one rank.
+    await view.getByRole('button', { name: /Inspect kernels/ }).click();
+    const kernels = await webviewFrame(wb.page, 'Kernel breakdown');
+    await kernels.locator('#rank-select').waitFor({ timeout: 30_000 });
+    assert.equal(await kernels.locator('#rank-select option').count(), 9, 'all ranks, then each of the 8');
+    const top = /^(\S+) (\d+\.\d)%/.exec(headline);
+    if (top) {
+      const figure = await kernels.locator('button.category', { hasText: top[1] }).first().locator('.category-figure').innerText();
+      assert.ok(figure.endsWith(`${top[2]}%`), `the panel says ${figure} where the headline says ${top[2]}%`);
+    }
+    await kernels.locator('#rank-select').selectOption('3');
+    await kernels.locator('.step-line').getByText(/rank 3/).waitFor();
+    await kernels.locator('button.category').first().click();
+    await kernels.locator('#category-kernels h3').getByText(/on rank 3/).waitFor();
+    await wb.screenshot('live-kernels-rank-dark');
   });
 
   it('times a 10,000-point chart update inside the results view', async () => {
