@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { BUILTIN_FAMILIES, IDLE_CATEGORY, MEMORY_CATEGORY, OTHER_CATEGORY } from '../../../src/core/trace/families';
 import { profileSummaryOf } from '../../../src/vscode/runs/profileView';
-import { ChartTheme, distinctColours } from '../../../webview-ui/src/theme';
+import { distinctColoursOf as distinctColours, PaletteInput } from '../../../webview-ui/src/palette';
 
 // The real two-rank vLLM 0.26 trace captured on an H200 (test/fixtures/traces/servers/README.md).
 const dir = join(__dirname, '..', '..', 'fixtures', 'traces', 'servers', 'vllm-0.26-piecewise-tp2');
@@ -37,7 +37,7 @@ describe('category colours', () => {
     : ['#3794ff', '#d18616', '#89d185', '#f14c4c', '#b180d7', '#cca700', '#11a8cd', '#bc3fbc', '#666666', '#23d18b', '#3b8eea', '#f5f543', '#d670d6', '#29b8db', '#0dbc79', '#e5e5e5'];
   for (const light of [false, true]) {
     it(`gives every one of the ${categories.length} categories its own colour, visible on the ${light ? 'light' : 'dark'} background`, () => {
-      const theme: ChartTheme = { foreground: light ? '#3b3b3b' : '#cccccc', muted: '#888888', grid: '#80808040', background: light ? '#ffffff' : '#1f1f1f', warning: '#cca700', series: series(light), highContrast: false };
+      const theme: PaletteInput = { foreground: light ? '#3b3b3b' : '#cccccc', background: light ? '#ffffff' : '#1f1f1f', series: series(light) };
       const colours = distinctColours(theme, categories.length);
       assert.equal(colours.length, categories.length);
       assert.equal(new Set(colours).size, categories.length, `repeated: ${colours.join(' ')}`);
