@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-MIMIC_HEADER = "x-inference-bench-simulator-mimics"
+# The labels are spelled once, in the agent that recognises them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent"))
+from infbench_agent.simulator_mark import MIMIC_HEADER, SIMULATOR_MARK  # noqa: E402,F401
 
 
 @dataclass(frozen=True)

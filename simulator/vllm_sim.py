@@ -36,7 +36,8 @@ import sim_mimic  # noqa: E402
 import sim_timing as tm  # noqa: E402
 import sim_trace  # noqa: E402
 
-OWNED_BY = "inference-bench-simulator"
+# Every label the agent recognises the simulator by (owned_by, the server header, the version suffix).
+OWNED_BY = sim_mimic.SIMULATOR_MARK
 VOCAB = [" the", " model", " serves", " tokens", " quickly", " and", " every", " step", " is", " simulated",
          " by", " a", " timing", " model", " of", " continuous", " batching", ".", " It", " runs"]
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -401,8 +402,8 @@ class Simulator:
         r.done = self.loop.create_future()
         self.prompt_tokens_total += prompt_tokens
         if stream:
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-                         b"transfer-encoding: chunked\r\nserver: inference-bench-simulator\r\n\r\n")
+            writer.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                         f"transfer-encoding: chunked\r\nserver: {OWNED_BY}\r\n\r\n".encode())
         if fault and fault.kind == "slow":
             await asyncio.sleep(fault.ms / 1000.0)
         if self.pace_s:
@@ -503,7 +504,7 @@ class Simulator:
         with self.cv:
             running, waiting = len(self.running) + len(self.unbatched), len(self.waiting)
         lines = [
-            "# inference-bench-simulator: these metrics come from a SIMULATED vLLM server, not a model.",
+            f"# {OWNED_BY}: these metrics come from a SIMULATED vLLM server, not a model.",
             "# HELP inference_bench_simulator_info The simulator's preset and timing model.",
             "# TYPE inference_bench_simulator_info gauge",
             f'inference_bench_simulator_info{{preset="{self.preset.name}",step_base_ms="{self.model.step_base_ms}",'
@@ -677,7 +678,7 @@ class Simulator:
             return value
 
         m = self.mimic
-        if path == "/inference-bench-simulator/state":
+        if path == f"/{OWNED_BY}/state":
             # The simulator's own (not a server's): whether a profile is left running, for tests.
             await respond_json(writer, 200, {"profiling": self.profiling, "profile_starts": self.profile_starts,
                                              "profile_stops": self.profile_stops})
@@ -692,7 +693,7 @@ class Simulator:
             elif m and path == "/version" and m.server == "sglang":
                 await respond_json(writer, 404, {"detail": "Not Found"})  # SGLang has no /version
             elif m and path in m.server_info_paths:
-                await respond_json(writer, 200, {"version": f"{m.version}+inference-bench-simulator",
+                await respond_json(writer, 200, {"version": f"{m.version}+{OWNED_BY}",
                                                  "tp_size": self.flags.tp if self.flags else 1,
                                                  "simulator": OWNED_BY})
             elif m and path == "/metrics" and m.metrics_need_flag and not (self.flags and self.flags.enable_metrics):
@@ -702,7 +703,7 @@ class Simulator:
             elif path in ("/v1/models", "/models"):
                 await respond_json(writer, 200, self.models_body())
             elif path == "/version":
-                await respond_json(writer, 200, {"version": f"{m.version if m else '0.0.0'}+inference-bench-simulator"})
+                await respond_json(writer, 200, {"version": f"{m.version if m else '0.0.0'}+{OWNED_BY}"})
             elif path == "/metrics":
                 await respond(writer, 200, self.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
             elif path == "/tokenize" and method == "POST":
@@ -751,7 +752,7 @@ def send_raw(writer: asyncio.StreamWriter, data: bytes) -> None:
 async def respond(writer: asyncio.StreamWriter, code: int, body: bytes, ctype: str) -> None:
     mimic = f"{sim_mimic.MIMIC_HEADER}: {MIMIC_LINE}\r\n" if MIMIC_LINE else ""
     writer.write(f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Error')}\r\ncontent-type: {ctype}\r\n"
-                 f"content-length: {len(body)}\r\nserver: inference-bench-simulator\r\n{mimic}\r\n".encode() + body)
+                 f"content-length: {len(body)}\r\nserver: {OWNED_BY}\r\n{mimic}\r\n".encode() + body)
     await writer.drain()
 
 

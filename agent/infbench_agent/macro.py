@@ -24,8 +24,8 @@ from typing import Callable, Dict, List, Optional
 from infbench_agent import auth, events
 from infbench_agent.loadgen_http import Endpoint, Engine, simple_request
 from infbench_agent.loadgen_metrics import compact_record, parse_prometheus_totals, parse_slos, summarize
+from infbench_agent.simulator_mark import SIMULATOR_MARK
 
-SIMULATOR_OWNER = "inference-bench-simulator"
 WORDS = ("time year people way day man thing woman life child world school state family student group country "
          "problem hand part place case week company system program question work government number night point "
          "home water room mother area money story fact month lot right study book eye job word business issue "
@@ -639,7 +639,7 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
             raise events.AgentError("no_model", f"{url}/v1/models lists no model", "Pass --model NAME")
         model = entry.get("id")
     owned = entry.get("owned_by") if entry else None
-    simulated = owned == SIMULATOR_OWNER
+    simulated = owned == SIMULATOR_MARK
     # /v1/models says no version; its owned_by names vLLM and SGLang (the simulator speaks vLLM's API).
     kind = "vllm" if owned == "vllm" or simulated else "sglang" if owned == "sglang" else "unknown"
     return {"url": url, "kind": kind, "version": None, "model": model, "owned_by": owned, "simulated": simulated,
@@ -735,7 +735,7 @@ def run(args: argparse.Namespace) -> int:
     maker.overhead = float(calibration.get("overhead", 0.0))
     events.emit(events.SERVER, server=server)
     events.log(f"server {args.url}: model {server['model']}"
-               f"{' (SIMULATOR: ' + SIMULATOR_OWNER + ')' if server['simulated'] else ''}; "
+               f"{' (SIMULATOR: ' + SIMULATOR_MARK + ')' if server['simulated'] else ''}; "
                f"prompts {'calibrated with /tokenize' if calibration.get('calibrated') else 'not calibrated'}")
 
     result: dict = {"levels": [], "server": server, "cancelled": False,

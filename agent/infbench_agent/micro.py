@@ -177,9 +177,9 @@ def run(args: Any) -> int:
     group_size = args.group_size or int((model.config.get("_group_size") if model else 0) or 0) or 128
     kernel = choose_kernel(torch, device, want, (model.dtype if model else "bf16") if on_gpu else "fp32", group_size)
     if kernel.fallback_reason:
-        events.log(f"GEMM kernel: {kernel.label}. Fallback: {kernel.fallback_reason}.", "warn")
+        events.log(f"GEMM kernel: {kernel.label}. Fallback: {kernel.fallback_reason}.", "warn", topic="gemm_kernel")
     else:
-        events.log(f"GEMM kernel: {kernel.label}.")
+        events.log(f"GEMM kernel: {kernel.label}.", topic="gemm_kernel")
 
     hidden = model.hidden if model else (args.hidden or None)
     decode_sizes = {m * hidden * 2: m for m in m_values} if hidden else {}

@@ -23,10 +23,10 @@ import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events
+from infbench_agent.simulator_mark import MIMIC_HEADER, SIMULATOR_MARK
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 PACKAGES = ["torch", "vllm", "sglang", "transformers", "triton", "flashinfer-python"]
-SIMULATOR_MARK = "inference-bench-simulator"
 # The only variables read from the server's environment: where its profiler writes, and HOME for `~`.
 SERVER_ENV = ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_CUDA_PROFILE", "SGLANG_TORCH_PROFILER_DIR", "HOME")
 
@@ -155,9 +155,6 @@ def json_of(body: Optional[bytes]) -> Any:
         return json.loads(body or b"")
     except ValueError:
         return None
-
-
-MIMIC_HEADER = "x-inference-bench-simulator-mimics"
 
 
 def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:

@@ -3,7 +3,7 @@ import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../macro/op
 import { failureTable, levelFlagLines, levelTable, macroHeadline } from '../macro/tables';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
-import { AgentEvent } from '../../remote/agentProtocol';
+import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 
@@ -12,7 +12,7 @@ export interface MacroPhaseOutcome {
   summary: RunSummary;
   /** Final summaries of the levels that finished, in order (what result.json holds under `levels`). */
   levels: MacroLevelSummary[];
-  agent: AgentRunOutcome;
+  agent: AgentRunOutcome<'macro'>;
 }
 
 // The results view draws one point per request; beyond this many it keeps the latest.
@@ -38,7 +38,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
     id: run.info.id, phase: 'macro', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running',
     macro: { levels: [], requests },
   };
-  let server: { model?: string; url?: string; simulated?: boolean } = {};
+  // The server as the agent found it (its `server` event, then the result's).
+  let server: Partial<ServerInfo> = {};
   let lastLive = 0;
 
   const currentLevels = (): MacroLevelSummary[] => {
@@ -59,15 +60,14 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
 
   const onEvent = (event: AgentEvent) => {
     switch (event.type) {
-      case 'log':
-        if (event.message.startsWith('server ')) {
-          const simulated = event.message.includes('SIMULATOR');
-          server = { ...server, simulated };
-          if (simulated && !summary.simulated) {
-            summary.simulated = true;
-            run.update({ simulated: true });
-          }
+      case 'server':
+        server = { ...server, ...event.server };
+        if (event.server.simulated && !summary.simulated) {
+          summary.simulated = true;
+          run.update({ simulated: true });
         }
+        break;
+      case 'log':
         ctx.log[event.level](`macro: ${event.message}`);
         break;
       case 'macro.request': {
@@ -93,11 +93,6 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         }
         break;
       }
-      case 'result': {
-        const s = event.result.server as typeof server | undefined;
-        if (s) server = { ...server, ...s };
-        break;
-      }
       case 'error':
         ctx.log.error(`macro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
         break;
@@ -111,8 +106,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   // Every level marked once more now that the run's end is known: a level cut short says so (and how
   // far it got) everywhere, and no headline quotes it.
   const stopped = agent.status === 'completed' || agent.status === 'running' ? undefined : agent.status;
-  const client = (agent.result?.client ?? {}) as { cpu_count?: unknown };
-  const hostCores = typeof client.cpu_count === 'number' ? client.cpu_count : undefined;
+  if (agent.result?.server) server = { ...server, ...agent.result.server };
+  const hostCores = agent.result?.client?.cpu_count ?? undefined;
   const marked = finals.map((l) => markLevel(l, { stopped, hostCores }));
   // The level that was running when the connection went (no final summary came): kept as cut short.
   for (const l of live.values()) {
@@ -143,7 +138,7 @@ function findingsUpdate(
   summary: RunSummary,
   levels: MacroLevelSummary[],
   settings: MacroOptions & { url: string },
-  server: { model?: string; simulated?: boolean },
+  server: Partial<ServerInfo>,
 ): FindingsUpdate {
   const lines: string[] = [];
   if (summary.headline) lines.push(`**${summary.headline}**`);

@@ -16,7 +16,7 @@ export interface MicroPhaseOutcome {
   run: RunFolder;
   summary: RunSummary;
   points: MicroPoint[];
-  agent: AgentRunOutcome;
+  agent: AgentRunOutcome<'micro'>;
   busy?: BusyRefusal;
 }
 
@@ -75,11 +75,11 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
       case 'log':
         if (event.level === 'error') info.failures.push(event.message);
         // The kernel's fallback is said once in the findings from the points themselves.
-        else if (event.level === 'warn' && !event.message.startsWith('GEMM kernel: ')) info.warnings.push(event.message);
+        else if (event.level === 'warn' && event.topic !== 'gemm_kernel') info.warnings.push(event.message);
         ctx.log[event.level](`micro: ${event.message}`);
         break;
       case 'micro.point': {
-        const point = { ...event.point, kind: event.kind } as MicroPoint;
+        const point: MicroPoint = { ...event.point, kind: event.kind };
         points.push(point);
         if (point.kind === 'peak' && typeof point.device === 'string') info.device = point.device;
         if (point.kind === 'gemm' && info.kernel === undefined) {
@@ -87,17 +87,6 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
           info.fallback = typeof point.fallback_reason === 'string' ? point.fallback_reason : undefined;
         }
         publish(false);
-        break;
-      }
-      case 'result': {
-        const r = event.result;
-        const device = r.device as { name?: string } | undefined;
-        const model = r.model as { name?: string } | null | undefined;
-        const ar = r.allreduce as { note?: string | null } | null | undefined;
-        info.device = device?.name ?? info.device;
-        info.model = model?.name;
-        info.timing = typeof r.timing === 'string' ? r.timing : undefined;
-        info.allreduceNote = ar?.note ?? undefined;
         break;
       }
       case 'error':
@@ -110,7 +99,13 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
 
   ctx.sink.runChanged({ ...summary });
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, { signal: ctx.signal, onEvent });
-  if (!agent.result) {
+  const r = agent.result;
+  if (r) {
+    info.device = r.device?.name ?? info.device;
+    info.model = r.model?.name;
+    info.timing = typeof r.timing === 'string' ? r.timing : undefined;
+    info.allreduceNote = r.allreduce?.note ?? undefined;
+  } else {
     // Cancelled, refused or cut off: keep every point that arrived.
     run.writeResult({ points, partial: true, status: agent.status, reason: agent.reason, errors: agent.errors });
   }

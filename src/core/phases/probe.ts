@@ -5,47 +5,16 @@ import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { ProbeResult } from '../../remote/agentProtocol';
 
-/** What agent/infbench_agent/probe.py reports (its `probe` and `result` events). */
-export interface ProbeResult {
-  host: string;
-  platform: string;
-  python: { version: string; executable: string; implementation: string };
-  packages: Record<string, string | null>;
-  cuda_visible_devices: string | null;
-  gpus: {
-    available: boolean;
-    error: string | null;
-    devices: { index: number; name: string; uuid: string; memory_used_mib: number | null; memory_total_mib: number | null; utilization_pct: number | null; driver_version: string }[];
-    processes: { gpu_uuid: string; gpu_index: number | null; pid: number; process_name: string; used_memory_mib: number | null }[];
-    topology: string | null;
-  };
-  server: {
-    url: string;
-    reachable: boolean;
-    healthy: boolean | null;
-    error: string | null;
-    kind: 'vllm' | 'sglang' | 'unknown';
-    kind_evidence: string | null;
-    simulated: boolean;
-    version: string | null;
-    models: { id: string | null; max_model_len: number | null; owned_by?: string | null }[];
-    profiler: { enabled: boolean | null; kind?: 'torch' | 'cuda' | null; evidence: string | null };
-    /** A 401/403 on /v1/models (or, for SGLang, its other routes): the server wants an API key. */
-    auth?: { required: boolean; key_given: boolean; status: number | null };
-    /** The server process's working directory (relative trace folders are relative to it). */
-    cwd?: string | null;
-    parallel?: { tp: number; pp: number; dp: number; dp_attention: boolean; ranks: number } | null;
-    pid: number | null;
-    command_line: string[] | null;
-  };
-}
+// What agent/infbench_agent/probe.py reports (its `probe` and `result` events), as events.py defines it.
+export type { ProbeResult } from '../../remote/agentProtocol';
 
 export interface ProbePhaseOutcome {
   run: RunFolder;
   summary: RunSummary;
   result?: ProbeResult;
-  agent: AgentRunOutcome;
+  agent: AgentRunOutcome<'probe'>;
 }
 
 /**
@@ -66,7 +35,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
       if (event.type === 'log') ctx.log[event.level](`probe: ${event.message}`);
     },
   });
-  const result = agent.result as ProbeResult | undefined;
+  const result = agent.result;
   summary.status = agent.status;
   summary.reason = agent.reason;
   if (result) {

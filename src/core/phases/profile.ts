@@ -5,7 +5,7 @@ import { RunFolder, RunStatus } from '../runs/runFolder';
 import { analyzeTracesInWorker } from '../trace/analyzeInWorker';
 import { breakdownTables } from '../trace/format';
 import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
-import { AgentEvent } from '../../remote/agentProtocol';
+import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 
@@ -31,7 +31,7 @@ export interface ProfilePhaseOutcome {
   breakdown?: TraceBreakdown;
   /** Local copies of the traces, in the run folder. */
   traces: string[];
-  agent: AgentRunOutcome;
+  agent: AgentRunOutcome<'profile'>;
 }
 
 interface RemoteTrace {
@@ -77,11 +77,13 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
 
   const onEvent = (event: AgentEvent) => {
     switch (event.type) {
-      case 'log':
-        if (event.message.startsWith('server ') && event.message.includes('SIMULATED') && !summary.simulated) {
+      case 'server':
+        if (event.server.simulated && !summary.simulated) {
           summary.simulated = true;
           run.update({ simulated: true });
         }
+        break;
+      case 'log':
         ctx.log[event.level](`profile: ${event.message}`);
         break;
       case 'profile.status':
@@ -171,17 +173,17 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     return finish('failed', `Analysing the traces failed: ${err instanceof Error ? err.message : String(err)}`, undefined, local);
   }
   if (skipped.length) breakdown.warnings.push(`${skipped.length} trace(s) on other hosts were not analysed: ${skipped.join(', ')}`);
-  const server = (capture?.server ?? {}) as { model?: string; simulated?: boolean };
-  const result = { ...breakdown, simulated: summary.simulated || server.simulated === true || undefined, model: server.model, capture };
+  const server = capture?.server;
+  const result = { ...breakdown, simulated: summary.simulated || server?.simulated === true || undefined, model: server?.model ?? undefined, capture };
   writeFileSync(join(run.dir, 'breakdown.json'), `${JSON.stringify(breakdown, null, 2)}\n`);
   run.writeResult(result);
   return finish('completed', undefined, breakdown, local);
 }
 
-function findingsUpdate(run: RunFolder, summary: RunSummary, capture: Record<string, unknown> | undefined, breakdown: TraceBreakdown | undefined, traces: number): FindingsUpdate {
+function findingsUpdate(run: RunFolder, summary: RunSummary, capture: ProfileCapture | undefined, breakdown: TraceBreakdown | undefined, traces: number): FindingsUpdate {
   const lines: string[] = [];
-  const server = (capture?.server ?? {}) as { kind?: string; version?: string; model?: string; url?: string };
-  const workload = (capture?.workload ?? {}) as { concurrency?: number; output_len?: number };
+  const server: Partial<ProfileCapture['server']> = capture?.server ?? {};
+  const workload: Partial<ProfileCapture['workload']> = capture?.workload ?? {};
   if (breakdown) lines.push(`**${breakdown.headline}**`);
   const who = server.kind ? `${server.kind} ${server.version ?? ''}`.trim() : 'the server';
   const model = server.model ? ` serving \`${server.model}\`` : '';
