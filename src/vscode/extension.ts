@@ -31,7 +31,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(connections, connections.onDidChangeState((c) => states.set(c.target, { connection: c.state === 'reconnecting' ? 'connecting' : c.state, detail: c.detail })));
   const apiKeys = new ApiKeyStore(context.secrets);
   const controller = new RunController(connections.connector, log, apiKeys);
-  const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log);
+  const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
   registerPhase(macroRunner);
   registerPhase(microRunner);

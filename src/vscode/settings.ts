@@ -12,6 +12,8 @@ export interface Settings {
   /** Messages about targets that could not be read, one per bad entry. */
   problems: string[];
   findingsDocument: string;
+  /** Open a Markdown preview of the findings document beside it when the tool shows it. */
+  findingsPreview: boolean;
   /** The user's kernel families and step annotation for trace analysis. */
   traceAnalysis: TraceAnalysisOptions;
   /** Seconds one macro request may take before it fails as a timeout. */
@@ -45,7 +47,7 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.requestTimeout must be a number of seconds above 0; got ${JSON.stringify(requestTimeoutS)}. Using 600.`);
     requestTimeoutS = 600;
   }
-  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), traceAnalysis, requestTimeoutS: requestTimeoutS as number };
+  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), findingsPreview: config.get<boolean>('findingsPreview', true) !== false, traceAnalysis, requestTimeoutS: requestTimeoutS as number };
 }
 
 export function workspaceRoot(): string | undefined {

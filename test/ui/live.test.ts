@@ -103,6 +103,9 @@ describe('live results in code-server (UI)', function () {
     if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`live-failed-${this.currentTest.title.slice(0, 40).replace(/[^A-Za-z0-9]+/g, '-')}`).catch(() => undefined);
   });
 
+  /** The findings preview's tab: in the second editor column, named after the document. */
+  const previewTab = () => wb.page.locator('.editor-group-container').nth(1).getByRole('tab', { name: /^k25b6000bench1\.md/ });
+
   it('shows the SSH target (a ~/.ssh/config alias for a loopback sshd) in the sidebar', async () => {
     await wb.activityBarItem('Inference Bench').click();
     await wb.page.getByRole('treeitem', { name: new RegExp(TARGET) }).first().waitFor({ timeout: 30_000 });
@@ -151,6 +154,30 @@ describe('live results in code-server (UI)', function () {
       await wb.page.locator('.monaco-editor').getByText(`Serving benchmark — ${TARGET}`).first().waitFor({ timeout: 10_000 });
     });
     await wb.screenshot('live-macro-findings-dark');
+  });
+
+  it('shows the findings document rendered beside its text, its result tables as tables', async () => {
+    // The preview shares the results' column (as a tab beside them), next to the text's column.
+    await previewTab().click();
+    const preview = await poll('the macro table in the findings preview', async () => {
+      for (const f of wb.page.frames()) {
+        try {
+          if (await f.locator('h3, h2').filter({ hasText: `Serving benchmark — ${TARGET}` }).count()) return f;
+        } catch {
+          // a frame that went away while we looked
+        }
+      }
+      return undefined;
+    }, 30_000);
+    const table = preview.locator('table').filter({ has: preview.locator('th', { hasText: /^concurrency$/ }) }).first();
+    await table.waitFor();
+    assert.equal(await table.locator('tbody tr').count(), 4, 'the preview should render one row per level of the seed sweep');
+    // One line per row: a rendered table does not wrap its rows as the text column does.
+    const [header, row] = await Promise.all([table.locator('thead tr').boundingBox(), table.locator('tbody tr').first().boundingBox()]);
+    assert.ok(header && row && row.height < 2.5 * 16, `a table row is ${row?.height} px tall`);
+    await wb.screenshot('live-findings-preview-dark');
+    // Back to the charts for the steps that follow.
+    await wb.page.getByRole('tab', { name: /^Inference Bench Results/ }).click();
   });
 
   it('exports the throughput chart as PNG and its data as CSV through the save dialog', async () => {
@@ -283,6 +310,9 @@ describe('live results in code-server (UI)', function () {
     await results.locator('#run-select').selectOption(macroRun!);
     await results.getByText('Throughput vs concurrency').waitFor();
     await wb.screenshot('live-macro-light');
+    await previewTab().click();
+    await wb.screenshot('live-findings-preview-light');
+    await wb.page.getByRole('tab', { name: /^Inference Bench Results/ }).click();
     await wb.activityBarItem('Inference Bench').click();
     await wb.page.getByRole('treeitem', { name: /^GPU 0/ }).waitFor();
     await wb.screenshot('live-sidebar-light');

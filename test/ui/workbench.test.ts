@@ -2,6 +2,7 @@
 import * as assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Frame } from 'playwright-core';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
 import { packageVsix, zipEntries } from '../support/vsix';
 import { poll, recordCspViolations, Workbench } from './workbench';
@@ -11,7 +12,7 @@ const fixtureRuns = join(repoRoot, 'test', 'fixtures', 'runs', 'workspace', '.in
 const FIXTURE_TARGET = 'b6000-sim';
 
 /** Files the VSIX may hold (.vscodeignore is an allow-list); anything else is a packaging leak. */
-const ALLOWED = [/^extension\.vsixmanifest$/, /^\[Content_Types\]\.xml$/, /^extension\/package\.json$/, /^extension\/readme\.md$/i, /^extension\/license(\.txt|\.md)?$/i, /^extension\/dist\/(extension|webview|traceWorker)\.js$/, /^extension\/dist\/agent\.pyz$/, /^extension\/media\//];
+const ALLOWED = [/^extension\.vsixmanifest$/, /^\[Content_Types\]\.xml$/, /^extension\/package\.json$/, /^extension\/readme\.md$/i, /^extension\/license(\.txt|\.md)?$/i, /^extension\/dist\/(extension|webview|traceWorker)\.js$/, /^extension\/dist\/agent\.pyz$/, /^extension\/media\//, /^extension\/docs\/images\/[\w-]+\.png$/];
 const REQUIRED = ['extension/package.json', 'extension/dist/extension.js', 'extension/dist/webview.js', 'extension/dist/traceWorker.js', 'extension/dist/agent.pyz', 'extension/media/icon.svg', 'extension/media/codicons/codicon.css'];
 
 // Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
@@ -71,6 +72,11 @@ describe('the extension in code-server (UI)', function () {
     const entries = zipEntries(vsix.path);
     assert.deepEqual(entries.filter((e) => !ALLOWED.some((re) => re.test(e))), [], 'files in the VSIX that .vscodeignore should leave out');
     assert.deepEqual(REQUIRED.filter((r) => !entries.includes(r)), [], 'files the extension needs at run time, missing from the VSIX');
+    // The extension's page renders the packaged README, whose screenshots are relative links.
+    const readmeImages = [...readFileSync(join(repoRoot, 'README.md'), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]);
+    assert.ok(readmeImages.length >= 2, `README images found: ${readmeImages.join(', ')}`);
+    assert.deepEqual(readmeImages.filter((img) => !entries.includes(`extension/${img}`)), [], 'README images missing from the VSIX (the extension page would show broken images)');
+    assert.ok(vsix.bytes < 1024 * 1024, `the VSIX is ${vsix.bytes} bytes`);
     const installed = readdirSync(dirs.extensionsDir).filter((d) => d.startsWith('inference-bench.inference-bench-'));
     assert.equal(installed.length, 1, `installed extensions: ${readdirSync(dirs.extensionsDir).join(', ')}`);
   });
@@ -117,8 +123,15 @@ describe('the extension in code-server (UI)', function () {
 
   it('opens the findings document from the command palette', async () => {
     await wb.runCommand('Inference Bench: Open Findings Document');
-    await wb.page.getByRole('tab', { name: /k25b6000bench1\.md/ }).first().waitFor();
+    await wb.page.getByRole('tab', { name: /^k25b6000bench1\.md/ }).first().waitFor();
     assert.ok(existsSync(join(workspace, 'k25b6000bench1.md')));
+    // Its tables wrap in a text column: a rendered preview opens beside it, and the text keeps the focus.
+    const groups = wb.page.locator('.editor-group-container');
+    await groups.nth(0).getByRole('tab', { name: /^k25b6000bench1\.md/ }).waitFor();
+    await groups.nth(1).getByRole('tab', { name: /^k25b6000bench1\.md/ }).waitFor();
+    await poll('the rendered heading in the preview beside the text', () => renderedFrame(wb, 'h1', 'Findings: k25b6000bench1'));
+    await wb.page.locator('.monaco-editor.focused').waitFor();
+    await wb.screenshot('findings-with-preview');
   });
 
   it("draws the stored macro run's chart in the results view with no Content-Security-Policy violation", async () => {
@@ -176,6 +189,18 @@ describe('the extension in code-server (UI)', function () {
     assert.ok(ms < 2000, `activation took ${ms} ms`);
   });
 });
+
+/** The frame (a webview's document) holding an element `selector` with this text; the Markdown preview is one. */
+async function renderedFrame(wb: Workbench, selector: string, text: string): Promise<Frame | undefined> {
+  for (const f of wb.page.frames()) {
+    try {
+      if (await f.locator(selector).filter({ hasText: text }).count()) return f;
+    } catch {
+      // a frame that went away while we looked
+    }
+  }
+  return undefined;
+}
 
 /** The N of the extension's "activated in N ms" log line, once it is there. */
 function activationLog(dirs: CodeServerDirs): number | undefined {

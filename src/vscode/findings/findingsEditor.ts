@@ -15,6 +15,11 @@ export interface FindingsEditorOptions {
   maxAttempts?: number;
   /** Show the document (without taking focus) when a run sends its first update; default true. */
   showOnNewRun?: boolean;
+  /**
+   * Whether a Markdown preview of the document is opened beside it when the tool shows it (the
+   * inferenceBench.findingsPreview setting, read each time); default false.
+   */
+  previewBeside?: () => boolean;
   now?: () => Date;
 }
 
@@ -22,6 +27,9 @@ interface Pending {
   update: FindingsUpdate;
   waiters: { resolve: () => void; reject: (err: Error) => void }[];
 }
+
+/** The built-in Markdown extension's preview, as a custom editor (so that its column can be chosen). */
+const MARKDOWN_PREVIEW = 'vscode.markdown.preview.editor';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -73,8 +81,28 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
       shown && !options.focus
         ? shown
         : await vscode.window.showTextDocument(uri, { viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One, preserveFocus: !options.focus, preview: false });
+    if (this.options.previewBeside?.()) await this.showPreview(uri, editor.viewColumn ?? vscode.ViewColumn.One);
     if (probe) await this.update(campaignUpdate(probe));
     return editor;
+  }
+
+  /**
+   * The document's tables wrap into unreadable lines in a text column beside the results, so its
+   * rendered preview goes in the next column (the results' one, as a tab: charts stay where they
+   * were), without focus. It follows the document's edits as they land. One preview is enough:
+   * a document that already has one is left as it is.
+   */
+  private async showPreview(uri: vscode.Uri, textColumn: vscode.ViewColumn): Promise<void> {
+    const previewed = vscode.window.tabGroups.all.some((group) =>
+      group.tabs.some((tab) => tab.input instanceof vscode.TabInputCustom && tab.input.viewType === MARKDOWN_PREVIEW && tab.input.uri.fsPath === uri.fsPath),
+    );
+    if (previewed) return;
+    try {
+      await vscode.commands.executeCommand('vscode.openWith', uri, MARKDOWN_PREVIEW, { viewColumn: textColumn + 1, preserveFocus: true, preview: false });
+    } catch (err) {
+      // VS Code's built-in Markdown extension disabled: the text editor alone still works.
+      this.log.warn(`Could not open a preview of the findings document (is the built-in Markdown extension enabled?): ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /** ResultSink.findings: never throws into a phase; a failure is logged with what to do. */
