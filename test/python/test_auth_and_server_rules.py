@@ -83,8 +83,8 @@ class VllmProfilerRulesTest(unittest.TestCase):
 
 class MetricsNoteTest(unittest.TestCase):
     def test_a_missing_metrics_endpoint_names_enable_metrics(self) -> None:
-        from infbench_agent import macro
-        self.assertIn("--enable-metrics", macro.metrics_cross_check(None, None, [], 404)["note"])
+        from infbench_agent import macro_server
+        self.assertIn("--enable-metrics", macro_server.metrics_cross_check(None, None, [], 404)["note"])
 
 
 if __name__ == "__main__":

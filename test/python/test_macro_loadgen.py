@@ -14,7 +14,8 @@ AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
 from infbench_agent import events as agent_events  # noqa: E402
-from infbench_agent.macro import PromptMaker, build_plans  # noqa: E402
+from infbench_agent.macro_levels import build_plans  # noqa: E402
+from infbench_agent.macro_prompts import PromptMaker  # noqa: E402
 
 
 def run_macro(url, *args):
@@ -96,6 +97,25 @@ class AgainstTheSimulator(unittest.TestCase):
             self.assertEqual(agent_events.problems(e), [], e)
         [server] = [e["server"] for e in events if e["type"] == "server"]
         self.assertEqual((server["kind"], server["simulated"], server["model"]), ("vllm", True, result["server"]["model"]))
+
+    def test_a_worker_process_speaks_the_worker_messages_of_the_schema(self):
+        import urllib.request
+        with urllib.request.urlopen(f"{self.url}/v1/models", timeout=10) as r:
+            model = json.load(r)["data"][0]["id"]
+        job = {"plan": {"concurrency": 2, "ids": [0, 1, 2, 3], "duration": None, "id_base": 0, "id_stride": 1, "start_at": 0.0},
+               "url": self.url, "path": "/v1/completions", "prompt": PromptMaker("completions", model, 8, 2, True, seed=1).to_json(),
+               "request_timeout": 30.0, "api_key": None}
+        go = {"start_at": 0.0}
+        self.assertEqual(agent_events.worker_message_problems("job", job), [])
+        self.assertEqual(agent_events.worker_message_problems("go", go), [])
+        proc = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--worker"], cwd=AGENT, timeout=60,
+                              input=json.dumps(job) + "\n" + json.dumps(go) + "\n", capture_output=True, text=True)
+        # The agent's own hello and done go around them (the coordinator reads only the worker messages).
+        messages = [m for m in map(json.loads, proc.stdout.splitlines()) if "type" not in m]
+        self.assertEqual([m["kind"] for m in messages], ["ready"] + ["record"] * 4 + ["end"], proc.stderr[-1500:])
+        for m in messages:
+            self.assertEqual(agent_events.worker_message_problems(m["kind"], m), [], m)
+        self.assertTrue(all(m["record"]["ok"] for m in messages if m["kind"] == "record"))
 
     def test_request_rate_sends_on_schedule(self):
         result, _ = run_macro(self.url, "--request-rate", "80", "--requests", "40", "--input-len", "8", "--output-len", "2",

@@ -4,7 +4,7 @@ import unittest
 
 from infbench_agent.loadgen_metrics import (ChunkedDecoder, SSEParser, describe_ms, message_content, parse_prometheus_totals,
                                             parse_slos, peak_in_flight, percentile, summarize)
-from infbench_agent.macro import vllm_arrivals
+from infbench_agent.macro_levels import vllm_arrivals
 
 
 def record(send, ttft, tokens, gap, ok=True, prompt=10, intended=None, **extra):

@@ -31,7 +31,7 @@ export function budgetTables(b: Budget, frontEnd: FrontEnd = 'cli'): ResultTable
   if (b.measured.step) totals.rows.push({ what: `profiled step${b.measured.step.steps ? ` (mean of ${b.measured.step.steps} steps)` : ''}`, ms: b.measured.step.ms, source: `profile ${b.runs.profile}` });
   if (b.predicted_ms !== undefined) totals.rows.push({ what: 'predicted from micro (all-reduce + GEMM + launch)', ms: b.predicted_ms, source: `micro ${b.runs.micro}` });
   for (const g of b.gaps) {
-    if (g.key === 'host_overhead' || g.key === 'step_vs_micro' || g.key === 'tpot_vs_micro') totals.rows.push({ what: `gap: ${g.name}`, ms: g.ms, source: `${g.first} − ${g.second}` });
+    if (g.kind === 'host_overhead' || g.kind === 'step_vs_micro' || g.kind === 'tpot_vs_micro') totals.rows.push({ what: `gap: ${g.name}`, ms: g.ms, source: `${g.first} − ${g.second}` });
   }
   if (totals.rows.length) tables.push(totals);
 

@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { buildBudget, rowFor } from '../../../src/core/explain/budget';
+import { buildBudget } from '../../../src/core/explain/budget';
+import { rowFor } from '../../../src/core/explain/budgetNumbers';
 import { budgetFindings } from '../../../src/core/explain/findings';
 import { MicroInput, microInputFrom, profileInputFrom } from '../../../src/core/explain/inputs';
 import { readLinearCurve, readSizeCurve } from '../../../src/core/explain/interpolate';

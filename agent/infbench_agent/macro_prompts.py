@@ -1,0 +1,140 @@
+"""Macro phase: the prompts, random and different for every request and every run (or read from a file), and
+their calibration to the server's tokenizer."""
+from __future__ import annotations
+
+import json
+import random
+from typing import List, Optional
+
+from infbench_agent import events
+from infbench_agent.loadgen_http import Endpoint, simple_request
+
+WORDS = ("time year people way day man thing woman life child world school state family student group country "
+         "problem hand part place case week company system program question work government number night point "
+         "home water room mother area money story fact month lot right study book eye job word business issue "
+         "side kind head house service friend father power hour game line end member law car city community name "
+         "president team minute idea kid body information back parent face others level office door health person "
+         "art war history party result change morning reason research girl guy moment air teacher force education "
+         "foot boy age policy music market sense nation plan college interest death experience effect class control "
+         "care field development role effort rate heart drug show leader light voice wife police mind price report "
+         "decision son view relationship town road arm difference value building action model season society tax "
+         "director position player record paper space ground form event official matter center couple site project "
+         "activity star table need court oil situation cost industry figure street image phone data picture practice "
+         "piece land product doctor wall patient worker news test movie north love support technology step baby "
+         "computer type attention film tree source organization hair window evidence population site truth").split()
+
+
+class PromptMaker:
+    """Random prompts of about `input_len` tokens, different for every request and every run."""
+
+    def __init__(self, api: str, model: str, input_len: int, output_len: int, ignore_eos: bool, seed: int,
+                 tokens_per_word: float = 1.0, overhead: float = 0.0, file_prompts: Optional[List[dict]] = None,
+                 dropped_fields: Optional[List[str]] = None) -> None:
+        self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
+        self.ignore_eos, self.seed = ignore_eos, seed
+        self.tokens_per_word, self.overhead = tokens_per_word, overhead
+        self.file_prompts = file_prompts
+        # Fields the server refused (HTTP 400 in the warm-up), left out of every request.
+        self.dropped_fields = dropped_fields or []
+
+    def to_json(self) -> dict:
+        return {"api": self.api, "model": self.model, "input_len": self.input_len, "output_len": self.output_len,
+                "ignore_eos": self.ignore_eos, "seed": self.seed, "tokens_per_word": self.tokens_per_word,
+                "overhead": self.overhead, "file_prompts": self.file_prompts, "dropped_fields": self.dropped_fields}
+
+    @staticmethod
+    def from_json(d: dict) -> "PromptMaker":
+        return PromptMaker(**d)
+
+    def words_for(self, tokens: int) -> int:
+        return max(1, int(round((tokens - self.overhead) / max(self.tokens_per_word, 1e-6))))
+
+    def text(self, index: int, words: Optional[int] = None) -> str:
+        rng = random.Random(f"{self.seed}:{index}")
+        n = words if words is not None else self.words_for(self.input_len)
+        return " ".join(rng.choice(WORDS) for _ in range(n))
+
+    def estimated_prompt_tokens(self, index: int) -> int:
+        """The prompt's length in tokens as calibrated, for when the server reports no usage."""
+        if self.file_prompts:
+            item = self.file_prompts[index % len(self.file_prompts)]
+            text = item.get("prompt") or item.get("text") or " ".join(str(m.get("content", "")) for m in item.get("messages") or [])
+            return max(1, int(round(len(str(text).split()) * self.tokens_per_word + self.overhead)))
+        return self.input_len
+
+    def body(self, index: int) -> bytes:
+        out_len = self.output_len
+        messages = None
+        prompt = None
+        if self.file_prompts:
+            item = self.file_prompts[index % len(self.file_prompts)]
+            out_len = int(item.get("output_len") or item.get("max_tokens") or out_len)
+            messages = item.get("messages")
+            prompt = item.get("prompt") or item.get("text")
+        else:
+            prompt = self.text(index)
+        if self.api == "chat":
+            payload = {"model": self.model, "messages": messages or [{"role": "user", "content": prompt}],
+                       "max_completion_tokens": out_len}
+        else:
+            if prompt is None and messages:
+                prompt = "\n".join(str(m.get("content", "")) for m in messages)
+            payload = {"model": self.model, "prompt": prompt, "max_tokens": out_len}
+        payload.update({"temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}})
+        if self.ignore_eos:
+            payload["ignore_eos"] = True
+        for name in self.dropped_fields:
+            payload.pop(name, None)
+        return json.dumps(payload).encode()
+
+
+def load_prompts_file(path: str) -> List[dict]:
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    raise events.AgentError("bad_prompts_file", f"{path} line {n} is not JSON: {exc}",
+                                            "each line must be an object such as {\"prompt\": \"...\"}")
+                if isinstance(item, str):
+                    item = {"prompt": item}
+                if not isinstance(item, dict) or not (item.get("prompt") or item.get("text") or item.get("messages")):
+                    raise events.AgentError("bad_prompts_file", f"{path} line {n} has no prompt",
+                                            "each line needs \"prompt\" (or \"text\", or \"messages\")")
+                out.append(item)
+    except OSError as exc:
+        raise events.AgentError("bad_prompts_file", f"cannot read the prompts file {path}: {exc.strerror}",
+                                "the path is read on the server's host; copy the file there first")
+    if not out:
+        raise events.AgentError("bad_prompts_file", f"the prompts file {path} holds no prompts", "")
+    return out
+
+
+def calibrate(endpoint: Endpoint, maker: PromptMaker) -> dict:
+    """Measures tokens per word (and the chat template's overhead) with the server's /tokenize."""
+    def count(words: int) -> Optional[int]:
+        text = maker.text(-1, words)
+        body = ({"model": maker.model, "messages": [{"role": "user", "content": text}]} if maker.api == "chat"
+                else {"model": maker.model, "prompt": text})
+        try:
+            status, raw = simple_request(endpoint, "POST", "/tokenize", body)
+        except OSError:
+            return None
+        if status != 200:
+            return None
+        try:
+            return int(json.loads(raw)["count"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    small, large = count(50), count(250)
+    if small is None or large is None or large <= small:
+        return {"calibrated": False, "tokens_per_word": maker.tokens_per_word, "overhead": maker.overhead,
+                "note": "the server has no usable /tokenize; prompt lengths are estimates (usage.prompt_tokens is exact)"}
+    per_word = (large - small) / 200.0
+    overhead = small - 50 * per_word
+    return {"calibrated": True, "tokens_per_word": per_word, "overhead": overhead}

@@ -1,0 +1,286 @@
+// The arithmetic of the decode-step budget: which rows the profiled categories fold into, what micro's
+// isolated kernels predict for each, the gaps between the totals, and what could not be done (as facts;
+// budgetWords.ts says them).
+import { MacroLevelInput, MicroInput, ProfileInput } from './inputs';
+import { readLinearCurve, readSizeCurve } from './interpolate';
+import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
+import type { BudgetInputs, BudgetRow } from './budget';
+
+/** What a gap is between: two totals, or one row as profiled and as micro predicts it. */
+export type GapKind = 'host_overhead' | 'between_steps' | 'step_vs_micro' | 'tpot_vs_micro' | 'row_vs_micro';
+
+export interface GapFigure {
+  kind: GapKind;
+  /** first - second. */
+  ms: number;
+  /** For row_vs_micro: the row. */
+  row?: BudgetRow;
+}
+
+/** How a row's prediction was computed, with its numbers. */
+export type PredictionBasis =
+  | { kind: 'allreduce'; calls: number; perLayer: number; layers: number; extra: number; us: number; bytes: number }
+  | { kind: 'gemm'; routed: boolean; batch: number; tokensPerExpert?: number; terms: NonNullable<BudgetRow['terms']> }
+  | { kind: 'idle'; kernels: number; us: number; mode: 'graph' | 'eager' };
+
+/** Something the account could not do, or did with a stand-in. */
+export type Caveat =
+  | { kind: 'macro_no_tpot'; runId: string }
+  | { kind: 'macro_other_batch'; runId: string; batch: number; concurrency: number | null }
+  | { kind: 'no_allreduce_points'; runId: string }
+  | { kind: 'allreduce_outside'; where: 'below' | 'above'; bytes: number }
+  | { kind: 'gemm_fallback'; label?: string; reason: string }
+  | { kind: 'no_model'; runId: string }
+  | { kind: 'no_gemm_shapes'; runId: string; routed: boolean; linears: LinearShape[]; row: string }
+  | { kind: 'gemm_unmeasured'; names: string[]; row: string }
+  | { kind: 'no_kernel_count'; runId: string }
+  | { kind: 'micro_on_cpu'; runId: string };
+
+export interface AllReduceFloor {
+  calls: number;
+  bytes: number;
+  /** Micro's time for one call at this size, where a usable micro run measured it. */
+  microCallUs?: number;
+  busbwGbps?: number;
+  peakLabel?: 'measured' | 'datasheet';
+  floorCallUs?: number;
+  worldSize: number;
+  backend?: string;
+}
+
+export interface TpotFigure {
+  concurrency: number | null;
+  median_ms?: number;
+  mean_ms?: number;
+  p99_ms?: number;
+  exactBatch: boolean;
+}
+
+/** The budget's numbers, before any word is said about them. */
+export interface BudgetFigures {
+  batch: number;
+  model?: ModelStructure;
+  /** The micro run whose times count (none from a CPU). */
+  micro?: MicroInput;
+  tpot?: TpotFigure;
+  /** The served TPOT the account starts from (median, else mean). */
+  served?: number;
+  /** All rows, largest first, idle last. */
+  rows: BudgetRow[];
+  bases: Map<string, PredictionBasis>;
+  predictedRows: BudgetRow[];
+  predicted_ms?: number;
+  predicted_rows_profiled_ms?: number;
+  allreduceFloor?: AllReduceFloor;
+  gaps: GapFigure[];
+  caveats: Caveat[];
+  /** The slowest and fastest rank's step, where they differ by more than 2%. */
+  rankSpread?: { slowest: number; max: number; min: number };
+}
+
+interface RowDef { key: string; label: string; match: (normalized: string) => boolean }
+
+// First match wins, as in the trace analyzer's kernel families; keys are lowercase with
+// non-alphanumerics removed so "all-reduce", "allreduce" and "nccl_allreduce" all land here.
+const ROW_DEFS: RowDef[] = [
+  { key: 'allreduce', label: 'all-reduce', match: (c) => c.includes('allreduce') || c.includes('crossdevicereduce') },
+  { key: 'collective', label: 'other collectives', match: (c) => /allgather|reducescatter|sendrecv|alltoall|nccl/.test(c) },
+  { key: 'moe_gemm', label: 'MoE GEMM (routed experts)', match: (c) => c === 'moe' || c.startsWith('moegemm') || c.includes('groupgemm') || c.includes('fusedmoe') },
+  { key: 'gemm', label: 'GEMM (dense and quantized)', match: (c) => !c.includes('moe') && /gemm|gemv|matmul/.test(c) },
+  { key: 'attention', label: 'attention', match: (c) => c.includes('attention') || c === 'attn' },
+  { key: 'idle', label: 'idle (gaps between kernels)', match: (c) => c === 'idle' },
+];
+const labelOf = (key: string) => ROW_DEFS.find((d) => d.key === key)!.label;
+
+const normalize = (category: string) => category.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/** The budget row a trace category belongs to; categories no row claims keep their own name. */
+export function rowFor(category: string): { key: string; label: string } {
+  const c = normalize(category);
+  const def = ROW_DEFS.find((d) => d.match(c));
+  return def ? { key: def.key, label: def.label } : { key: category, label: category.replace(/_/g, ' ') };
+}
+
+export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
+  const { macro, profile } = inputs;
+  // A micro run without a GPU timed CPU kernels: its model structure still counts the step's parts,
+  // but its times would predict nonsense for a GPU step, so they are left out.
+  const micro = inputs.micro?.on_cpu ? undefined : inputs.micro;
+  const model = inputs.model ?? inputs.micro?.model ?? presetFor(profile?.model ?? macro?.model);
+  const batch = profile?.batch ?? inputs.batch ?? 1;
+  const caveats: Caveat[] = [];
+  const bases = new Map<string, PredictionBasis>();
+
+  const tpotLevel = macro ? levelFor(macro.levels, batch) : undefined;
+  const tpot: TpotFigure | undefined = tpotLevel
+    ? {
+        concurrency: tpotLevel.max_concurrency,
+        median_ms: tpotLevel.median_tpot_ms,
+        mean_ms: tpotLevel.mean_tpot_ms,
+        p99_ms: tpotLevel.p99_tpot_ms,
+        exactBatch: tpotLevel.max_concurrency === batch,
+      }
+    : undefined;
+  if (macro && !tpotLevel) caveats.push({ kind: 'macro_no_tpot', runId: macro.runId });
+  if (macro && tpot && !tpot.exactBatch) caveats.push({ kind: 'macro_other_batch', runId: macro.runId, batch, concurrency: tpot.concurrency });
+  const served = tpot?.median_ms ?? tpot?.mean_ms;
+
+  // Explained: the profiled step folded into rows.
+  const rows = new Map<string, BudgetRow>();
+  if (profile) {
+    for (const [category, ms] of Object.entries(profile.by_category_ms)) {
+      const { key, label } = rowFor(category);
+      const row = rows.get(key) ?? { key, label, categories: [], profiled_ms: 0 };
+      row.categories.push(category);
+      row.profiled_ms = (row.profiled_ms ?? 0) + ms;
+      rows.set(key, row);
+    }
+    for (const row of rows.values()) row.share = (row.profiled_ms ?? 0) / profile.step_ms;
+  }
+  const rowOf = (key: string): BudgetRow => {
+    let row = rows.get(key);
+    if (!row) rows.set(key, (row = { key, label: labelOf(key), categories: [] }));
+    return row;
+  };
+
+  // Predicted: micro's isolated kernels at this step's sizes.
+  // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
+  const allreduceFloor = model && allReducesPerStep(model) > 0
+    ? (micro ? predictAllReduce(micro, model, batch, rowOf('allreduce'), bases, caveats) : undefined) ?? { calls: allReducesPerStep(model), bytes: decodeMessageBytes(model, batch), worldSize: model.tp }
+    : undefined;
+  if (micro?.gemm_kernel?.fallback_reason && micro.gemm.length) {
+    caveats.push({ kind: 'gemm_fallback', label: micro.gemm_kernel.label, reason: micro.gemm_kernel.fallback_reason });
+  }
+  if (micro && model) {
+    predictGemms(micro, model, batch, false, rowOf('gemm'), bases, caveats);
+    predictGemms(micro, model, batch, true, rowOf('moe_gemm'), bases, caveats);
+  } else if (micro) {
+    caveats.push({ kind: 'no_model', runId: micro.runId });
+  }
+  if (micro) predictIdle(micro, profile, rowOf('idle'), bases, caveats);
+  if (inputs.micro?.on_cpu) caveats.push({ kind: 'micro_on_cpu', runId: inputs.micro.runId });
+  for (const [key, row] of rows) {
+    if (row.profiled_ms === undefined && row.predicted_ms === undefined) rows.delete(key);
+    else if (row.profiled_ms !== undefined && row.predicted_ms !== undefined) row.gap_ms = row.profiled_ms - row.predicted_ms;
+  }
+  const ordered = [...rows.values()].sort((a, b) => {
+    if (a.key === 'idle') return 1;
+    if (b.key === 'idle') return -1;
+    return (b.profiled_ms ?? b.predicted_ms ?? 0) - (a.profiled_ms ?? a.predicted_ms ?? 0);
+  });
+  const predictedRows = ordered.filter((r) => r.predicted_ms !== undefined);
+  const predicted_ms = predictedRows.length ? sum(predictedRows.map((r) => r.predicted_ms!)) : undefined;
+  const predicted_rows_profiled_ms = profile && predictedRows.length ? sum(predictedRows.map((r) => r.profiled_ms ?? 0)) : undefined;
+
+  // Gaps between each pair of totals, and per predicted row.
+  const gaps: GapFigure[] = [];
+  const step = profile?.step_ms;
+  if (served !== undefined && step !== undefined) gaps.push({ kind: 'host_overhead', ms: served - step });
+  const period = profile?.period_ms;
+  // Below 1% of the step the difference is the trace's own rounding, not time between steps.
+  if (step !== undefined && period !== undefined && period - step > 0.01 * step) gaps.push({ kind: 'between_steps', ms: period - step });
+  if (step !== undefined && predicted_ms !== undefined) gaps.push({ kind: 'step_vs_micro', ms: step - predicted_ms });
+  if (served !== undefined && predicted_ms !== undefined) gaps.push({ kind: 'tpot_vs_micro', ms: served - predicted_ms });
+  for (const row of predictedRows) {
+    if (row.gap_ms !== undefined) gaps.push({ kind: 'row_vs_micro', ms: row.gap_ms, row });
+  }
+
+  const ranks = profile?.ranks && profile.ranks.length > 1 ? profile.ranks : undefined;
+  let rankSpread: BudgetFigures['rankSpread'];
+  if (ranks) {
+    const max = Math.max(...ranks.map((r) => r.step_ms));
+    const min = Math.min(...ranks.map((r) => r.step_ms));
+    if (max - min > 0.02 * max) rankSpread = { slowest: ranks.find((r) => r.step_ms === max)!.rank, max, min };
+  }
+
+  return {
+    batch, model, micro, tpot, served, rows: ordered, bases, predictedRows, predicted_ms, predicted_rows_profiled_ms,
+    allreduceFloor, gaps, caveats, rankSpread,
+  };
+}
+
+/** The level whose concurrency is the batch, else the nearest one that has a TPOT. */
+function levelFor(levels: MacroLevelInput[], batch: number): MacroLevelInput | undefined {
+  // A level cut short (cancelled mid-way) measured a different load than it names: never a reference.
+  const withTpot = levels.filter((l) => l.partial !== true && typeof (l.median_tpot_ms ?? l.mean_tpot_ms) === 'number');
+  const exact = withTpot.find((l) => l.max_concurrency === batch);
+  if (exact) return exact;
+  const distance = (l: MacroLevelInput) => (l.max_concurrency === null ? Number.POSITIVE_INFINITY : Math.abs(Math.log(l.max_concurrency / batch)));
+  return [...withTpot].sort((a, b) => distance(a) - distance(b))[0];
+}
+
+function predictAllReduce(micro: MicroInput, model: ModelStructure, batch: number, row: BudgetRow, bases: Map<string, PredictionBasis>, caveats: Caveat[]): AllReduceFloor | undefined {
+  const bytes = decodeMessageBytes(model, batch);
+  const calls = allReducesPerStep(model);
+  const reading = readSizeCurve(micro.allreduce.map((p) => ({ x: p.size_bytes, y: p.time_us })), bytes);
+  if (!reading) {
+    caveats.push({ kind: 'no_allreduce_points', runId: micro.runId });
+    return undefined;
+  }
+  if (reading.where === 'below' || reading.where === 'above') caveats.push({ kind: 'allreduce_outside', where: reading.where, bytes });
+  row.predicted_ms = (calls * reading.value) / 1000;
+  bases.set(row.key, { kind: 'allreduce', calls, perLayer: model.allReducesPerLayer, layers: model.layers, extra: model.extraAllReduces, us: reading.value, bytes });
+  const worldSize = micro.world_size ?? micro.allreduce.find((p) => p.world_size)?.world_size ?? model.tp;
+  const measuredBusbw = Math.max(0, ...micro.allreduce.map((p) => p.busbw_gbps ?? 0));
+  const busbw = measuredBusbw > 0 ? measuredBusbw : micro.peak_busbw_gbps;
+  const peakLabel = measuredBusbw > 0 ? 'measured' : micro.peak_busbw_gbps ? 'datasheet' : undefined;
+  // nccl-tests: busbw = algbw * 2(n-1)/n, algbw = bytes / time, so the fastest one call can be is bytes * 2(n-1)/n / busbw.
+  const floorCallUs = busbw && worldSize > 1 ? ((bytes * (2 * (worldSize - 1)) / worldSize) / (busbw * 1e9)) * 1e6 : undefined;
+  return { calls, bytes, microCallUs: reading.value, busbwGbps: busbw, peakLabel, floorCallUs, worldSize, backend: micro.allreduce_backend };
+}
+
+function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, routed: boolean, row: BudgetRow, bases: Map<string, PredictionBasis>, caveats: Caveat[]): void {
+  const linears = model.linears.filter((l) => Boolean(l.routedExpert) === routed);
+  if (!linears.length || !micro.gemm.length) return;
+  let total = 0;
+  const used: NonNullable<BudgetRow['terms']> = [];
+  const unmeasured: string[] = [];
+  for (const linear of linears) {
+    const points = gemmPointsFor(micro, linear);
+    let calls = linear.perStep;
+    let m = batch;
+    if (routed && model.experts) {
+      const { distinct, tokensPerExpert } = expertSpread(model.experts.total, model.experts.active, batch);
+      calls = (linear.perStep / model.experts.active) * distinct;
+      m = tokensPerExpert;
+    }
+    const reading = readLinearCurve(points.map((p) => ({ x: p.m, y: p.time_us })), m);
+    if (!reading) {
+      unmeasured.push(linear.name);
+      continue;
+    }
+    total += (calls * reading.value) / 1000;
+    used.push({ name: linear.name, calls, m, us: reading.value });
+  }
+  if (!used.length) {
+    caveats.push({ kind: 'no_gemm_shapes', runId: micro.runId, routed, linears, row: row.label });
+    return;
+  }
+  if (unmeasured.length) caveats.push({ kind: 'gemm_unmeasured', names: unmeasured, row: row.label });
+  row.predicted_ms = total;
+  row.terms = used;
+  const tokensPerExpert = routed && model.experts ? expertSpread(model.experts.total, model.experts.active, batch).tokensPerExpert : undefined;
+  bases.set(row.key, { kind: 'gemm', routed, batch, tokensPerExpert, terms: used });
+}
+
+function gemmPointsFor(micro: MicroInput, linear: LinearShape) {
+  const byName = micro.gemm.filter((p) => p.shape === linear.name || p.shape.startsWith(`${linear.name} `));
+  if (byName.length) return byName;
+  return micro.gemm.filter((p) => p.n === linear.n && p.k === linear.k);
+}
+
+function predictIdle(micro: MicroInput, profile: ProfileInput | undefined, row: BudgetRow, bases: Map<string, PredictionBasis>, caveats: Caveat[]): void {
+  const launch = micro.launch.find((l) => l.mode === 'graph') ?? micro.launch.find((l) => l.mode === 'eager');
+  if (!launch) return;
+  const kernels = profile?.kernels_per_step;
+  if (!kernels) {
+    if (profile) caveats.push({ kind: 'no_kernel_count', runId: profile.runId });
+    return;
+  }
+  row.predicted_ms = (kernels * launch.us_per_kernel) / 1000;
+  bases.set(row.key, { kind: 'idle', kernels, us: launch.us_per_kernel, mode: launch.mode === 'graph' ? 'graph' : 'eager' });
+}
+
+export function sum(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
