@@ -1,6 +1,5 @@
 // One entry per bundle: the extension host, the CLI, the trace-analysis worker (Node) and the webview app (browser).
 import * as esbuild from 'esbuild';
-import { existsSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
@@ -20,6 +19,8 @@ const node = {
 const bundles = [
   { ...node, entryPoints: { extension: 'src/vscode/extension.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist' },
+  // Trace analysis runs in a worker thread, bundled on its own.
+  { ...node, entryPoints: { traceWorker: 'src/core/trace/worker.ts' }, outdir: 'dist' },
   {
     bundle: true,
     platform: 'browser',
@@ -32,9 +33,6 @@ const bundles = [
     logLevel: 'warning',
   },
 ];
-
-// Trace analysis runs in a worker thread, bundled on its own.
-if (existsSync('src/core/trace/worker.ts')) bundles.push({ ...node, entryPoints: { traceWorker: 'src/core/trace/worker.ts' }, outdir: 'dist' });
 
 if (watch) {
   for (const b of bundles) await (await esbuild.context(b)).watch();

@@ -1,4 +1,4 @@
-"""Dispatches agent subcommands. Each phase lives in its own module, imported only when asked for."""
+"""Dispatches agent subcommands. Each phase lives in its own module; PyTorch is imported only inside the phases that need it."""
 from __future__ import annotations
 
 import argparse
@@ -7,15 +7,10 @@ import os
 import sys
 import traceback
 
-from infbench_agent import controller, events
+from infbench_agent import controller, events, version
 
-# command -> module with `add_arguments(parser)` and `run(args) -> int`
-COMMANDS = {
-    "probe": "infbench_agent.probe",
-    "macro": "infbench_agent.macro",
-    "micro": "infbench_agent.micro",
-    "profile": "infbench_agent.profile",
-}
+# Each command's module, with `add_arguments(parser)` and `run(args) -> int`, is named as the command.
+COMMANDS = {name: f"infbench_agent.{name}" for name in version.COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,10 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, module_name in COMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue  # a phase not built yet
+        module = importlib.import_module(module_name)
         modules[name] = module
         module.add_arguments(sub.add_parser(name))
     args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Dict, List
 
-from infbench_agent.version import AGENT_VERSION, MIN_PYTHON, SCHEMA_VERSION
+from infbench_agent.version import AGENT_VERSION, COMMANDS, MIN_PYTHON, SCHEMA_VERSION
 
 try:
     from typing import Literal
@@ -43,7 +43,7 @@ LOG_TOPICS = LogTopic.__args__  # type: ignore[attr-defined]
 
 # Named types the events use. A field ending in "?" may be left out; "*" gives the type of further fields.
 ALIASES: Dict[str, str] = {
-    "AgentCommand": "'probe' | 'macro' | 'micro' | 'profile'",
+    "AgentCommand": " | ".join(f"'{c}'" for c in COMMANDS),
     "LogLevel": "'debug' | 'info' | 'warn' | 'error'",
     "LogTopic": " | ".join(f"'{t}'" for t in LOG_TOPICS),
     "ErrorCode": " | ".join(f"'{c}'" for c in ERROR_CODES),

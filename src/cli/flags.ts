@@ -16,3 +16,53 @@ export function positiveWholeNumber(text: string | undefined, flag: string): num
   if (!Number.isInteger(v) || v < 1) throw new UsageError(`${flag} takes a positive whole number; got "${text}".`);
   return v;
 }
+
+/** A flag that takes any finite number; undefined when the flag was not given. */
+export function finiteNumber(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!Number.isFinite(v)) throw new UsageError(`${flag} takes a number; got "${text}".`);
+  return v;
+}
+
+/** A flag that takes a number above 0. */
+export function positiveNumber(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!(v > 0)) throw new UsageError(`${flag} takes a positive number; got "${text}".`);
+  return v;
+}
+
+/** A flag that takes a finite number of 0 or more. */
+export function nonNegativeNumber(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} takes a non-negative number; got "${text}".`);
+  return n;
+}
+
+/** A flag that takes seconds: a finite number above 0. */
+export function positiveSeconds(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!(v > 0) || !Number.isFinite(v)) throw new UsageError(`${flag} takes a number of seconds above 0, for example ${flag} 60; got "${text}".`);
+  return v;
+}
+
+/** `1,8,32`: a comma-separated list of numbers; `inf` counts as Infinity where allowed (request rates). */
+export function numberList(text: string | undefined, flag: string, allowInfinity = false): number[] | undefined {
+  if (text === undefined) return undefined;
+  const values = text.split(',').filter((s) => s.trim()).map((s) => (allowInfinity && s.trim().toLowerCase() === 'inf' ? Infinity : Number(s)));
+  if (!values.length || values.some((v) => Number.isNaN(v))) throw new UsageError(`${flag} takes a comma-separated list of numbers, for example ${flag} 1,8,32; got "${text}".`);
+  return values;
+}
+
+/** `1,8,64`: a comma-separated list of positive whole numbers. */
+export function positiveWholeNumberList(text: string | undefined, flag: string): number[] | undefined {
+  if (text === undefined) return undefined;
+  const values = text.split(',').filter((s) => s.trim()).map(Number);
+  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new UsageError(`${flag} takes a comma-separated list of positive whole numbers, for example ${flag} 1,8,64; got "${text}".`);
+  }
+  return values;
+}

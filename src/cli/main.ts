@@ -1,5 +1,6 @@
 import { demoCommand } from './commands/demo';
 import { CliCommand, UsageError } from './command';
+import { AGENT_VERSION } from '../remote/agentProtocol';
 import { probeCommand } from './commands/probe';
 import { SettingsError } from '../core/config/target';
 import { macroCommand } from './commands/macro';
@@ -35,7 +36,7 @@ export async function main(argv: string[]): Promise<number> {
     return name ? 0 : 1;
   }
   if (name === '--version') {
-    process.stdout.write('0.1.0\n');
+    process.stdout.write(`${AGENT_VERSION}\n`);
     return 0;
   }
   const command = COMMANDS.find((c) => c.name === name);

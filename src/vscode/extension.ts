@@ -9,7 +9,7 @@ import { macroRunner } from './runs/macroRunner';
 import { microRunner } from './runs/microRunner';
 import { probeRunner, restoreProbedStates } from './runs/probeRunner';
 import { profileRunner } from './runs/profileRunner';
-import { registerPhase } from './runs/phases';
+import { PhaseRunners } from './runs/phases';
 import { RunController } from './runs/runController';
 import { findingsDocumentPath, readSettings, workspaceRoot } from './settings';
 import { TargetStates } from './views/targetState';
@@ -33,10 +33,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const controller = new RunController(connections.connector, log, apiKeys);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
-  registerPhase(macroRunner);
-  registerPhase(microRunner);
-  registerPhase(profileRunner);
-  registerPhase(probeRunner(states));
+  const runners: PhaseRunners = { macro: macroRunner, micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
   restoreProbedStates(workspaceRoot(), controller.runs().filter((r) => r.phase === 'probe'), states);
   const tree = new TargetsTreeProvider(controller, states);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
@@ -77,7 +74,7 @@ export function activate(context: vscode.ExtensionContext): void {
         context.subscriptions.push(ResultsPanel.revive(panel, panelDeps));
       },
     }),
-    ...registerRunCommands({ controller, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
+    ...registerRunCommands({ controller, runners, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
     vscode.commands.registerCommand('inferenceBench.analyzeTrace', (arg?: unknown) => analyzeTraceCommand(controller, log, (runId) => showResults(runId), arg)),
   );
 

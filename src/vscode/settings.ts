@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { parseTarget, SettingsError, Target } from '../core/config/target';
 import { parseTraceSettings } from '../core/config/traceSettings';
 import { findingsPathInWorkspace } from '../core/findings/location';
+import { DEFAULT_FINDINGS_DOCUMENT } from '../core/findings/skeleton';
 import { TraceAnalysisOptions } from '../core/trace/types';
 
 export const SECTION = 'inferenceBench';
@@ -47,7 +48,7 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.requestTimeout must be a number of seconds above 0; got ${JSON.stringify(requestTimeoutS)}. Using 600.`);
     requestTimeoutS = 600;
   }
-  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', 'k25b6000bench1.md'), findingsPreview: config.get<boolean>('findingsPreview', true) !== false, traceAnalysis, requestTimeoutS: requestTimeoutS as number };
+  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', DEFAULT_FINDINGS_DOCUMENT), findingsPreview: config.get<boolean>('findingsPreview', true) !== false, traceAnalysis, requestTimeoutS: requestTimeoutS as number };
 }
 
 export function workspaceRoot(): string | undefined {
@@ -62,7 +63,7 @@ export function findingsDocumentPath(settings: Settings): string | undefined {
   if (!file) {
     throw new SettingsError(
       `${SECTION}.findingsDocument is "${settings.findingsDocument}", outside the workspace folder ${root}: Inference Bench writes only findings documents of the workspace. ` +
-      'Set it to a path inside the folder (the default is k25b6000bench1.md).',
+      `Set it to a path inside the folder (the default is ${DEFAULT_FINDINGS_DOCUMENT}).`,
     );
   }
   return file;

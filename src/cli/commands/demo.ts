@@ -8,6 +8,7 @@ import { PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { Target } from '../../core/config/target';
 import { explainRuns, selectRuns } from '../../core/explain/campaign';
 import { budgetFindings } from '../../core/explain/findings';
+import { DEFAULT_FINDINGS_DOCUMENT } from '../../core/findings/skeleton';
 import { startSimulator } from '../../core/macro/simulator';
 import { runMacroPhase } from '../../core/phases/macro';
 import { runMicroPhase } from '../../core/phases/micro';
@@ -30,7 +31,7 @@ folders are left in the workspace. Every figure is labelled as coming from the s
 
 Options:
   --workspace DIR     where the runs and the findings document go (default demo-campaign)
-  --findings FILE     the findings document, relative to the workspace (default k25b6000bench1.md)
+  --findings FILE     the findings document, relative to the workspace (default ${DEFAULT_FINDINGS_DOCUMENT})
   --python PATH       the Python that runs the agent (default python3)
   --torch-python PATH the Python with PyTorch for the micro phase (default: the first of
                       /usr/bin/python3 and python3 that imports torch)
@@ -58,7 +59,7 @@ export const demoCommand: CliCommand = {
     const v = parseCommandArgs('demo', {
       args: argv,
       options: {
-        workspace: { type: 'string', default: 'demo-campaign' }, findings: { type: 'string', default: 'k25b6000bench1.md' },
+        workspace: { type: 'string', default: 'demo-campaign' }, findings: { type: 'string', default: DEFAULT_FINDINGS_DOCUMENT },
         python: { type: 'string', default: 'python3' }, 'torch-python': { type: 'string' }, quick: { type: 'boolean' }, verbose: { type: 'boolean' },
       },
       strict: true,

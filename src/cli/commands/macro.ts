@@ -1,4 +1,5 @@
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
+import { finiteNumber, numberList, positiveSeconds } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
@@ -40,27 +41,6 @@ Output:
 Ctrl-C stops the run; the levels finished so far are kept and printed.
 Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json`;
 
-function numbers(text: string | undefined, flag: string, allowInfinity = false): number[] | undefined {
-  if (text === undefined) return undefined;
-  const values = text.split(',').filter((s) => s.trim()).map((s) => (allowInfinity && s.trim().toLowerCase() === 'inf' ? Infinity : Number(s)));
-  if (!values.length || values.some((v) => Number.isNaN(v))) throw new UsageError(`${flag} takes a comma-separated list of numbers, for example ${flag} 1,8,32; got "${text}".`);
-  return values;
-}
-
-function integer(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  const v = Number(text);
-  if (!Number.isFinite(v)) throw new UsageError(`${flag} takes a number; got "${text}".`);
-  return v;
-}
-
-function positiveSeconds(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  const v = Number(text);
-  if (!(v > 0) || !Number.isFinite(v)) throw new UsageError(`${flag} takes a number of seconds above 0, for example ${flag} 60; got "${text}".`);
-  return v;
-}
-
 export const macroCommand: CliCommand = {
   name: 'macro',
   summary: 'serving benchmark: single stream, concurrency sweep or request rates, vllm bench serve metrics',
@@ -87,25 +67,25 @@ export const macroCommand: CliCommand = {
       if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0)) throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
       goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
     }
-    const workers = v.workers === undefined || v.workers === 'auto' ? undefined : integer(v.workers, '--workers');
+    const workers = v.workers === undefined || v.workers === 'auto' ? undefined : finiteNumber(v.workers, '--workers');
     const options: MacroOptions = {
       url: v.url, api, model: v.model,
-      concurrency: numbers(v.concurrency, '--concurrency'),
-      requestRate: numbers(v['request-rate'], '--request-rate', true),
-      maxConcurrency: integer(v['max-concurrency'], '--max-concurrency'),
-      burstiness: integer(v.burstiness, '--burstiness'),
-      requests: integer(v.requests, '--requests'),
-      durationS: integer(v.duration, '--duration'),
-      inputLen: integer(v['input-len'], '--input-len'),
-      outputLen: integer(v['output-len'], '--output-len'),
+      concurrency: numberList(v.concurrency, '--concurrency'),
+      requestRate: numberList(v['request-rate'], '--request-rate', true),
+      maxConcurrency: finiteNumber(v['max-concurrency'], '--max-concurrency'),
+      burstiness: finiteNumber(v.burstiness, '--burstiness'),
+      requests: finiteNumber(v.requests, '--requests'),
+      durationS: finiteNumber(v.duration, '--duration'),
+      inputLen: finiteNumber(v['input-len'], '--input-len'),
+      outputLen: finiteNumber(v['output-len'], '--output-len'),
       ignoreEos: v['no-ignore-eos'] ? false : undefined,
       promptsFile: v['prompts-file'],
-      warmup: integer(v.warmup, '--warmup'),
+      warmup: finiteNumber(v.warmup, '--warmup'),
       requestTimeoutS: positiveSeconds(v['request-timeout'], '--request-timeout'),
       goodput: Object.keys(goodput).length ? goodput : undefined,
-      percentiles: numbers(v.percentiles, '--percentiles'),
+      percentiles: numberList(v.percentiles, '--percentiles'),
       workers,
-      seed: integer(v.seed, '--seed'),
+      seed: finiteNumber(v.seed, '--seed'),
     };
     for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
 

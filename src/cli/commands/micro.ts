@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
-import { positiveWholeNumber } from '../flags';
+import { positiveWholeNumber, positiveWholeNumberList } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { microTables } from '../../core/micro/tables';
@@ -40,15 +40,6 @@ Output:
 
 Example: infbench micro --target local --python /usr/bin/python3 --model kimi-k2.5 --tp 8 --m 1,8,64`;
 
-function list(text: string | undefined, flag: string): number[] | undefined {
-  if (text === undefined) return undefined;
-  const values = text.split(',').filter((s) => s.trim()).map(Number);
-  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new UsageError(`${flag} takes a comma-separated list of positive whole numbers, for example ${flag} 1,8,64; got "${text}".`);
-  }
-  return values;
-}
-
 export const microCommand: CliCommand = {
   name: 'micro',
   summary: "micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead",
@@ -73,7 +64,7 @@ export const microCommand: CliCommand = {
     const skip = v.skip?.split(',').map((s) => s.trim()).filter(Boolean) as MicroPart[] | undefined;
     const threshold = v['busy-threshold'] === undefined ? undefined : Number(v['busy-threshold']);
     const options: MicroOptions = {
-      model: v.model, config: v.config, tp: positiveWholeNumber(v.tp, '--tp'), m: list(v.m, '--m'), shapes: v.shape, only: v.only,
+      model: v.model, config: v.config, tp: positiveWholeNumber(v.tp, '--tp'), m: positiveWholeNumberList(v.m, '--m'), shapes: v.shape, only: v.only,
       dtype: v.dtype as MicroDtype | undefined, groupSize: positiveWholeNumber(v['group-size'], '--group-size'), device: v.device,
       allowBusy: v['allow-busy'], busyThreshold: threshold, skip, repeats: positiveWholeNumber(v.repeats, '--repeats'),
       launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'), arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),

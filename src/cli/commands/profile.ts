@@ -1,5 +1,5 @@
-import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { kernelFamilyFlag } from '../flags';
+import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
+import { kernelFamilyFlag, positiveNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
@@ -30,13 +30,6 @@ Output:
 
 Example: infbench profile --url http://127.0.0.1:8000 --concurrency 8 --output-len 64`;
 
-function positive(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  const v = Number(text);
-  if (!(v > 0)) throw new UsageError(`${flag} takes a positive number; got "${text}".`);
-  return v;
-}
-
 export const profileCommand: CliCommand = {
   name: 'profile',
   summary: "profiler phase: capture the server's torch traces and break each decode step down by kernel category",
@@ -56,14 +49,14 @@ export const profileCommand: CliCommand = {
     const v = parsed.values;
     const families = (v.family ?? []).map(kernelFamilyFlag);
     const options: ProfileOptions = {
-      concurrency: positive(v.concurrency, '--concurrency'),
-      outputLen: positive(v['output-len'], '--output-len'),
-      inputLen: positive(v['input-len'], '--input-len'),
+      concurrency: positiveNumber(v.concurrency, '--concurrency'),
+      outputLen: positiveNumber(v['output-len'], '--output-len'),
+      inputLen: positiveNumber(v['input-len'], '--input-len'),
       model: v.model,
       // As given: the agent resolves it on the target (a path of this machine means nothing over SSH).
       traceDir: v['trace-dir'],
-      expectRanks: positive(v['expect-ranks'], '--expect-ranks'),
-      stopTimeoutS: positive(v['stop-timeout'], '--stop-timeout'),
+      expectRanks: positiveNumber(v['expect-ranks'], '--expect-ranks'),
+      stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
     const opened = await openCliTarget(v, 'Stopping the profile run…');

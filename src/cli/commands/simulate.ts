@@ -1,4 +1,5 @@
-import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { CliCommand, parseCommandArgs } from '../command';
+import { nonNegativeNumber } from '../flags';
 import { SimulatorOptions, startSimulator } from '../../core/macro/simulator';
 
 const USAGE = `infbench simulate — start the inference-bench SIMULATOR (a vLLM-API server with a known timing model)
@@ -41,12 +42,7 @@ export const simulateCommand: CliCommand = {
       },
       strict: true,
     }).values;
-    const num = (s: string | undefined, flag: string) => {
-      if (s === undefined) return undefined;
-      const n = Number(s);
-      if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} takes a non-negative number; got "${s}".`);
-      return n;
-    };
+    const num = nonNegativeNumber;
     const options: SimulatorOptions = {
       python: v.python, host: v.host, port: num(v.port, '--port'), preset: v.preset,
       stepBaseMs: num(v['step-base-ms'], '--step-base-ms'), stepPerSeqMs: num(v['step-per-seq-ms'], '--step-per-seq-ms'),

@@ -17,6 +17,9 @@ export interface ProbeInfo {
 
 export const CAMPAIGN_SECTION_ID = 'campaign';
 
+/** The findings document when none is named: the extension's setting default (package.json says it too) and the demo's. */
+export const DEFAULT_FINDINGS_DOCUMENT = 'k25b6000bench1.md';
+
 /** The campaign's name as its document is named: `k25b6000bench1.md` → `k25b6000bench1`. */
 export function campaignName(fileName: string): string {
   const base = fileName.split(/[\\/]/).pop() ?? fileName;

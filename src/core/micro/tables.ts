@@ -1,6 +1,7 @@
 // Micro points as the user reads them: the headline, and tables for the findings document, the
 // results view and the terminal. Points are the agent's `micro.point` payloads (see agent/infbench_agent/micro.py).
 import { AllReducePoint, GemmPoint, GpuPeak } from '../../shared/results';
+import { ALLREDUCE_BANDWIDTH_COLUMNS, ALLREDUCE_SIZE_COLUMNS, ALLREDUCE_TABLE_ID } from '../../shared/microTables';
 import { formatBytes, ResultTable, TableCell, TableColumn } from '../../shared/table';
 
 export type MicroPoint = Record<string, unknown> & { kind: 'gemm' | 'allreduce' | 'launch' | 'peak' };
@@ -117,16 +118,14 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
       };
     });
     tables.push({
-      id: 'micro-allreduce',
+      id: ALLREDUCE_TABLE_ID,
       title: `All-reduce (${String(first.backend)}, ${String(first.world_size)} ${Number(first.world_size) === 1 ? 'process' : 'processes'}, ${String(first.dtype)})`,
       columns: [
-        { key: 'size', label: 'size', align: 'left' },
-        { key: 'bytes', label: 'bytes', digits: 0 },
+        ...ALLREDUCE_SIZE_COLUMNS,
         { key: 'm', label: 'decode M', digits: 0 },
         { key: 'eager_us', label: 'eager µs', digits: 1 },
         { key: 'graph_us', label: 'graph µs', digits: 1 },
-        { key: 'algbw', label: 'algbw GB/s', digits: 2 },
-        { key: 'busbw', label: 'busbw GB/s', digits: 2 },
+        ...ALLREDUCE_BANDWIDTH_COLUMNS,
       ],
       rows,
       note: ['busbw = algbw × 2(n−1)/n as nccl-tests; bandwidths from the graph time where there is one. Decode sizes are M × hidden × 2 bytes.',

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { PhaseRunners } from '../runs/phases';
 import { RunController } from '../runs/runController';
 import { compareRunsCommand, revealRunCommand } from './runFolderCommands';
 import { runAllCommand, runPhaseCommand, stopCommand } from './runCommands';
@@ -6,19 +7,20 @@ import { pickRun } from './pickers';
 
 export interface RunCommandDeps {
   controller: RunController;
+  runners: PhaseRunners;
   showResults(runId?: string, compareRunId?: string): void;
   inspectKernels(runId: string): Promise<void>;
 }
 
 /** The palette and sidebar commands that start, stop and inspect runs. */
 export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
-  const { controller } = deps;
+  const { controller, runners } = deps;
   return [
-    vscode.commands.registerCommand('inferenceBench.runMacro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'macro', arg, options)),
-    vscode.commands.registerCommand('inferenceBench.runMicro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'micro', arg, options)),
-    vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, 'profile', arg, options)),
-    vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, 'probe', arg, {})),
-    vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, arg)),
+    vscode.commands.registerCommand('inferenceBench.runMacro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.macro, arg, options)),
+    vscode.commands.registerCommand('inferenceBench.runMicro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.micro, arg, options)),
+    vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.profile, arg, options)),
+    vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, runners.probe, arg, {})),
+    vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, runners, arg)),
     vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
-import { PHASE_ORDER, phaseRunner, RunnablePhase } from '../runs/phases';
+import { PHASE_ORDER, PhaseRunner, PhaseRunners, RunnablePhase } from '../runs/phases';
 import { pickTarget } from './pickers';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = { probe: 'Probe Target', macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
@@ -10,12 +10,8 @@ const PHASE_TITLES: Record<RunnablePhase, string> = { probe: 'Probe Target', mac
  * Run one phase on a target: options from a quick pick (or given as the command's second argument,
  * for keybindings and tests), then the run controller takes over.
  */
-export async function runPhaseCommand(controller: RunController, phase: RunnablePhase, arg: unknown, given?: unknown): Promise<RunSummary | undefined> {
-  const runner = phaseRunner(phase);
-  if (!runner) {
-    void vscode.window.showErrorMessage(`Inference Bench: the ${phase} phase is not part of this build.`);
-    return undefined;
-  }
+export async function runPhaseCommand(controller: RunController, runner: PhaseRunner, arg: unknown, given?: unknown): Promise<RunSummary | undefined> {
+  const phase = runner.phase;
   const target = await pickTarget(arg, PHASE_TITLES[phase]);
   if (!target) return undefined;
   if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
@@ -42,23 +38,16 @@ async function confirmGpusFree(title: string, targetName: string): Promise<boole
  * Run All Phases: macro → micro → profiler on one target with default options, asking before the
  * phase that needs the GPUs free. Stops at the first phase that fails or is cancelled.
  */
-export async function runAllCommand(controller: RunController, arg: unknown): Promise<void> {
+export async function runAllCommand(controller: RunController, phases: PhaseRunners, arg: unknown): Promise<void> {
   const target = await pickTarget(arg, 'Run All Phases');
   if (!target) return;
-  const runners = PHASE_ORDER.map(phaseRunner).filter((r) => r !== undefined);
-  if (!runners.length) {
-    void vscode.window.showErrorMessage('Inference Bench: no phases are part of this build.');
-    return;
-  }
+  const runners = PHASE_ORDER.map((p) => phases[p]);
   await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
   // What is there first (GPUs, server, model): the sidebar and the findings header show it.
-  const probe = phaseRunner('probe');
-  if (probe) {
-    const probed = await controller.runPhase(probe, target, {}, all.signal);
-    if (probed?.status === 'cancelled') return;
-  }
+  const probed = await controller.runPhase(phases.probe, target, {}, all.signal);
+  if (probed?.status === 'cancelled') return;
   for (const runner of runners) {
     if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
       void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);

@@ -14,15 +14,7 @@ export interface PhaseRunner {
   run(ctx: PhaseContext, options: Record<string, unknown>): Promise<unknown>;
 }
 
-const runners = new Map<RunnablePhase, PhaseRunner>();
-
-/** Each phase registers here as its core function lands; commands for missing phases say so. */
-export function registerPhase(runner: PhaseRunner): void {
-  runners.set(runner.phase, runner);
-}
-
-export function phaseRunner(phase: RunnablePhase): PhaseRunner | undefined {
-  return runners.get(phase);
-}
+/** Every phase's runner; the extension's composition root makes them. */
+export type PhaseRunners = Record<RunnablePhase, PhaseRunner>;
 
 export const PHASE_ORDER: RunnablePhase[] = ['macro', 'micro', 'profile'];

@@ -1,6 +1,7 @@
 // Micro run charts: GEMM time and achieved bandwidth vs M per weight shape (with the GPU's peak as a
 // line), all-reduce time and bus bandwidth vs message size.
 import type { AllReducePoint, GemmPoint, GpuPeak, RunSummary } from '../../../src/shared/results';
+import { ALLREDUCE_BANDWIDTH_COLUMNS, ALLREDUCE_CHART_TABLE_ID, ALLREDUCE_SIZE_COLUMNS } from '../../../src/shared/microTables';
 import { formatBytes, type TableCell, type TableColumn } from '../../../src/shared/table';
 import type { ChartSpec, Series } from '../specs';
 import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
@@ -109,18 +110,16 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       const points = [...r.data.allreduce].sort((a, b) => a.size_bytes - b.size_bytes);
       time.push({ label: seriesLabel('time', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })), dashed: r.dashed, colorIndex: 0 });
       bus.push({ label: seriesLabel('busbw', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.busbw_gbps })), dashed: r.dashed, colorIndex: 2 });
-      for (const a of points) rows.push({ run: r.tag, size: formatBytes(a.size_bytes), size_bytes: a.size_bytes, time_us: a.time_us, algbw_gbps: a.algbw_gbps, busbw_gbps: a.busbw_gbps, world_size: a.world_size });
+      for (const a of points) rows.push({ run: r.tag, size: formatBytes(a.size_bytes), bytes: a.size_bytes, time_us: a.time_us, algbw: a.algbw_gbps, busbw: a.busbw_gbps, world_size: a.world_size });
     }
     const table = {
-      id: 'micro-allreduce',
+      id: ALLREDUCE_CHART_TABLE_ID,
       title: 'All-reduce timings',
       columns: [
         ...runColumn,
-        { key: 'size', label: 'size', align: 'left' as const },
-        { key: 'size_bytes', label: 'bytes', digits: 0 },
+        ...ALLREDUCE_SIZE_COLUMNS,
         { key: 'time_us', label: 'time (µs)', digits: 2 },
-        { key: 'algbw_gbps', label: 'algbw (GB/s)', digits: 2 },
-        { key: 'busbw_gbps', label: 'busbw (GB/s)', digits: 2 },
+        ...ALLREDUCE_BANDWIDTH_COLUMNS,
         { key: 'world_size', label: 'GPUs', digits: 0 },
       ],
       rows,
