@@ -31,7 +31,8 @@ def main(paths):
         bw = peak.get("copy", {}).get("tbps")
         for p in peak.values():
             print(f"peak {p['what']:6s} {p['us']:10.1f} us  " + (f"{p['tbps']:.2f} TB/s" if "tbps" in p else f"{p['tflops']:.0f} TFLOP/s"))
-        print(f"{'shape':24s} {'M':>4s} {'N':>6s} {'K':>6s} {'us':>9s} {'TB/s':>6s} {'%bw':>5s} {'TFLOP/s':>8s} {'%flop':>6s} {'bytes/bw us':>11s}")
+        print(f"{'shape':24s} {'M':>4s} {'N':>6s} {'K':>6s} {'us':>9s} {'TB/s':>6s} {'%bw':>5s} "
+              f"{'TFLOP/s':>8s} {'%flop':>6s} {'bytes/bw us':>11s}")
         for p in (p for p in points if p["kind"] == "gemm"):
             floor = p["bytes"] / bw / 1e6 if bw else float("nan")
             print(f"{p['shape']:24s} {p['m']:4d} {p['n']:6d} {p['k']:6d} {p['us']:9.2f} {p['tbps']:6.2f} {p['pct_peak_bw'] or 0:5.0f} "

@@ -35,7 +35,7 @@ def render() -> str:
         "",
         f"export const AGENT_SCHEMA_VERSION = {events.SCHEMA_VERSION};",
         f"export const AGENT_VERSION = '{events.AGENT_VERSION}';",
-        f"/** The oldest Python the agent runs on, as [major, minor]. */",
+        "/** The oldest Python the agent runs on, as [major, minor]. */",
         f"export const MIN_PYTHON: readonly [number, number] = [{events.MIN_PYTHON[0]}, {events.MIN_PYTHON[1]}];",
         "",
     ]

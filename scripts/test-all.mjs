@@ -1,12 +1,15 @@
 // `npm test`: every test layer, in order, then one line `N passed, N failed` totalled over all of them.
-// Layers: static checks (lint, types), unit (mocha, plain Node), agent (Python unittest),
+// Layers: static checks (lint, types; the Python side's flake8 and mypy, Debian's, as configured in
+// setup.cfg), unit (mocha, plain Node), agent (Python unittest),
 // integration (mocha: a real sshd, the simulator, the CLI), extension (mocha inside code-server),
 // ui (playwright-core + Chromium driving code-server).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 const only = process.argv.slice(2);
+// flake8 and mypy come from Debian (python3-flake8, python3-mypy), so they run under Debian's Python.
+const DEBIAN_PYTHON = '/usr/bin/python3';
 const out = 'test-output';
 mkdirSync(out, { recursive: true });
 
@@ -21,18 +24,19 @@ if (run('node', ['esbuild.mjs']) !== 0) process.exit(1);
 const layers = [
   { name: 'lint', check: ['npx', ['eslint', '.']] },
   { name: 'typecheck', check: ['npm', ['run', '-s', 'typecheck']] },
+  { name: 'agent-lint', check: [DEBIAN_PYTHON, ['-m', 'flake8', 'agent', 'simulator', 'scripts', 'test/python', 'bench']] },
+  { name: 'agent-typecheck', check: [DEBIAN_PYTHON, ['-m', 'mypy']] },
   { name: 'unit', mocha: ['npx', ['mocha', '--config', 'test/unit/.mocharc.json']] },
   { name: 'agent', mocha: ['python3', ['test/python/run.py']] },
   { name: 'integration', mocha: ['npx', ['mocha', '--config', 'test/integration/.mocharc.json']] },
-  { name: 'extension', mocha: ['node', ['test/extension/runTests.js']], needs: 'test/extension/runTests.js' },
-  { name: 'ui', mocha: ['node', ['test/ui/run.js']], needs: 'test/ui/run.js' },
+  { name: 'extension', mocha: ['node', ['test/extension/runTests.js']] },
+  { name: 'ui', mocha: ['node', ['test/ui/run.js']] },
 ];
 
 const totals = { passed: 0, failed: 0 };
 const lines = [];
 for (const layer of layers) {
   if (only.length && !only.includes(layer.name)) continue;
-  if (layer.needs && !existsSync(layer.needs)) continue;
   console.log(`\n=== ${layer.name} ===`);
   if (layer.check) {
     const ok = run(...layer.check) === 0;

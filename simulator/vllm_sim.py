@@ -352,8 +352,8 @@ class Simulator:
     async def generate(self, body: dict, chat: bool, writer: asyncio.StreamWriter, fault_header: Optional[str]) -> None:
         model = body.get("model") or self.served_name
         if model != self.served_name:
-            await respond_json(writer, 404, {"error": {"message": f"The model `{model}` does not exist.",
-                                                      "type": "NotFoundError", "param": "model", "code": 404}})
+            missing = {"message": f"The model `{model}` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}
+            await respond_json(writer, 404, {"error": missing})
             return
         if chat:
             messages = body.get("messages")
@@ -510,7 +510,8 @@ class Simulator:
             f'inference_bench_simulator_info{{preset="{self.preset.name}",step_base_ms="{self.model.step_base_ms}",'
             f'step_per_seq_ms="{self.model.step_per_seq_ms}",prefill_per_token_ms="{self.model.prefill_per_token_ms}",'
             f'max_batch="{self.model.max_batch}"}} 1',
-            "# HELP inference_bench_simulator_late_steps_total Steps that began over half a step late (host too busy); their tokens were caught up.",
+            "# HELP inference_bench_simulator_late_steps_total Steps that began over half a step late (host too busy); "
+            "their tokens were caught up.",
             "# TYPE inference_bench_simulator_late_steps_total counter",
             f"inference_bench_simulator_late_steps_total {self.late_steps}",
             "# HELP inference_bench_simulator_sent_tpot_seconds TPOT of finished requests as the simulator wrote their tokens.",
@@ -814,8 +815,8 @@ async def serve(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         sim.loop.add_signal_handler(sig, stop.set)
-    mode = "zero-cost" if sim.zero_cost else (f"paced {args.pace_ms} ms/token" if sim.pace_s else
-                                               f"step = {sim.model.step_base_ms} + {sim.model.step_per_seq_ms} x batch ms")
+    timed = f"step = {sim.model.step_base_ms} + {sim.model.step_per_seq_ms} x batch ms"
+    mode = "zero-cost" if sim.zero_cost else (f"paced {args.pace_ms} ms/token" if sim.pace_s else timed)
     # The ready line: tests and `infbench simulate` wait for it and read the port from it.
     print(json.dumps({"ready": True, "url": f"http://{args.host}:{port}", "port": port, "model": sim.served_name,
                       "simulator": OWNED_BY, "mode": mode}), flush=True)

@@ -134,7 +134,8 @@ class Engine:
         job["payload"] = payload
         sock, reused = self._socket()
         now = time.monotonic()
-        st = Stream(job, sock, payload, reused, now + self.request_timeout)
+        # With no socket the stream is made only to be failed at once (connect_error) below.
+        st = Stream(job, sock, payload, reused, now + self.request_timeout)  # type: ignore[arg-type]
         st.record["send"] = now
         if sock is None:
             self._fail(st, "connect_error", f"could not open a connection to {self.endpoint.host}:{self.endpoint.port}", now)
@@ -301,7 +302,7 @@ class Engine:
             if rec["ttft"] is None:
                 rec["ttft"] = now - rec["send"]
             else:
-                rec["itl"].append(now - st.last_token_at)
+                rec["itl"].append(now - st.last_token_at)  # type: ignore[operator]  # set with the first token
             st.last_token_at = now
             rec["client_tokens"] += 1
         usage = msg.get("usage")

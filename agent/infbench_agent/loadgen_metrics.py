@@ -343,7 +343,8 @@ def compact_record(record: dict) -> dict:
         "prompt_tokens": record.get("prompt_tokens"), "output_tokens": record.get("output_tokens"),
         "ttft_ms": ms(record.get("ttft")), "tpot_ms": ms(tpot), "e2el_ms": ms(record.get("e2el")),
         "itl_mean_ms": ms(sum(itl) / len(itl)) if itl else None, "itl_max_ms": ms(max(itl)) if itl else None,
-        "lag_ms": ms(max(0.0, record["send"] - record["intended"])) if record.get("intended") is not None and record.get("send") is not None else None,
+        "lag_ms": (ms(max(0.0, record["send"] - record["intended"]))
+                   if record.get("intended") is not None and record.get("send") is not None else None),
     }
 
 

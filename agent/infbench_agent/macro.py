@@ -16,7 +16,7 @@ import os
 import random
 import sys
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from infbench_agent import auth, events
 from infbench_agent.loadgen_http import Endpoint
@@ -194,7 +194,8 @@ class MacroRun:
         for index, meta in enumerate(levels):
             if self.cancel.requested:
                 break
-            c, rate = meta.get("max_concurrency"), meta.get("request_rate")
+            c: Any = meta.get("max_concurrency")
+            rate = meta.get("request_rate")
             if args.duration:
                 total = None if rate is None else max(1, int((rate if not math.isinf(rate) else 1000) * args.duration))
             elif args.requests:

@@ -6,7 +6,7 @@ import math
 import resource
 import signal
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent.loadgen_http import Engine
 from infbench_agent.macro_prompts import PromptMaker
@@ -52,7 +52,7 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
 
     engine.on_record = record
     # Request bodies built before the start, so that a wave of sends is only sends (ours and the reads between).
-    bodies = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
+    bodies: Dict[int, Optional[bytes]] = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
     while time.monotonic() < start_at:
         time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
     while True:

@@ -7,7 +7,7 @@ import math
 import os
 import random
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, Engine
@@ -51,7 +51,8 @@ def worker_count(args: argparse.Namespace, in_flight: int) -> int:
 
 
 def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int], id_base: int, rng: random.Random) -> List[dict]:
-    c = level_meta.get("max_concurrency")
+    # A concurrency level when there is no rate.
+    c: Any = level_meta.get("max_concurrency")
     rate = level_meta.get("request_rate")
     if rate is None:
         workers = min(worker_count(args, c), c)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from infbench_agent import events
 from infbench_agent.events import AgentError
@@ -45,12 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-busy", action="store_true", help="run even when the GPUs' memory is mostly taken, sized to what is free")
     p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
     p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
-    p.add_argument("--repeats", type=int, default=None, help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)")
     p.add_argument("--launch-kernels", type=int, default=1000, help="kernels per launch-overhead sample (default 1000)")
     p.add_argument("--ar-world-size", type=int, default=0, help="all-reduce processes (default: one per GPU; 2 on CPU)")
     p.add_argument("--ar-backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
     p.add_argument("--ar-min-bytes", type=int, default=1024, help="smallest message of the doubling sweep (default 1 KiB)")
-    p.add_argument("--ar-max-bytes", type=int, default=0, help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)")
+    p.add_argument("--ar-max-bytes", type=int, default=0,
+                   help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)")
     p.add_argument("--hidden", type=int, default=0, help="hidden size for decode all-reduce sizes when no model is given")
     # Internal: a worker rank of the all-reduce, started by the agent itself.
     p.add_argument("--allreduce-worker", action="store_true", help=argparse.SUPPRESS)
@@ -111,7 +113,7 @@ def run(args: Any) -> int:
             budget_mib = check_gpus(occupancy, args.busy_threshold, args.allow_busy, indices)
             if args.allow_busy and any(g.used_fraction > args.busy_threshold for g in occupancy.gpus):
                 events.log(f"The GPUs are busy ({describe(occupancy)}); running anyway as allowed, sized to "
-                           f"{budget_mib / 1024:.1f} GiB free. Numbers include the other processes' interference.", "warn")
+                           f"{cast(float, budget_mib) / 1024:.1f} GiB free. Numbers include the other processes' interference.", "warn")
             elif occupancy.processes:
                 # Under the threshold but not alone: say who else is there, since their kernels share the GPU.
                 events.log(f"Other processes use the GPUs ({describe(occupancy)}); if they are busy, the figures include "

@@ -94,14 +94,15 @@ def build_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k:
     if kernel.mode == "torch":
         out = torch.empty(m, n, device=device, dtype=act_dtype)
         weights = [torch.randn(k, n, device=device).to(act_dtype) for _ in range(copies)]
-        calls = [lambda w=w: torch.matmul(x, w, out=out) for w in weights]
+        calls = [lambda w=w: torch.matmul(x, w, out=out) for w in weights]  # type: ignore[misc]
         weight_bytes = k * n * ELEMENT_BYTES[kernel.act_dtype]
     elif kernel.mode == "fp8":
         xq = x.to(torch.float8_e4m3fn)
         one = torch.ones((), device=device, dtype=torch.float32)
         # _scaled_mm wants its second operand column-major: the transpose of a row-major [N, K].
         weights = [torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t() for _ in range(copies)]
-        calls = [lambda w=w: torch._scaled_mm(xq, w, scale_a=one, scale_b=one, out_dtype=act_dtype) for w in weights]
+        calls = [lambda w=w: torch._scaled_mm(xq, w, scale_a=one, scale_b=one, out_dtype=act_dtype)  # type: ignore[misc]
+                 for w in weights]
         weight_bytes = k * n
         io_bytes = m * k + m * n * ELEMENT_BYTES[kernel.act_dtype]
     elif kernel.mode == "marlin":
@@ -124,7 +125,7 @@ def _marlin_calls(torch: Any, x: Any, n: int, k: int, copies: int, group_size: i
     workspace = make_ws(x.device) if make_ws else marlin_utils.marlin_make_workspace(n, x.device)
     apply = marlin_utils.apply_gptq_marlin_linear
     accepted = set(inspect.signature(apply).parameters)
-    calls = []
+    calls: list[Callable[[], Any]] = []
     for _ in range(copies):
         w = torch.randn(k, n, device=x.device, dtype=x.dtype)
         _, q_w, scales, g_idx, sort_idx, _ = marlin_quantize(w, wtype, group_size, False)
@@ -133,7 +134,7 @@ def _marlin_calls(torch: Any, x: Any, n: int, k: int, copies: int, group_size: i
                       g_idx_sort_indices=sort_idx, workspace=workspace, wtype=wtype,
                       output_size_per_partition=n, input_size_per_partition=k, is_k_full=True, bias=None)
         kwargs = {key: value for key, value in kwargs.items() if key in accepted}
-        calls.append(lambda kwargs=kwargs: apply(**kwargs))
+        calls.append(lambda kwargs=kwargs: apply(**kwargs))  # type: ignore[misc]
     return calls
 
 

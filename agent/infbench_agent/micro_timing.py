@@ -104,7 +104,7 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
         copy_us, done = loop_time_us([lambda: dst.copy_(src)], repeats, min_seconds=0.02)
         timing = f"cpu wall-clock loop, median of {done}"
     moved = 2 * copy_bytes  # read + written, the way bandwidth tests count a copy
-    del src, dst
+    src = dst = None  # the buffers go before the matmul's are made
     points = [{"what": "copy", "bytes": moved, "us": copy_us, "tbps": moved / copy_us / 1e6, "timing": timing,
                "note": "one buffer copied to another in the device's memory, bytes read + written"}]
 
@@ -119,7 +119,7 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
     else:
         mm_us, _ = loop_time_us([lambda: torch.matmul(a, b, out=out)], repeats, min_seconds=0.02)
     flops = 2.0 * size ** 3
-    del a, b, out
+    a = b = out = None
     points.append({"what": "matmul", "dtype": dtype_name, "m": size, "n": size, "k": size, "flops": flops, "us": mm_us,
                    "tflops": flops / mm_us / 1e6, "timing": timing, "note": f"{size}^3 torch.matmul on random data"})
     return points

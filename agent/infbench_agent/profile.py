@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from infbench_agent import auth, events
 from infbench_agent.probe import (attach_process, flag_value, parallel_sizes, probe_server, profiler_config_from_argv,
@@ -115,10 +115,11 @@ def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], 
     if not os.path.isabs(resolved):
         cwd = server.get("cwd")
         if not cwd:
+            unseen = (f"/proc/{server['pid']}/cwd does not show to this user" if server.get("pid")
+                      else "cannot be read (the server process is not visible from here)")
             raise events.AgentError(
                 "trace_dir_unresolved",
-                f"{what} is the relative folder {path}: relative to the server's working directory, which "
-                f"{'/proc/' + str(server['pid']) + '/cwd does not show to this user' if server.get('pid') else 'cannot be read (the server process is not visible from here)'}.",
+                f"{what} is the relative folder {path}: relative to the server's working directory, which {unseen}.",
                 "Pass the absolute folder with --trace-dir, or start the server with an absolute torch_profiler_dir.")
         resolved = os.path.join(cwd, resolved)
     resolved = os.path.normpath(resolved)
@@ -158,8 +159,8 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
                " (vLLM >= 0.13; older versions use the VLLM_TORCH_PROFILER_DIR environment variable instead)"))
         cmd = f"{shlex.join(kept)} --profiler-config {shlex.quote(config)}" if kept else None
     redacted = " (secrets in it are shown as REDACTED: put yours back)" if cmd and auth.REDACTED in cmd else ""
-    return f"Restart the server with its profiler on: {how}." + (f" For this server{redacted}: {cmd}" if cmd else
-                                                                " (The server's command line could not be read from /proc: add it to your usual command.)")
+    unread = " (The server's command line could not be read from /proc: add it to your usual command.)"
+    return f"Restart the server with its profiler on: {how}." + (f" For this server{redacted}: {cmd}" if cmd else unread)
 
 
 # ------------------------------------------------------------------------------------- trace files
@@ -439,7 +440,7 @@ def run(args: argparse.Namespace) -> int:
         # older SGLang answers /start_profile only after them, newer stops by itself there.
         body = {"num_steps": max(1, args.output_len - 4), "activities": ["CPU", "GPU"]}
         if args.trace_dir:
-            os.makedirs(trace_dir, exist_ok=True)
+            os.makedirs(cast(str, trace_dir), exist_ok=True)  # set from --trace-dir just above
             body["output_dir"] = trace_dir
     sizes = parallel_sizes(argv, kind)
     expect = args.expect_ranks or (sizes["ranks"] if sizes else None)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
@@ -71,14 +70,16 @@ class VllmProfilerRulesTest(unittest.TestCase):
         self.assertIn("removed in 0.16", new["ignored_env"])
 
     def test_the_cuda_profiler_is_told_apart(self) -> None:
-        self.assertEqual(probe.vllm_profiler_setup(["vllm", "serve", "--profiler-config", '{"profiler":"cuda"}'], {}, "0.16.0")["kind"], "cuda")
+        setup = probe.vllm_profiler_setup(["vllm", "serve", "--profiler-config", '{"profiler":"cuda"}'], {}, "0.16.0")
+        self.assertEqual(setup["kind"], "cuda")
         self.assertEqual(probe.vllm_profiler_setup(["vllm", "serve", "--profiler-config.profiler", "cuda"], {}, "0.20.0")["kind"], "cuda")
         self.assertEqual(probe.vllm_profiler_setup(["vllm", "serve"], {"VLLM_TORCH_CUDA_PROFILE": "1"}, "0.12.0")["kind"], "cuda")
         self.assertIsNone(probe.vllm_profiler_setup(["vllm", "serve"], {"VLLM_TORCH_CUDA_PROFILE": "1"}, "0.16.0")["kind"])
 
     def test_the_advice_is_the_versions_own_flag(self) -> None:
         self.assertIn("--profiler-config", profile.enable_instructions({"command_line": ["vllm", "serve", "m"], "version": "0.16.0"}, "/t"))
-        self.assertNotIn("--profiler-config '", profile.enable_instructions({"command_line": ["vllm", "serve", "m"], "version": "0.12.0"}, "/t"))
+        old = profile.enable_instructions({"command_line": ["vllm", "serve", "m"], "version": "0.12.0"}, "/t")
+        self.assertNotIn("--profiler-config '", old)
 
 
 class MetricsNoteTest(unittest.TestCase):

@@ -218,9 +218,9 @@ class CpuRunTest(unittest.TestCase):
     def test_gemms_run_at_the_model_shapes_and_say_which_kernel(self):
         gemms = self.points("gemm")
         got = sorted((p["shape"], p["m"], p["n"], p["k"]) for p in gemms)
-        want = sorted((name, m, n, k) for name, n, k in [("moe.gate_up", 64, 256), ("moe.down", 256, 32),
-                                                          ("shared_expert.gate_up", 64, 256), ("shared_expert.down", 256, 32),
-                                                          ("moe.router", 16, 256)] for m in (1, 4))
+        shapes = [("moe.gate_up", 64, 256), ("moe.down", 256, 32), ("shared_expert.gate_up", 64, 256),
+                  ("shared_expert.down", 256, 32), ("moe.router", 16, 256)]
+        want = sorted((name, m, n, k) for name, n, k in shapes for m in (1, 4))
         self.assertEqual(got, want)
         peak_bw = self.points("peak")[0]["tbps"]
         for p in gemms:

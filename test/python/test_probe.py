@@ -108,7 +108,8 @@ class LookalikeServer:
                     return self.answer(200, json.dumps({"object": "list", "data": [
                         {"id": "Qwen/Qwen3-8B", "object": "model", "owned_by": outer.kind, "max_model_len": 40960}]}).encode())
                 if self.path == "/metrics":
-                    return self.answer(200, f"# TYPE {outer.kind}:num_requests_running gauge\n{outer.kind}:num_requests_running 0\n".encode(), "text/plain")
+                    metrics = f"# TYPE {outer.kind}:num_requests_running gauge\n{outer.kind}:num_requests_running 0\n"
+                    return self.answer(200, metrics.encode(), "text/plain")
                 if self.path == "/version" and outer.kind == "vllm":
                     return self.answer(200, b'{"version": "0.13.0"}')
                 if self.path == "/get_server_info" and outer.kind == "sglang":
