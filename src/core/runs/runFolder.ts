@@ -22,6 +22,11 @@ export interface RunMeta {
 
 const RUNS_DIR = join('.inference-bench', 'runs');
 
+/** The folder of one run, `<workspace>/.inference-bench/runs/<id>`, whether or not it exists. */
+export function runDir(workspace: string, runId: string): string {
+  return join(workspace, RUNS_DIR, runId);
+}
+
 /** A run folder (or a file the run writes) that cannot be written; the message says where and what to do. */
 export class RunStorageError extends Error {
   constructor(message: string, readonly code: string | undefined) {
@@ -64,9 +69,8 @@ export class RunFolder {
   static create(workspace: string, phase: PhaseName, target: string, options: Record<string, unknown>, now = new Date()): RunFolder {
     const stamp = now.toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
     let id = `${stamp}-${phase}`;
-    const root = join(workspace, RUNS_DIR);
-    for (let n = 2; existsSync(join(root, id)); n++) id = `${stamp}-${phase}-${n}`;
-    const dir = join(root, id);
+    for (let n = 2; existsSync(runDir(workspace, id)); n++) id = `${stamp}-${phase}-${n}`;
+    const dir = runDir(workspace, id);
     try {
       mkdirSync(dir, { recursive: true });
     } catch (err) {

@@ -4,7 +4,7 @@ import { RunFolder } from '../../core/runs/runFolder';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
-import { viewableRun } from '../runs/profileView';
+import { viewableRun } from '../../core/trace/profileView';
 import { readSettings, workspaceRoot } from '../settings';
 
 const TARGET_LABEL = 'trace files';

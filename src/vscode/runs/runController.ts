@@ -10,7 +10,7 @@ import { workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
 import { Connector } from './connect';
 import { PhaseRunner } from './phases';
-import { viewableRun } from './profileView';
+import { viewableRun } from '../../core/trace/profileView';
 import { runDir, saveRunView, StoredRuns } from './storedRuns';
 import { RunStop } from '../../core/runs/runStop';
 

@@ -1,16 +1,15 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { microChartData, MicroPoint } from '../../core/micro/tables';
-import { RunFolder, writeAtomic } from '../../core/runs/runFolder';
+import { RunFolder, runDir, writeAtomic } from '../../core/runs/runFolder';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
-import { viewableRun } from './profileView';
+import { viewableRun } from '../../core/trace/profileView';
 
 /** The file beside a run's result where the front end keeps the last RunSummary it drew. */
 const VIEW_FILE = 'view.json';
 
-export function runDir(workspace: string, runId: string): string {
-  return join(workspace, '.inference-bench', 'runs', runId);
-}
+// The run folder's path is the core's (runFolder.ts); said here too for the views that import it with the rest.
+export { runDir };
 
 /** Keeps a run's summary on disk so that the views draw it after a reload exactly as they did live. */
 export function saveRunView(workspace: string, run: RunSummary): void {

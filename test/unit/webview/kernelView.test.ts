@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { BUILTIN_FAMILIES, IDLE_CATEGORY, MEMORY_CATEGORY, OTHER_CATEGORY } from '../../../src/core/trace/families';
-import { profileSummaryOf } from '../../../src/vscode/runs/profileView';
+import { profileSummaryOf } from '../../../src/core/trace/profileView';
 import { distinctColoursOf as distinctColours, PaletteInput } from '../../../webview-ui/src/palette';
 
 // The real two-rank vLLM 0.26 trace captured on an H200 (test/fixtures/traces/servers/README.md).

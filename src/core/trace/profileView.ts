@@ -1,4 +1,4 @@
-import type { TraceBreakdown } from '../../core/trace/types';
+import type { TraceBreakdown } from './types';
 import { KernelStat, ProfileSummary, RunSummary } from '../../shared/results';
 
 /** True for the trace analyser's result (what the profiler phase and Analyze Trace File produce). */
