@@ -232,14 +232,19 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.deepEqual(rows.map((r) => r.level), ['c=1', `c=2 (cut short: ${cut.cut!.done} of 4 requests (cancelled))`]);
   });
 
-  it("tells the seed story: the default preset decodes at 46.1 tok/s single stream", async function () {
-    this.retries(1);
+  it("tells the seed story: the default preset decodes at about 46 tok/s single stream", async () => {
     const sim = await startSimulator({ port: 0 });
     sims.push(sim);
     const out = await runMacroPhase(context(sim, new RecordingSink()), { concurrency: [1], requests: 3, inputLen: 64, outputLen: 24, warmup: 0 });
     assert.equal(out.agent.status, 'completed', out.agent.reason);
     assert.match(sim.model, /Kimi-K2\.5.*\(simulated\)/);
-    assert.match(out.summary.headline ?? '', /^decode 46\.[01] tok\/s at c=1$/);
+    // The preset's own single-stream rate, from the simulator's timing model.
+    const { stdout } = await pexec('python3', [resolve('simulator', 'vllm_sim.py'), '--describe']);
+    const model = (JSON.parse(stdout) as { single_stream_tok_s: number }).single_stream_tok_s;
+    const m = /^decode ([\d.]+) tok\/s at c=1$/.exec(out.summary.headline ?? '');
+    assert.ok(m, `headline: ${out.summary.headline}`);
+    // As TPOT in the tests above: within 3% + 0.2 ms of the model's step (a busy host delays a stamp by a few ms).
+    within(1000 / Number(m[1]), 1000 / model, 0.03, 0.2, 'single-stream TPOT of the seed preset (ms)');
   });
 
   it('refuses bad load options with a message that names them, before anything runs', async () => {
