@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import { addTargetCommand } from './commands/addTarget';
+import { addTargetCommand, openSshConfigFile } from './commands/addTarget';
+import { connectTargetCommand, disconnectTargetCommand, editTargetCommand, removeTargetCommand } from './commands/targetCommands';
 import { FindingsEditor } from './findings/findingsEditor';
 import { insertResultHere } from './findings/insertResult';
 import { registerRunCommands } from './commands/registerRunCommands';
@@ -26,16 +27,16 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(log);
 
   const states = new TargetStates();
-  // One shared SSH connection per target; host-key prompts and passphrases (SecretStorage) live there.
+  // One shared SSH connection per host (targets on it share it and its state); host-key prompts and passphrases (SecretStorage) live there.
   const connections = new ConnectionManager(context.secrets, log);
-  context.subscriptions.push(connections, connections.onDidChangeState((c) => states.set(c.target, { connection: c.state === 'reconnecting' ? 'connecting' : c.state, detail: c.detail })));
+  context.subscriptions.push(connections);
   const apiKeys = new ApiKeyStore(context.secrets);
   const controller = new RunController(connections.connector, log, apiKeys);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
   const runners: PhaseRunners = { macro: macroRunner, micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
   restoreProbedStates(workspaceRoot(), controller.runs().filter((r) => r.phase === 'probe'), states);
-  const tree = new TargetsTreeProvider(controller, states);
+  const tree = new TargetsTreeProvider(controller, states, connections);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };
   const showResults = (runId?: string, compareRunId?: string) => ResultsPanel.show(panelDeps, runId, compareRunId);
@@ -55,8 +56,24 @@ export function activate(context: vscode.ExtensionContext): void {
       if (target) await apiKeys.ask(target.name);
     }),
     vscode.commands.registerCommand('inferenceBench.addTarget', async () => {
-      if (await addTargetCommand(log)) tree.refresh();
+      const added = await addTargetCommand(log);
+      if (!added) return;
+      tree.refresh();
+      // Checked at once, as Remote-SSH connects to a host it adds; a failure says why and offers Edit Target.
+      if (!(await connectTargetCommand(added.name, connections))) return;
+      void vscode.window.showInformationMessage(`Inference Bench: target "${added.name}" added and connected. Probe it to see its GPUs and what the server is.`, 'Probe Target').then((pick) => {
+        if (pick) void vscode.commands.executeCommand('inferenceBench.probeTarget', added.name);
+      });
     }),
+    vscode.commands.registerCommand('inferenceBench.editTarget', async (arg?: unknown) => {
+      if (await editTargetCommand(arg)) tree.refresh();
+    }),
+    vscode.commands.registerCommand('inferenceBench.removeTarget', async (arg?: unknown) => {
+      if (await removeTargetCommand(arg, controller, connections)) tree.refresh();
+    }),
+    vscode.commands.registerCommand('inferenceBench.connectTarget', (arg?: unknown) => connectTargetCommand(arg, connections)),
+    vscode.commands.registerCommand('inferenceBench.disconnectTarget', (arg?: unknown) => disconnectTargetCommand(arg, controller, connections)),
+    vscode.commands.registerCommand('inferenceBench.openSshConfig', () => openSshConfigFile()),
     vscode.commands.registerCommand('inferenceBench.openFindings', async () => {
       try {
         await findings.ensureOpen(undefined, { focus: true });

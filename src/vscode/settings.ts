@@ -75,3 +75,26 @@ export async function addTargetToSettings(target: Record<string, unknown>): Prom
   const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await config.update('targets', [...(Array.isArray(current) ? current : []), target], scope);
 }
+
+/**
+ * Replaces the target named `name` in the targets setting with `next` (or removes it), in the
+ * scope that holds it (workspace first), keeping the user's other entries exactly as written.
+ */
+export async function replaceTargetInSettings(name: string, next: Record<string, unknown> | undefined): Promise<void> {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const inspected = config.inspect<unknown[]>('targets');
+  const scopes: [vscode.ConfigurationTarget, unknown[] | undefined][] = [
+    [vscode.ConfigurationTarget.WorkspaceFolder, inspected?.workspaceFolderValue],
+    [vscode.ConfigurationTarget.Workspace, inspected?.workspaceValue],
+    [vscode.ConfigurationTarget.Global, inspected?.globalValue],
+  ];
+  for (const [scope, list] of scopes) {
+    if (!Array.isArray(list)) continue;
+    const i = list.findIndex((t) => typeof t === 'object' && t !== null && (t as { name?: unknown }).name === name);
+    if (i < 0) continue;
+    const updated = next ? list.map((t, j) => (j === i ? next : t)) : list.filter((_, j) => j !== i);
+    await config.update('targets', updated, scope);
+    return;
+  }
+  throw new Error(`no target named "${name}" in the ${SECTION}.targets setting`);
+}

@@ -77,7 +77,8 @@ async function bundleTests() {
     format: 'cjs',
     sourcemap: 'inline',
     // vscode comes from the extension host; mocha stays one shared instance for the index and the reporter.
-    external: ['vscode', 'mocha'],
+    // ssh2's optional native bindings are left out as in esbuild.mjs: it falls back to pure JS.
+    external: ['vscode', 'mocha', 'cpu-features', './crypto/build/Release/sshcrypto.node'],
     logLevel: 'warning',
   });
 }

@@ -179,6 +179,24 @@ function safeUserName(env: NodeJS.ProcessEnv): string {
 }
 
 /**
+ * The `Host` aliases a user can connect to, in the order the config (with its Includes) names
+ * them, as Remote-SSH lists them: patterns (`*`, `?`, `!`) are left out, as they name no one host.
+ */
+export function listSshHosts(options: { configFile?: string; home?: string } = {}): string[] {
+  const home = options.home ?? homedir();
+  const configFile = options.configFile ?? join(home, '.ssh', 'config');
+  if (!existsSync(configFile)) return [];
+  const text = expandIncludes(readFileSync(configFile, 'utf8'), join(home, '.ssh'), home, 0);
+  const hosts: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*host(?:\s+|\s*=\s*)(.+?)\s*$/i.exec(line);
+    if (!m) continue;
+    for (const name of splitArgs(m[1])) if (!/[*?!]/.test(name) && !hosts.includes(name)) hosts.push(name);
+  }
+  return hosts;
+}
+
+/**
  * Replaces each `Include` with the text of the files it names (in sorted glob order, as ssh does).
  * An Include inside a Host block is conditional in ssh; the block's Host line is repeated after the
  * included text so that the lines that follow still belong to it.

@@ -9,35 +9,60 @@ import { askTrustHostKey } from './hostKeyPrompt';
 import { PassphraseStore } from './passphraseStore';
 
 export interface ConnectionStateChange {
-  target: string;
+  /** The host's key (hostKey()); every target with this key shows the change. */
+  host: string;
   state: TransportState;
   /** Why, in words (the error message for `failed`). */
   detail?: string;
 }
 
-interface Entry {
-  /** The settings the connection was made with; a change in settings means a new connection. */
-  spec: string;
+/** What a target's connection row shows: the state of its host's connection. */
+export interface HostConnectionState {
+  state: TransportState;
+  detail?: string;
+}
+
+/** One transport + agent on the host, for one command prefix and interpreter (targets may differ there). */
+interface Channel {
   ready: Promise<{ transport: Transport; agent: DeployedAgent }>;
+  status: 'pending' | 'ok' | 'failed';
+}
+
+interface HostEntry {
+  key: string;
+  channels: Map<string, Channel>;
   users: number;
   idleTimer?: NodeJS.Timeout;
   state: TransportState;
+  detail?: string;
+  hooks: SshHooks;
 }
 
 // A connection nobody uses stays open this long, so that the next phase starts at once.
 const IDLE_CLOSE_MS = 5 * 60_000;
 
 /**
- * The extension's SSH (and local) connections: one per target, shared by every phase that runs
- * there and counted; the last user's release starts an idle timer that closes it. Unknown host
- * keys are asked about in a modal with the fingerprint; key passphrases are asked once and kept in
- * SecretStorage. State changes are events the sidebar shows.
+ * The machine a target reaches: targets with the same SSH host, port and user (or this machine)
+ * share one connection, and so one state.
+ */
+export function hostKey(target: Pick<Target, 'kind' | 'host' | 'port' | 'user'>): string {
+  return target.kind === 'local' ? 'local' : JSON.stringify([target.host ?? '', target.port ?? 0, target.user ?? '']);
+}
+
+/**
+ * The extension's SSH (and local) connections: one per host, shared by every target on it and
+ * every phase that runs there, and counted; the last user's release starts an idle timer that
+ * closes it. Unknown host keys are asked about in a modal with the fingerprint; key passphrases are
+ * asked once and kept in SecretStorage. The state is the host's, so every target on it shows the
+ * same; an attempt given up (Cancel while connecting, nobody else waiting) ends as disconnected.
  */
 export class ConnectionManager implements vscode.Disposable {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, HostEntry>();
   private readonly stateEmitter = new vscode.EventEmitter<ConnectionStateChange>();
   readonly onDidChangeState = this.stateEmitter.event;
   private readonly passphrases: PassphraseStore;
+  /** Hosts whose last attempt failed, with why; cleared by the next attempt. */
+  private readonly failed = new Map<string, HostConnectionState>();
 
   constructor(secrets: vscode.SecretStorage, private readonly log: vscode.LogOutputChannel, private readonly agentPath: string = bundledAgentPath()) {
     this.passphrases = new PassphraseStore(secrets);
@@ -46,113 +71,149 @@ export class ConnectionManager implements vscode.Disposable {
   /** For the run controller: a Connector that shares this manager's connections. */
   readonly connector: Connector = (target, signal) => this.connect(target, signal);
 
-  state(targetName: string): TransportState {
-    return this.entries.get(targetName)?.state ?? 'disconnected';
+  /** How many phases hold the target's host connection now (0 when idle or closed). */
+  users(target: Target): number {
+    return this.entries.get(hostKey(target))?.users ?? 0;
   }
 
-  /** How many phases hold the target's connection now (0 when idle or closed). */
-  users(targetName: string): number {
-    return this.entries.get(targetName)?.users ?? 0;
+  /** The targets among `all` that reach the same host as `target` (itself included). */
+  targetsSharing(target: Target, all: readonly Target[]): Target[] {
+    const key = hostKey(target);
+    return all.filter((t) => hostKey(t) === key);
   }
 
   async connect(target: Target, signal?: AbortSignal): Promise<Connection> {
-    const spec = JSON.stringify([target.kind, target.host, target.port, target.user, target.commandPrefix, target.python]);
-    let entry = this.entries.get(target.name);
-    if (entry && entry.spec !== spec) {
-      // The target's settings changed: the old connection goes once its users are done.
-      this.log.info(`${target.name}: settings changed, opening a new connection`);
-      const old = entry;
-      this.entries.delete(target.name);
-      if (old.users === 0) void this.closeEntry(old);
-      entry = undefined;
+    const key = hostKey(target);
+    const entry = this.entries.get(key) ?? this.openHost(key, target);
+    const channelKey = JSON.stringify([target.commandPrefix ?? [], target.python]);
+    let channel = entry.channels.get(channelKey);
+    if (!channel) {
+      channel = this.openChannel(entry, target);
+      entry.channels.set(channelKey, channel);
     }
-    if (!entry) entry = this.open(target, spec);
-    const mine = entry;
-    mine.users++;
-    if (mine.idleTimer) clearTimeout(mine.idleTimer);
-    mine.idleTimer = undefined;
+    entry.users++;
+    if (entry.idleTimer) clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
     let released = false;
     const release = async () => {
       if (released) return;
       released = true;
-      mine.users--;
-      if (mine.users > 0) return;
-      if (this.entries.get(target.name) !== mine) {
-        await this.closeEntry(mine);
+      entry.users--;
+      if (entry.users > 0) return;
+      if (this.entries.get(key) !== entry) {
+        await this.closeEntry(entry);
         return;
       }
-      mine.idleTimer = setTimeout(() => void this.disconnect(target.name), IDLE_CLOSE_MS);
+      if (entry.state !== 'connected' && entry.state !== 'reconnecting') {
+        // Nobody waits for this attempt any more (cancelled, or it failed): it is not left "connecting…".
+        // Not awaited: a cancel returns at once, the attempt is closed whenever it settles.
+        void this.disconnectKey(key, entry.state === 'failed' ? { state: 'failed', detail: entry.detail } : undefined);
+        return;
+      }
+      entry.idleTimer = setTimeout(() => void this.disconnectKey(key), IDLE_CLOSE_MS);
     };
     try {
-      const { transport, agent } = await abortable(mine.ready, signal);
+      const { transport, agent } = await abortable(channel.ready, signal);
       return { transport, agent, release };
     } catch (err) {
+      // A failed attempt is not kept: the next phase tries again (perhaps after the user fixed it).
+      if (entry.channels.get(channelKey) === channel && channel.status === 'failed') entry.channels.delete(channelKey);
       await release();
-      if (this.entries.get(target.name) === mine && mine.state === 'failed') {
-        // A failed attempt is not kept: the next phase tries again (perhaps after the user fixed it).
-        this.entries.delete(target.name);
-      }
       throw err;
     }
   }
 
-  /** Closes a target's connection now (phases still using it see their commands end). */
-  async disconnect(targetName: string): Promise<void> {
-    const entry = this.entries.get(targetName);
-    if (!entry) return;
-    this.entries.delete(targetName);
-    await this.closeEntry(entry);
-    this.fire({ target: targetName, state: 'disconnected' });
+  /** Closes the connection of the target's host now (phases still using it see their commands end). */
+  disconnectTarget(target: Target): Promise<void> {
+    return this.disconnectKey(hostKey(target));
   }
 
   dispose(): void {
-    for (const name of [...this.entries.keys()]) void this.disconnect(name);
+    for (const key of [...this.entries.keys()]) void this.disconnectKey(key);
     this.stateEmitter.dispose();
   }
 
-  private open(target: Target, spec: string): Entry {
-    const entry: Entry = { spec, users: 0, state: 'connecting', ready: Promise.resolve() as never };
-    this.entries.set(target.name, entry);
-    const setState = (state: TransportState, detail?: string) => {
-      if (this.entries.get(target.name) !== entry) return;
-      entry.state = state;
-      this.fire({ target: target.name, state, detail });
-    };
-    const hooks: SshHooks = {
+  private async disconnectKey(key: string, final?: HostConnectionState): Promise<void> {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    if (final?.state === 'failed') {
+      // The failure stays visible (with its reason) until the next attempt, without a held entry.
+      this.failed.set(key, final);
+    }
+    this.fire({ host: key, state: final?.state ?? 'disconnected', detail: final?.detail });
+    await this.closeEntry(entry);
+  }
+
+  /** The state of a host, a failed last attempt included. */
+  hostState(target: Target): HostConnectionState {
+    const key = hostKey(target);
+    const entry = this.entries.get(key);
+    if (entry) return { state: entry.state, detail: entry.detail };
+    return this.failed.get(key) ?? { state: 'disconnected' };
+  }
+
+  private openHost(key: string, target: Target): HostEntry {
+    this.failed.delete(key);
+    const label = target.kind === 'local' ? 'this machine' : target.host ?? target.name;
+    const entry: HostEntry = { key, channels: new Map(), users: 0, state: 'connecting', hooks: {} };
+    entry.hooks = {
       onUnknownHostKey: (prompt) => askTrustHostKey(prompt, target.name),
       askPassphrase: (keyFile, previousWasWrong) => this.passphrases.ask(keyFile, previousWasWrong),
       onPassphraseResult: (keyFile, accepted) => void this.passphrases.result(keyFile, accepted),
-      onStateChange: (state, detail) => setState(state, detail),
-      log: (level, message) => this.log[level](`${target.name}: ${message}`),
+      onStateChange: (state, detail) => this.setState(entry, state, detail),
+      log: (level, message) => this.log[level](`${label}: ${message}`),
     };
-    setState('connecting');
-    entry.ready = (async () => {
-      const transport = await openTransport(target, hooks);
+    this.entries.set(key, entry);
+    this.setState(entry, 'connecting');
+    return entry;
+  }
+
+  private openChannel(entry: HostEntry, target: Target): Channel {
+    if (entry.state !== 'connected') this.setState(entry, 'connecting');
+    const channel: Channel = { status: 'pending', ready: Promise.resolve() as never };
+    channel.ready = (async () => {
+      const transport = await openTransport(target, entry.hooks);
       try {
         const agent = await deployAgent(transport, this.agentPath, target.python);
-        if (target.kind === 'local') setState('connected', 'this machine');
+        // Connected once the agent answers; a second target on a connected host has no transport event of its own.
+        channel.status = 'ok';
+        this.setState(entry, 'connected', target.kind === 'local' ? 'this machine' : undefined);
         return { transport, agent };
       } catch (err) {
         await transport.close().catch(() => undefined);
         throw err;
       }
     })();
-    entry.ready.catch((err: unknown) => {
+    channel.ready.catch((err: unknown) => {
+      channel.status = 'failed';
       const message = err instanceof Error ? err.message : String(err);
       this.log.error(`${target.name}: ${message}`);
-      setState('failed', message);
+      // One target's interpreter failing there leaves the host connected for the others.
+      if (![...entry.channels.values()].some((c) => c.status === 'ok')) this.setState(entry, 'failed', message);
     });
-    return entry;
+    return channel;
   }
 
-  private async closeEntry(entry: Entry): Promise<void> {
+  private setState(entry: HostEntry, state: TransportState, detail?: string): void {
+    if (this.entries.get(entry.key) !== entry) return;
+    entry.state = state;
+    entry.detail = detail;
+    this.fire({ host: entry.key, state, detail });
+  }
+
+  private async closeEntry(entry: HostEntry): Promise<void> {
     if (entry.idleTimer) clearTimeout(entry.idleTimer);
-    try {
-      const { transport } = await entry.ready;
-      await transport.close();
-    } catch {
-      // never connected: nothing to close
-    }
+    await Promise.all(
+      [...entry.channels.values()].map(async (channel) => {
+        try {
+          const { transport } = await channel.ready;
+          await transport.close();
+        } catch {
+          // never connected: nothing to close
+        }
+      }),
+    );
   }
 
   private fire(change: ConnectionStateChange): void {

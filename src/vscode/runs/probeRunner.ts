@@ -7,9 +7,10 @@ import { runDir } from './storedRuns';
 /** What the sidebar shows of a probe: the server, its model, each GPU's memory. */
 export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<TargetState> {
   const server = r.server;
-  const kind = server.kind === 'vllm' ? 'vLLM' : server.kind === 'sglang' ? 'SGLang' : 'server';
+  const kind = server.kind === 'vllm' ? 'vLLM' : server.kind === 'sglang' ? 'SGLang' : 'OpenAI-compatible server';
   return {
-    serverKind: server.reachable ? `${kind}${server.simulated ? ' (simulator)' : ''}` : 'server not answering',
+    serverKind: server.reachable ? kind : 'server not answering',
+    simulated: server.reachable && !!server.simulated,
     serverVersion: server.version ?? undefined,
     model: server.models[0]?.id ?? undefined,
     gpus: r.gpus.devices.map((d) => ({ index: d.index, name: d.name, memoryUsedMiB: d.memory_used_mib ?? undefined, memoryTotalMiB: d.memory_total_mib ?? undefined })),

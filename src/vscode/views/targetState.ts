@@ -8,18 +8,21 @@ export interface GpuState {
   memoryTotalMiB?: number;
 }
 
-/** What the sidebar shows under a target: connection state and what the probe found. */
+/** What the sidebar shows under a target from its probe (the connection's state is its host's, from the connection manager). */
 export interface TargetState {
-  connection: 'connected' | 'connecting' | 'disconnected' | 'failed';
+  /** What the probe could not see (no GPUs, say). */
   detail?: string;
+  /** vLLM, SGLang, or another OpenAI-compatible server; "server not answering" when it did not. */
   serverKind?: string;
+  /** The server is the project's simulator. */
+  simulated?: boolean;
   serverVersion?: string;
   model?: string;
   gpus?: GpuState[];
   probedAt?: string;
 }
 
-/** Target states by name, filled by the connection manager and the probe; the sidebar listens. */
+/** Target states by name, filled by the probe; the sidebar listens. */
 export class TargetStates implements vscode.Disposable {
   private readonly states = new Map<string, TargetState>();
   private readonly changed = new vscode.EventEmitter<string>();
@@ -30,7 +33,7 @@ export class TargetStates implements vscode.Disposable {
   }
 
   set(name: string, patch: Partial<TargetState>): void {
-    this.states.set(name, { connection: 'disconnected', ...this.states.get(name), ...patch });
+    this.states.set(name, { ...this.states.get(name), ...patch });
     this.changed.fire(name);
   }
 

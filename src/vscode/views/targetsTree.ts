@@ -6,6 +6,7 @@ import { Disposable } from '../disposable';
 import { RunController } from '../runs/runController';
 import { runDir } from '../runs/storedRuns';
 import { readSettings, workspaceRoot } from '../settings';
+import type { ConnectionManager } from '../connections/connectionManager';
 import { GpuState, TargetStates } from './targetState';
 
 export type TreeNode =
@@ -31,8 +32,9 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   private readonly changed = this._register(new vscode.EventEmitter<TreeNode | undefined>());
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor(private readonly runs: RunController, private readonly states: TargetStates) {
+  constructor(private readonly runs: RunController, private readonly states: TargetStates, private readonly connections: Pick<ConnectionManager, 'hostState' | 'onDidChangeState'>) {
     super();
+    this._register(connections.onDidChangeState(() => this.refresh()));
     this._register(vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('inferenceBench')) this.refresh();
     }));
@@ -104,25 +106,33 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
       }
       case 'target': {
         const running = this.runs.isRunning(node.target.name);
+        const connection = this.connections.hostState(node.target).state;
         const item = new vscode.TreeItem(node.target.name, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `target:${node.target.name}`;
-        item.description = describeTarget(node.target);
+        // Where it runs and the server's URL, as Remote-SSH shows a host's address.
+        item.description = `${describeTarget(node.target)} · ${node.target.serverUrl}`;
         item.iconPath = new vscode.ThemeIcon(running ? 'sync~spin' : node.target.kind === 'local' ? 'vm' : 'remote');
-        item.contextValue = running ? 'target.running' : 'target';
-        item.tooltip = `${describeTarget(node.target)}\nserver: ${node.target.serverUrl}\npython: ${node.target.python}${node.target.commandPrefix ? `\nprefix: ${node.target.commandPrefix.join(' ')}` : ''}`;
+        // target / target.connected / target.running: the menus offer Connect or Disconnect to match.
+        item.contextValue = running ? 'target.running' : connection === 'connected' || connection === 'reconnecting' ? 'target.connected' : 'target';
+        item.tooltip = `${describeTarget(node.target)}\nserver URL: ${node.target.serverUrl}\npython: ${node.target.python}${node.target.commandPrefix ? `\nprefix: ${node.target.commandPrefix.join(' ')}` : ''}`;
         return item;
       }
       case 'state': {
         const state = this.states.get(node.target.name);
-        const connection = state?.connection ?? 'disconnected';
-        const server = [state?.serverKind, state?.model].filter(Boolean).join(' · ');
-        const connectionLabel = connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : connection === 'connecting' ? 'connecting…' : 'not connected';
-        // The server kind goes in the label and the model in the description, so a narrow sidebar still shows what runs there.
-        const item = new vscode.TreeItem(state?.serverKind ? `${connectionLabel} · ${state.serverKind}` : connectionLabel);
+        const { state: connection, detail } = this.connections.hostState(node.target);
+        // The release without its local build tag (0.11.0, not 0.11.0+cu128), so it fits; the tooltip has it whole.
+        const release = state?.serverVersion?.split('+')[0];
+        const server = state?.serverKind ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}` : undefined;
+        const connectionLabel = { connected: 'connected', failed: 'connection failed', connecting: 'connecting…', reconnecting: 'reconnecting…', disconnected: 'not connected' }[connection];
+        // The server goes in the label and the model in the description, so a narrow sidebar still shows what runs there.
+        const item = new vscode.TreeItem(server ? `${connectionLabel} · ${server}` : connectionLabel);
         item.id = `state:${node.target.name}`;
-        item.description = state?.model ?? (state?.detail || (connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
-        item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'connecting' ? 'loading~spin' : 'debug-disconnect');
-        item.tooltip = [state?.detail, server && `server: ${server}${state?.serverVersion ? ` ${state.serverVersion}` : ''}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`].filter(Boolean).join('\n') || undefined;
+        item.description = state?.model ?? (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
+        item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'disconnected' ? 'debug-disconnect' : 'loading~spin');
+        item.tooltip =
+          [connection === 'failed' ? `connection failed: ${detail}` : detail, state?.detail, server && `server: ${state?.serverKind}${state?.serverVersion ? ` ${state.serverVersion}` : ''}${state?.simulated ? ' (simulator)' : ''} at ${node.target.serverUrl}`, state?.model && `model: ${state.model}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`]
+            .filter(Boolean)
+            .join('\n') || undefined;
         item.command = { command: 'inferenceBench.probeTarget', title: 'Probe Target', arguments: [node.target.name] };
         return item;
       }

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { parseProxyJump, resolveSshConfig } from '../../../src/remote/ssh/config';
+import { listSshHosts, parseProxyJump, resolveSshConfig } from '../../../src/remote/ssh/config';
 
 // OpenSSH's own resolution (`ssh -G`) is the reference: each alias below is resolved by both and
 // the options we use must agree.
@@ -86,6 +86,14 @@ describe('ssh config resolution', () => {
       else assert.equal(ours.identityAgent, env.SSH_AUTH_SOCK, 'identityagent falls back to SSH_AUTH_SOCK');
     });
   }
+
+  it('lists the Host aliases a user can pick, Included files first where the Include stands, without patterns', () => {
+    assert.deepEqual(listSshHosts({ configFile: config, home }), ['gpu-included', 'box']);
+  });
+
+  it('lists no hosts when there is no config file', () => {
+    assert.deepEqual(listSshHosts({ configFile: join(dir, 'absent'), home }), []);
+  });
 
   it('expands %h, %r and ~ in IdentityFile like ssh does when it loads the key', () => {
     const file = join(dir, 'tokens');

@@ -11,13 +11,13 @@ describe('failures in the extension\'s words', () => {
     const agent = 'The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise capture a torch profiler trace with the server\'s own tools and break it down with `infbench analyze TRACE...` (or Analyze Trace File... in VS Code).';
     const said = inExtensionWords(agent, target);
     assert.doesNotMatch(said, /--url|infbench analyze/);
-    assert.match(said, /set target b6000's server URL to the vLLM\/SGLang server behind it, in its entry in the inferenceBench\.targets setting/);
+    assert.match(said, /set target b6000's server URL to the vLLM\/SGLang server behind it, with Inference Bench: Edit Target\.\.\. on b6000/);
     assert.match(said, /break it down with Inference Bench: Analyze Trace File\.\.\.\.$/);
   });
 
   it('names the target\'s URL, host and Python where the CLI names flags', () => {
     assert.equal(inExtensionWords('nothing answers — Start the server, or give its URL as seen from this host with --url.', target),
-      'nothing answers — Start the server, or set the target\'s server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, in its entry in the inferenceBench.targets setting.');
+      'nothing answers — Start the server, or set the target\'s server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, with Inference Bench: Edit Target... on b6000.');
     assert.match(inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target), /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/);
     assert.match(inExtensionWords('give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or $OPENAI_API_KEY as vllm bench serve reads it)', target), /Inference Bench: Set Server API Key\.\.\. on b6000$/);
   });
