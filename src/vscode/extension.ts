@@ -34,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const controller = new RunController(connections.connector, log, apiKeys);
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
-  const runners: PhaseRunners = { macro: macroRunner, micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
+  const runners: PhaseRunners = { macro: macroRunner(context.workspaceState), micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
   restoreProbedStates(workspaceRoot(), controller.runs().filter((r) => r.phase === 'probe'), states);
   const tree = new TargetsTreeProvider(controller, states, connections);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);

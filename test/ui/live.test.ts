@@ -299,6 +299,30 @@ describe('live results in code-server (UI)', function () {
     figures.insertedKernel = name;
   });
 
+  it('runs a custom macro workload from the quick picks (requests per level, goodput SLOs) and offers it first next time', async () => {
+    await wb.runCommand('Inference Bench: Run Macro Phase');
+    // Each preset says what it sends, requests per level included.
+    await wb.quickInput.getByText(/concurrency 1, 8, 32, 64; max\(8, 4 × concurrency\) requests per level; random prompts, 256 → 128 tokens/).first().waitFor();
+    await wb.answer(new RegExp(`^Run Macro Phase on ${TARGET}$`), 'Custom');
+    await wb.answer(/: load$/, 'Concurrency levels');
+    await wb.answer(/: concurrency levels$/, '2');
+    await wb.answer(/: requests per level$/, '6');
+    await wb.answer(/: dataset$/, 'Random prompts');
+    await wb.answer(/: prompt and output tokens$/, '32, 16');
+    await wb.answer(/: goodput SLOs$/, 'ttft:1000 tpot:100');
+    // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for.
+    const file = join(workspace, 'k25b6000bench1.md');
+    await poll('the custom run\'s table in the findings document', () => {
+      const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+      return /Goodput req\/s/.test(text) && /E2EL mean ms/.test(text) && /Total tok\/s/.test(text) && /Duration s/.test(text) ? true : undefined;
+    }, 90_000);
+    await wb.runCommand('Inference Bench: Run Macro Phase');
+    await wb.quickInput.getByText(/Again: Custom/).waitFor();
+    await wb.quickInput.getByText('concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens; goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms').first().waitFor();
+    await wb.screenshot('live-macro-presets-dark');
+    await wb.page.keyboard.press('Escape');
+  });
+
   it('adds a second target on the same host from its ~/.ssh/config alias, and both show the one connection', async () => {
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
     if (!(await targetRow(TARGET).isVisible())) await wb.activityBarItem('Inference Bench').click();

@@ -63,13 +63,14 @@ export function levelFlagLines(levels: readonly MacroLevelSummary[]): string[] {
   return lines;
 }
 
-/** One row per level: latencies in ms (mean, p50, p99), throughputs, goodput, client CPU. */
+/** One row per level, as `vllm bench serve` reports it: duration, latencies in ms (mean, p50, p99; E2EL mean and p99), throughputs (output and total tok/s), goodput, client CPU. */
 export function levelTable(levels: readonly MacroLevelSummary[], note?: string): ResultTable {
   const hasGoodput = levels.some((l) => num(l.request_goodput) !== null);
   const columns: ResultTable['columns'] = [
     { key: 'level', label: 'Load', align: 'left' },
     { key: 'completed', label: 'OK', digits: 0 },
     { key: 'failed', label: 'Failed', digits: 0 },
+    { key: 'duration', label: 'Duration s', digits: 2 },
     { key: 'mean_ttft_ms', label: 'TTFT mean ms', digits: 1 },
     { key: 'p50_ttft_ms', label: 'TTFT p50', digits: 1 },
     { key: 'p99_ttft_ms', label: 'TTFT p99', digits: 1 },
@@ -79,7 +80,10 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
     { key: 'mean_itl_ms', label: 'ITL mean ms', digits: 2 },
     { key: 'p50_itl_ms', label: 'ITL p50', digits: 2 },
     { key: 'p99_itl_ms', label: 'ITL p99', digits: 2 },
+    { key: 'mean_e2el_ms', label: 'E2EL mean ms', digits: 1 },
+    { key: 'p99_e2el_ms', label: 'E2EL p99', digits: 1 },
     { key: 'output_throughput', label: 'Output tok/s', digits: 1 },
+    { key: 'total_token_throughput', label: 'Total tok/s', digits: 1 },
     { key: 'request_throughput', label: 'Req/s', digits: 2 },
   ];
   if (hasGoodput) columns.push({ key: 'request_goodput', label: 'Goodput req/s', digits: 2 });

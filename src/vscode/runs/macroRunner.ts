@@ -7,62 +7,189 @@ import { PhaseRunner } from './phases';
 
 interface Workload {
   label: string;
-  detail: string;
   options: MacroOptions;
 }
 
-const shape = `${DEFAULT_MACRO_OPTIONS.inputLen} prompt → ${DEFAULT_MACRO_OPTIONS.outputLen} output tokens`;
-
 // The seed scenario first: single-stream decode speed, then how throughput grows with load.
 const WORKLOADS: Workload[] = [
-  { label: 'Single stream, then a concurrency sweep', detail: `concurrency ${DEFAULT_MACRO_OPTIONS.concurrency.join(', ')}; ${shape}`, options: {} },
-  { label: 'Single stream only', detail: `concurrency 1 (decode tok/s = 1 / TPOT); ${shape}`, options: { concurrency: [1] } },
-  { label: 'Wide concurrency sweep', detail: `concurrency 1, 2, 4, 8, 16, 32, 64, 128, 256; ${shape}`, options: { concurrency: [1, 2, 4, 8, 16, 32, 64, 128, 256] } },
-  { label: 'Request-rate sweep (Poisson arrivals)', detail: `1, 2, 4, 8, 16 req/s; ${shape}`, options: { requestRate: [1, 2, 4, 8, 16], burstiness: 1 } },
+  { label: 'Single stream, then a concurrency sweep', options: {} },
+  { label: 'Single stream only', options: { concurrency: [1] } },
+  { label: 'Wide concurrency sweep', options: { concurrency: [1, 2, 4, 8, 16, 32, 64, 128, 256] } },
+  { label: 'Request-rate sweep (Poisson arrivals)', options: { requestRate: [1, 2, 4, 8, 16], burstiness: 1 } },
 ];
 
 function parseList(text: string): number[] {
-  return text.split(/[\s,]+/).filter(Boolean).map(Number);
+  return text.split(/[\s,]+/).filter(Boolean).map((x) => (/^inf$/i.test(x) ? Infinity : Number(x)));
 }
 
-async function customWorkload(target: Target): Promise<MacroOptions | undefined> {
-  const levels = await vscode.window.showInputBox({
-    title: 'Run Macro Phase: concurrency levels',
-    prompt: 'Requests in flight at each level, comma-separated',
-    value: DEFAULT_MACRO_OPTIONS.concurrency.join(', '),
+/** How many requests each level sends, as the agent decides when nothing is given. */
+function perLevel(o: MacroOptions): string {
+  if (o.durationS !== undefined) return `${o.durationS} s per level`;
+  if (o.requests !== undefined) return `${o.requests} requests per level`;
+  return o.requestRate?.length ? '10 s worth of requests per level' : 'max(8, 4 × concurrency) requests per level';
+}
+
+/** A workload in one line, as the quick pick and the memory show it. */
+export function describeWorkload(o: MacroOptions): string {
+  const load = o.requestRate?.length
+    ? `${o.requestRate.map((r) => (Number.isFinite(r) ? r : '∞')).join(', ')} req/s (burstiness ${o.burstiness ?? 1}${o.maxConcurrency ? `, at most ${o.maxConcurrency} in flight` : ''})`
+    : `concurrency ${(o.concurrency ?? DEFAULT_MACRO_OPTIONS.concurrency).join(', ')}`;
+  const data = o.promptsFile ? `prompts from ${o.promptsFile}` : `random prompts, ${o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen} → ${o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen} tokens`;
+  const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
+  return [load, perLevel(o), data, slos.length ? `goodput SLOs ${slos.map(([k, v]) => `${k.toUpperCase()} ≤ ${v} ms`).join(', ')}` : ''].filter(Boolean).join('; ');
+}
+
+/** What a level's size was typed as: a request count ("64") or a duration ("30s"). */
+function parseLevelSize(text: string): Pick<MacroOptions, 'requests' | 'durationS'> | undefined | 'invalid' {
+  const t = text.trim();
+  if (!t) return undefined;
+  const m = /^(\d+(?:\.\d+)?)\s*s$/i.exec(t);
+  if (m) return Number(m[1]) > 0 ? { durationS: Number(m[1]) } : 'invalid';
+  return /^\d+$/.test(t) && Number(t) > 0 ? { requests: Number(t) } : 'invalid';
+}
+
+/** Goodput SLOs typed as `vllm bench serve --goodput` takes them: "ttft:500 tpot:50 e2el:10000". */
+function parseSlos(text: string): MacroOptions['goodput'] | undefined | 'invalid' {
+  const parts = text.trim().split(/[\s,]+/).filter(Boolean);
+  if (!parts.length) return undefined;
+  const out: NonNullable<MacroOptions['goodput']> = {};
+  for (const p of parts) {
+    const m = /^(ttft|tpot|e2el):(\d+(?:\.\d+)?)$/i.exec(p);
+    if (!m || !(Number(m[2]) > 0)) return 'invalid';
+    out[m[1].toLowerCase() as 'ttft' | 'tpot' | 'e2el'] = Number(m[2]);
+  }
+  return out;
+}
+
+/**
+ * The questions `vllm bench serve`'s flags answer, one after another, each proposing what this
+ * target ran last: load (concurrency or request rate, burstiness), requests or seconds per level,
+ * dataset (random, or a JSONL file of prompts on the host), prompt and output lengths, goodput SLOs.
+ */
+async function customWorkload(target: Target, last: MacroOptions): Promise<MacroOptions | undefined> {
+  const title = (step: string) => `Run Macro Phase on ${target.name}: ${step}`;
+  const mode = await vscode.window.showQuickPick(
+    [
+      { label: 'Concurrency levels', detail: 'a fixed number of requests in flight per level (--max-concurrency)', rate: false },
+      { label: 'Request rates', detail: 'requests sent at a rate, gamma-distributed gaps (--request-rate, --burstiness)', rate: true },
+    ],
+    { title: title('load'), placeHolder: 'How is the load set?' },
+  );
+  if (!mode) return undefined;
+  const options: MacroOptions = {};
+  if (!mode.rate) {
+    const levels = await vscode.window.showInputBox({
+      title: title('concurrency levels'),
+      prompt: 'Requests in flight at each level, comma-separated',
+      value: (last.requestRate?.length ? DEFAULT_MACRO_OPTIONS.concurrency : (last.concurrency ?? DEFAULT_MACRO_OPTIONS.concurrency)).join(', '),
+      ignoreFocusOut: true,
+      validateInput: (v) => (parseList(v).length && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Whole numbers above 0, for example 1, 8, 32'),
+    });
+    if (levels === undefined) return undefined;
+    options.concurrency = parseList(levels);
+  } else {
+    const rates = await vscode.window.showInputBox({
+      title: title('request rates'),
+      prompt: 'Requests per second at each level, comma-separated (inf sends them all at once)',
+      value: (last.requestRate ?? [1, 2, 4, 8, 16]).map((r) => (Number.isFinite(r) ? r : 'inf')).join(', '),
+      ignoreFocusOut: true,
+      validateInput: (v) => (parseList(v).length && parseList(v).every((n) => n > 0) ? undefined : 'Numbers above 0 or inf, for example 1, 4, 16'),
+    });
+    if (rates === undefined) return undefined;
+    options.requestRate = parseList(rates);
+    const burst = await vscode.window.showInputBox({
+      title: title('burstiness'),
+      prompt: 'Gamma shape of the gaps between requests: 1 is Poisson, below 1 burstier, above 1 steadier',
+      value: String(last.burstiness ?? 1),
+      ignoreFocusOut: true,
+      validateInput: (v) => (Number(v) > 0 ? undefined : 'A number above 0, for example 1'),
+    });
+    if (burst === undefined) return undefined;
+    options.burstiness = Number(burst);
+  }
+  const size = await vscode.window.showInputBox({
+    title: title('requests per level'),
+    prompt: `A request count ("64") or seconds ("30s") per level; empty for the default (${perLevel({ requestRate: options.requestRate })})`,
+    value: last.durationS !== undefined ? `${last.durationS}s` : last.requests !== undefined ? String(last.requests) : '',
     ignoreFocusOut: true,
-    validateInput: (v) => (parseList(v).length && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Whole numbers above 0, for example 1, 8, 32'),
+    validateInput: (v) => (parseLevelSize(v) === 'invalid' ? 'A whole number of requests, or seconds such as 30s' : undefined),
   });
-  if (levels === undefined) return undefined;
+  if (size === undefined) return undefined;
+  Object.assign(options, parseLevelSize(size) ?? {});
+  const dataset = await vscode.window.showQuickPick(
+    [
+      { label: 'Random prompts', detail: 'of a fixed length, as vllm bench serve --dataset-name random', file: false },
+      { label: 'A JSONL file of prompts on the host', detail: 'one {"prompt": ...} per line (--prompts-file)', file: true },
+    ],
+    { title: title('dataset'), placeHolder: 'Which prompts?' },
+  );
+  if (!dataset) return undefined;
+  if (dataset.file) {
+    const file = await vscode.window.showInputBox({
+      title: title('prompts file'),
+      prompt: `The JSONL file's path on ${target.kind === 'local' ? 'this machine' : target.host}`,
+      value: last.promptsFile ?? '',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'A path on the host'),
+    });
+    if (file === undefined) return undefined;
+    options.promptsFile = file.trim();
+  }
   const lengths = await vscode.window.showInputBox({
-    title: 'Run Macro Phase: prompt and output tokens',
-    prompt: 'Prompt tokens, output tokens',
-    value: `${DEFAULT_MACRO_OPTIONS.inputLen}, ${DEFAULT_MACRO_OPTIONS.outputLen}`,
+    title: title('prompt and output tokens'),
+    prompt: dataset.file ? 'Output tokens per request (the prompts are the file\'s); prompt tokens are ignored' : 'Prompt tokens, output tokens',
+    value: `${last.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen}, ${last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen}`,
     ignoreFocusOut: true,
     validateInput: (v) => (parseList(v).length === 2 && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Two whole numbers, for example 256, 128'),
   });
   if (lengths === undefined) return undefined;
-  const [inputLen, outputLen] = parseList(lengths);
-  const options: MacroOptions = { concurrency: parseList(levels), inputLen, outputLen };
+  [options.inputLen, options.outputLen] = parseList(lengths);
+  const slos = await vscode.window.showInputBox({
+    title: title('goodput SLOs'),
+    prompt: 'Goodput counts the requests that meet every SLO, in ms, for example ttft:500 tpot:50 (empty for none)',
+    value: Object.entries(last.goodput ?? {}).map(([k, v]) => `${k}:${v}`).join(' '),
+    ignoreFocusOut: true,
+    validateInput: (v) => (parseSlos(v) === 'invalid' ? 'Pairs such as ttft:500 tpot:50 e2el:10000 (milliseconds)' : undefined),
+  });
+  if (slos === undefined) return undefined;
+  const goodput = parseSlos(slos);
+  if (goodput && goodput !== 'invalid') options.goodput = goodput;
   macroAgentArgs(options, target.serverUrl); // validates; throws a message naming the bad option
   return options;
 }
 
-export const macroRunner: PhaseRunner = {
-  phase: 'macro',
-  title: 'Macro phase (serving benchmark)',
-  needsGpusFree: false,
-  async pickOptions(target, defaults) {
-    if (defaults) return { ...WORKLOADS[0].options };
-    const picked = await vscode.window.showQuickPick(
-      [...WORKLOADS.map((w) => ({ ...w, description: '' })), { label: 'Custom…', detail: 'Choose concurrency levels and token counts', description: '', options: undefined }],
-      { title: `Run Macro Phase on ${target.name}`, placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`, matchOnDetail: true },
-    );
-    if (!picked) return undefined;
-    return picked.options ? { ...picked.options } : ((await customWorkload(target)) as Record<string, unknown> | undefined);
-  },
-  async run(ctx, options) {
-    const outcome = await runMacroPhase(ctx, { requestTimeoutS: readSettings().requestTimeoutS, ...(options as MacroOptions) });
-    return outcome.summary;
-  },
-};
+interface Remembered {
+  label: string;
+  options: MacroOptions;
+}
+
+/** The macro phase; `memory` (the workspace's state) keeps each target's last workload, offered first next time. */
+export function macroRunner(memory: vscode.Memento): PhaseRunner {
+  const key = (target: Target) => `inferenceBench.macro.lastWorkload/${target.name}`;
+  return {
+    phase: 'macro',
+    title: 'Macro phase (serving benchmark)',
+    needsGpusFree: false,
+    async pickOptions(target, defaults) {
+      if (defaults) return { ...WORKLOADS[0].options };
+      const last = memory.get<Remembered>(key(target));
+      type Item = vscode.QuickPickItem & { options?: MacroOptions; custom?: boolean };
+      const items: Item[] = [
+        ...(last ? [{ label: `$(history) Again: ${last.label}`, detail: describeWorkload(last.options), description: `last run on ${target.name}`, options: last.options }] : []),
+        ...WORKLOADS.map((w): Item => ({ label: w.label, detail: describeWorkload(w.options), options: w.options })),
+        { label: 'Custom…', detail: 'concurrency or request rate, requests or seconds per level, dataset, lengths, goodput SLOs', custom: true },
+      ];
+      const picked = await vscode.window.showQuickPick(items, { title: `Run Macro Phase on ${target.name}`, placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`, matchOnDetail: true });
+      if (!picked) return undefined;
+      const options = picked.custom ? await customWorkload(target, last?.options ?? {}) : { ...picked.options };
+      if (!options) return undefined;
+      const label = picked.custom ? 'Custom' : (picked.label.startsWith('$(history)') ? last!.label : picked.label);
+      await memory.update(key(target), { label, options } satisfies Remembered);
+      return { ...options } as Record<string, unknown>;
+    },
+    async run(ctx, options) {
+      const outcome = await runMacroPhase(ctx, { requestTimeoutS: readSettings().requestTimeoutS, ...(options as MacroOptions) });
+      return outcome.summary;
+    },
+  };
+}
