@@ -109,6 +109,36 @@ export class RuntimeKindCache {
 }
 
 /**
+ * Name ids found from an event's raw name bytes: a trace repeats a few thousand kernel names (often
+ * hundreds of bytes of C++ template) millions of times, and decoding each into a string to look it
+ * up costs more than comparing its bytes with the copy kept of the first. Escaped names go through
+ * their decoded string.
+ */
+export class RawNameTable {
+  private readonly byHash = new Map<number, { raw: Buffer; id: number }[]>();
+
+  /** The id of the event's name; `add` gives the id of a name not seen in these bytes before. */
+  idOf(e: EventView, add: (name: string) => number): number {
+    const buf = e.buf;
+    const s = e.nameStart;
+    const end = e.nameEnd;
+    if (s < 0 || e.nameEscaped) return add(e.name());
+    // The ends of a name tell names apart best: templates share long prefixes.
+    let h = Math.imul(end - s, 0x9e3779b1);
+    for (let i = Math.max(s, end - 32); i < end; i++) h = Math.imul(h ^ buf[i], 16777619);
+    for (let i = s, stop = Math.min(end, s + 8); i < stop; i++) h = Math.imul(h ^ buf[i], 16777619);
+    const bucket = this.byHash.get(h);
+    if (bucket) {
+      for (const entry of bucket) if (entry.raw.length === end - s && buf.compare(entry.raw, 0, entry.raw.length, s, end) === 0) return entry.id;
+    }
+    const entry = { raw: Buffer.from(buf.subarray(s, end)), id: add(e.name()) };
+    if (bucket) bucket.push(entry);
+    else this.byHash.set(h, [entry]);
+    return entry.id;
+  }
+}
+
+/**
  * Keeps what the analysis needs from the event stream: kernels (about 40 bytes each, names
  * interned), launch calls with their correlation ids, and annotations. Everything else is counted
  * and dropped.
@@ -122,6 +152,16 @@ export class TraceCollector {
   private readonly kMem = new Vec((n) => new Uint8Array(n));
   private readonly names: string[] = [];
   private readonly nameIds = new Map<string, number>();
+  private readonly rawNames = new RawNameTable();
+  private readonly internName = (name: string): number => {
+    let id = this.nameIds.get(name);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(name);
+      this.nameIds.set(name, id);
+    }
+    return id;
+  };
   private readonly rTs = new Vec((n) => new Float64Array(n));
   private readonly rDur = new Vec((n) => new Float64Array(n));
   private readonly rCorr = new Vec((n) => new Int32Array(n));
@@ -139,13 +179,7 @@ export class TraceCollector {
     // Only complete events ("X") carry durations; flows, counters and metadata are skipped.
     if (e.ph !== 0x58 || Number.isNaN(e.ts)) return;
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) {
-      const name = e.name();
-      let id = this.nameIds.get(name);
-      if (id === undefined) {
-        id = this.names.length;
-        this.names.push(name);
-        this.nameIds.set(name, id);
-      }
+      const id = this.rawNames.idOf(e, this.internName);
       this.kTs.push(e.ts);
       this.kDur.push(Number.isNaN(e.dur) ? 0 : e.dur);
       this.kName.push(id);

@@ -176,6 +176,30 @@ export class TraceJsonReader {
     }
   }
 
+  /**
+   * For a caller that reads into a buffer of its own, to spare the copy push() makes of every chunk:
+   * `buf[0, length)` is what the last call left unread (moved to the front by the caller) followed
+   * by new bytes. Returns how many bytes at the front were used; the caller moves the rest to the
+   * front before its next read. The reader keeps no reference to `buf` between calls.
+   */
+  pushRegion(buf: Buffer, length: number): number {
+    if (this.state === 'done') return length;
+    this.base += this.pos;
+    this.buf = buf.subarray(0, length);
+    this.pos = 0;
+    this.nextBackslash = -1;
+    this.run();
+    const used = this.pos;
+    if (length - used > TraceJsonReader.MAX_META_VALUE && this.state !== 'events' && this.state !== 'afterEvent') {
+      throw new TraceFormatError(`The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`, this.base + this.pos);
+    }
+    // What is left is the caller's to move: from here on this reader's view of it is the copy.
+    this.buf = Buffer.from(this.buf.subarray(used));
+    this.base += used;
+    this.pos = 0;
+    return used;
+  }
+
   /** Call at the end of input. Throws for what is not a trace; a cut document gives `truncated`. */
   end(): ReaderSummary {
     const bytesRead = this.base + this.buf.length;

@@ -1,5 +1,5 @@
 import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
-import { Annotation, CollectedTrace, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
+import { Annotation, CollectedTrace, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
@@ -242,6 +242,9 @@ export class OnlineAnalyzer {
   private readonly patterns: StepPattern[];
   private readonly names: string[] = [];
   private readonly nameIds = new Map<string, number>();
+  private readonly rawNames = new RawNameTable();
+  private readonly addKernelName = (name: string): number => this.nameId(name, false);
+  private readonly addMemoryName = (name: string): number => this.nameId(name, true);
   private readonly category: string[] = [];
   private readonly tracks: (StepTrack | undefined)[];
   /** Launch calls waiting for their kernels: a = CPU ts, c = 1 for a graph launch. */
@@ -295,7 +298,7 @@ export class OnlineAnalyzer {
   };
 
   private kernel(e: EventView, memory: boolean): void {
-    const id = this.nameId(e.name(), memory);
+    const id = this.rawNames.idOf(e, memory ? this.addMemoryName : this.addKernelName);
     const ts = e.ts;
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
     this.kernels++;

@@ -27,6 +27,40 @@ async function isGzip(path: string): Promise<boolean> {
 }
 
 /**
+ * A plain JSON file, read straight into one buffer that the reader parses in place: what an event
+ * cut by the end of a read leaves is moved to the front, and the next read lands after it.
+ */
+async function readPlain(path: string, reader: TraceJsonReader, fileBytes: number, options: ReadOptions): Promise<ReaderSummary> {
+  const fh = await open(path, 'r');
+  let buf = Buffer.allocUnsafe(4 << 20);
+  let kept = 0;
+  let fileRead = 0;
+  let lastProgress = 0;
+  try {
+    for (;;) {
+      if (options.signal?.aborted) throw new Error('Trace analysis was cancelled.');
+      // One value longer than the buffer (a huge top-level key): make room, the reader refuses past 64 MB.
+      if (kept === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(buf.length)]);
+      const { bytesRead } = await fh.read(buf, kept, buf.length - kept, null);
+      if (bytesRead === 0) break;
+      fileRead += bytesRead;
+      const length = kept + bytesRead;
+      const used = reader.pushRegion(buf, length);
+      buf.copyWithin(0, used, length);
+      kept = length - used;
+      if (options.onProgress && fileRead - lastProgress >= 16 << 20) {
+        lastProgress = fileRead;
+        options.onProgress(fileRead, fileBytes);
+      }
+    }
+  } finally {
+    await fh.close();
+  }
+  options.onProgress?.(fileBytes, fileBytes);
+  return reader.end();
+}
+
+/**
  * Streams a trace file (plain JSON or gzip, told apart by the magic bytes, not the name) through the
  * incremental reader. A gzip stream that is cut or corrupt ends the input where it broke: what was
  * whole is analysed and `truncated` says what happened.
@@ -35,13 +69,14 @@ export async function readTraceFile(path: string, onEvent: (event: EventView) =>
   const fileBytes = statSync(path).size;
   const compressed = fileBytes >= 2 && (await isGzip(path));
   const reader = new TraceJsonReader(onEvent);
+  if (!compressed) return { ...(await readPlain(path, reader, fileBytes, options)), compressed, fileBytes };
   const file = createReadStream(path, { highWaterMark: 1 << 20 });
   let fileRead = 0;
   file.on('data', (b) => {
     fileRead += b.length;
   });
-  const stream = compressed ? file.pipe(createGunzip({ chunkSize: 1 << 20 })) : file;
-  if (compressed) file.on('error', (err) => stream.destroy(err));
+  const stream = file.pipe(createGunzip({ chunkSize: 1 << 20 }));
+  file.on('error', (err) => stream.destroy(err));
   let gzipProblem: string | undefined;
   let lastProgress = 0;
   try {
@@ -55,7 +90,7 @@ export async function readTraceFile(path: string, onEvent: (event: EventView) =>
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (compressed && (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR')) {
+    if (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR') {
       gzipProblem = code === 'Z_BUF_ERROR'
         ? 'the gzip stream is cut short (the file was copied or written only in part)'
         : `the gzip data is corrupt (${(err as Error).message})`;
