@@ -99,12 +99,20 @@ export function runtimeKind(name: string): RuntimeKind | undefined {
 /** runtimeKind remembered per name: a trace repeats a few runtime call names millions of times. */
 export class RuntimeKindCache {
   private readonly kinds = new Map<string, RuntimeKind | undefined>();
+  private readonly byRaw = new RawNameTable();
+  private readonly rawKinds: (RuntimeKind | undefined)[] = [];
+  private readonly addRaw = (name: string): number => this.rawKinds.push(this.kindOf(name)) - 1;
 
   kindOf(name: string): RuntimeKind | undefined {
     if (this.kinds.has(name)) return this.kinds.get(name);
     const kind = runtimeKind(name);
     this.kinds.set(name, kind);
     return kind;
+  }
+
+  /** The kind of the event's call, from its raw name bytes (no string made per event). */
+  kindOfEvent(e: EventView): RuntimeKind | undefined {
+    return this.rawKinds[this.byRaw.idOf(e, this.addRaw)];
   }
 }
 
@@ -187,7 +195,7 @@ export class TraceCollector {
       this.kStream.push(Number.isNaN(e.tid) ? -1 : e.tid);
       this.kMem.push(cat === EventCat.Kernel ? 0 : 1);
     } else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) {
-      const kind = this.runtimeKinds.kindOf(e.name());
+      const kind = this.runtimeKinds.kindOfEvent(e);
       if (kind === undefined) return;
       this.rTs.push(e.ts);
       this.rDur.push(Number.isNaN(e.dur) ? 0 : e.dur);

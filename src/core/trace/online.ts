@@ -230,13 +230,6 @@ class Sampler {
   }
 }
 
-interface Launch {
-  ts: number;
-  graph: boolean;
-}
-
-const launch = (ts: number, graph: boolean): Launch => ({ ts, graph });
-
 export class OnlineAnalyzer {
   private readonly classifier: KernelClassifier;
   private readonly patterns: StepPattern[];
@@ -316,12 +309,12 @@ export class OnlineAnalyzer {
     const corr = e.correlation;
     const slot = this.launches.head(corr);
     if (slot >= 0) {
-      const l = launch(this.launches.a[slot], this.launches.c[slot] === 1);
-      if (!l.graph) {
+      const launchTs = this.launches.a[slot];
+      if (this.launches.c[slot] !== 1) {
         this.launches.remove(corr);
-        if (!memory) this.launchToStart.add(ts - l.ts);
+        if (!memory) this.launchToStart.add(ts - launchTs);
       }
-      this.route(corr, l, ts, dur, id);
+      this.route(launchTs, ts, dur, id);
     } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
       // The launch call comes later in the file: keep the kernel until it does.
       this.pendingKernels.add(corr, ts, dur, id);
@@ -332,7 +325,7 @@ export class OnlineAnalyzer {
   }
 
   private runtime(e: EventView): void {
-    const kind = this.runtimeKinds.kindOf(e.name());
+    const kind = this.runtimeKinds.kindOfEvent(e);
     if (kind === undefined) return;
     this.runtimeSeen++;
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
@@ -353,7 +346,6 @@ export class OnlineAnalyzer {
       if (this.graphCorrs.length > 256) this.launches.remove(this.graphCorrs.shift()!);
     }
     if (corr < 0) return;
-    const l = launch(e.ts, graph);
     const first = this.pendingKernels.head(corr);
     if (first >= 0) {
       // Kernels that arrived first, oldest last in the chain: route them in arrival order.
@@ -363,8 +355,8 @@ export class OnlineAnalyzer {
         const s = waiting[i];
         const ts = this.pendingKernels.a[s];
         const id = this.pendingKernels.c[s];
-        if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - l.ts);
-        this.route(corr, l, ts, this.pendingKernels.b[s], id);
+        if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - e.ts);
+        this.route(e.ts, ts, this.pendingKernels.b[s], id);
       }
       this.pendingCount -= waiting.length;
       this.pendingKernels.remove(corr);
@@ -406,13 +398,13 @@ export class OnlineAnalyzer {
     return undefined;
   };
 
-  private route(corr: number, launch: Launch, ts: number, dur: number, id: number): void {
+  private route(launchTs: number, ts: number, dur: number, id: number): void {
     // Tracks below the best one that has steps can no longer be chosen (finish() takes the first
     // annotation pattern with kernels): skip them. A graph launch inside a step range brings all
     // its replayed kernels into that step, however many graphs the step replays.
     for (const track of this.tracks) {
       if (!track) continue;
-      track.add(track.find(launch.ts), ts, dur, id);
+      track.add(track.find(launchTs), ts, dur, id);
       if (track.routed > 0) {
         // The server names its steps: they stream, and the collection is not needed.
         this.collector = undefined;
