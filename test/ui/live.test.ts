@@ -366,6 +366,8 @@ describe('live results in code-server (UI)', function () {
     await wb.page.getByRole('menuitem', { name: 'Remove Target', exact: true }).click();
     await wb.page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
     await targetRow(SECOND).waitFor({ state: 'detached' });
+    // The host's connection stays for the target still on it.
+    await wb.page.getByRole('treeitem', { name: /^connected · vLLM/ }).waitFor();
     // What the user would open: the workspace's settings file keeps the first target as it was.
     const names = await poll('the second target gone from .vscode/settings.json', () => {
       try {
@@ -400,6 +402,16 @@ describe('live results in code-server (UI)', function () {
     await results.getByText('Throughput vs concurrency').waitFor();
     await wb.screenshot('live-macro-light');
     await previewTab().click();
+    await poll('the findings preview drawn in the light theme', async () => {
+      for (const f of wb.page.frames()) {
+        try {
+          if (await f.locator('table th', { hasText: /^Load$/ }).first().isVisible()) return true;
+        } catch {
+          // a frame that went away while we looked
+        }
+      }
+      return undefined;
+    });
     await wb.screenshot('live-findings-preview-light');
     await wb.page.getByRole('tab', { name: /^Inference Bench Results/ }).click();
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
