@@ -1,4 +1,4 @@
-import { CollectedTrace, RuntimeKind } from './collect';
+import { badTimesWarning, CollectedTrace, RuntimeKind } from './collect';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { StepConfidence, StepFinding, StepKind } from './steps';
 import { CategoryShare, Distribution, FrontEndTrace, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, StepSource, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
@@ -266,6 +266,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
   });
   aggregates.sort((a, b) => a.start - b.start);
   const warnings = [...steps.warnings];
+  if (trace.badTimes) warnings.push(badTimesWarning(trace.badTimes));
   if (input.truncated && aggregates.length) {
     aggregates.pop();
     warnings.push(CUT_STEP_WARNING);

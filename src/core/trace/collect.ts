@@ -81,6 +81,8 @@ export interface CollectedTrace {
   runtime: RuntimeColumns;
   annotations: Annotation[];
   cpuOps: number;
+  /** Events left out for a time that was not a finite, non-negative number. */
+  badTimes?: number;
 }
 
 /**
@@ -114,6 +116,25 @@ export class RuntimeKindCache {
   kindOfEvent(e: EventView): RuntimeKind | undefined {
     return this.rawKinds[this.byRaw.idOf(e, this.addRaw)];
   }
+}
+
+/**
+ * A time the analysis cannot use: an infinite or negative duration (a trace written by a crashed or
+ * broken profiler, or a hand-edited one), or an infinite start. Such an event is left out and
+ * counted, not turned into "NaN%" or "Infinity ms".
+ */
+export function hasBadTime(e: EventView): boolean {
+  const cat = e.cat;
+  const gpu = cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset;
+  const used = gpu || cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver || cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation || cat === EventCat.PythonFunction;
+  if (!used) return false;
+  // GPU work without a duration is as unusable as one with a broken duration.
+  if (!Number.isFinite(e.ts) || (gpu && Number.isNaN(e.dur))) return true;
+  return !Number.isNaN(e.dur) && (!Number.isFinite(e.dur) || e.dur < 0);
+}
+
+export function badTimesWarning(n: number): string {
+  return `${n} event(s) with a non-finite or negative time (NaN, Infinity, a negative duration) were left out of the analysis.`;
 }
 
 /**
@@ -177,6 +198,7 @@ export class TraceCollector {
   private readonly runtimeKinds = new RuntimeKindCache();
   private readonly annotations: Annotation[] = [];
   private cpuOps = 0;
+  private badTimes = 0;
 
   readonly onEvent = (e: EventView): void => {
     const cat = e.cat;
@@ -185,7 +207,11 @@ export class TraceCollector {
       return;
     }
     // Only complete events ("X") carry durations; flows, counters and metadata are skipped.
-    if (e.ph !== 0x58 || Number.isNaN(e.ts)) return;
+    if (e.ph !== 0x58) return;
+    if (hasBadTime(e)) {
+      this.badTimes++;
+      return;
+    }
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) {
       const id = this.rawNames.idOf(e, this.internName);
       this.kTs.push(e.ts);
@@ -225,6 +251,7 @@ export class TraceCollector {
       runtime: { count: this.rTs.length, ts: this.rTs.view(), dur: this.rDur.view(), correlation: this.rCorr.view(), kind: this.rKind.view() },
       annotations: this.annotations,
       cpuOps: this.cpuOps,
+      badTimes: this.badTimes,
     };
   }
 }

@@ -1,5 +1,5 @@
 import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
-import { Annotation, CollectedTrace, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
+import { Annotation, badTimesWarning, CollectedTrace, hasBadTime, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
@@ -263,6 +263,8 @@ export class OnlineAnalyzer {
   /** Every kernel as numbers, until a step annotation takes one: the steps of an unnamed trace are found from it. */
   private collector: TraceCollector | undefined = new TraceCollector();
   private readonly graphCorrs: number[] = [];
+  /** Events whose ts or dur was not a finite, non-negative number: left out, and counted. */
+  private badTimes = 0;
 
   constructor(options: TraceAnalysisOptions = {}) {
     this.classifier = new KernelClassifier(options.extraFamilies);
@@ -284,7 +286,11 @@ export class OnlineAnalyzer {
   readonly onEvent = (e: EventView): void => {
     this.collector?.onEvent(e);
     const cat = e.cat;
-    if (cat === EventCat.CpuOp || e.ph !== 0x58 || Number.isNaN(e.ts)) return;
+    if (cat === EventCat.CpuOp || e.ph !== 0x58) return;
+    if (hasBadTime(e)) {
+      this.badTimes++;
+      return;
+    }
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) this.kernel(e, cat !== EventCat.Kernel);
     else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) this.runtime(e);
     else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) this.annotation(e, cat === EventCat.GpuUserAnnotation);
@@ -439,6 +445,7 @@ export class OnlineAnalyzer {
     candidates.forEach((c, i) => (steps[i].kind = c.kind));
     steps.sort((a, b) => a.start - b.start);
     const warnings: string[] = [];
+    if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
     if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
     const launch: LaunchStats | null = this.runtimeSeen

@@ -192,6 +192,25 @@ describe('streaming and in-memory analysis agree', () => {
 });
 
 describe('bad trace inputs', () => {
+  it('leaves out events whose times are NaN, Infinity or negative, says how many, and shows no NaN or Infinity', async () => {
+    const good = rankTrace(50, 0, true);
+    // Python's json.dump writes NaN and Infinity as bare tokens; a huge exponent overflows to Infinity.
+    const bad = ['NaN', 'Infinity', '-Infinity', '-5.0', '1e999']
+      .map((dur, i) => `{"ph":"X","cat":"kernel","name":"broken_kernel_${i}","pid":0,"tid":7,"ts":${1000 + i},"dur":${dur},"args":{"correlation":${900000 + i}}}`)
+      .join(',');
+    const file = write('bad-times.json', good.replace(/"traceEvents": ?\[/, `"traceEvents": [${bad},`));
+    for (const mode of ['auto', 'in-memory'] as const) {
+      const b = await analyzeTraceFiles([file], { mode });
+      const r = b.ranks[0];
+      assert.ok(r.warnings.some((w) => w.startsWith('5 event(s) with a non-finite or negative time')), r.warnings.join(' | '));
+      assert.ok(!r.kernelTotals.some((k) => k.name.startsWith('broken_kernel')), 'a broken event was counted');
+      // Every figure, the warnings (which name what was wrong) aside.
+      const figures = JSON.stringify({ ...b, ranks: b.ranks.map((x) => ({ ...x, warnings: [] })) });
+      assert.doesNotMatch(figures, /NaN|Infinity|null,"msPerStep"/);
+      assert.equal(r.decode.count, 4);
+    }
+  });
+
   const eagerGz = readFileSync(join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz'));
 
   it('analyses what is whole of a cut gzip file and says it was cut', async () => {
