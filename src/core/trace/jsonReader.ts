@@ -368,26 +368,7 @@ export class TraceJsonReader {
       const e = this.stringEnd(buf, i + 1, n);
       return e === NEED_MORE ? NEED_MORE : e + 1;
     }
-    if (c === LBRACE || c === LBRACK) {
-      let depth = 0;
-      let j = i;
-      while (j < n) {
-        const d = buf[j];
-        if (d === Q) {
-          const e = this.stringEnd(buf, j + 1, n);
-          if (e === NEED_MORE) return NEED_MORE;
-          j = e + 1;
-          continue;
-        }
-        if (d === LBRACE || d === LBRACK) depth++;
-        else if (d === RBRACE || d === RBRACK) {
-          depth--;
-          if (depth === 0) return j + 1;
-        }
-        j++;
-      }
-      return NEED_MORE;
-    }
+    if (c === LBRACE || c === LBRACK) return this.skipRest(buf, i + 1, n);
     // number, true, false, null: up to the next delimiter
     let j = i;
     while (j < n) {
