@@ -30,7 +30,7 @@ interface KernelBuffer {
 interface OnlineStep {
   label: string;
   kind: StepKind | undefined;
-  /** The annotation's CPU range (annotation tracks), or the graph launch time. */
+  /** The annotation's CPU range. */
   ts: number;
   end: number;
   buffer?: KernelBuffer;
@@ -110,7 +110,7 @@ class CorrelationTable {
   }
 }
 
-/** One way of cutting the trace into steps: an annotation pattern, or CUDA graph launches. */
+/** One way of cutting the trace into steps: the ranges of one step annotation pattern. */
 class StepTrack {
   readonly steps: OnlineStep[] = [];
   private readonly starts: number[] = [];
@@ -126,10 +126,10 @@ class StepTrack {
   constructor(readonly category: readonly string[], private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined) {}
 
   /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
-  addRange(label: string, kind: StepKind | undefined, ts: number, end: number, nestable = true): OnlineStep | undefined {
+  addRange(label: string, kind: StepKind | undefined, ts: number, end: number): OnlineStep | undefined {
     let at = this.steps.length;
     while (at > 0 && this.starts[at - 1] > ts) at--;
-    if (nestable) for (let j = at - 1; j >= 0 && j >= at - 4; j--) if (this.steps[j].ts <= ts && end <= this.steps[j].end) return undefined;
+    for (let j = at - 1; j >= 0 && j >= at - 4; j--) if (this.steps[j].ts <= ts && end <= this.steps[j].end) return undefined;
     const step: OnlineStep = { label, kind, ts, end, received: 0, open: false };
     this.steps.splice(at, 0, step);
     this.starts.splice(at, 0, ts);
@@ -140,12 +140,6 @@ class StepTrack {
   find(t: number): OnlineStep | undefined {
     const i = lastAtOrBefore(this.starts, t);
     return i >= 0 && t <= this.steps[i].end ? this.steps[i] : undefined;
-  }
-
-  /** The step of the last graph launch at or before t. */
-  latestAtOrBefore(t: number): OnlineStep | undefined {
-    const i = lastAtOrBefore(this.starts, t);
-    return i >= 0 ? this.steps[i] : undefined;
   }
 
   add(step: OnlineStep | undefined, ts: number, dur: number, name: number): void {

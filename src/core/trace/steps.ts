@@ -242,7 +242,8 @@ export interface RepeatingSteps {
   period: number;
   /** Share of kernels equal to the kernel one period later: 1 for a loop of identical passes. */
   periodicity: number;
-  anchor: string;
+  /** Name id of the kernel each pass starts at. */
+  anchor: number;
 }
 
 /**
@@ -337,7 +338,7 @@ export function findRepeatingSteps(nameOf: (o: number) => number, durOf: (o: num
     current.kernels.push(o);
   }
   steps.push(current);
-  return steps.length >= 2 ? { steps, period, periodicity, anchor: String(anchor) } : undefined;
+  return steps.length >= 2 ? { steps, period, periodicity, anchor } : undefined;
 }
 
 /** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
@@ -442,7 +443,7 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     settleKindsByShape(trace, steps);
     const confidence: StepConfidence = repeats.periodicity >= 0.9 ? 'likely' : 'unsure';
     warnings.push(
-      `No step annotations: steps cut where the kernel sequence repeats (a pass of ${repeats.period} kernels, each starting at ${shortKernelName(k.names[Number(repeats.anchor)], 48)}, ` +
+      `No step annotations: steps cut where the kernel sequence repeats (a pass of ${repeats.period} kernels, each starting at ${shortKernelName(k.names[repeats.anchor], 48)}, ` +
         `${(100 * repeats.periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
         (graphStarts.length ? ` The ${graphStarts.length} CUDA graph launches are ${(graphStarts.length / steps.length).toFixed(1)} per step (piecewise graphs), so they do not mark steps.` : ''),
     );
