@@ -136,7 +136,6 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
   }
 
   it('infbench macro: TTFT = T0 and TPOT = D at c=1 and c=4, exact token counts from usage, a vLLM-shaped result file', async function () {
-    this.retries(1);
     const out = join(workspace, `macro-${Date.now()}.json`);
     const r = await cli(['macro', '--target', 'local', '--url', openai.url, '--concurrency', '1,4', '--requests', String(REQUESTS),
       '--input-len', String(INPUT), '--output-len', String(OUTPUT), '--warmup', '1', '--seed', '7', '--out', out]);
@@ -165,7 +164,6 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
   });
 
   it('macro phase, chat API, a server that never sends usage: the client counts the tokens itself and records it', async function () {
-    this.retries(1);
     // The chat stream opens with a role-only chunk at once: a client that stamped it would read TTFT ~0 ms.
     const server = await foreign('no-usage');
     const findings: FindingsUpdate[] = [];
@@ -198,7 +196,6 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
   });
 
   it('macro phase, a strict server that refuses ignore_eos with HTTP 400: retried without vLLM\'s fields, warned, measured right', async function () {
-    this.retries(1);
     const server = await foreign('strict');
     const log = new CapturingLogger();
     const outcome = await runMacroPhase(await phase(server.url, log, []),

@@ -109,7 +109,6 @@ describe('macro phase against the simulator (known answers)', function () {
   const base: MacroOptions = { inputLen: INPUT, outputLen: OUTPUT, warmup: 1 };
 
   it('measures single-stream decode speed and TTFT as the timing model predicts', async function () {
-    this.retries(1);
     const sim = await simulator();
     const sink = new RecordingSink();
     const out = await runMacroPhase(context(sim, sink), { ...base, concurrency: [1], requests: 8 });
@@ -142,7 +141,6 @@ describe('macro phase against the simulator (known answers)', function () {
   });
 
   it('measures TPOT and throughput across a concurrency sweep as the scheduler replay predicts', async function () {
-    this.retries(1);
     const sim = await simulator();
     const sink = new RecordingSink();
     const levels = [4, 16];
@@ -168,7 +166,6 @@ describe('macro phase against the simulator (known answers)', function () {
   });
 
   it('reports faults as failures with reasons and keeps them out of the latency figures', async function () {
-    this.retries(1);
     const sim = await simulator({ faults: ['error500:every=4', 'cut:every=5:after=3'] });
     const sink = new RecordingSink();
     const out = await runMacroPhase(context(sim, sink), { ...base, warmup: 0, concurrency: [4], requests: 20 });
