@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
-import { PHASE_ORDER, PhaseRunner, PhaseRunners, RunnablePhase } from '../runs/phases';
+import { PHASE_ORDER, PhaseRunner, PhaseRunners, RunnablePhase } from '../../core/campaign/phaseRunner';
 import { pickTarget } from './pickers';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = { probe: 'Probe Target', macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { RunController } from '../runs/runController';
-import { runDir } from '../runs/storedRuns';
+import { runDir } from '../../core/runs/runFolder';
 import { workspaceRoot } from '../settings';
 import { pickRun } from './pickers';
 

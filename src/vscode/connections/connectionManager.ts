@@ -4,7 +4,7 @@ import { bundledAgentPath, deployAgent, DeployedAgent } from '../../remote/agent
 import { openTransport } from '../../remote/openTransport';
 import { SshHooks } from '../../remote/ssh/connection';
 import { Transport, TransportState } from '../../remote/transport';
-import { Connection, Connector } from '../runs/connect';
+import { Connection, Connector } from '../../core/campaign/connection';
 import { askTrustHostKey } from './hostKeyPrompt';
 import { PassphraseStore } from './passphraseStore';
 

@@ -3,7 +3,7 @@ import { Target } from '../../core/config/target';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../../core/macro/options';
 import { readSettings } from '../settings';
 import { runMacroPhase } from '../../core/phases/macro';
-import { PhaseRunner } from './phases';
+import { PhaseRunner } from '../../core/campaign/phaseRunner';
 
 interface Workload {
   label: string;

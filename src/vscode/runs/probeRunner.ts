@@ -1,8 +1,7 @@
 import { ProbeResult, runProbePhase } from '../../core/phases/probe';
-import { RunFolder } from '../../core/runs/runFolder';
+import { RunFolder, runDir } from '../../core/runs/runFolder';
 import { TargetState, TargetStates } from '../views/targetState';
-import { PhaseRunner } from './phases';
-import { runDir } from './storedRuns';
+import { PhaseRunner } from '../../core/campaign/phaseRunner';
 
 /** What the sidebar shows of a probe: the server, its model, each GPU's memory. */
 export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<TargetState> {

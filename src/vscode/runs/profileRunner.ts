@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { readSettings } from '../settings';
-import { PhaseRunner } from './phases';
+import { PhaseRunner } from '../../core/campaign/phaseRunner';
 
 const WORKLOADS = [
   { label: 'Decode batch of 4', detail: '4 requests decoding at once, 48 tokens each (about 48 decode steps profiled)', options: { concurrency: 4, outputLen: 48 } },

@@ -8,10 +8,11 @@ import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
-import { Connector } from './connect';
-import { PhaseRunner } from './phases';
+import { Connector } from '../../core/campaign/connection';
+import { PhaseRunner } from '../../core/campaign/phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
-import { runDir, saveRunView, StoredRuns } from './storedRuns';
+import { runDir } from '../../core/runs/runFolder';
+import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';
 import { RunStop } from '../../core/runs/runStop';
 
 /** Where findings updates go; the findings editor provides it. */

@@ -4,7 +4,7 @@ import { describeTarget, Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { RunController } from '../runs/runController';
-import { runDir } from '../runs/storedRuns';
+import { runDir } from '../../core/runs/runFolder';
 import { readSettings, workspaceRoot } from '../settings';
 import type { ConnectionManager } from '../connections/connectionManager';
 import { GpuState, TargetStates } from './targetState';

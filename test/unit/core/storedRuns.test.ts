@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RunFolder } from '../../../src/core/runs/runFolder';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
-import { saveRunView, summaryOf } from '../../../src/vscode/runs/storedRuns';
+import { saveRunView, summaryOf } from '../../../src/core/runs/storedRuns';
 import type { LineChartSpec, StackedBarSpec } from '../../../webview-ui/src/specs';
 import { microCharts } from '../../../webview-ui/src/views/micro';
 import { profileCharts } from '../../../webview-ui/src/views/profile';

@@ -1,5 +1,5 @@
-import { Target } from '../../core/config/target';
-import { PhaseContext } from '../../core/campaign/phaseContext';
+import { Target } from '../config/target';
+import { PhaseContext } from './phaseContext';
 
 export type RunnablePhase = 'probe' | 'macro' | 'micro' | 'profile';
 

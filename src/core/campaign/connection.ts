@@ -1,4 +1,4 @@
-import { Target } from '../../core/config/target';
+import { Target } from '../config/target';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 

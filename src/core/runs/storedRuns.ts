@@ -1,15 +1,12 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { microChartData, MicroPoint } from '../../core/micro/tables';
-import { RunFolder, runDir, writeAtomic } from '../../core/runs/runFolder';
+import { microChartData, MicroPoint } from '../micro/tables';
+import { RunFolder, runDir, writeAtomic } from './runFolder';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
-import { viewableRun } from '../../core/trace/profileView';
+import { viewableRun } from '../trace/profileView';
 
 /** The file beside a run's result where the front end keeps the last RunSummary it drew. */
 const VIEW_FILE = 'view.json';
-
-// The run folder's path is the core's (runFolder.ts); said here too for the views that import it with the rest.
-export { runDir };
 
 /** Keeps a run's summary on disk so that the views draw it after a reload exactly as they did live. */
 export function saveRunView(workspace: string, run: RunSummary): void {
