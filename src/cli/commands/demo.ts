@@ -14,6 +14,7 @@ import { runMacroPhase } from '../../core/phases/macro';
 import { runMicroPhase } from '../../core/phases/micro';
 import { runProbePhase } from '../../core/phases/probe';
 import { runProfilePhase } from '../../core/phases/profile';
+import { runsRoot } from '../../core/runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { bundledAgentPath, deployAgent } from '../../remote/agentDeploy';
 import { LocalTransport } from '../../remote/localTransport';
@@ -147,7 +148,7 @@ export const demoCommand: CliCommand = {
 
       say('');
       say(`Findings document: ${doc.path}`);
-      say(`Runs:              ${join(workspace, '.inference-bench', 'runs')}`);
+      say(`Runs:              ${runsRoot(workspace)}`);
       return failures ? 1 : 0;
     } finally {
       process.removeListener('SIGINT', onSigint);

@@ -1,9 +1,9 @@
 // `infbench compare RUN_A RUN_B`: finds the two run folders, checks they are of one phase, and
 // compares them with the phase's rules.
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { macroLevelsFrom, microInputFrom, profileInputFrom } from '../explain/inputs';
-import { RunFolder } from '../runs/runFolder';
+import { metaPath, RunFolder, runsRoot } from '../runs/runFolder';
 import { compareMacro } from './macro';
 import { compareMicro } from './micro';
 import { compareProfiles } from './profile';
@@ -14,14 +14,14 @@ export class CompareError extends Error {}
 /** A run by folder path, by id, or by a unique start of its id, among the workspace's runs. */
 export function findRun(workspace: string, ref: string): RunFolder {
   const asPath = resolve(ref);
-  if (existsSync(join(asPath, 'meta.json'))) return RunFolder.open(asPath);
+  if (existsSync(metaPath(asPath))) return RunFolder.open(asPath);
   const all = RunFolder.list(workspace);
   const exact = all.find((r) => r.info.id === ref);
   if (exact) return exact;
   const prefixed = all.filter((r) => r.info.id.startsWith(ref));
   if (prefixed.length === 1) return prefixed[0];
   if (prefixed.length > 1) throw new CompareError(`"${ref}" matches ${prefixed.length} runs (${prefixed.slice(0, 3).map((r) => r.info.id).join(', ')}...); give more of the id.`);
-  throw new CompareError(`No run "${ref}" in ${join(workspace, '.inference-bench', 'runs')}. Pass a run folder's name or path; \`ls .inference-bench/runs\` lists them.`);
+  throw new CompareError(`No run "${ref}" in ${runsRoot(workspace)}. Pass a run folder's name or path; \`ls .inference-bench/runs\` lists them.`);
 }
 
 export function runRef(run: RunFolder): RunRef {

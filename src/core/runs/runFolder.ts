@@ -20,11 +20,24 @@ export interface RunMeta {
   simulated?: boolean;
 }
 
-const RUNS_DIR = join('.inference-bench', 'runs');
+/** The folder that holds every run of a workspace, `<workspace>/.inference-bench/runs`. */
+export function runsRoot(workspace: string): string {
+  return join(workspace, '.inference-bench', 'runs');
+}
 
 /** The folder of one run, `<workspace>/.inference-bench/runs/<id>`, whether or not it exists. */
 export function runDir(workspace: string, runId: string): string {
-  return join(workspace, RUNS_DIR, runId);
+  return join(runsRoot(workspace), runId);
+}
+
+/** A run folder's meta.json (id, phase, target, status, options). */
+export function metaPath(dir: string): string {
+  return join(dir, 'meta.json');
+}
+
+/** A run folder's result.json, written once the phase has its result. */
+export function resultPath(dir: string): string {
+  return join(dir, 'result.json');
 }
 
 /** A run folder (or a file the run writes) that cannot be written; the message says where and what to do. */
@@ -83,13 +96,13 @@ export class RunFolder {
   }
 
   static open(dir: string): RunFolder {
-    const meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as RunMeta;
+    const meta = JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta;
     return new RunFolder(dir, meta);
   }
 
   /** Every run under a workspace, newest first. Folders without a readable meta.json are skipped. */
   static list(workspace: string): RunFolder[] {
-    const root = join(workspace, RUNS_DIR);
+    const root = runsRoot(workspace);
     if (!existsSync(root)) return [];
     const runs: RunFolder[] = [];
     for (const name of readdirSync(root).sort().reverse()) {
@@ -111,7 +124,7 @@ export class RunFolder {
   }
 
   get resultPath(): string {
-    return join(this.dir, 'result.json');
+    return resultPath(this.dir);
   }
 
   /** Why writing into the run folder failed, if it did; the run should stop, as nothing more is kept. */
@@ -199,7 +212,7 @@ export class RunFolder {
   }
 
   private saveMeta(): void {
-    const path = join(this.dir, 'meta.json');
+    const path = metaPath(this.dir);
     const text = JSON.stringify(this.meta, null, 2);
     try {
       writeAtomic(path, text);
