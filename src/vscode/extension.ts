@@ -35,7 +35,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
   const runners: PhaseRunners = { macro: macroRunner(context.workspaceState), micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
-  restoreProbedStates(workspaceRoot(), controller.runs().filter((r) => r.phase === 'probe'), states);
+  void controller.refreshRuns().then((runs) => restoreProbedStates(workspaceRoot(), runs.filter((r) => r.phase === 'probe'), states));
   const tree = new TargetsTreeProvider(controller, states, connections);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };

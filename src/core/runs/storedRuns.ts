@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { microChartData, MicroPoint } from '../micro/tables';
-import { RunFolder, runDir, writeAtomic } from './runFolder';
+import { metaPath, resultPath, RunMeta, runDir, runsRoot, writeAtomic } from './runFolder';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
 import { viewableRun } from '../trace/profileView';
 
@@ -15,25 +16,10 @@ export function saveRunView(workspace: string, run: RunSummary): void {
 }
 
 /** The summary of a stored run: the saved view if there is one, else built from meta.json and result.json (runs made by the CLI). */
-export function summaryOf(folder: RunFolder): RunSummary {
-  const info = folder.info;
+export function storedSummary(info: RunMeta, view: RunSummary | undefined, result: Record<string, unknown> | undefined): RunSummary {
   const base: RunSummary = { id: info.id, phase: info.phase, target: info.target, startedAt: info.startedAt, status: info.status, reason: info.reason, simulated: info.simulated };
-  const viewPath = join(folder.dir, VIEW_FILE);
-  if (existsSync(viewPath)) {
-    try {
-      const view = JSON.parse(readFileSync(viewPath, 'utf8')) as RunSummary;
-      // meta.json has the final word on status: the view may have been saved mid-run.
-      return { ...view, ...base, headline: view.headline, simulated: view.simulated ?? info.simulated };
-    } catch {
-      // cut short by a crash: fall through to the result
-    }
-  }
-  let result: Record<string, unknown> | undefined;
-  try {
-    result = folder.readResult<Record<string, unknown>>();
-  } catch {
-    result = undefined;
-  }
+  // meta.json has the final word on status: the view may have been saved mid-run.
+  if (view) return { ...view, ...base, headline: view.headline, simulated: view.simulated ?? info.simulated };
   if (!result) return base;
   if (typeof result.headline === 'string') base.headline = result.headline;
   if (info.phase === 'macro' && Array.isArray(result.levels)) base.macro = { levels: result.levels as MacroLevelSummary[] };
@@ -45,22 +31,93 @@ export function summaryOf(folder: RunFolder): RunSummary {
   return viewableRun(base);
 }
 
-/** Stored runs, newest first, re-read only when a run folder's meta or view changed. */
+/** A JSON file's content; undefined when it is absent or cut short (a crash mid-write, or written right now). */
+async function readJson<T>(path: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One stored run read from its folder without blocking; undefined for a folder with no readable meta.json. */
+export async function readStoredRun(dir: string): Promise<RunSummary | undefined> {
+  const info = await readJson<RunMeta>(metaPath(dir));
+  if (!info) return undefined;
+  const view = await readJson<RunSummary>(join(dir, VIEW_FILE));
+  return storedSummary(info, view, view ? undefined : await readJson<Record<string, unknown>>(resultPath(dir)));
+}
+
+/** What changes when a run folder's meta, view or result is written: their times and sizes. */
+async function stampOf(dir: string): Promise<string | undefined> {
+  const [meta, view, result] = await Promise.all([metaPath(dir), join(dir, VIEW_FILE), resultPath(dir)].map((p) => stat(p).catch(() => undefined)));
+  // No meta.json: not a run folder, or one being created right now.
+  if (!meta?.isFile()) return undefined;
+  return [meta, view, result].map((s) => (s ? `${s.mtimeMs}/${s.size}` : '-')).join(':');
+}
+
+/**
+ * A workspace's stored runs, newest first, for views that redraw often: read with fs.promises, so
+ * the extension host never waits on the disk, and a folder is read again only when its meta, view
+ * or result changed.
+ */
 export class StoredRuns {
   private readonly cache = new Map<string, { stamp: string; summary: RunSummary }>();
+  private listed: RunSummary[] = [];
+  private waiting: Promise<boolean> | undefined;
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly workspace: () => string | undefined) {}
 
-  list(): RunSummary[] {
-    const root = this.workspace();
-    if (!root) return [];
-    return RunFolder.list(root).map((folder) => {
-      const stamp = [join(folder.dir, 'meta.json'), join(folder.dir, VIEW_FILE), folder.resultPath].map((p) => (existsSync(p) ? statSync(p).mtimeMs : 0)).join(':');
-      const cached = this.cache.get(folder.dir);
-      if (cached?.stamp === stamp) return cached.summary;
-      const summary = summaryOf(folder);
-      this.cache.set(folder.dir, { stamp, summary });
-      return summary;
-    });
+  /** The runs as the last refresh found them. */
+  get runs(): readonly RunSummary[] {
+    return this.listed;
+  }
+
+  /** Reads the runs folder again; true when the list changed. */
+  refresh(): Promise<boolean> {
+    // Callers that come while a read waits its turn share it: it starts after each of their calls,
+    // so it sees what a read of their own would have seen.
+    if (!this.waiting) {
+      const next = this.last.then(() => {
+        this.waiting = undefined;
+        return this.read();
+      });
+      this.waiting = next;
+      this.last = next.catch(() => undefined);
+    }
+    return this.waiting;
+  }
+
+  private async read(): Promise<boolean> {
+    const workspace = this.workspace();
+    const root = workspace ? runsRoot(workspace) : undefined;
+    let names: string[] = [];
+    try {
+      if (root) names = await readdir(root);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const dirs = names.sort().reverse().map((name) => join(root!, name));
+    const found = await Promise.all(dirs.map((dir) => this.summaryOf(dir)));
+    const listed = found.filter((r): r is RunSummary => r !== undefined);
+    const kept = new Set(dirs);
+    for (const dir of this.cache.keys()) if (!kept.has(dir)) this.cache.delete(dir);
+    // An unchanged folder gives back its cached summary, so the same objects mean the same list.
+    const changed = listed.length !== this.listed.length || listed.some((r, i) => r !== this.listed[i]);
+    this.listed = listed;
+    return changed;
+  }
+
+  private async summaryOf(dir: string): Promise<RunSummary | undefined> {
+    const stamp = await stampOf(dir);
+    if (!stamp) return undefined;
+    const cached = this.cache.get(dir);
+    if (cached?.stamp === stamp) return cached.summary;
+    const summary = await readStoredRun(dir);
+    // A half-written meta.json is not kept: the next refresh reads it again.
+    if (summary) this.cache.set(dir, { stamp, summary });
+    else this.cache.delete(dir);
+    return summary;
   }
 }

@@ -39,7 +39,8 @@ export async function analyzeTraceCommand(controller: RunController, log: vscode
     status: 'running',
     headline: `analysing ${files.length} trace${files.length === 1 ? '' : 's'}…`,
   };
-  controller.publish(base);
+  // A running run stays live: it is there to show before publish returns.
+  void controller.publish(base);
   show(base.id);
   const abort = new AbortController();
   try {
@@ -65,13 +66,13 @@ export async function analyzeTraceCommand(controller: RunController, log: vscode
     folder?.finish('completed');
     for (const w of breakdown.warnings) log.warn(`trace analysis: ${w}`);
     const done = viewableRun({ ...base, status: 'completed', headline: breakdown.headline, profile: breakdown as unknown as RunSummary['profile'] });
-    controller.publish(done);
+    await controller.publish(done);
     return done;
   } catch (err) {
     const cancelled = abort.signal.aborted;
     const reason = cancelled ? 'Cancelled by the user.' : err instanceof Error ? err.message : String(err);
     folder?.finish(cancelled ? 'cancelled' : 'failed', reason);
-    controller.publish({ ...base, status: cancelled ? 'cancelled' : 'failed', reason, headline: undefined });
+    await controller.publish({ ...base, status: cancelled ? 'cancelled' : 'failed', reason, headline: undefined });
     if (!cancelled) {
       log.error(`trace analysis failed: ${reason}`);
       void vscode.window.showErrorMessage(`Inference Bench: could not analyse the trace: ${reason}`);

@@ -25,7 +25,7 @@ export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),
     vscode.commands.registerCommand('inferenceBench.inspectKernels', async (arg?: unknown) => {
-      const run = await pickRun(arg, controller.runs().filter((r) => r.phase === 'profile'), 'Inspect Kernel Breakdown');
+      const run = await pickRun(arg, (await controller.refreshRuns()).filter((r) => r.phase === 'profile'), 'Inspect Kernel Breakdown');
       if (run) await deps.inspectKernels(run.id);
     }),
   ];

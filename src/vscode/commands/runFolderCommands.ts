@@ -7,7 +7,7 @@ import { pickRun } from './pickers';
 /** Reveal Run Folder: the run's folder in the Explorer (event log, result, traces). */
 export async function revealRunCommand(controller: RunController, arg: unknown): Promise<void> {
   const root = workspaceRoot();
-  const run = await pickRun(arg, controller.runs(), 'Reveal Run Folder');
+  const run = await pickRun(arg, await controller.refreshRuns(), 'Reveal Run Folder');
   if (!run || !root) return;
   const uri = vscode.Uri.file(runDir(root, run.id));
   await vscode.commands.executeCommand('revealInExplorer', uri);
@@ -15,7 +15,7 @@ export async function revealRunCommand(controller: RunController, arg: unknown):
 
 /** Compare With…: overlay another run of the same phase on the results view. */
 export async function compareRunsCommand(controller: RunController, arg: unknown, show: (runId: string, compareRunId: string) => void): Promise<void> {
-  const runs = controller.runs();
+  const runs = await controller.refreshRuns();
   const first = await pickRun(arg, runs, 'Compare: first run');
   if (!first) return;
   const others = runs.filter((r) => r.phase === first.phase && r.id !== first.id);

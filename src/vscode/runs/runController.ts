@@ -62,23 +62,40 @@ export class RunController extends Disposable implements RunsSource {
     this.statusBar.command = 'inferenceBench.showResults';
   }
 
+  /** Every run: the live ones, and the stored ones as the last refreshRuns read them. */
   runs(): RunSummary[] {
-    const stored = this.stored.list();
+    const stored = this.stored.runs;
     const ids = new Set(stored.map((r) => r.id));
     const liveOnly = [...this.live.values(), ...this.memory.values()].filter((r) => !ids.has(r.id));
     return [...liveOnly, ...stored.map((r) => this.live.get(r.id) ?? r)].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
   }
 
   run(id: string): RunSummary | undefined {
-    return this.live.get(id) ?? this.memory.get(id) ?? this.stored.list().find((r) => r.id === id);
+    return this.live.get(id) ?? this.memory.get(id) ?? this.stored.runs.find((r) => r.id === id);
+  }
+
+  /** Reads the stored runs again (runs made by the CLI, folders removed) without blocking, then gives every run. */
+  async refreshRuns(): Promise<RunSummary[]> {
+    try {
+      await this.stored.refresh();
+    } catch (err) {
+      this.log.warn(`could not read the stored runs: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return this.runs();
+  }
+
+  /** A run that has ended leaves the live ones once the stored list holds its final files, so that it never drops out of runs(). */
+  private async endLive(id: string): Promise<void> {
+    await this.refreshRuns();
+    this.live.delete(id);
   }
 
   /** Shows a run that no phase runner started (Analyze Trace File): saved beside its folder if it has one. */
-  publish(run: RunSummary): void {
+  async publish(run: RunSummary): Promise<void> {
     const workspace = workspaceRoot();
     if (workspace && existsSync(runDir(workspace, run.id))) {
       this.runChanged(workspace, run);
-      if (run.status !== 'running') this.live.delete(run.id);
+      if (run.status !== 'running') await this.endLive(run.id);
       return;
     }
     const viewable = viewableRun(run);
@@ -178,7 +195,7 @@ export class RunController extends Disposable implements RunsSource {
     } finally {
       outer?.removeEventListener('abort', onOuterAbort);
       this.active.delete(active);
-      if (active.runId) this.live.delete(active.runId);
+      if (active.runId) await this.endLive(active.runId);
       this.updateStatusBar();
       this.listChanged.fire();
     }

@@ -7,7 +7,8 @@ import { RunController } from '../runs/runController';
 import { runDir } from '../../core/runs/runFolder';
 import { readSettings, workspaceRoot } from '../settings';
 import type { ConnectionManager } from '../connections/connectionManager';
-import { GpuState, TargetStates } from './targetState';
+import { GpuState } from '../../core/phases/probeState';
+import { TargetStates } from './targetState';
 
 export type TreeNode =
   | { kind: 'target'; target: Target }
@@ -55,10 +56,11 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
     this.changed.fire(undefined);
   }
 
-  getChildren(node?: TreeNode): TreeNode[] {
+  // Each redraw reads the runs folder again (runs made by the CLI show up), without blocking the host.
+  async getChildren(node?: TreeNode): Promise<TreeNode[]> {
+    const runs = await this.runs.refreshRuns();
     if (!node) {
       const settings = readSettings();
-      const runs = this.runs.runs();
       // With nothing configured the welcome view shows instead of an empty tree.
       if (!settings.targets.length && !settings.problems.length && !runs.length) return [];
       const names = new Set(settings.targets.map((t) => t.name));
@@ -72,16 +74,15 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
     switch (node.kind) {
       case 'target': {
         const state = this.states.get(node.target.name);
-        const runs = this.runs.runs().filter((r) => r.target === node.target.name);
         return [
           { kind: 'state', target: node.target },
           ...(state?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.target, gpu })),
-          ...runs.map((run): TreeNode => ({ kind: 'run', run })),
+          ...runs.filter((r) => r.target === node.target.name).map((run): TreeNode => ({ kind: 'run', run })),
         ];
       }
       case 'runsRoot': {
         const names = new Set(readSettings().targets.map((t) => t.name));
-        return this.runs.runs().filter((r) => !names.has(r.target)).map((run): TreeNode => ({ kind: 'run', run }));
+        return runs.filter((r) => !names.has(r.target)).map((run): TreeNode => ({ kind: 'run', run }));
       }
       default:
         return [];

@@ -47,6 +47,7 @@ export class BreakdownViewProvider extends Disposable implements vscode.WebviewV
     });
     view.webview.onDidReceiveMessage(async (m: WebviewToHost) => {
       if (m.type === 'ready') {
+        await this.source.refreshRuns();
         this.ready = true;
         this.send();
       } else if (m.type === 'insertTable') {

@@ -146,6 +146,8 @@ export class ResultsPanel extends Disposable {
   private async onMessage(message: WebviewToHost): Promise<void> {
     switch (message.type) {
       case 'ready':
+        // Runs made or removed while the view was hidden (by the CLI, say) are in its snapshot.
+        await this.deps.source.refreshRuns();
         this.visibleAndReady = true;
         this.sendSnapshot();
         return;

@@ -1,10 +1,11 @@
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RunFolder } from '../../../src/core/runs/runFolder';
+import { metaPath, RunFolder, runsRoot } from '../../../src/core/runs/runFolder';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
-import { saveRunView, summaryOf } from '../../../src/core/runs/storedRuns';
+import { readStoredRun, saveRunView, StoredRuns } from '../../../src/core/runs/storedRuns';
+import { newestProbeStates } from '../../../src/core/phases/probeState';
 import type { LineChartSpec, StackedBarSpec } from '../../../webview-ui/src/specs';
 import { microCharts } from '../../../webview-ui/src/views/micro';
 import { profileCharts } from '../../../webview-ui/src/views/profile';
@@ -16,7 +17,7 @@ describe('stored runs as the views draw them', () => {
   beforeEach(() => (workspace = mkdtempSync(join(tmpdir(), 'infbench-stored-'))));
   afterEach(() => rmSync(workspace, { recursive: true, force: true }));
 
-  it('draws a micro run made by the CLI from its result.json (GEMM and all-reduce points)', () => {
+  it('draws a micro run made by the CLI from its result.json (GEMM and all-reduce points)', async () => {
     const run = RunFolder.create(workspace, 'micro', 'cli-box', {});
     run.writeResult({
       device: 'NVIDIA H200',
@@ -28,7 +29,7 @@ describe('stored runs as the views draw them', () => {
       ],
     });
     run.finish('completed');
-    const charts = microCharts(summaryOf(RunFolder.open(run.dir))) as LineChartSpec[];
+    const charts = microCharts((await readStoredRun(run.dir))!) as LineChartSpec[];
     const time = charts.find((c) => c.id.endsWith('gemm-time'))!;
     assert.deepEqual(time.series[0].points, [{ x: 1, y: 6.1 }, { x: 8, y: 6.4 }]);
     const bw = charts.find((c) => c.id.endsWith('gemm-bw'))!;
@@ -42,7 +43,7 @@ describe('stored runs as the views draw them', () => {
     const run = RunFolder.create(workspace, 'profile', 'trace files', {});
     run.writeResult(breakdown);
     run.finish('completed');
-    const summary = summaryOf(RunFolder.open(run.dir));
+    const summary = (await readStoredRun(run.dir))!;
     assert.equal(summary.headline, breakdown.headline);
     const [step] = profileCharts(summary) as StackedBarSpec[];
     const total = step.stacks.reduce((s, c) => s + c.values[0], 0);
@@ -54,13 +55,106 @@ describe('stored runs as the views draw them', () => {
     assert.ok(kernels.every((k) => k.total_us > 0 && k.total_us <= stepUs && k.min_us <= k.mean_us && k.mean_us <= k.max_us));
   });
 
-  it('prefers the view saved while the run went, with the final status from meta.json', () => {
+  it('prefers the view saved while the run went, with the final status from meta.json', async () => {
     const run = RunFolder.create(workspace, 'macro', 'box', {});
     saveRunView(workspace, { id: run.info.id, phase: 'macro', target: 'box', startedAt: run.info.startedAt, status: 'running', headline: 'decode 57 tok/s at c=1', macro: { levels: [] } });
     run.finish('interrupted', 'The connection dropped mid-run.');
-    const summary = summaryOf(RunFolder.open(run.dir));
+    const summary = (await readStoredRun(run.dir))!;
     assert.equal(summary.status, 'interrupted');
     assert.equal(summary.reason, 'The connection dropped mid-run.');
     assert.equal(summary.headline, 'decode 57 tok/s at c=1');
+  });
+});
+
+describe('stored runs listed for the sidebar', () => {
+  let workspace: string;
+  let stored: StoredRuns;
+  beforeEach(() => {
+    workspace = mkdtempSync(join(tmpdir(), 'infbench-list-'));
+    stored = new StoredRuns(() => workspace);
+  });
+  afterEach(() => rmSync(workspace, { recursive: true, force: true }));
+
+  const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 12, 0, s));
+
+  it('lists nothing, without failing, in a workspace that has no runs folder yet', async () => {
+    assert.equal(await stored.refresh(), false);
+    assert.deepEqual(stored.runs, []);
+  });
+
+  it('lists every run folder newest first, as the run folders themselves read, each summary as one folder reads', async () => {
+    const micro = RunFolder.create(workspace, 'micro', 'box', {}, at(1));
+    micro.writeResult({ headline: 'GEMM 1.2 TB/s', points: [] });
+    micro.finish('completed');
+    const macro = RunFolder.create(workspace, 'macro', 'box', {}, at(2));
+    saveRunView(workspace, { id: macro.info.id, phase: 'macro', target: 'box', startedAt: macro.info.startedAt, status: 'running', headline: 'decode 57 tok/s at c=1', macro: { levels: [] } });
+    RunFolder.create(workspace, 'probe', 'other', {}, at(3)).finish('failed', 'no GPUs');
+    writeFileSync(join(runsRoot(workspace), 'notes.txt'), 'not a run');
+    assert.equal(await stored.refresh(), true);
+    assert.deepEqual(stored.runs.map((r) => r.id), RunFolder.list(workspace).map((r) => r.info.id));
+    for (const run of stored.runs) assert.deepEqual(run, await readStoredRun(join(runsRoot(workspace), run.id)));
+    assert.equal(stored.runs[1].headline, 'decode 57 tok/s at c=1');
+    assert.equal(stored.runs[2].headline, 'GEMM 1.2 TB/s');
+  });
+
+  it('skips a run folder whose meta.json is half-written, and lists it once it is whole', async () => {
+    const whole = RunFolder.create(workspace, 'macro', 'box', {}, at(1));
+    const cut = join(runsRoot(workspace), 'being-written-macro');
+    mkdirSync(cut);
+    writeFileSync(metaPath(cut), '{"id": "being-written-macro", "phase": "ma');
+    await stored.refresh();
+    assert.deepEqual(stored.runs.map((r) => r.id), [whole.info.id]);
+    writeFileSync(metaPath(cut), JSON.stringify({ id: 'being-written-macro', phase: 'macro', target: 'box', startedAt: at(2).toISOString(), status: 'running', options: {} }));
+    assert.equal(await stored.refresh(), true);
+    assert.deepEqual(stored.runs.map((r) => r.id), ['being-written-macro', whole.info.id]);
+  });
+
+  it('reads a folder again only when its files changed, and drops a folder that was removed', async () => {
+    const first = RunFolder.create(workspace, 'macro', 'box', {}, at(1));
+    const second = RunFolder.create(workspace, 'macro', 'box', {}, at(2));
+    await stored.refresh();
+    const [secondBefore, firstBefore] = stored.runs;
+    assert.equal(await stored.refresh(), false, 'nothing changed on disk');
+    assert.equal(stored.runs[0], secondBefore, 'an unchanged folder is not read again');
+    second.writeResult({ headline: 'decode 60 tok/s at c=1', levels: [] });
+    second.finish('completed');
+    assert.equal(await stored.refresh(), true);
+    assert.equal(stored.runs[0].status, 'completed');
+    assert.equal(stored.runs[0].headline, 'decode 60 tok/s at c=1');
+    assert.equal(stored.runs[1], firstBefore);
+    rmSync(first.dir, { recursive: true });
+    assert.equal(await stored.refresh(), true);
+    assert.deepEqual(stored.runs.map((r) => r.id), [second.info.id]);
+  });
+
+  it('gives calls that come while a read goes one read after it, which sees what each of them would have', async () => {
+    RunFolder.create(workspace, 'macro', 'box', {}, at(1));
+    const running = stored.refresh();
+    await Promise.resolve(); // the first read has started
+    const queued = [stored.refresh(), stored.refresh()];
+    assert.notEqual(queued[0], running);
+    assert.equal(queued[0], queued[1]);
+    const late = RunFolder.create(workspace, 'micro', 'box', {}, at(2));
+    await running;
+    await Promise.all(queued);
+    assert.equal(stored.runs[0].id, late.info.id);
+  });
+
+  it('restores each target from its newest completed probe', async () => {
+    const probe = (target: string, s: number, status: 'completed' | 'failed', model: string) => {
+      const run = RunFolder.create(workspace, 'probe', target, {}, at(s));
+      run.writeResult({ server: { reachable: true, kind: 'vllm', version: '0.11.0', models: [{ id: model }] }, gpus: { available: true, devices: [{ index: 0, name: 'NVIDIA H200', memory_used_mib: 1024, memory_total_mib: 143771 }] } });
+      run.finish(status);
+    };
+    probe('box', 1, 'completed', 'old-model');
+    probe('box', 2, 'completed', 'new-model');
+    probe('box', 3, 'failed', 'failed-model');
+    probe('other', 4, 'completed', 'other-model');
+    await stored.refresh();
+    const states = await newestProbeStates(workspace, stored.runs.filter((r) => r.phase === 'probe'));
+    assert.deepEqual([...states.keys()].sort(), ['box', 'other']);
+    assert.equal(states.get('box')!.model, 'new-model');
+    assert.equal(states.get('box')!.serverKind, 'vLLM');
+    assert.deepEqual(states.get('other')!.gpus, [{ index: 0, name: 'NVIDIA H200', memoryUsedMiB: 1024, memoryTotalMiB: 143771 }]);
   });
 });
