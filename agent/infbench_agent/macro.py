@@ -16,14 +16,15 @@ import os
 import random
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from infbench_agent import auth, events
 from infbench_agent.loadgen_http import Endpoint
 from infbench_agent.loadgen_metrics import parse_slos
 from infbench_agent.macro_drive import Cancel, raise_open_file_limit
 from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_in_process
-from infbench_agent.macro_prompts import PromptMaker, calibrate, load_prompts_file
+from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
+from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
 from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
 from infbench_agent.macro_workers import run_level_workers, worker_main
 from infbench_agent.simulator_mark import SIMULATOR_MARK
@@ -65,8 +66,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-len", type=int, default=256, help="prompt tokens (random prompts, calibrated with /tokenize)")
     p.add_argument("--output-len", type=int, default=128, help="max_tokens for each request")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS instead of output-len")
+    p.add_argument("--range-ratio", "--random-range-ratio", dest="range_ratio", type=float, default=0.0,
+                   help="random prompts: each request's prompt and output lengths drawn uniformly from "
+                   "[len * (1 - r), len * (1 + r)], 0 <= r < 1, as vllm bench serve --random-range-ratio")
     p.add_argument("--prompts-file", default=None, help="JSONL of prompts: {\"prompt\": ...} or {\"messages\": [...]}, "
-                   "optional \"output_len\"")
+                   "optional \"output_len\" (the same as --dataset-name jsonl --dataset-path FILE)")
+    p.add_argument("--dataset-name", choices=("random", "jsonl", "sharegpt"), default=None,
+                   help="random prompts (default), a JSONL of prompts, or ShareGPT conversations (vllm bench serve's "
+                   "sharegpt); default with --dataset-path: told from the file (a JSON list is ShareGPT)")
+    p.add_argument("--dataset-path", default=None, help="the dataset file on this host")
+    p.add_argument("--sharegpt-output-len", type=int, default=None,
+                   help="ShareGPT: output tokens of every request instead of each conversation's second turn")
     p.add_argument("--warmup", type=int, default=2, help="requests sent and discarded before the first level")
     p.add_argument("--seed", type=int, default=None, help="prompt seed; default random, so runs never share a prefix")
     p.add_argument("--percentiles", default="50,90,99")
@@ -98,6 +108,67 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
         out.append(value)
     return out
+
+
+def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
+    """The dataset's name and file from --dataset-name, --dataset-path and --prompts-file, checked together as
+    vllm/benchmarks/datasets.py's _ValidateDatasetArgs does (random takes no file)."""
+    path = args.dataset_path or args.prompts_file
+    if args.dataset_path and args.prompts_file and args.dataset_path != args.prompts_file:
+        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files",
+                                "give one of them")
+    name = args.dataset_name or ("jsonl" if args.prompts_file else file_kind(path) if path else "random")
+    if args.prompts_file and name != "jsonl":
+        raise events.AgentError("bad_arguments", f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
+                                "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE")
+    if name == "random" and path:
+        raise events.AgentError("bad_arguments", f"random prompts take no file, got {path}",
+                                "pass --dataset-name jsonl or sharegpt with --dataset-path")
+    if name != "random" and not path:
+        raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
+    if name != "random" and args.range_ratio:
+        raise events.AgentError("bad_arguments", "--range-ratio applies to random prompts only",
+                                "a dataset's prompts keep their own lengths")
+    if args.sharegpt_output_len is not None and name != "sharegpt":
+        raise events.AgentError("bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only",
+                                "for random prompts pass --output-len")
+    return name, path
+
+
+def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Optional[float]) -> Optional[int]:
+    """Requests a level plans, or None for a closed loop that runs --duration seconds."""
+    if args.duration:
+        return None if rate is None else max(1, int((rate if not math.isinf(rate) else 1000) * args.duration))
+    if args.requests:
+        return args.requests
+    return max(8, 4 * (concurrency or 1)) if rate is None else max(8, int(10 * rate) if not math.isinf(rate) else 100)
+
+
+def dataset_prompts(args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str],
+                    levels: List[dict]) -> Tuple[Optional[List[dict]], dict]:
+    """The prompts a dataset file holds (None for random prompts), and what the result says of them."""
+    info: dict = {"dataset": dataset}
+    if dataset == "jsonl":
+        return load_prompts_file(str(path)), info
+    if dataset == "random":
+        info.update({"range_ratio": args.range_ratio,
+                     "input_len_range": list(length_range(args.input_len, args.range_ratio)),
+                     "output_len_range": list(length_range(args.output_len, args.range_ratio))})
+        return None, info
+    totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
+    # As many conversations as the run sends (vLLM's --num-prompts per level); 1000, vLLM's default
+    # --num-prompts, where a level runs for a duration.
+    wanted = max(1, max(0, args.warmup) + sum(1000 if t is None else t for t in totals))
+    count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
+    events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
+    loaded = load_sharegpt(str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count,
+                           args.sharegpt_output_len)
+    stats = loaded["stats"]
+    info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
+    events.log(f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
+               f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
+               + (f"; fewer than the {wanted} requests, so they repeat" if stats["kept"] < wanted else ""))
+    return loaded["samples"], info
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,12 +207,20 @@ class MacroRun:
                                     "1 is Poisson arrivals; below 1 burstier, above 1 more even")
         if args.input_len < 1 or args.output_len < 1:
             raise events.AgentError("bad_arguments", "--input-len and --output-len must be at least 1", "")
+        if not 0 <= args.range_ratio < 1:
+            raise events.AgentError("bad_arguments", f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
+                                    "0.25 draws each length from 75% to 125% of --input-len and --output-len")
+        if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
+            raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
+        dataset, dataset_path = dataset_of(args)
         server = discover(endpoint, args.url, args.model)
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-        file_prompts = load_prompts_file(args.prompts_file) if args.prompts_file else None
+        levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or \
+                 [{"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates]
+        file_prompts, prompts_info = dataset_prompts(args, endpoint, server["model"], dataset, dataset_path, levels)
         maker = PromptMaker(args.api, server["model"], args.input_len, args.output_len, not args.no_ignore_eos, seed,
-                            file_prompts=file_prompts)
+                            file_prompts=file_prompts, range_ratio=args.range_ratio if dataset == "random" else 0.0)
         calibration = {"calibrated": False, "note": "prompts from a file"} if file_prompts else (
             {"calibrated": False, "tokens_per_word": 1.0, "overhead": 0.0, "note": "--no-tokenize"} if args.no_tokenize
             else calibrate(endpoint, maker))
@@ -154,8 +233,8 @@ class MacroRun:
 
         result: dict = {"levels": [], "server": server, "cancelled": False,
                         "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key")},
-                        "prompts": {"seed": seed, "calibration": calibration, "source": args.prompts_file or "random",
-                                    "dropped_fields": maker.dropped_fields},
+                        "prompts": {"seed": seed, "calibration": calibration, "source": dataset_path or "random",
+                                    "dropped_fields": maker.dropped_fields, **prompts_info},
                         "client": {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host": os.uname().nodename,
                                    "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"},
                         "vllm_bench_serve": VLLM_FIELD_NOTES}
@@ -189,20 +268,20 @@ class MacroRun:
                                         f"check the server at {args.url} (model {server['model']}, {path})")
             id_base = 0
         rng = random.Random(seed)
-        levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or \
-                 [{"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates]
+        # What each level's prompts were: the dataset, and for random prompts their lengths and range.
+        data_meta: dict = {"dataset_name": dataset, "dataset_path": dataset_path, "input_len": None,
+                           "output_len": args.sharegpt_output_len if dataset == "sharegpt" else args.output_len}
+        if dataset == "random":
+            data_meta.update({"input_len": args.input_len, "range_ratio": args.range_ratio})
+            if args.range_ratio:
+                data_meta.update({k: prompts_info[k] for k in ("input_len_range", "output_len_range")})
         for index, meta in enumerate(levels):
             if self.cancel.requested:
                 break
             c: Any = meta.get("max_concurrency")
             rate = meta.get("request_rate")
-            if args.duration:
-                total = None if rate is None else max(1, int((rate if not math.isinf(rate) else 1000) * args.duration))
-            elif args.requests:
-                total = args.requests
-            else:
-                total = max(8, 4 * c) if rate is None else max(8, int(10 * rate) if not math.isinf(rate) else 100)
-            meta = {**meta, "level": index, "api": args.api, "input_len": args.input_len, "output_len": args.output_len,
+            total = level_total(args, c, rate)
+            meta = {**meta, "level": index, "api": args.api, **data_meta,
                     "num_prompts": total, "duration_target_s": args.duration, "simulated": server["simulated"]}
             level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
             plans = build_plans(args, meta, total, id_base, rng)

@@ -1,10 +1,11 @@
 """Macro phase: the prompts, random and different for every request and every run (or read from a file), and
-their calibration to the server's tokenizer."""
+their calibration to the server's tokenizer. Datasets read from files (ShareGPT) are in macro_datasets.py."""
 from __future__ import annotations
 
 import json
+import math
 import random
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, simple_request
@@ -24,23 +25,43 @@ WORDS = ("time year people way day man thing woman life child world school state
          "computer type attention film tree source organization hair window evidence population site truth").split()
 
 
+def length_range(length: int, ratio: float) -> Tuple[int, int]:
+    """The lengths a request may draw, as vllm/benchmarks/datasets.py's RandomDataset.get_sampling_params bounds them
+    for --random-range-ratio: floor(len * (1 - r)) to ceil(len * (1 + r)), both included, never below 1 (vLLM
+    keeps only the output's low bound at 1 and refuses an empty prompt; here a prompt is at least one word)."""
+    return max(1, math.floor(length * (1 - ratio))), max(1, math.ceil(length * (1 + ratio)))
+
+
 class PromptMaker:
-    """Random prompts of about `input_len` tokens, different for every request and every run."""
+    """Random prompts of about `input_len` tokens, different for every request and every run; with a range ratio,
+    each request's prompt and output lengths are its own, drawn uniformly from length_range."""
 
     def __init__(self, api: str, model: str, input_len: int, output_len: int, ignore_eos: bool, seed: int,
                  tokens_per_word: float = 1.0, overhead: float = 0.0, file_prompts: Optional[List[dict]] = None,
-                 dropped_fields: Optional[List[str]] = None) -> None:
+                 dropped_fields: Optional[List[str]] = None, range_ratio: float = 0.0) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
         self.tokens_per_word, self.overhead = tokens_per_word, overhead
         self.file_prompts = file_prompts
         # Fields the server refused (HTTP 400 in the warm-up), left out of every request.
         self.dropped_fields = dropped_fields or []
+        self.range_ratio = range_ratio
 
     def to_json(self) -> dict:
         return {"api": self.api, "model": self.model, "input_len": self.input_len, "output_len": self.output_len,
                 "ignore_eos": self.ignore_eos, "seed": self.seed, "tokens_per_word": self.tokens_per_word,
-                "overhead": self.overhead, "file_prompts": self.file_prompts, "dropped_fields": self.dropped_fields}
+                "overhead": self.overhead, "file_prompts": self.file_prompts, "dropped_fields": self.dropped_fields,
+                "range_ratio": self.range_ratio}
+
+    def lengths(self, index: int) -> Tuple[int, int]:
+        """Request `index`'s prompt and output tokens. vLLM draws every request's pair up front from one numpy
+        generator; here each is drawn from the seed and the request's index, so that every worker process draws
+        the same for the same request."""
+        if not self.range_ratio:
+            return self.input_len, self.output_len
+        rng = random.Random(f"{self.seed}:lengths:{index}")
+        return (rng.randint(*length_range(self.input_len, self.range_ratio)),
+                rng.randint(*length_range(self.output_len, self.range_ratio)))
 
     @staticmethod
     def from_json(d: dict) -> "PromptMaker":
@@ -51,19 +72,22 @@ class PromptMaker:
 
     def text(self, index: int, words: Optional[int] = None) -> str:
         rng = random.Random(f"{self.seed}:{index}")
-        n = words if words is not None else self.words_for(self.input_len)
+        n = words if words is not None else self.words_for(self.lengths(index)[0])
         return " ".join(rng.choice(WORDS) for _ in range(n))
 
     def estimated_prompt_tokens(self, index: int) -> int:
         """The prompt's length in tokens as calibrated, for when the server reports no usage."""
         if self.file_prompts:
             item = self.file_prompts[index % len(self.file_prompts)]
+            if item.get("prompt_len"):
+                # A dataset's own count (ShareGPT's, from /tokenize).
+                return int(item["prompt_len"])
             text = item.get("prompt") or item.get("text") or " ".join(str(m.get("content", "")) for m in item.get("messages") or [])
             return max(1, int(round(len(str(text).split()) * self.tokens_per_word + self.overhead)))
-        return self.input_len
+        return self.lengths(index)[0]
 
     def body(self, index: int) -> bytes:
-        out_len = self.output_len
+        out_len = self.lengths(index)[1]
         messages = None
         prompt = None
         if self.file_prompts:
@@ -114,22 +138,43 @@ def load_prompts_file(path: str) -> List[dict]:
     return out
 
 
+def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
+    """The server's /tokenize count for `body` ({"model", "prompt"} or {"model", "messages"}), or None."""
+    try:
+        status, raw = simple_request(endpoint, "POST", "/tokenize", body)
+    except OSError:
+        return None
+    if status != 200:
+        return None
+    try:
+        return int(json.loads(raw)["count"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def token_counter(endpoint: Endpoint, model: str, use_tokenize: bool) -> Tuple[Callable[[str], int], str]:
+    """A text's length in tokens by the server's /tokenize ('tokenize'; special tokens included, as vLLM's
+    benchmark tokenizer(prompt) counts them), or in words where the server has none or --no-tokenize ('words')."""
+    def words(text: str) -> int:
+        return len(text.split())
+
+    if not use_tokenize or tokenize_count(endpoint, {"model": model, "prompt": "hello"}) is None:
+        return words, "words"
+
+    def tokens(text: str) -> int:
+        n = tokenize_count(endpoint, {"model": model, "prompt": text})
+        return words(text) if n is None else n
+
+    return tokens, "tokenize"
+
+
 def calibrate(endpoint: Endpoint, maker: PromptMaker) -> dict:
     """Measures tokens per word (and the chat template's overhead) with the server's /tokenize."""
     def count(words: int) -> Optional[int]:
         text = maker.text(-1, words)
         body = ({"model": maker.model, "messages": [{"role": "user", "content": text}]} if maker.api == "chat"
                 else {"model": maker.model, "prompt": text})
-        try:
-            status, raw = simple_request(endpoint, "POST", "/tokenize", body)
-        except OSError:
-            return None
-        if status != 200:
-            return None
-        try:
-            return int(json.loads(raw)["count"])
-        except (ValueError, KeyError, TypeError):
-            return None
+        return tokenize_count(endpoint, body)
 
     small, large = count(50), count(250)
     if small is None or large is None or large <= small:

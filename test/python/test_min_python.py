@@ -78,6 +78,15 @@ class OnTheMinimumPython(unittest.TestCase):
             [level] = next(e["result"] for e in found if e["type"] == "result")["levels"]
             self.assertEqual((level["completed"], level["total_output_tokens"]), (8, 32))
 
+    def test_macro_runs_with_a_length_range_and_a_sharegpt_file(self):
+        sharegpt = os.path.join(ROOT, "test", "fixtures", "sharegpt", "sharegpt-small.json")
+        for dataset in (["--range-ratio", "0.5", "--input-len", "16"], ["--dataset-path", sharegpt]):
+            out, found = run_agent(MIN_PY, "macro", "--url", self.url, "--concurrency", "2", "--requests", "4",
+                                   "--output-len", "4", "--warmup", "0", "--workers", "2", *dataset)
+            self.check_events(out, found)
+            [level] = next(e["result"] for e in found if e["type"] == "result")["levels"]
+            self.assertEqual(level["completed"], 4)
+
 
 @unittest.skipIf(OLD_PY is None, f"no Python {MIN[0]}.{MIN[1] - 1} here (set INFBENCH_OLD_PYTHON to one)")
 class OnAnOlderPython(unittest.TestCase):
