@@ -2,6 +2,7 @@ import { Target } from '../config/target';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 
+/** A target's transport with the agent deployed on it: what a front end hands a phase (PhaseContext). */
 export interface Connection {
   transport: Transport;
   agent: DeployedAgent;
@@ -9,4 +10,5 @@ export interface Connection {
   release(): Promise<void>;
 }
 
+/** How a front end connects to a target; the VS Code one shares one SSH connection per host. */
 export type Connector = (target: Target, signal: AbortSignal) => Promise<Connection>;
