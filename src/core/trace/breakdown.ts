@@ -188,31 +188,54 @@ export function statsFrom(byName: Map<number, [number, number, number, number]>,
 function launchStats(trace: CollectedTrace): LaunchStats | null {
   const r = trace.runtime;
   if (!r.count) return null;
-  const calls: number[] = [];
+  // Typed arrays and a sorted index, not a Map per launch: a trace with no step names keeps every
+  // kernel, and a Map of them would double the analysis's memory at its peak.
+  const calls = new Float64Array(r.count);
+  let launches = 0;
   let graphLaunches = 0;
   let syncUs = 0;
-  const launchTsByCorr = new Map<number, number>();
+  const eager = new Int32Array(r.count);
+  let eagerCount = 0;
+  let sorted = true;
   for (let i = 0; i < r.count; i++) {
     const kind = r.kind[i];
     if (kind === RuntimeKind.KernelLaunch || kind === RuntimeKind.GraphLaunch) {
-      calls.push(r.dur[i]);
+      calls[launches++] = r.dur[i];
       if (kind === RuntimeKind.GraphLaunch) graphLaunches++;
-      else if (r.correlation[i] >= 0) launchTsByCorr.set(r.correlation[i], r.ts[i]);
+      else if (r.correlation[i] >= 0) {
+        if (eagerCount && r.correlation[i] < r.correlation[eager[eagerCount - 1]]) sorted = false;
+        eager[eagerCount++] = i;
+      }
     } else if (kind === RuntimeKind.Sync) {
       syncUs += r.dur[i];
     }
   }
-  const queue: number[] = [];
+  const byCorr = eager.subarray(0, eagerCount);
+  if (!sorted) byCorr.sort((a, b) => r.correlation[a] - r.correlation[b] || a - b);
+  // A correlation id launches one kernel eagerly; later kernels with it are not eager launches.
+  const taken = new Uint8Array(eagerCount);
   const k = trace.kernels;
+  const queue = new Float64Array(k.count);
+  let queued = 0;
   for (let i = 0; i < k.count; i++) {
-    const t = launchTsByCorr.get(k.correlation[i]);
-    if (t !== undefined) {
-      queue.push(k.ts[i] - t);
-      // a correlation id launches one kernel eagerly; later kernels with it are not eager launches
-      launchTsByCorr.delete(k.correlation[i]);
+    const corr = k.correlation[i];
+    let lo = 0;
+    let hi = eagerCount - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const c = r.correlation[byCorr[mid]];
+      if (c < corr) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    // lo: the first launch with this id (the last one written wins when ids repeat, as the Map did)
+    let at = -1;
+    while (lo < eagerCount && r.correlation[byCorr[lo]] === corr) at = lo++;
+    if (at >= 0 && !taken[at]) {
+      taken[at] = 1;
+      queue[queued++] = k.ts[i] - r.ts[byCorr[at]];
     }
   }
-  return { launches: calls.length, graphLaunches, launchCallUs: distribution(calls), launchToStartUs: distribution(queue), syncMs: syncUs / 1000 };
+  return { launches, graphLaunches, launchCallUs: distribution(calls.subarray(0, launches)), launchToStartUs: distribution(queue.subarray(0, queued)), syncMs: syncUs / 1000 };
 }
 
 export const CUT_STEP_WARNING = 'The file was cut: its last step, cut with it, is left out of the breakdown.';

@@ -36,6 +36,7 @@ const LBRACK = 0x5b;
 const RBRACK = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
+const PH_COMPLETE = 0x58; // X
 
 function bytes(s: string): Uint8Array {
   return Buffer.from(s, 'latin1');
@@ -92,7 +93,7 @@ function unescapeJson(raw: string): string {
 export class EventView {
   buf: Buffer = Buffer.alloc(0);
   cat: EventCat = EventCat.None;
-  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. */
+  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. The other fields are read for "X" events only (or when `ph` comes after them). */
   ph = 0;
   ts = NaN;
   dur = NaN;
@@ -332,6 +333,14 @@ export class TraceJsonReader {
 
   /** Index of the closing quote of a string whose body starts at i, or NEED_MORE. */
   private stringEnd(buf: Buffer, i: number, n: number): number {
+    // Most strings of a trace are short (keys, "X", "cpu_op"): a loop in JS finds their end sooner
+    // than a call into Buffer.indexOf, whose cost per call is that of a hundred bytes scanned here.
+    const stop = Math.min(n, i + 64);
+    for (let j = i; j < stop; j++) {
+      const c = buf[j];
+      if (c === Q) return j;
+      if (c === BS) break;
+    }
     for (;;) {
       const q = buf.indexOf(Q, i);
       if (q < 0 || q >= n) return NEED_MORE;
@@ -494,6 +503,9 @@ export class TraceJsonReader {
           const se = this.stringEnd(buf, i + 1, n);
           if (se === NEED_MORE) return NEED_MORE;
           v.ph = se > i + 1 ? buf[i + 1] : 0;
+          // Only complete events ("X") carry what the analysis reads; flows (two per kernel in a
+          // Kineto trace), counters and metadata are counted, not read. torch writes "ph" first.
+          if (v.ph !== PH_COMPLETE) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
           end = se + 1;
         } else {
           end = this.skipValue(buf, i, n);
