@@ -244,12 +244,95 @@ describe('macro phase against the simulator (known answers)', function () {
     within(1000 / Number(m[1]), 1000 / model, 0.03, 0.2, 'single-stream TPOT of the seed preset (ms)');
   });
 
+  /** Each finished request's record as the agent sent it (the run folder's event log). */
+  function requestRecords(out: { run: { readEvents(): unknown[] } }): { id: number; ok: boolean; prompt_tokens: number; output_tokens: number }[] {
+    return (out.run.readEvents() as { type?: string; record?: { id: number; ok: boolean; prompt_tokens: number; output_tokens: number } }[])
+      .filter((e) => e.type === 'macro.request' && e.record).map((e) => e.record!);
+  }
+
+  it('sends each request its own prompt and output length within the range ratio, the ones its seed and index draw', async () => {
+    const sim = await simulator();
+    const sink = new RecordingSink();
+    const out = await runMacroPhase(context(sim, sink), { ...base, warmup: 0, concurrency: [4], requests: 24, rangeRatio: 0.5, seed: 7, workers: 2 });
+    assert.equal(out.agent.status, 'completed', out.agent.reason);
+    const records = requestRecords(out);
+    assert.equal(records.length, 24);
+    // vLLM's bounds for --random-range-ratio 0.5: floor(100 x 0.5) to ceil(100 x 1.5), and 16 to 48.
+    for (const r of records) {
+      assert.ok(r.ok && r.prompt_tokens >= 50 && r.prompt_tokens <= 150, `prompt of ${r.prompt_tokens} tokens`);
+      assert.ok(r.output_tokens >= 16 && r.output_tokens <= 48, `output of ${r.output_tokens} tokens`);
+    }
+    const prompts = records.map((r) => r.prompt_tokens);
+    assert.ok(new Set(prompts).size >= 15 && Math.max(...prompts) - Math.min(...prompts) >= 50, `prompt lengths barely spread: ${prompts.join(', ')}`);
+    // The server's usage counts are exactly what the agent's draw for each request's index gives (the
+    // simulator's tokenizer counts a word as one token): two worker processes drew the same.
+    const { stdout } = await pexec('python3', ['-c', [
+      'import json, sys', "sys.path.insert(0, 'agent')", 'from infbench_agent.macro_prompts import PromptMaker',
+      `m = PromptMaker('completions', 'm', ${INPUT}, ${OUTPUT}, True, 7, range_ratio=0.5)`,
+      `print(json.dumps([m.lengths(i) for i in ${JSON.stringify(records.map((r) => r.id))}]))`,
+    ].join('\n')]);
+    assert.deepEqual(records.map((r) => [r.prompt_tokens, r.output_tokens]), JSON.parse(stdout));
+    const [level] = out.levels;
+    assert.equal(level.range_ratio, 0.5);
+    assert.deepEqual(level.input_len_range, [50, 150]);
+    assert.equal(level.total_input_tokens, prompts.reduce((a, b) => a + b, 0));
+    const update = sink.findings.at(-1)!;
+    assert.match(update.lines.join('\n'), /random prompts, 100 → 32 tokens, each ±50% \(50–150 → 16–48, range ratio 0\.5\)/);
+    const row = update.tables[0].rows[0];
+    assert.equal(row.mean_input_tokens, level.total_input_tokens / 24);
+  });
+
+  it('sends a ShareGPT file\'s first turns with their second turns\' lengths, leaving out what vLLM filters', async () => {
+    const sim = await simulator();
+    const sink = new RecordingSink();
+    const fixture = resolve('test/fixtures/sharegpt/sharegpt-small.json');
+    // What vllm bench serve --dataset-name sharegpt keeps, counted with this server's /tokenize.
+    const count = async (text: string) => ((await (await fetch(`${sim.url}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt: text }) })).json()) as { count: number }).count;
+    const entries = JSON.parse(readFileSync(fixture, 'utf8')) as { conversations: { value: string }[] }[];
+    const kept = new Set<string>();
+    const dropped = new Set<string>();
+    for (const e of entries.filter((x) => x.conversations.length >= 2)) {
+      const [p, o] = [await count(e.conversations[0].value), await count(e.conversations[1].value)];
+      (p < 4 || o < 4 || p > 1024 || p + o > 2048 ? dropped : kept).add(`${p}/${o}`);
+    }
+    assert.equal(kept.size, 5);
+    const out = await runMacroPhase(context(sim, sink), { ...base, warmup: 0, concurrency: [2], requests: 10, dataset: 'sharegpt', datasetPath: fixture });
+    assert.equal(out.agent.status, 'completed', out.agent.reason);
+    const sent = requestRecords(out).map((r) => `${r.prompt_tokens}/${r.output_tokens}`);
+    assert.equal(sent.length, 10);
+    for (const pair of sent) assert.ok(kept.has(pair), `a request of ${pair} prompt/output tokens is no kept conversation`);
+    assert.deepEqual(new Set(sent), kept, 'ten requests over five kept conversations send each of them');
+    const [level] = out.levels;
+    assert.equal(level.dataset_name, 'sharegpt');
+    assert.equal(level.dataset_path, fixture);
+    const stored = out.run.readResult<{ prompts: { sharegpt: { kept: number; dropped: Record<string, number>; lengths_by: string } } }>()!;
+    assert.deepEqual(stored.prompts.sharegpt.dropped, { prompt_too_short: 1, output_too_short: 1, prompt_too_long: 1, total_too_long: 1 });
+    assert.equal(stored.prompts.sharegpt.lengths_by, 'tokenize');
+    const update = sink.findings.at(-1)!;
+    assert.match(update.lines.join('\n'), /ShareGPT conversations from .*sharegpt-small\.json, each with its second turn's output length/);
+    assert.ok(update.tables[0].columns.some((c) => c.label === 'Output tok mean'));
+  });
+
   it('refuses bad load options with a message that names them, before anything runs', async () => {
     const sim = await simulator();
     const ctx = context(sim, new RecordingSink());
     await assert.rejects(runMacroPhase(ctx, { concurrency: [0, 8] }), /concurrency values must be positive/);
     await assert.rejects(runMacroPhase(ctx, { concurrency: [1.5] }), /whole numbers/);
     await assert.rejects(runMacroPhase(ctx, { outputLen: 0 }), /output length must be a whole number/);
+  });
+
+  it('infbench macro reads a ShareGPT file named as vllm bench serve names it, with every output length replaced', async () => {
+    const sim = await simulator();
+    const outFile = join(workspace, 'cli-sharegpt.json');
+    await pexec('node', [resolve('dist/cli.js'), 'macro', '--target', 'local', '--url', sim.url, '--concurrency', '7', '--requests', '7',
+      '--dataset-name', 'sharegpt', '--dataset-path', resolve('test/fixtures/sharegpt/sharegpt-small.json'), '--sharegpt-output-len', '4',
+      '--warmup', '0', '--workspace', workspace, '--out', outFile], { env: { ...process.env, XDG_CACHE_HOME: cache } });
+    const result = JSON.parse(readFileSync(outFile, 'utf8')) as { levels: MacroLevelSummary[]; prompts: { sharegpt: { kept: number } } };
+    // The one-word answer and the long story pass once their second turns no longer count: seven kept.
+    assert.equal(result.prompts.sharegpt.kept, 7);
+    assert.equal(result.levels[0].completed, 7);
+    assert.equal(result.levels[0].total_output_tokens, 7 * 4);
+    assert.equal(result.levels[0].output_len, 4);
   });
 
   it('infbench macro writes one object per level with vLLM field names', async () => {

@@ -299,7 +299,7 @@ describe('live results in code-server (UI)', function () {
     figures.insertedKernel = name;
   });
 
-  it('runs a custom macro workload from the quick picks (requests per level, goodput SLOs) and offers it first next time', async () => {
+  it('runs a custom macro workload from the quick picks (requests per level, a length range, goodput SLOs) and offers it first next time', async () => {
     await wb.runCommand('Inference Bench: Run Macro Phase');
     // Each preset says what it sends, requests per level included.
     await wb.quickInput.getByText(/concurrency 1, 8, 32, 64; max\(8, 4 × concurrency\) requests per level; random prompts, 256 → 128 tokens/).first().waitFor();
@@ -309,16 +309,19 @@ describe('live results in code-server (UI)', function () {
     await wb.answer(/: requests per level$/, '6');
     await wb.answer(/: dataset$/, 'Random prompts');
     await wb.answer(/: prompt and output tokens$/, '32, 16');
+    await wb.answer(/: length range$/, '0.5');
     await wb.answer(/: goodput SLOs$/, 'ttft:1000 tpot:100');
-    // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for.
+    // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for;
+    // with lengths drawn over a range, the prompts' range and each level's mean lengths.
     const file = join(workspace, 'k25b6000bench1.md');
     await poll('the custom run\'s table in the findings document', () => {
       const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-      return /Goodput req\/s/.test(text) && /E2EL mean ms/.test(text) && /Total tok\/s/.test(text) && /Duration s/.test(text) ? true : undefined;
+      return /Goodput req\/s/.test(text) && /E2EL mean ms/.test(text) && /Total tok\/s/.test(text) && /Duration s/.test(text)
+        && /Prompt tok mean/.test(text) && /random prompts, 32 → 16 tokens, each ±50% \(16–48 → 8–24/.test(text) ? true : undefined;
     }, 90_000);
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.quickInput.getByText(/Again: Custom/).waitFor();
-    await wb.quickInput.getByText('concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens; goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms').first().waitFor();
+    await wb.quickInput.getByText('concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens, each ±50% (16–48 → 8–24, range ratio 0.5); goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms').first().waitFor();
     await wb.screenshot('live-macro-presets-dark');
     await wb.page.keyboard.press('Escape');
   });

@@ -1,7 +1,7 @@
 import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { finiteNumber, numberList, positiveSeconds } from '../flags';
+import { finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
+import { MacroDataset, MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
@@ -23,10 +23,17 @@ Load:
   --duration S              seconds per level instead of a request count
   --input-len N             prompt tokens (default 256; random prompts, calibrated with /tokenize)
   --output-len N            output tokens with ignore_eos (default 128)
+  --range-ratio R           random prompts: each request's prompt and output lengths drawn uniformly
+                            from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (alias --random-range-ratio)
   --no-ignore-eos           let the model stop at EOS
   --api completions|chat    (default completions)
   --model NAME              default: the first model /v1/models lists
   --prompts-file PATH       JSONL prompts on the target host
+  --dataset-name random|jsonl|sharegpt
+                            where prompts come from (default random; with --dataset-path told from the
+                            file: a JSON list is ShareGPT)
+  --dataset-path PATH       the dataset file on the target host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json
+  --sharegpt-output-len N   ShareGPT: N output tokens per request instead of each second turn's length
   --warmup N                warm-up requests (default 2)
   --request-timeout S       seconds one request may take before it fails as a timeout (default 600);
                             a level whose requests all stall stops the run
@@ -53,41 +60,15 @@ export const macroCommand: CliCommand = {
         concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
         requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
         'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
+        'range-ratio': { type: 'string' }, 'random-range-ratio': { type: 'string' }, 'dataset-name': { type: 'string' },
+        'dataset-path': { type: 'string' }, 'sharegpt-output-len': { type: 'string' },
         warmup: { type: 'string' }, 'request-timeout': { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
         out: { type: 'string' }, json: { type: 'boolean' },
       },
       strict: true,
     });
     const v = parsed.values;
-    const api = v.api ?? 'completions';
-    if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);
-    const goodput: MacroOptions['goodput'] = {};
-    for (const part of (v.goodput ?? '').split(/[\s,]+/).filter(Boolean)) {
-      const [k, val] = part.split(':');
-      if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0)) throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
-      goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
-    }
-    const workers = v.workers === undefined || v.workers === 'auto' ? undefined : finiteNumber(v.workers, '--workers');
-    const options: MacroOptions = {
-      url: v.url, api, model: v.model,
-      concurrency: numberList(v.concurrency, '--concurrency'),
-      requestRate: numberList(v['request-rate'], '--request-rate', true),
-      maxConcurrency: finiteNumber(v['max-concurrency'], '--max-concurrency'),
-      burstiness: finiteNumber(v.burstiness, '--burstiness'),
-      requests: finiteNumber(v.requests, '--requests'),
-      durationS: finiteNumber(v.duration, '--duration'),
-      inputLen: finiteNumber(v['input-len'], '--input-len'),
-      outputLen: finiteNumber(v['output-len'], '--output-len'),
-      ignoreEos: v['no-ignore-eos'] ? false : undefined,
-      promptsFile: v['prompts-file'],
-      warmup: finiteNumber(v.warmup, '--warmup'),
-      requestTimeoutS: positiveSeconds(v['request-timeout'], '--request-timeout'),
-      goodput: Object.keys(goodput).length ? goodput : undefined,
-      percentiles: numberList(v.percentiles, '--percentiles'),
-      workers,
-      seed: finiteNumber(v.seed, '--seed'),
-    };
-    for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
+    const options = macroOptionsFromFlags(v);
 
     const opened = await openCliTarget(v, 'Stopping: the levels finished so far are kept…');
     try {
@@ -124,3 +105,53 @@ export const macroCommand: CliCommand = {
     }
   },
 };
+
+/** The flags' values as parseArgs gives them: strings, and booleans for the switches. */
+export type MacroFlagValues = Record<string, string | boolean | undefined>;
+
+/** The run's options from `infbench macro`'s flags, each bad value named by its flag. */
+export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
+  const v = (flag: string): string | undefined => (typeof values[flag] === 'string' ? (values[flag] as string) : undefined);
+  const api = v('api') ?? 'completions';
+  if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);
+  const goodput: MacroOptions['goodput'] = {};
+  for (const part of (v('goodput') ?? '').split(/[\s,]+/).filter(Boolean)) {
+    const [k, val] = part.split(':');
+    if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0)) throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
+    goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
+  }
+  const workers = v('workers') === undefined || v('workers') === 'auto' ? undefined : finiteNumber(v('workers'), '--workers');
+  // vllm bench serve spells it --random-range-ratio.
+  const ratioFlag = v('range-ratio') !== undefined ? '--range-ratio' : '--random-range-ratio';
+  const options: MacroOptions = {
+    url: v('url'), api, model: v('model'),
+    concurrency: numberList(v('concurrency'), '--concurrency'),
+    requestRate: numberList(v('request-rate'), '--request-rate', true),
+    maxConcurrency: finiteNumber(v('max-concurrency'), '--max-concurrency'),
+    burstiness: finiteNumber(v('burstiness'), '--burstiness'),
+    requests: finiteNumber(v('requests'), '--requests'),
+    durationS: finiteNumber(v('duration'), '--duration'),
+    inputLen: finiteNumber(v('input-len'), '--input-len'),
+    outputLen: finiteNumber(v('output-len'), '--output-len'),
+    rangeRatio: nonNegativeNumber(v(ratioFlag.slice(2)), ratioFlag),
+    ignoreEos: values['no-ignore-eos'] ? false : undefined,
+    promptsFile: v('prompts-file'),
+    dataset: datasetFlag(v('dataset-name')),
+    datasetPath: v('dataset-path'),
+    sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
+    warmup: finiteNumber(v('warmup'), '--warmup'),
+    requestTimeoutS: positiveSeconds(v('request-timeout'), '--request-timeout'),
+    goodput: Object.keys(goodput).length ? goodput : undefined,
+    percentiles: numberList(v('percentiles'), '--percentiles'),
+    workers,
+    seed: finiteNumber(v('seed'), '--seed'),
+  };
+  for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
+  return options;
+}
+
+function datasetFlag(text: string | undefined): MacroDataset | undefined {
+  if (text === undefined) return undefined;
+  if (text === 'random' || text === 'jsonl' || text === 'sharegpt') return text;
+  throw new UsageError(`--dataset-name takes random, jsonl or sharegpt; got "${text}".`);
+}

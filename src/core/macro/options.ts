@@ -19,6 +19,11 @@ export interface MacroOptions {
   durationS?: number;
   inputLen?: number;
   outputLen?: number;
+  /**
+   * Random prompts: each request's prompt and output lengths drawn uniformly from
+   * [len × (1 − r), len × (1 + r)], 0 ≤ r < 1 (vllm bench serve --random-range-ratio).
+   */
+  rangeRatio?: number;
   /** false lets the model stop at EOS (default: ignore_eos so every request makes outputLen tokens). */
   ignoreEos?: boolean;
   warmup?: number;
@@ -26,14 +31,23 @@ export interface MacroOptions {
   percentiles?: number[];
   /** Goodput SLOs in milliseconds. */
   goodput?: { ttft?: number; tpot?: number; e2el?: number };
-  /** A JSONL file of prompts, as a path on the target host. */
+  /** A JSONL file of prompts, as a path on the target host (the same as dataset 'jsonl' with datasetPath). */
   promptsFile?: string;
+  /** Where the prompts come from; a file's kind is told from the file when only datasetPath is given. */
+  dataset?: MacroDataset;
+  /** The dataset file, as a path on the target host (the agent reads it there). */
+  datasetPath?: string;
+  /** ShareGPT: output tokens of every request instead of each conversation's second turn. */
+  sharegptOutputLen?: number;
   /** Load-generator processes: 'auto' or a number. */
   workers?: number | 'auto';
   requestTimeoutS?: number;
   /** Bearer token for a server started with --api-key; handed to the agent on stdin, never stored. */
   apiKey?: string;
 }
+
+/** random: generated prompts; jsonl: a file of prompts; sharegpt: ShareGPT conversations, as vllm bench serve --dataset-name sharegpt. */
+export type MacroDataset = 'random' | 'jsonl' | 'sharegpt';
 
 /** The seed scenario's defaults: single stream first, then a sweep. */
 export const DEFAULT_MACRO_OPTIONS: Required<Pick<MacroOptions, 'api' | 'concurrency' | 'inputLen' | 'outputLen' | 'warmup'>> = {
@@ -81,8 +95,63 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
   if (o.percentiles?.length) args.push('--percentiles', o.percentiles.join(','));
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
   if (slos.length) args.push('--goodput', slos.map(([k, v]) => `${k}:${v}`).join(' '));
-  if (o.promptsFile) args.push('--prompts-file', o.promptsFile);
+  args.push(...datasetArgs(o));
   if (o.workers !== undefined) args.push('--workers', String(o.workers));
   if (o.requestTimeoutS !== undefined) args.push('--request-timeout', String(o.requestTimeoutS));
   return args;
+}
+
+/** The dataset a run's options name: its kind (undefined when a file's kind is left to the agent to tell) and file. */
+export function macroDataset(o: MacroOptions): { name?: MacroDataset; path?: string } {
+  if (o.promptsFile) return { name: 'jsonl', path: o.promptsFile };
+  if (o.datasetPath) return { name: o.dataset, path: o.datasetPath };
+  return { name: o.dataset ?? 'random' };
+}
+
+function datasetArgs(o: MacroOptions): string[] {
+  const { name, path } = macroDataset(o);
+  if (o.promptsFile && o.dataset && o.dataset !== 'jsonl') throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
+  if (o.promptsFile && o.datasetPath && o.datasetPath !== o.promptsFile) throw new MacroOptionsError('the prompts file and the dataset path name different files; give one of them.');
+  if (name === 'random' && o.datasetPath) throw new MacroOptionsError(`random prompts take no dataset file; got ${o.datasetPath}.`);
+  if (name && name !== 'random' && !path) throw new MacroOptionsError(`the ${name} dataset needs its file's path on the host.`);
+  if (o.rangeRatio !== undefined) {
+    if (!(o.rangeRatio >= 0 && o.rangeRatio < 1)) throw new MacroOptionsError(`range ratio must be at least 0 and below 1, for example 0.25; got ${o.rangeRatio}.`);
+    if (o.rangeRatio > 0 && name !== 'random') throw new MacroOptionsError('range ratio applies to random prompts only: a dataset\'s prompts keep their own lengths.');
+  }
+  if (o.sharegptOutputLen !== undefined) {
+    if (!Number.isInteger(o.sharegptOutputLen) || o.sharegptOutputLen < 1) throw new MacroOptionsError(`ShareGPT output length must be a whole number of tokens, at least 1; got ${o.sharegptOutputLen}.`);
+    if (name !== 'sharegpt') throw new MacroOptionsError('a ShareGPT output length applies to the sharegpt dataset only; for random prompts give the output length.');
+  }
+  const args: string[] = [];
+  if (o.promptsFile) args.push('--prompts-file', o.promptsFile);
+  else if (path) args.push(...(name ? ['--dataset-name', name] : []), '--dataset-path', path);
+  if (o.rangeRatio) args.push('--range-ratio', String(o.rangeRatio));
+  if (o.sharegptOutputLen !== undefined) args.push('--sharegpt-output-len', String(o.sharegptOutputLen));
+  return args;
+}
+
+const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;
+
+/** The lengths a request may draw, as the agent bounds them (macro_prompts.py length_range, vLLM's floor and ceil). */
+export function lengthRange(length: number, ratio: number): [number, number] {
+  return [Math.max(1, Math.floor(length * (1 - ratio))), Math.max(1, Math.ceil(length * (1 + ratio)))];
+}
+
+/**
+ * What a run's prompts are, in words, as the quick picks and the findings say it: "random prompts,
+ * 256 → 128 tokens, each ±25% (range ratio 0.25)", "ShareGPT conversations from FILE, ...".
+ */
+export function datasetText(o: MacroOptions): string {
+  const { name, path } = macroDataset(o);
+  if (name === 'jsonl') return `prompts from ${path}`;
+  if (name === 'sharegpt') {
+    return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : 'each with its second turn\'s output length'}`;
+  }
+  if (path) return `prompts from ${path}`;
+  const input = o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen;
+  const output = o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen;
+  if (!o.rangeRatio) return `random prompts, ${input} → ${output} tokens`;
+  const [inLow, inHigh] = lengthRange(input, o.rangeRatio);
+  const [outLow, outHigh] = lengthRange(output, o.rangeRatio);
+  return `random prompts, ${input} → ${output} tokens, each ±${percent(o.rangeRatio)} (${inLow}–${inHigh} → ${outLow}–${outHigh}, range ratio ${o.rangeRatio})`;
 }

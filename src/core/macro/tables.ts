@@ -63,14 +63,17 @@ export function levelFlagLines(levels: readonly MacroLevelSummary[]): string[] {
   return lines;
 }
 
-/** One row per level, as `vllm bench serve` reports it: duration, latencies in ms (mean, p50, p99; E2EL mean and p99), throughputs (output and total tok/s), goodput, client CPU. */
+/** One row per level, as `vllm bench serve` reports it: duration, mean prompt and output tokens where they vary, latencies in ms (mean, p50, p99; E2EL mean and p99), throughputs (output and total tok/s), goodput, client CPU. */
 export function levelTable(levels: readonly MacroLevelSummary[], note?: string): ResultTable {
   const hasGoodput = levels.some((l) => num(l.request_goodput) !== null);
+  // Lengths that differ per request (a range ratio, a dataset's own) differ per level too: each row says what it sent.
+  const varied = levels.some((l) => (typeof l.dataset_name === 'string' && l.dataset_name !== 'random') || (num(l.range_ratio) ?? 0) > 0);
   const columns: ResultTable['columns'] = [
     { key: 'level', label: 'Load', align: 'left' },
     { key: 'completed', label: 'OK', digits: 0 },
     { key: 'failed', label: 'Failed', digits: 0 },
     { key: 'duration', label: 'Duration s', digits: 2 },
+    ...(varied ? [{ key: 'mean_input_tokens', label: 'Prompt tok mean', digits: 0 }, { key: 'mean_output_tokens', label: 'Output tok mean', digits: 0 }] : []),
     { key: 'mean_ttft_ms', label: 'TTFT mean ms', digits: 1 },
     { key: 'p50_ttft_ms', label: 'TTFT p50', digits: 1 },
     { key: 'p99_ttft_ms', label: 'TTFT p99', digits: 1 },
@@ -93,9 +96,14 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
   const rows = levels.map((l) => {
     const row: ResultTable['rows'][number] = { level: levelRowLabel(l) };
     for (const c of columns) {
-      if (c.key === 'level' || c.key === 'client_cpu' || c.key === 'limited') continue;
+      if (['level', 'client_cpu', 'limited', 'mean_input_tokens', 'mean_output_tokens'].includes(c.key)) continue;
       const v = (l as Record<string, unknown>)[c.key];
       row[c.key] = typeof v === 'number' ? v : null;
+    }
+    if (varied) {
+      const done = num(l.completed);
+      row.mean_input_tokens = done ? (num(l.total_input_tokens) ?? 0) / done : null;
+      row.mean_output_tokens = done ? (num(l.total_output_tokens) ?? 0) / done : null;
     }
     const cpu = l.client_cpu as { us_per_output_token?: number } | undefined;
     row.client_cpu = num(cpu?.us_per_output_token);

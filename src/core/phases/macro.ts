@@ -1,5 +1,5 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
-import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../macro/options';
+import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from '../macro/options';
 import { failureTable, levelFlagLines, levelTable, macroHeadline } from '../macro/tables';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
@@ -147,7 +147,7 @@ function findingsUpdate(
     ? `request rates ${settings.requestRate.map((r) => (Number.isFinite(r) ? r : '∞')).join(', ')}/s`
     : `concurrency ${(settings.concurrency ?? []).join(', ')}`;
   lines.push(
-    `${model} at ${settings.url}, ${settings.api ?? 'completions'} API, ${settings.inputLen} prompt tokens → ${settings.outputLen} output tokens` +
+    `${model} at ${settings.url}, ${settings.api ?? 'completions'} API, ${datasetText(settings)}` +
       `${settings.ignoreEos === false ? '' : ' (ignore_eos)'}, ${load}; load generator on the server's host. Run \`${run.info.id}\`.`,
   );
   if (summary.simulated) lines.push('⚠ **Simulator**: these numbers come from the inference-bench simulator (a known timing model), not a real model server.');

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { Target } from '../../core/config/target';
-import { DEFAULT_MACRO_OPTIONS, MacroOptions, macroAgentArgs } from '../../core/macro/options';
+import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs, macroDataset } from '../../core/macro/options';
 import { readSettings } from '../settings';
 import { runMacroPhase } from '../../core/phases/macro';
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
@@ -34,7 +34,7 @@ export function describeWorkload(o: MacroOptions): string {
   const load = o.requestRate?.length
     ? `${o.requestRate.map((r) => (Number.isFinite(r) ? r : '∞')).join(', ')} req/s (burstiness ${o.burstiness ?? 1}${o.maxConcurrency ? `, at most ${o.maxConcurrency} in flight` : ''})`
     : `concurrency ${(o.concurrency ?? DEFAULT_MACRO_OPTIONS.concurrency).join(', ')}`;
-  const data = o.promptsFile ? `prompts from ${o.promptsFile}` : `random prompts, ${o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen} → ${o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen} tokens`;
+  const data = datasetText(o);
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
   return [load, perLevel(o), data, slos.length ? `goodput SLOs ${slos.map(([k, v]) => `${k.toUpperCase()} ≤ ${v} ms`).join(', ')}` : ''].filter(Boolean).join('; ');
 }
@@ -64,7 +64,8 @@ function parseSlos(text: string): MacroOptions['goodput'] | undefined | 'invalid
 /**
  * The questions `vllm bench serve`'s flags answer, one after another, each proposing what this
  * target ran last: load (concurrency or request rate, burstiness), requests or seconds per level,
- * dataset (random, or a JSONL file of prompts on the host), prompt and output lengths, goodput SLOs.
+ * dataset (random, a JSONL file of prompts or a ShareGPT file on the host), prompt and output lengths and
+ * their range, goodput SLOs.
  */
 async function customWorkload(target: Target, last: MacroOptions): Promise<MacroOptions | undefined> {
   const title = (step: string) => `Run Macro Phase on ${target.name}: ${step}`;
@@ -116,34 +117,66 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   });
   if (size === undefined) return undefined;
   Object.assign(options, parseLevelSize(size) ?? {});
+  const lastDataset = macroDataset(last);
+  const hostName = target.kind === 'local' ? 'this machine' : target.host;
   const dataset = await vscode.window.showQuickPick(
     [
-      { label: 'Random prompts', detail: 'of a fixed length, as vllm bench serve --dataset-name random', file: false },
-      { label: 'A JSONL file of prompts on the host', detail: 'one {"prompt": ...} per line (--prompts-file)', file: true },
-    ],
+      { label: 'Random prompts', detail: 'of a given length, or each its own within a range, as vllm bench serve --dataset-name random', source: 'random' as const },
+      { label: 'A JSONL file of prompts on the host', detail: 'one {"prompt": ...} per line (--prompts-file)', source: 'jsonl' as const },
+      { label: 'A ShareGPT file on the host', detail: 'conversations as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn\'s length the output length', source: 'sharegpt' as const },
+    ].sort((a, b) => Number(b.source === lastDataset.name) - Number(a.source === lastDataset.name)),
     { title: title('dataset'), placeHolder: 'Which prompts?' },
   );
   if (!dataset) return undefined;
-  if (dataset.file) {
+  if (dataset.source !== 'random') {
     const file = await vscode.window.showInputBox({
-      title: title('prompts file'),
-      prompt: `The JSONL file's path on ${target.kind === 'local' ? 'this machine' : target.host}`,
-      value: last.promptsFile ?? '',
+      title: title(dataset.source === 'jsonl' ? 'prompts file' : 'ShareGPT file'),
+      prompt: dataset.source === 'jsonl'
+        ? `The JSONL file's path on ${hostName}`
+        : `The ShareGPT JSON file's path on ${hostName} (for example ShareGPT_V3_unfiltered_cleaned_split.json)`,
+      value: lastDataset.name === dataset.source ? lastDataset.path ?? '' : '',
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() ? undefined : 'A path on the host'),
     });
     if (file === undefined) return undefined;
-    options.promptsFile = file.trim();
+    if (dataset.source === 'jsonl') options.promptsFile = file.trim();
+    else {
+      options.dataset = 'sharegpt';
+      options.datasetPath = file.trim();
+    }
   }
-  const lengths = await vscode.window.showInputBox({
-    title: title('prompt and output tokens'),
-    prompt: dataset.file ? 'Output tokens per request (the prompts are the file\'s); prompt tokens are ignored' : 'Prompt tokens, output tokens',
-    value: `${last.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen}, ${last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen}`,
-    ignoreFocusOut: true,
-    validateInput: (v) => (parseList(v).length === 2 && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Two whole numbers, for example 256, 128'),
-  });
-  if (lengths === undefined) return undefined;
-  [options.inputLen, options.outputLen] = parseList(lengths);
+  if (dataset.source === 'sharegpt') {
+    const out = await vscode.window.showInputBox({
+      title: title('output tokens'),
+      prompt: 'Output tokens per request; empty for each conversation\'s own (its second turn\'s length; --sharegpt-output-len)',
+      value: last.sharegptOutputLen !== undefined ? String(last.sharegptOutputLen) : '',
+      ignoreFocusOut: true,
+      validateInput: (v) => (!v.trim() || (Number.isInteger(Number(v)) && Number(v) > 0) ? undefined : 'A whole number above 0, or empty'),
+    });
+    if (out === undefined) return undefined;
+    if (out.trim()) options.sharegptOutputLen = Number(out);
+  } else {
+    const lengths = await vscode.window.showInputBox({
+      title: title('prompt and output tokens'),
+      prompt: dataset.source === 'jsonl' ? 'Output tokens per request (the prompts are the file\'s); prompt tokens are ignored' : 'Prompt tokens, output tokens',
+      value: `${last.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen}, ${last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen}`,
+      ignoreFocusOut: true,
+      validateInput: (v) => (parseList(v).length === 2 && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Two whole numbers, for example 256, 128'),
+    });
+    if (lengths === undefined) return undefined;
+    [options.inputLen, options.outputLen] = parseList(lengths);
+  }
+  if (dataset.source === 'random') {
+    const range = await vscode.window.showInputBox({
+      title: title('length range'),
+      prompt: 'Range ratio r: each request\'s prompt and output lengths drawn uniformly from len × (1 − r) to len × (1 + r) (--random-range-ratio); 0 keeps them fixed',
+      value: String(last.rangeRatio ?? 0),
+      ignoreFocusOut: true,
+      validateInput: (v) => (Number(v) >= 0 && Number(v) < 1 ? undefined : 'A number from 0 to below 1, for example 0.25'),
+    });
+    if (range === undefined) return undefined;
+    if (Number(range) > 0) options.rangeRatio = Number(range);
+  }
   const slos = await vscode.window.showInputBox({
     title: title('goodput SLOs'),
     prompt: 'Goodput counts the requests that meet every SLO, in ms, for example ttft:500 tpot:50 (empty for none)',
@@ -177,7 +210,7 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
       const items: Item[] = [
         ...(last ? [{ label: `$(history) Again: ${last.label}`, detail: describeWorkload(last.options), description: `last run on ${target.name}`, options: last.options }] : []),
         ...WORKLOADS.map((w): Item => ({ label: w.label, detail: describeWorkload(w.options), options: w.options })),
-        { label: 'Custom…', detail: 'concurrency or request rate, requests or seconds per level, dataset, lengths, goodput SLOs', custom: true },
+        { label: 'Custom…', detail: 'concurrency or request rate, requests or seconds per level, dataset (random, JSONL, ShareGPT), lengths and their range, goodput SLOs', custom: true },
       ];
       const picked = await vscode.window.showQuickPick(items, { title: `Run Macro Phase on ${target.name}`, placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`, matchOnDetail: true });
       if (!picked) return undefined;
