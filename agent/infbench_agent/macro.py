@@ -156,9 +156,9 @@ def dataset_prompts(args: argparse.Namespace, endpoint: Endpoint, model: str, da
                      "output_len_range": list(length_range(args.output_len, args.range_ratio))})
         return None, info
     totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
-    # As many conversations as the run sends (vLLM's --num-prompts per level); 1000, vLLM's default
-    # --num-prompts, where a level runs for a duration.
-    wanted = max(1, max(0, args.warmup) + sum(1000 if t is None else t for t in totals))
+    # As many conversations as the largest level sends, each level drawing from the same ones as vLLM's runs
+    # with one --seed do (its --num-prompts per run); 1000, vLLM's default --num-prompts, for a level of seconds.
+    wanted = max(1000 if t is None else t for t in totals)
     count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
     events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
     loaded = load_sharegpt(str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count,
@@ -167,7 +167,7 @@ def dataset_prompts(args: argparse.Namespace, endpoint: Endpoint, model: str, da
     info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
     events.log(f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
                f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
-               + (f"; fewer than the {wanted} requests, so they repeat" if stats["kept"] < wanted else ""))
+               + (f"; fewer than the {wanted} requests of a level, so they repeat" if stats["kept"] < wanted else ""))
     return loaded["samples"], info
 
 

@@ -28,7 +28,8 @@ WORDS = ("time year people way day man thing woman life child world school state
 def length_range(length: int, ratio: float) -> Tuple[int, int]:
     """The lengths a request may draw, as vllm/benchmarks/datasets.py's RandomDataset.get_sampling_params bounds them
     for --random-range-ratio: floor(len * (1 - r)) to ceil(len * (1 + r)), both included, never below 1 (vLLM
-    keeps only the output's low bound at 1 and refuses an empty prompt; here a prompt is at least one word)."""
+    keeps only the output's low bound at 1 and refuses an empty prompt; here a prompt is at least one word). The
+    prompt's bounds hold for its length as the server counts it; vLLM bounds the tokens past its special ones."""
     return max(1, math.floor(length * (1 - ratio))), max(1, math.ceil(length * (1 + ratio)))
 
 
