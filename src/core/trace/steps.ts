@@ -439,7 +439,9 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
   }
   const repeats = findRepeatingSteps((o) => k.name[order[o]], (o) => k.dur[order[o]], order.length, (id) => k.names[id]);
   if (repeats && !(graphStarts.length && graphStarts.length === repeats.steps.length)) {
-    const steps = repeats.steps.map((s) => ({ ...s, kernels: s.kernels.map((o) => order[o]) }));
+    // From positions in start order to kernel indices, in place: a second array per step would be a copy of every kernel.
+    const steps = repeats.steps;
+    for (const step of steps) for (let i = 0; i < step.kernels.length; i++) step.kernels[i] = order[step.kernels[i]];
     settleKindsByShape(trace, steps);
     const confidence: StepConfidence = repeats.periodicity >= 0.9 ? 'likely' : 'unsure';
     warnings.push(
