@@ -44,10 +44,14 @@ if (watch) {
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 mkdirSync('dist', { recursive: true });
-execFileSync('python3', ['-c', [
-  'import zipapp, sys',
-  "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: '__pycache__' not in p.parts and p.suffix != '.pyc')",
-].join('\n')], { stdio: 'inherit' });
+execFileSync(
+  'python3',
+  [
+    '-c',
+    ['import zipapp, sys', "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: '__pycache__' not in p.parts and p.suffix != '.pyc')"].join('\n'),
+  ],
+  { stdio: 'inherit' },
+);
 
 // The codicon font travels with the extension so that the webview loads it through asWebviewUri.
 import { cpSync } from 'node:fs';

@@ -57,7 +57,9 @@ async function main(): Promise<void> {
     return `median ${s[Math.floor(s.length / 2)]} ms (min ${s[0]}, max ${s[s.length - 1]}, ${s.length} runs)`;
   };
   console.log(`activate() as the extension logs it: ${stats(activation)}`);
-  console.log(`click on the activity-bar icon ${idleMs ? `${idleMs} ms after` : 'as soon as'} the workbench shows, to the welcome view shown: ${stats(toWelcome)}`);
+  console.log(
+    `click on the activity-bar icon ${idleMs ? `${idleMs} ms after` : 'as soon as'} the workbench shows, to the welcome view shown: ${stats(toWelcome)}`,
+  );
 }
 
 async function activationMs(logs: string): Promise<number> {

@@ -38,7 +38,10 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 
 const updates = Number(arg('updates', '200'));
 for (const regions of arg('regions', '20,200').split(',').map(Number)) {
-  let text = renderSkeleton('k25b6000bench1.md').replace('## Notes\n', `## Notes\n\n${'The user writes a paragraph of notes here, with 注意力 and 🚀 now and then.\n\n'.repeat(regions * 5)}`);
+  let text = renderSkeleton('k25b6000bench1.md').replace(
+    '## Notes\n',
+    `## Notes\n\n${'The user writes a paragraph of notes here, with 注意力 and 🚀 now and then.\n\n'.repeat(regions * 5)}`,
+  );
   for (let r = 0; r < regions; r++) text = applyFindingsUpdate(text, macro(`macro-old-${r}`, 8)).text;
   const startChars = text.length;
   const times: number[] = [];

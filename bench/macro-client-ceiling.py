@@ -32,8 +32,9 @@ def cpu_of(pid: int) -> float:
 
 
 def start_simulator(*args: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args], stdout=subprocess.PIPE, text=True
+    )
     info = json.loads(proc.stdout.readline())
     raise_priority(proc.pid)
     return proc, info["url"]
@@ -49,12 +50,27 @@ def raise_priority(pid: int = 0) -> None:
 
 
 def run_agent(url: str, levels: str, requests: int | None, output_len: int, extra: list[str]) -> list[dict]:
-    cmd = [sys.executable, "-m", "infbench_agent", "macro", "--url", url, "--concurrency", levels, "--input-len", "32",
-           "--output-len", str(output_len), "--no-request-events", "--update-interval", "1000", *(extra or ["--warmup", "4"])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "infbench_agent",
+        "macro",
+        "--url",
+        url,
+        "--concurrency",
+        levels,
+        "--input-len",
+        "32",
+        "--output-len",
+        str(output_len),
+        "--no-request-events",
+        "--update-interval",
+        "1000",
+        *(extra or ["--warmup", "4"]),
+    ]
     if requests:
         cmd += ["--requests", str(requests)]
-    out = subprocess.run(cmd, cwd=os.path.join(ROOT, "agent"), capture_output=True, text=True, check=False,
-                         preexec_fn=raise_priority)
+    out = subprocess.run(cmd, cwd=os.path.join(ROOT, "agent"), capture_output=True, text=True, check=False, preexec_fn=raise_priority)
     for line in out.stdout.splitlines():
         event = json.loads(line)
         if event["type"] == "result":
@@ -64,8 +80,10 @@ def run_agent(url: str, levels: str, requests: int | None, output_len: int, extr
 
 def zero_cost(levels: list[int], output_len: int) -> None:
     print(f"== zero-cost simulator: every token at once, {output_len} tokens per request ==")
-    print(f"{'streams':>7} {'requests':>8} {'tokens':>8} {'tok/s in':>10} {'client µs/tok':>13} {'client CPU':>10} "
-          f"{'procs':>5} {'sim µs/tok':>10}")
+    print(
+        f"{'streams':>7} {'requests':>8} {'tokens':>8} {'tok/s in':>10} {'client µs/tok':>13} {'client CPU':>10} "
+        f"{'procs':>5} {'sim µs/tok':>10}"
+    )
     for c in levels:
         proc, url = start_simulator("--zero-cost")
         try:
@@ -78,9 +96,12 @@ def zero_cost(levels: list[int], output_len: int) -> None:
             proc.terminate()
             proc.wait()
         cpu = level["client_cpu"]
-        print(f"{c:>7} {level['completed']:>8} {level['total_output_tokens']:>8} {level['output_throughput']:>10.0f} "
-              f"{cpu['us_per_output_token']:>13.1f} {cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5} "
-              f"{sim_us:>10.1f}", flush=True)
+        print(
+            f"{c:>7} {level['completed']:>8} {level['total_output_tokens']:>8} {level['output_throughput']:>10.0f} "
+            f"{cpu['us_per_output_token']:>13.1f} {cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5} "
+            f"{sim_us:>10.1f}",
+            flush=True,
+        )
 
 
 def sent_tpot(url: str) -> tuple[float, int]:
@@ -88,16 +109,20 @@ def sent_tpot(url: str) -> tuple[float, int]:
     sys.path.insert(0, os.path.join(ROOT, "agent"))
     from infbench_agent.loadgen_http import Endpoint, simple_request
     from infbench_agent.loadgen_metrics import parse_prometheus_totals
+
     text = simple_request(Endpoint(url), "GET", "/metrics")[1].decode()
-    t = parse_prometheus_totals(text, ["inference_bench_simulator_sent_tpot_seconds_sum",
-                                       "inference_bench_simulator_sent_tpot_seconds_count"])
+    t = parse_prometheus_totals(
+        text, ["inference_bench_simulator_sent_tpot_seconds_sum", "inference_bench_simulator_sent_tpot_seconds_count"]
+    )
     return t.get("inference_bench_simulator_sent_tpot_seconds_sum", 0.0), int(t.get("inference_bench_simulator_sent_tpot_seconds_count", 0))
 
 
 def paced(pace_ms: float, output_len: int) -> None:
     print(f"\n== paced simulator: every stream one token per {pace_ms:g} ms, {output_len} tokens per request ==")
-    print(f"{'streams':>7} {'client TPOT ms':>14} {'median':>7} {'p99':>7} {'sent TPOT ms':>12} {'client error':>12} "
-          f"{'tok/s in':>9} {'client µs/tok':>13} {'client CPU':>10} {'procs':>5} {'sim µs/tok':>10}")
+    print(
+        f"{'streams':>7} {'client TPOT ms':>14} {'median':>7} {'p99':>7} {'sent TPOT ms':>12} {'client error':>12} "
+        f"{'tok/s in':>9} {'client µs/tok':>13} {'client CPU':>10} {'procs':>5} {'sim µs/tok':>10}"
+    )
     proc, url = start_simulator("--pace-ms", str(pace_ms))
     measured = {}
     try:
@@ -110,16 +135,21 @@ def paced(pace_ms: float, output_len: int) -> None:
             sent_ms = 1000 * (s1 - s0) / max(1, n1 - n0)
             cpu = level["client_cpu"]
             measured[c] = level["mean_tpot_ms"]
-            print(f"{c:>7} {level['mean_tpot_ms']:>14.3f} {level['median_tpot_ms']:>7.3f} {level['p99_tpot_ms']:>7.3f} "
-                  f"{sent_ms:>12.3f} {100 * (level['mean_tpot_ms'] - sent_ms) / sent_ms:>+11.2f}% "
-                  f"{level['output_throughput']:>9.0f} {cpu['us_per_output_token']:>13.1f} "
-                  f"{cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5} {sim_us:>10.1f}", flush=True)
+            print(
+                f"{c:>7} {level['mean_tpot_ms']:>14.3f} {level['median_tpot_ms']:>7.3f} {level['p99_tpot_ms']:>7.3f} "
+                f"{sent_ms:>12.3f} {100 * (level['mean_tpot_ms'] - sent_ms) / sent_ms:>+11.2f}% "
+                f"{level['output_throughput']:>9.0f} {cpu['us_per_output_token']:>13.1f} "
+                f"{cpu['cpu_percent_of_one_core']:>9.0f}% {cpu['workers']:>5} {sim_us:>10.1f}",
+                flush=True,
+            )
     finally:
         proc.terminate()
         proc.wait()
     drift = 100 * (measured[256] - measured[8]) / measured[8]
-    print(f"TPOT at 256 streams vs 8 streams: {drift:+.2f}% ({'within' if abs(drift) <= 2 else 'OUTSIDE'} the 2% bound). "
-          "'sent TPOT' is the simulator's own account; 'client error' is what the load generator adds to it.")
+    print(
+        f"TPOT at 256 streams vs 8 streams: {drift:+.2f}% ({'within' if abs(drift) <= 2 else 'OUTSIDE'} the 2% bound). "
+        "'sent TPOT' is the simulator's own account; 'client error' is what the load generator adds to it."
+    )
 
 
 def main() -> int:
@@ -129,8 +159,10 @@ def main() -> int:
     p.add_argument("--pace-ms", type=float, default=20.0)
     p.add_argument("--paced-output-len", type=int, default=150)
     a = p.parse_args()
-    print(f"host: {os.uname().machine}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-          f"load average {os.getloadavg()[0]:.1f}; client and simulator at nice -10 where permitted")
+    print(
+        f"host: {os.uname().machine}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.1f}; client and simulator at nice -10 where permitted"
+    )
     zero_cost([1, 8, 64, 512] if a.quick else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], a.output_len)
     paced(a.pace_ms, 50 if a.quick else a.paced_output_len)
     return 0

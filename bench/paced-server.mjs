@@ -42,14 +42,22 @@ function tick() {
   const keep = [];
   for (const s of streams) {
     if (s.closed) continue;
-    if (s.due > now + 0.05) { keep.push(s); continue; }
+    if (s.due > now + 0.05) {
+      keep.push(s);
+      continue;
+    }
     const t = performance.now();
     stats.lateWritesMs += t - s.due;
     if (t - s.due > stats.maxLateMs) stats.maxLateMs = t - s.due;
     s.sent += 1;
-    if (s.sent === 1) { s.first = t; s.base = Math.max(s.due, t); }
+    if (s.sent === 1) {
+      s.first = t;
+      s.base = Math.max(s.due, t);
+    }
     s.last = t;
-    s.res.write(`data: {"id":"${s.id}","object":"text_completion","created":${created},"model":"${MODEL}","choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":${s.sent === s.max ? '"length"' : 'null'},"stop_reason":null}],"usage":null}\n\n`);
+    s.res.write(
+      `data: {"id":"${s.id}","object":"text_completion","created":${created},"model":"${MODEL}","choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":${s.sent === s.max ? '"length"' : 'null'},"stop_reason":null}],"usage":null}\n\n`,
+    );
     stats.tokens += 1;
     if (s.sent < s.max) {
       s.due = s.base + s.sent * paceMs;
@@ -57,11 +65,16 @@ function tick() {
       continue;
     }
     if (s.usage) {
-      s.res.write(`data: {"id":"${s.id}","object":"text_completion","created":${created},"model":"${MODEL}","choices":[],"usage":{"prompt_tokens":${s.prompt},"total_tokens":${s.prompt + s.max},"completion_tokens":${s.max}}}\n\n`);
+      s.res.write(
+        `data: {"id":"${s.id}","object":"text_completion","created":${created},"model":"${MODEL}","choices":[],"usage":{"prompt_tokens":${s.prompt},"total_tokens":${s.prompt + s.max},"completion_tokens":${s.max}}}\n\n`,
+      );
     }
     s.res.end('data: [DONE]\n\n');
     stats.finished += 1;
-    if (s.max > 1) { stats.tpotSumMs += (s.last - s.first) / (s.max - 1); stats.tpotCount += 1; }
+    if (s.max > 1) {
+      stats.tpotSumMs += (s.last - s.first) / (s.max - 1);
+      stats.tpotCount += 1;
+    }
   }
   streams = keep;
   arm();
@@ -88,23 +101,54 @@ const server = http.createServer((req, res) => {
     json(res, 200, { ok: true });
     return;
   }
-  if (req.method === 'GET' && url === '/health') { res.writeHead(200); res.end(); return; }
-  if (req.method !== 'POST' || !['/v1/completions', '/tokenize'].includes(url)) { json(res, 404, { detail: 'Not Found' }); return; }
+  if (req.method === 'GET' && url === '/health') {
+    res.writeHead(200);
+    res.end();
+    return;
+  }
+  if (req.method !== 'POST' || !['/v1/completions', '/tokenize'].includes(url)) {
+    json(res, 404, { detail: 'Not Found' });
+    return;
+  }
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     let body;
-    try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { json(res, 400, { error: { message: 'body is not JSON' } }); return; }
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      json(res, 400, { error: { message: 'body is not JSON' } });
+      return;
+    }
     const prompt = String(body.prompt ?? '');
     // One token per word: what /tokenize answers, so the agent's calibration is exact here.
     const promptTokens = prompt.split(/\s+/).filter(Boolean).length;
-    if (url === '/tokenize') { json(res, 200, { count: promptTokens, max_model_len: 1 << 20, tokens: [] }); return; }
-    if (!body.stream) { json(res, 400, { error: { message: 'this test server only streams (stream: true)' } }); return; }
+    if (url === '/tokenize') {
+      json(res, 200, { count: promptTokens, max_model_len: 1 << 20, tokens: [] });
+      return;
+    }
+    if (!body.stream) {
+      json(res, 400, { error: { message: 'this test server only streams (stream: true)' } });
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     res.flushHeaders();
-    const s = { id: `cmpl-${nextId++}`, res, max: Math.max(1, Number(body.max_tokens) || 16), sent: 0, prompt: promptTokens,
-      usage: Boolean(body.stream_options?.include_usage), due: performance.now() + paceMs, base: 0, first: 0, last: 0, closed: false };
-    res.on('close', () => { s.closed = true; });
+    const s = {
+      id: `cmpl-${nextId++}`,
+      res,
+      max: Math.max(1, Number(body.max_tokens) || 16),
+      sent: 0,
+      prompt: promptTokens,
+      usage: Boolean(body.stream_options?.include_usage),
+      due: performance.now() + paceMs,
+      base: 0,
+      first: 0,
+      last: 0,
+      closed: false,
+    };
+    res.on('close', () => {
+      s.closed = true;
+    });
     streams.push(s);
     arm();
   });
@@ -117,4 +161,8 @@ server.listen(Number(values.port), '127.0.0.1', () => {
   const { port } = server.address();
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}`, pace_ms: paceMs, pid: process.pid })}\n`);
 });
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => { server.close(); process.exit(0); });
+for (const sig of ['SIGTERM', 'SIGINT'])
+  process.on(sig, () => {
+    server.close();
+    process.exit(0);
+  });

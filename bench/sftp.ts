@@ -36,9 +36,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   const key = makeKey(dir, 'client');
   const sshd = await startSshd({ authorizedKeys: [key.publicLine] });
-  const client = writeClientConfig(join(dir, 'client-config'), {
-    bench: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${userInfo().username}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-  }, [sshd.knownHostsLine]);
+  const client = writeClientConfig(
+    join(dir, 'client-config'),
+    {
+      bench: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${userInfo().username}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+    },
+    [sshd.knownHostsLine],
+  );
   const bytes = megabytes * 1024 * 1024;
   const local = join(dir, 'payload.bin');
   makeFile(local, bytes);
@@ -85,7 +89,9 @@ async function main(): Promise<void> {
   }
   const ours = rates['infbench (16 x 255 KiB)'];
   const scpRates = rates['OpenSSH scp'];
-  console.log(`ratio infbench / scp: upload ${(median(ours.up) / median(scpRates.up)).toFixed(2)}x, download ${(median(ours.down) / median(scpRates.down)).toFixed(2)}x`);
+  console.log(
+    `ratio infbench / scp: upload ${(median(ours.up) / median(scpRates.up)).toFixed(2)}x, download ${(median(ours.down) / median(scpRates.down)).toFixed(2)}x`,
+  );
   console.log(`scp: ${spawnSync('ssh', ['-V'], { encoding: 'utf8' }).stderr.trim()} (scp speaks SFTP since OpenSSH 9.0)`);
   await transport.close();
   await sshd.stop();

@@ -20,9 +20,10 @@ import { gunzipSync } from 'node:zlib';
 import { analyzeTraceFile } from '../src/core/trace/analyze';
 
 // Run from the repository root.
-const FIXTURE = arg('steps', 'named') === 'unnamed'
-  ? resolve('test', 'fixtures', 'traces', 'servers', 'generate', 'generate_eager.pt.trace.json.gz')
-  : resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
+const FIXTURE =
+  arg('steps', 'named') === 'unnamed'
+    ? resolve('test', 'fixtures', 'traces', 'servers', 'generate', 'generate_eager.pt.trace.json.gz')
+    : resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
 const INDENTED = arg('format', 'compact') === 'indented';
 
 /** One event laid out as torch writes it: a few keys per line, ts/dur on their own, args one per line. */
@@ -116,23 +117,51 @@ async function child(path: string): Promise<void> {
   // What the analysis still holds once garbage is gone: the live data, as opposed to heap the GC kept.
   (globalThis as { gc?: () => void }).gc?.();
   const liveHeapMb = process.memoryUsage().heapUsed / 1e6;
-  console.log(JSON.stringify({ seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, maxRssKb: process.resourceUsage().maxRSS, peakHeapMb: peakHeap / 1e6, liveHeapMb, analysis: r.analysis, kernels: r.totals.kernels, events: r.totals.events, decode: r.decode.count, jsonBytes: r.totals.jsonBytes }));
+  console.log(
+    JSON.stringify({
+      seconds,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      maxRssKb: process.resourceUsage().maxRSS,
+      peakHeapMb: peakHeap / 1e6,
+      liveHeapMb,
+      analysis: r.analysis,
+      kernels: r.totals.kernels,
+      events: r.totals.events,
+      decode: r.decode.count,
+      jsonBytes: r.totals.jsonBytes,
+    }),
+  );
 }
 
 // One core: taskset where the host has it.
 const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : ['env'];
 
-interface ChildFigures { seconds: number; cpuSeconds: number; maxRssKb: number; peakHeapMb: number; liveHeapMb: number; analysis: string; kernels: number; events: number; decode: number; jsonBytes: number }
+interface ChildFigures {
+  seconds: number;
+  cpuSeconds: number;
+  maxRssKb: number;
+  peakHeapMb: number;
+  liveHeapMb: number;
+  analysis: string;
+  kernels: number;
+  events: number;
+  decode: number;
+  jsonBytes: number;
+}
 
 function analyze(path: string): ChildFigures {
   // Under tsx the script is TypeScript; bundled (see docs/BENCHMARKS.md) it is plain JavaScript.
   const loader = __filename.endsWith('.ts') ? ['--require', 'tsx/cjs'] : [];
-  const out = execFileSync(pin[0], [...pin.slice(1), process.execPath, '--expose-gc', ...loader, __filename, 'child', path], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const out = execFileSync(pin[0], [...pin.slice(1), process.execPath, '--expose-gc', ...loader, __filename, 'child', path], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(out.trim().split('\n').pop()!);
 }
 
 function pythonLoad(path: string): { seconds: number; maxRssKb: number } | string {
-  const code = 'import json,sys,time,resource\nt=time.perf_counter()\nd=json.load(open(sys.argv[1]))\ns=time.perf_counter()-t\nprint(json.dumps({"seconds":s,"maxRssKb":resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"events":len(d["traceEvents"])}))';
+  const code =
+    'import json,sys,time,resource\nt=time.perf_counter()\nd=json.load(open(sys.argv[1]))\ns=time.perf_counter()-t\nprint(json.dumps({"seconds":s,"maxRssKb":resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"events":len(d["traceEvents"])}))';
   const r = spawnSync(pin[0], [...pin.slice(1), 'python3', '-c', code, path], { encoding: 'utf8' });
   if (r.status !== 0) return `python3 json.load failed (${r.signal ?? r.status}): ${r.stderr.trim().split('\n').pop()}`;
   return JSON.parse(r.stdout.trim());
@@ -144,7 +173,9 @@ function main(): void {
   const dir = mkdtempSync(join(tmpdir(), 'ib-trace-bench-'));
   const cpu = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim();
   console.log(`${INDENTED ? 'indented (torch layout)' : 'compact'} JSON from ${FIXTURE.split('/').slice(-2).join('/')}`);
-  console.log(`CPU: ${cpu}; ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores; node ${process.version}; python ${execFileSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim()}; ${pin[0] === 'taskset' ? 'analyzer and python pinned to one core (taskset -c 0)' : 'no taskset: not pinned'}`);
+  console.log(
+    `CPU: ${cpu}; ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores; node ${process.version}; python ${execFileSync('python3', ['-c', 'import platform; print(platform.python_version())'], { encoding: 'utf8' }).trim()}; ${pin[0] === 'taskset' ? 'analyzer and python pinned to one core (taskset -c 0)' : 'no taskset: not pinned'}`,
+  );
   try {
     const t = templates();
     const rows: string[] = [];
@@ -155,11 +186,17 @@ function main(): void {
       const genS = (Date.now() - g0) / 1000;
       const a = analyze(path);
       const mb = bytes / 1e6;
-      rows.push(`analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`);
+      rows.push(
+        `analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`,
+      );
       console.log(rows.at(-1));
       if (withPython) {
         const p = pythonLoad(path);
-        rows.push(typeof p === 'string' ? p : `json.load  ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / p.seconds).toFixed(0).padStart(5)} MB/s  ${p.seconds.toFixed(1).padStart(6)} s  peak RSS ${(p.maxRssKb / 1024).toFixed(0).padStart(5)} MB  (parse only, no analysis)`);
+        rows.push(
+          typeof p === 'string'
+            ? p
+            : `json.load  ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / p.seconds).toFixed(0).padStart(5)} MB/s  ${p.seconds.toFixed(1).padStart(6)} s  peak RSS ${(p.maxRssKb / 1024).toFixed(0).padStart(5)} MB  (parse only, no analysis)`,
+        );
         console.log(rows.at(-1));
       }
       if (!process.argv.includes('--keep')) rmSync(path);

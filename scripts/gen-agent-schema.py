@@ -77,8 +77,10 @@ def main() -> int:
         except OSError:
             same = False
         if not same:
-            print(f"{os.path.relpath(OUT, ROOT)} differs from agent/infbench_agent/events.py: "
-                  "run `python3 scripts/gen-agent-schema.py`", file=sys.stderr)
+            print(
+                f"{os.path.relpath(OUT, ROOT)} differs from agent/infbench_agent/events.py: " "run `python3 scripts/gen-agent-schema.py`",
+                file=sys.stderr,
+            )
         return 0 if same else 1
     with open(OUT, "w", encoding="utf-8") as f:
         f.write(text)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test layers need beyond npm packages: OpenSSH server (integration tests),
-# Debian's PyTorch for CPU runs of the micro and profiler agent code, flake8 and mypy for the Python
+# Debian's PyTorch for CPU runs of the micro and profiler agent code, flake8, mypy and black for the Python
 # side's static checks, Chromium (UI tests) and
 # code-server (a real VS Code for the extension and UI tests), cached in the ignored .cache/ folder.
 # Idempotent: a second run checks and returns in a second.
@@ -19,6 +19,7 @@ dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || need_apt+=(python3-torch)
 /usr/bin/python3 -c 'import flake8' >/dev/null 2>&1 || need_apt+=(python3-flake8)
 /usr/bin/python3 -c 'import mypy' >/dev/null 2>&1 || need_apt+=(python3-mypy)
+/usr/bin/python3 -c 'import black' >/dev/null 2>&1 || need_apt+=(black)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "setup: installing Debian packages: ${need_apt[*]}"
@@ -49,4 +50,4 @@ if ! code_server_ok; then
     || { tail -30 "$CACHE/code-server-install.log"; echo "setup: installing code-server failed; the full log is .cache/code-server-install.log" >&2; exit 1; }
   code_server_ok || { tail -30 "$CACHE/code-server-install.log"; echo "setup: code-server's postinstall did not finish (see .cache/code-server-install.log); it needs node 20, libkrb5-dev and a C++ toolchain" >&2; exit 1; }
 fi
-echo "setup: ready (sshd, chromium, python3-torch, flake8, mypy, code-server $CODE_SERVER_VERSION)"
+echo "setup: ready (sshd, chromium, python3-torch, flake8, mypy, black, code-server $CODE_SERVER_VERSION)"

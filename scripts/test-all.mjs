@@ -1,6 +1,6 @@
 // `npm test`: every test layer, in order, then one line `N passed, N failed` totalled over all of them.
-// Layers: static checks (lint, types; the Python side's flake8 and mypy, Debian's, as configured in
-// setup.cfg), unit (mocha, plain Node), agent (Python unittest),
+// Layers: static checks (lint, types, format; the Python side's flake8, mypy and black, Debian's, as
+// configured in setup.cfg and pyproject.toml), unit (mocha, plain Node), agent (Python unittest),
 // integration (mocha: a real sshd, the simulator, the CLI), extension (mocha inside code-server),
 // ui (playwright-core + Chromium driving code-server).
 import { spawnSync } from 'node:child_process';
@@ -24,6 +24,9 @@ if (run('node', ['esbuild.mjs']) !== 0) process.exit(1);
 const layers = [
   { name: 'lint', check: ['npx', ['eslint', '.']] },
   { name: 'typecheck', check: ['npm', ['run', '-s', 'typecheck']] },
+  // One layout for the whole repository: prettier for TypeScript, JavaScript and CSS, black (Debian's) for Python.
+  { name: 'format', check: ['npx', ['prettier', '--check', '--log-level', 'warn', '.']] },
+  { name: 'agent-format', check: [DEBIAN_PYTHON, ['-m', 'black', '--check', '-q', 'agent', 'simulator', 'scripts', 'test/python', 'bench']] },
   { name: 'agent-lint', check: [DEBIAN_PYTHON, ['-m', 'flake8', 'agent', 'simulator', 'scripts', 'test/python', 'bench']] },
   { name: 'agent-typecheck', check: [DEBIAN_PYTHON, ['-m', 'mypy']] },
   { name: 'unit', mocha: ['npx', ['mocha', '--config', 'test/unit/.mocharc.json']] },

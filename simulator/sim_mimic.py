@@ -61,26 +61,54 @@ class Mimic:
     server_info_paths: Tuple[str, ...] = ()
 
 
-PROFILES: Dict[str, Mimic] = {m.name: m for m in [
-    Mimic("vllm-0.10", "vllm", "0.10.2", profiler_env=True, worker_names="torch-default", step_names="none"),
-    Mimic("vllm-0.11", "vllm", "0.11.2", profiler_env=True, cuda_profile_env=True, worker_names="instance-rank",
-          frontend_trace=True),
-    Mimic("vllm-0.13", "vllm", "0.13.0", profiler_env=True, cuda_profile_env=True, profiler_config=True,
-          worker_names="instance-rank", frontend_trace=True),
-    Mimic("vllm-0.16", "vllm", "0.16.0", profiler_config=True, frontend_trace=True),
-    Mimic("vllm-0.26", "vllm", "0.26.0", profiler_config=True, step_names="execute_context", frontend_trace=True),
-    Mimic("sglang-0.4", "sglang", "0.4.6.post1", worker_names="sglang-time", step_names="none",
-          start_answers_after_steps=True, auth_guards_v1_only=False, auth_exempt=("/health",), metrics_need_flag=True,
-          server_info_paths=("/get_server_info",)),
-    Mimic("sglang-0.5", "sglang", "0.5.3", worker_names="sglang-id", step_names="sglang", auth_guards_v1_only=False,
-          auth_exempt=("/health", "/metrics"), metrics_need_flag=True,
-          server_info_paths=("/server_info", "/get_server_info")),
-]}
+PROFILES: Dict[str, Mimic] = {
+    m.name: m
+    for m in [
+        Mimic("vllm-0.10", "vllm", "0.10.2", profiler_env=True, worker_names="torch-default", step_names="none"),
+        Mimic("vllm-0.11", "vllm", "0.11.2", profiler_env=True, cuda_profile_env=True, worker_names="instance-rank", frontend_trace=True),
+        Mimic(
+            "vllm-0.13",
+            "vllm",
+            "0.13.0",
+            profiler_env=True,
+            cuda_profile_env=True,
+            profiler_config=True,
+            worker_names="instance-rank",
+            frontend_trace=True,
+        ),
+        Mimic("vllm-0.16", "vllm", "0.16.0", profiler_config=True, frontend_trace=True),
+        Mimic("vllm-0.26", "vllm", "0.26.0", profiler_config=True, step_names="execute_context", frontend_trace=True),
+        Mimic(
+            "sglang-0.4",
+            "sglang",
+            "0.4.6.post1",
+            worker_names="sglang-time",
+            step_names="none",
+            start_answers_after_steps=True,
+            auth_guards_v1_only=False,
+            auth_exempt=("/health",),
+            metrics_need_flag=True,
+            server_info_paths=("/get_server_info",),
+        ),
+        Mimic(
+            "sglang-0.5",
+            "sglang",
+            "0.5.3",
+            worker_names="sglang-id",
+            step_names="sglang",
+            auth_guards_v1_only=False,
+            auth_exempt=("/health", "/metrics"),
+            metrics_need_flag=True,
+            server_info_paths=("/server_info", "/get_server_info"),
+        ),
+    ]
+}
 
 
 @dataclass
 class ServerFlags:
     """What the mimicked server was told by its own flags and environment."""
+
     api_key: Optional[str]
     profiler: Optional[str]  # "torch" | "cuda" | None
     trace_dir: Optional[str]  # resolved as the server resolves it (absolute, in its own cwd)
@@ -103,7 +131,7 @@ def split_dotted(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
     while i < len(argv):
         a = argv[i]
         if a.startswith("--profiler-config."):
-            key, eq, value = a[len("--profiler-config."):].partition("=")
+            key, eq, value = a[len("--profiler-config.") :].partition("=")
             if not eq:
                 i += 1
                 value = argv[i] if i < len(argv) else ""
@@ -160,10 +188,16 @@ def parse_server_flags(mimic: Mimic, argv: List[str], env: Dict[str, str]) -> Se
         profiler = "torch"  # SGLang always serves /start_profile; the folder comes with each request
         trace_dir = env.get("SGLANG_TORCH_PROFILER_DIR") or "/tmp"
     api_key = a.api_key or (env.get("VLLM_API_KEY") if mimic.server == "vllm" else None) or None
-    return ServerFlags(api_key=api_key, profiler=profiler, trace_dir=trace_dir, tp=a.tensor_parallel_size,
-                       pp=a.pipeline_parallel_size, dp=a.data_parallel_size,
-                       dp_attention=bool(getattr(a, "enable_dp_attention", False)),
-                       enable_metrics=bool(getattr(a, "enable_metrics", False)))
+    return ServerFlags(
+        api_key=api_key,
+        profiler=profiler,
+        trace_dir=trace_dir,
+        tp=a.tensor_parallel_size,
+        pp=a.pipeline_parallel_size,
+        dp=a.data_parallel_size,
+        dp_attention=bool(getattr(a, "enable_dp_attention", False)),
+        enable_metrics=bool(getattr(a, "enable_metrics", False)),
+    )
 
 
 def needs_key(mimic: Mimic, path: str) -> bool:
@@ -187,8 +221,9 @@ def step_name(mimic: Mimic, step: dict) -> Optional[str]:
     return None
 
 
-def trace_file_name(mimic: Mimic, flags: ServerFlags, rank: int, stamp_ns: int, instance_id: str, host: str,
-                    pid: int, profile_id: str) -> str:
+def trace_file_name(
+    mimic: Mimic, flags: ServerFlags, rank: int, stamp_ns: int, instance_id: str, host: str, pid: int, profile_id: str
+) -> str:
     """rank = global rank; the name the mimicked version gives that rank's trace."""
     per_dp = flags.tp * flags.pp
     dp, local = divmod(rank, per_dp) if not flags.dp_attention else (0, rank)

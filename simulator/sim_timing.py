@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Dict, List, Optional
 
 # Kernel categories, named as the trace analyzer's families (notes: FIELD-FACTS "Kernel families").
-ALLREDUCE = "allreduce"          # vLLM custom all-reduce (cross_device_reduce_1stage)
+ALLREDUCE = "allreduce"  # vLLM custom all-reduce (cross_device_reduce_1stage)
 NCCL_ALLREDUCE = "nccl_allreduce"
 NCCL_ALLGATHER = "nccl_allgather"
 ATTENTION = "attention"
@@ -31,8 +31,22 @@ MEMORY = "memory"
 OTHER = "other"
 IDLE = "idle"
 
-CATEGORIES = [ALLREDUCE, NCCL_ALLREDUCE, NCCL_ALLGATHER, ATTENTION, MOE_GEMM, MOE_ROUTING, QUANT_GEMM, GEMM,
-              NORM, ACTIVATION, ROTARY, ELEMENTWISE, MEMORY, OTHER]
+CATEGORIES = [
+    ALLREDUCE,
+    NCCL_ALLREDUCE,
+    NCCL_ALLGATHER,
+    ATTENTION,
+    MOE_GEMM,
+    MOE_ROUTING,
+    QUANT_GEMM,
+    GEMM,
+    NORM,
+    ACTIVATION,
+    ROTARY,
+    ELEMENTWISE,
+    MEMORY,
+    OTHER,
+]
 
 
 @dataclass(frozen=True)
@@ -92,17 +106,21 @@ PRESETS: Dict[str, Preset] = {
         world_size=8,
         layers=61,
         max_model_len=262144,
-        timing=TimingModel(step_base_ms=21.5, step_per_seq_ms=0.2, prefill_per_token_ms=0.04, max_batch=256,
-                           fixed_ms=dict(KIMI_FIXED_MS)),
+        timing=TimingModel(step_base_ms=21.5, step_per_seq_ms=0.2, prefill_per_token_ms=0.04, max_batch=256, fixed_ms=dict(KIMI_FIXED_MS)),
         description="Kimi-K2.5-INT4-like MoE, 61 layers, TP=8 on H200s: decode step 21.7 ms at batch 1, "
-                    "51.5% of it all-reduce (about 46 tok/s single stream)",
+        "51.5% of it all-reduce (about 46 tok/s single stream)",
     ),
 }
 DEFAULT_PRESET = "kimi-k25-tp8"
 
 
-def with_overrides(model: TimingModel, step_base_ms: Optional[float] = None, step_per_seq_ms: Optional[float] = None,
-                   prefill_per_token_ms: Optional[float] = None, max_batch: Optional[int] = None) -> TimingModel:
+def with_overrides(
+    model: TimingModel,
+    step_base_ms: Optional[float] = None,
+    step_per_seq_ms: Optional[float] = None,
+    prefill_per_token_ms: Optional[float] = None,
+    max_batch: Optional[int] = None,
+) -> TimingModel:
     """The model with some parameters replaced; the fixed busy time scales with step_base_ms so shares hold."""
     out = model
     if step_base_ms is not None and step_base_ms != model.step_base_ms:
@@ -150,6 +168,7 @@ def expected_breakdown(model: TimingModel, running: int = 1) -> dict:
 
 # ---- known answers for a client that measures the server ----
 
+
 def predict_single_stream(model: TimingModel, input_len: int, output_len: int) -> dict:
     """Concurrency 1 on an idle server: the request joins at once and runs alone.
 
@@ -158,12 +177,18 @@ def predict_single_stream(model: TimingModel, input_len: int, output_len: int) -
     ttft = model.step_ms(1, input_len)
     tpot = model.step_ms(1)
     e2el = ttft + tpot * (output_len - 1)
-    return {"ttft_ms": ttft, "tpot_ms": tpot, "itl_ms": tpot, "e2el_ms": e2el,
-            "output_throughput": output_len / (e2el / 1000.0)}
+    return {"ttft_ms": ttft, "tpot_ms": tpot, "itl_ms": tpot, "e2el_ms": e2el, "output_throughput": output_len / (e2el / 1000.0)}
 
 
-def predict_closed_loop(model: TimingModel, concurrency: int, num_requests: int, input_len: int, output_len: int,
-                        turnaround_ms: float = 0.3, initial_spread_ms: float = 0.5) -> dict:
+def predict_closed_loop(
+    model: TimingModel,
+    concurrency: int,
+    num_requests: int,
+    input_len: int,
+    output_len: int,
+    turnaround_ms: float = 0.3,
+    initial_spread_ms: float = 0.5,
+) -> dict:
     """Replays the scheduler for a closed-loop client (`concurrency` requests in flight, `num_requests` in all).
 
     The first wave arrives spread over `initial_spread_ms` (a client opens its streams one after the
@@ -173,9 +198,9 @@ def predict_closed_loop(model: TimingModel, concurrency: int, num_requests: int,
     duration (first send to last finish) and the throughputs.
     """
     t = 0.0
-    waiting: List[tuple] = []          # (arrival_ms, request id)
+    waiting: List[tuple] = []  # (arrival_ms, request id)
     running: Dict[int, dict] = {}
-    pending = []                       # (arrival_ms, id) not yet arrived
+    pending = []  # (arrival_ms, id) not yet arrived
     nxt = 0
     first_wave = min(concurrency, num_requests)
     for k in range(first_wave):
@@ -206,8 +231,13 @@ def predict_closed_loop(model: TimingModel, concurrency: int, num_requests: int,
             r["last"] = t
             if r["tokens"] >= output_len:
                 del running[rid]
-                done.append({"ttft": r["first"] - starts[rid], "e2el": t - starts[rid],
-                             "tpot": (t - r["first"]) / (output_len - 1) if output_len > 1 else None})
+                done.append(
+                    {
+                        "ttft": r["first"] - starts[rid],
+                        "e2el": t - starts[rid],
+                        "tpot": (t - r["first"]) / (output_len - 1) if output_len > 1 else None,
+                    }
+                )
                 if nxt < num_requests:
                     pending.append((t + turnaround_ms, nxt))
                     nxt += 1

@@ -38,12 +38,39 @@ import sim_trace  # noqa: E402
 
 # Every label the agent recognises the simulator by (owned_by, the server header, the version suffix).
 OWNED_BY = sim_mimic.SIMULATOR_MARK
-VOCAB = [" the", " model", " serves", " tokens", " quickly", " and", " every", " step", " is", " simulated",
-         " by", " a", " timing", " model", " of", " continuous", " batching", ".", " It", " runs"]
+VOCAB = [
+    " the",
+    " model",
+    " serves",
+    " tokens",
+    " quickly",
+    " and",
+    " every",
+    " step",
+    " is",
+    " simulated",
+    " by",
+    " a",
+    " timing",
+    " model",
+    " of",
+    " continuous",
+    " batching",
+    ".",
+    " It",
+    " runs",
+]
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 FAULT_MARKER = re.compile(r"\[\[sim-fault:([^\]]+)\]\]")
-HTTP_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-                429: "Too Many Requests", 500: "Internal Server Error"}
+HTTP_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
 # Sent on every answer under --mimic: "vllm 0.16.0" (the simulator stays labelled in every mode).
 MIMIC_LINE = ""
 
@@ -55,17 +82,18 @@ def count_tokens(text: str) -> int:
 
 @dataclass
 class Fault:
-    kind: str                 # error500 | error429 | cut | slow
-    every: int = 1            # applies to every N-th generation request (1 = all)
-    after: int = 1            # cut: tokens sent before the connection drops
-    ms: float = 1000.0        # slow: extra delay before the request joins the batch
+    kind: str  # error500 | error429 | cut | slow
+    every: int = 1  # applies to every N-th generation request (1 = all)
+    after: int = 1  # cut: tokens sent before the connection drops
+    ms: float = 1000.0  # slow: extra delay before the request joins the batch
 
     @staticmethod
     def parse(text: str) -> "Fault":
         parts = [p for p in re.split(r"[:;,\s]+", text.strip()) if p]
         if not parts or parts[0] not in ("error500", "error429", "cut", "slow"):
-            raise ValueError(f"unknown fault {text!r}: use error500, error429, cut or slow, "
-                             "with options such as every=5, after=3, ms=500")
+            raise ValueError(
+                f"unknown fault {text!r}: use error500, error429, cut or slow, " "with options such as every=5, after=3, ms=500"
+            )
         fault = Fault(parts[0])
         for p in parts[1:]:
             key, _, value = p.partition("=")
@@ -130,8 +158,7 @@ class Simulator:
     def __init__(self, args: argparse.Namespace) -> None:
         preset = tm.PRESETS[args.preset]
         self.preset = preset
-        self.model = tm.with_overrides(preset.timing, args.step_base_ms, args.step_per_seq_ms,
-                                       args.prefill_per_token_ms, args.max_batch)
+        self.model = tm.with_overrides(preset.timing, args.step_base_ms, args.step_per_seq_ms, args.prefill_per_token_ms, args.max_batch)
         self.served_name = args.served_model_name or preset.served_model_name
         self.world_size = args.world_size or preset.world_size
         self.layers = args.layers or preset.layers
@@ -179,12 +206,21 @@ class Simulator:
         self.sent_tpot_sum = 0.0
         self.sent_tpot_count = 0
         self.steps_total = 0
-        self.h_ttft = Histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                                [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
-        self.h_itl = Histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-                               [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5])
-        self.h_e2e = Histogram("vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
-                               [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+        self.h_ttft = Histogram(
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0],
+        )
+        self.h_itl = Histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5],
+        )
+        self.h_e2e = Histogram(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of end to end request latency in seconds.",
+            [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+        )
         self.created = int(time.time())
 
     # ---------------- scheduler (one thread, absolute deadlines) ----------------
@@ -230,8 +266,9 @@ class Simulator:
             step_s = model.step_ms(len(batch), prefill) / 1000.0
             end = next_start + step_s
             if self.profiling and len(self.profiled_steps) < self.profile_max_steps:
-                self.profiled_steps.append({"start_s": next_start, "running": len(batch), "prefill_tokens": prefill,
-                                            "joiners": len(joiners)})
+                self.profiled_steps.append(
+                    {"start_s": next_start, "running": len(batch), "prefill_tokens": prefill, "joiners": len(joiners)}
+                )
                 if self.profile_target_steps and len(self.profiled_steps) >= self.profile_target_steps:
                     # SGLang's num_steps: the profile stops by itself (scheduler_profiler_mixin.py).
                     self.profiling = False
@@ -291,9 +328,16 @@ class Simulator:
                     send_event(w, self.chunk_chat(r, {"role": "assistant", "content": ""}, None))
                 send_event(w, self.chunk_chat(r, {"content": token}, finish))
             else:
-                send_event(w, {"id": r.rid, "object": "text_completion", "created": self.created, "model": r.model,
-                               "choices": [{"index": 0, "text": token, "logprobs": None, "finish_reason": finish,
-                                            "stop_reason": None}]})
+                send_event(
+                    w,
+                    {
+                        "id": r.rid,
+                        "object": "text_completion",
+                        "created": self.created,
+                        "model": r.model,
+                        "choices": [{"index": 0, "text": token, "logprobs": None, "finish_reason": finish, "stop_reason": None}],
+                    },
+                )
             if cut:
                 # A stream cut mid-way: the connection drops with no final chunk, as when a worker dies.
                 r.aborted = True
@@ -303,8 +347,9 @@ class Simulator:
             if last:
                 if r.include_usage:
                     obj = "chat.completion.chunk" if r.chat else "text_completion"
-                    send_event(w, {"id": r.rid, "object": obj, "created": self.created, "model": r.model,
-                                   "choices": [], "usage": self.usage(r)})
+                    send_event(
+                        w, {"id": r.rid, "object": obj, "created": self.created, "model": r.model, "choices": [], "usage": self.usage(r)}
+                    )
                 send_raw(w, b"data: [DONE]\n\n")
                 w.write(b"0\r\n\r\n")
         elif cut:
@@ -329,12 +374,21 @@ class Simulator:
             r.done.set_result(ok)
 
     def usage(self, r: SimRequest) -> dict:
-        return {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.sent,
-                "completion_tokens": r.sent, "prompt_tokens_details": None}
+        return {
+            "prompt_tokens": r.prompt_tokens,
+            "total_tokens": r.prompt_tokens + r.sent,
+            "completion_tokens": r.sent,
+            "prompt_tokens_details": None,
+        }
 
     def chunk_chat(self, r: SimRequest, delta: dict, finish: Optional[str]) -> dict:
-        return {"id": r.rid, "object": "chat.completion.chunk", "created": self.created, "model": r.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        return {
+            "id": r.rid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": r.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
 
     # ---------------- generation requests ----------------
 
@@ -388,22 +442,35 @@ class Simulator:
             return
         if fault and fault.kind in ("error500", "error429"):
             code = 500 if fault.kind == "error500" else 429
-            msg = ("simulated internal server error (fault injection)" if code == 500
-                   else "simulated overload: too many requests (fault injection)")
+            msg = (
+                "simulated internal server error (fault injection)"
+                if code == 500
+                else "simulated overload: too many requests (fault injection)"
+            )
             await respond_json(writer, code, error_body(msg, code))
             return
         stream = bool(body.get("stream"))
         opts = body.get("stream_options") or {}
-        r = SimRequest(rid=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex, prompt_tokens=prompt_tokens,
-                       max_tokens=max_tokens, arrival=time.monotonic(), chat=chat,
-                       include_usage=bool(opts.get("include_usage")), stream=stream, model=model,
-                       writer=writer, fault=fault)
+        r = SimRequest(
+            rid=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex,
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+            arrival=time.monotonic(),
+            chat=chat,
+            include_usage=bool(opts.get("include_usage")),
+            stream=stream,
+            model=model,
+            writer=writer,
+            fault=fault,
+        )
         assert self.loop is not None
         r.done = self.loop.create_future()
         self.prompt_tokens_total += prompt_tokens
         if stream:
-            writer.write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-                         f"transfer-encoding: chunked\r\nserver: {OWNED_BY}\r\n\r\n".encode())
+            writer.write(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                f"transfer-encoding: chunked\r\nserver: {OWNED_BY}\r\n\r\n".encode()
+            )
         if fault and fault.kind == "slow":
             await asyncio.sleep(fault.ms / 1000.0)
         if self.pace_s:
@@ -482,22 +549,50 @@ class Simulator:
     def full_response(self, r: SimRequest) -> dict:
         text = "".join(r.text)
         if r.chat:
-            return {"id": r.rid, "object": "chat.completion", "created": self.created, "model": r.model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "logprobs": None, "finish_reason": "length", "stop_reason": None}],
-                    "usage": self.usage(r)}
-        return {"id": r.rid, "object": "text_completion", "created": self.created, "model": r.model,
-                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}],
-                "usage": self.usage(r)}
+            return {
+                "id": r.rid,
+                "object": "chat.completion",
+                "created": self.created,
+                "model": r.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "logprobs": None,
+                        "finish_reason": "length",
+                        "stop_reason": None,
+                    }
+                ],
+                "usage": self.usage(r),
+            }
+        return {
+            "id": r.rid,
+            "object": "text_completion",
+            "created": self.created,
+            "model": r.model,
+            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+            "usage": self.usage(r),
+        }
 
     # ---------------- other endpoints ----------------
 
     def models_body(self) -> dict:
-        return {"object": "list", "data": [{
-            "id": self.served_name, "object": "model", "created": self.created, "owned_by": OWNED_BY,
-            "root": self.served_name, "parent": None, "max_model_len": self.preset.max_model_len,
-            "permission": [], "simulator": {"preset": self.preset.name, "timing": self.model.to_json(),
-                                            "world_size": self.world_size}}]}
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": self.served_name,
+                    "object": "model",
+                    "created": self.created,
+                    "owned_by": OWNED_BY,
+                    "root": self.served_name,
+                    "parent": None,
+                    "max_model_len": self.preset.max_model_len,
+                    "permission": [],
+                    "simulator": {"preset": self.preset.name, "timing": self.model.to_json(), "world_size": self.world_size},
+                }
+            ],
+        }
 
     def metrics_text(self) -> str:
         labels = f'engine="0",model_name="{self.served_name}"'
@@ -557,22 +652,30 @@ class Simulator:
         self.profile_stops += 1
         steps = list(self.profiled_steps)
         self.profiled_steps = []
-        meta = {"simulated": True, "preset": self.preset.name, "timing": self.model.to_json(), "layers": self.layers,
-                "expected_decode_breakdown_batch1": tm.expected_breakdown(self.model, 1),
-                "mimics": MIMIC_LINE or None}
+        meta = {
+            "simulated": True,
+            "preset": self.preset.name,
+            "timing": self.model.to_json(),
+            "layers": self.layers,
+            "expected_decode_breakdown_batch1": tm.expected_breakdown(self.model, 1),
+            "mimics": MIMIC_LINE or None,
+        }
         directory = self.profile_dir_current or self.profiler_dir
         assert self.loop is not None and directory
         m, flags = self.mimic, self.flags
         kwargs = {}
         if m and flags:
             host, pid, pid_ = os.uname().nodename, os.getpid(), self.profile_id
-            kwargs = {"file_name": lambda rank, ns: sim_mimic.trace_file_name(m, flags, rank, ns, self.instance_id, host, pid, pid_),
-                      "step_label": lambda step: sim_mimic.step_name(m, step),
-                      "frontend_name": (lambda ns: sim_mimic.frontend_file_name(host, pid, ns)) if m.frontend_trace else None,
-                      "profiler_out": m.server == "vllm"}
+            kwargs = {
+                "file_name": lambda rank, ns: sim_mimic.trace_file_name(m, flags, rank, ns, self.instance_id, host, pid, pid_),
+                "step_label": lambda step: sim_mimic.step_name(m, step),
+                "frontend_name": (lambda ns: sim_mimic.frontend_file_name(host, pid, ns)) if m.frontend_trace else None,
+                "profiler_out": m.server == "vllm",
+            }
         # Written off the event loop so streams keep flowing while the traces are flushed.
-        return await self.loop.run_in_executor(None, lambda: sim_trace.write_traces(
-            directory, steps, self.model, self.layers, self.world_size, meta, **kwargs))
+        return await self.loop.run_in_executor(
+            None, lambda: sim_trace.write_traces(directory, steps, self.model, self.layers, self.world_size, meta, **kwargs)
+        )
 
     async def auto_stop(self) -> None:
         await self.stop_profile()
@@ -667,9 +770,9 @@ class Simulator:
             except Exception:  # noqa: BLE001 - the peer may be gone already
                 pass
 
-    async def route(self, method: str, path: str, raw: bytes, headers: Dict[str, str],
-                    writer: asyncio.StreamWriter) -> bool:
+    async def route(self, method: str, path: str, raw: bytes, headers: Dict[str, str], writer: asyncio.StreamWriter) -> bool:
         """Answers one request; returns whether the connection can carry another."""
+
         def body() -> dict:
             if not raw:
                 return {}
@@ -681,11 +784,18 @@ class Simulator:
         m = self.mimic
         if path == f"/{OWNED_BY}/state":
             # The simulator's own (not a server's): whether a profile is left running, for tests.
-            await respond_json(writer, 200, {"profiling": self.profiling, "profile_starts": self.profile_starts,
-                                             "profile_stops": self.profile_stops})
+            await respond_json(
+                writer, 200, {"profiling": self.profiling, "profile_starts": self.profile_starts, "profile_stops": self.profile_stops}
+            )
             return True
-        if m and self.flags and self.flags.api_key and sim_mimic.needs_key(m, path) and method != "OPTIONS" \
-                and headers.get("authorization") != "Bearer " + self.flags.api_key:
+        if (
+            m
+            and self.flags
+            and self.flags.api_key
+            and sim_mimic.needs_key(m, path)
+            and method != "OPTIONS"
+            and headers.get("authorization") != "Bearer " + self.flags.api_key
+        ):
             await respond_json(writer, 401, {"error": "Unauthorized"})
             return True
         try:
@@ -694,9 +804,11 @@ class Simulator:
             elif m and path == "/version" and m.server == "sglang":
                 await respond_json(writer, 404, {"detail": "Not Found"})  # SGLang has no /version
             elif m and path in m.server_info_paths:
-                await respond_json(writer, 200, {"version": f"{m.version}+{OWNED_BY}",
-                                                 "tp_size": self.flags.tp if self.flags else 1,
-                                                 "simulator": OWNED_BY})
+                await respond_json(
+                    writer,
+                    200,
+                    {"version": f"{m.version}+{OWNED_BY}", "tp_size": self.flags.tp if self.flags else 1, "simulator": OWNED_BY},
+                )
             elif m and path == "/metrics" and m.metrics_need_flag and not (self.flags and self.flags.enable_metrics):
                 await respond_json(writer, 404, {"detail": "Not Found"})
             elif path == "/health":
@@ -714,8 +826,11 @@ class Simulator:
                     n = count_tokens(" ".join(str(m.get("content", "")) for m in msgs)) + 3 * len(msgs) + 2
                 else:
                     n = count_tokens(str(b.get("prompt", "")))
-                await respond_json(writer, 200, {"count": n, "max_model_len": self.preset.max_model_len,
-                                                 "tokens": list(range(1000, 1000 + n)), "token_strs": None})
+                await respond_json(
+                    writer,
+                    200,
+                    {"count": n, "max_model_len": self.preset.max_model_len, "tokens": list(range(1000, 1000 + n)), "token_strs": None},
+                )
             elif path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
                 await self.generate(body(), path.endswith("chat/completions"), writer, headers.get("x-sim-fault"))
                 return not writer.is_closing()
@@ -752,8 +867,10 @@ def send_raw(writer: asyncio.StreamWriter, data: bytes) -> None:
 
 async def respond(writer: asyncio.StreamWriter, code: int, body: bytes, ctype: str) -> None:
     mimic = f"{sim_mimic.MIMIC_HEADER}: {MIMIC_LINE}\r\n" if MIMIC_LINE else ""
-    writer.write(f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Error')}\r\ncontent-type: {ctype}\r\n"
-                 f"content-length: {len(body)}\r\nserver: {OWNED_BY}\r\n{mimic}\r\n".encode() + body)
+    writer.write(
+        f"HTTP/1.1 {code} {HTTP_REASONS.get(code, 'Error')}\r\ncontent-type: {ctype}\r\n"
+        f"content-length: {len(body)}\r\nserver: {OWNED_BY}\r\n{mimic}\r\n".encode() + body
+    )
     await writer.drain()
 
 
@@ -762,8 +879,11 @@ async def respond_json(writer: asyncio.StreamWriter, code: int, obj: dict) -> No
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="vllm_sim", description="A SIMULATED vLLM server with a known timing model "
-                                "(inference-bench-simulator). Not a model: its numbers are known answers for tests and demos.")
+    p = argparse.ArgumentParser(
+        prog="vllm_sim",
+        description="A SIMULATED vLLM server with a known timing model "
+        "(inference-bench-simulator). Not a model: its numbers are known answers for tests and demos.",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on the ready line)")
     p.add_argument("--preset", default=tm.DEFAULT_PRESET, choices=sorted(tm.PRESETS))
@@ -774,18 +894,21 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--max-batch", type=int, default=None, help="most running requests; the rest wait")
     p.add_argument("--world-size", type=int, default=None, help="ranks written by /stop_profile")
     p.add_argument("--layers", type=int, default=None, help="layers per step in the traces")
-    p.add_argument("--natural-output-len", type=int, default=None,
-                   help="without ignore_eos, stop (EOS) after this many tokens")
+    p.add_argument("--natural-output-len", type=int, default=None, help="without ignore_eos, stop (EOS) after this many tokens")
     p.add_argument("--zero-cost", action="store_true", help="no timing model: every token at once (client-ceiling benchmark)")
     p.add_argument("--pace-ms", type=float, default=None, help="no batching: each stream one token per PACE ms")
     p.add_argument("--profiler-dir", default=None, help="enables /start_profile and /stop_profile; traces go here")
     p.add_argument("--profile-max-steps", type=int, default=32, help="steps recorded per profile (vLLM's max_iterations)")
     p.add_argument("--fault", action="append", help="e.g. error500:every=5, error429:every=3, cut:every=7:after=3, slow:every=4:ms=500")
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
-    p.add_argument("--mimic", default=None, choices=sorted(sim_mimic.PROFILES),
-                   help="behave as this server version where versions differ (endpoints, profiler flags and variables, "
-                        "--api-key, trace names); the rest of the command line is that server's own flags, e.g. "
-                        "--mimic vllm-0.16 --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"./t\"}' -tp 8")
+    p.add_argument(
+        "--mimic",
+        default=None,
+        choices=sorted(sim_mimic.PROFILES),
+        help="behave as this server version where versions differ (endpoints, profiler flags and variables, "
+        "--api-key, trace names); the rest of the command line is that server's own flags, e.g. "
+        '--mimic vllm-0.16 --profiler-config \'{"profiler":"torch","torch_profiler_dir":"./t"}\' -tp 8',
+    )
     if argv is None:
         argv = sys.argv[1:]
     if "--mimic" not in argv and not any(a.startswith("--mimic=") for a in argv):
@@ -796,10 +919,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def describe(sim: Simulator) -> dict:
-    return {"simulator": OWNED_BY, "preset": sim.preset.name, "served_model_name": sim.served_name,
-            "world_size": sim.world_size, "layers": sim.layers, "timing": sim.model.to_json(),
-            "expected_breakdown": {str(b): tm.expected_breakdown(sim.model, b) for b in (1, 8, 32, 64)},
-            "single_stream_tok_s": 1000.0 / sim.model.step_ms(1)}
+    return {
+        "simulator": OWNED_BY,
+        "preset": sim.preset.name,
+        "served_model_name": sim.served_name,
+        "world_size": sim.world_size,
+        "layers": sim.layers,
+        "timing": sim.model.to_json(),
+        "expected_breakdown": {str(b): tm.expected_breakdown(sim.model, b) for b in (1, 8, 32, 64)},
+        "single_stream_tok_s": 1000.0 / sim.model.step_ms(1),
+    }
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -818,8 +947,19 @@ async def serve(args: argparse.Namespace) -> None:
     timed = f"step = {sim.model.step_base_ms} + {sim.model.step_per_seq_ms} x batch ms"
     mode = "zero-cost" if sim.zero_cost else (f"paced {args.pace_ms} ms/token" if sim.pace_s else timed)
     # The ready line: tests and `infbench simulate` wait for it and read the port from it.
-    print(json.dumps({"ready": True, "url": f"http://{args.host}:{port}", "port": port, "model": sim.served_name,
-                      "simulator": OWNED_BY, "mode": mode}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ready": True,
+                "url": f"http://{args.host}:{port}",
+                "port": port,
+                "model": sim.served_name,
+                "simulator": OWNED_BY,
+                "mode": mode,
+            }
+        ),
+        flush=True,
+    )
     async with server:
         await stop.wait()
     with sim.cv:

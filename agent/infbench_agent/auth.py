@@ -21,14 +21,15 @@ from typing import Dict, Iterable, List, Optional
 
 REDACTED = "REDACTED"
 API_KEY_ENV = ("INFBENCH_API_KEY", "OPENAI_API_KEY")
-HOW_TO_GIVE_KEY = ("give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or "
-                   "$OPENAI_API_KEY as vllm bench serve reads it); in VS Code, the command "
-                   "\"Inference Bench: Set Server API Key...\"")
+HOW_TO_GIVE_KEY = (
+    "give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or "
+    "$OPENAI_API_KEY as vllm bench serve reads it); in VS Code, the command "
+    '"Inference Bench: Set Server API Key..."'
+)
 
 # A flag or variable name that holds a secret: --api-key, --hf-token, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...
 # ("keyfile"/"key-file" name a path, not a secret).
-_SECRET_NAME = re.compile(r"(^|[-_])(api[-_]?key|key|token|secret|password|passwd|pass|credentials?)$|secret|password",
-                          re.IGNORECASE)
+_SECRET_NAME = re.compile(r"(^|[-_])(api[-_]?key|key|token|secret|password|passwd|pass|credentials?)$|secret|password", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@/\s]+)(@)")
 _BEARER = re.compile(r"(Bearer\s+)[^\s\"',]+", re.IGNORECASE)
 # Values that look like secrets whatever flag carries them: OpenAI-style and Hugging Face tokens.
@@ -36,10 +37,14 @@ _TOKEN_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,})\b")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api-key", default=None, help="bearer token for a server started with --api-key; default from "
-                   "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY")
-    p.add_argument("--api-key-stdin", action="store_true",
-                   help="read the API key from the first line of stdin (keeps it off the host's process list)")
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="bearer token for a server started with --api-key; default from " "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY",
+    )
+    p.add_argument(
+        "--api-key-stdin", action="store_true", help="read the API key from the first line of stdin (keeps it off the host's process list)"
+    )
 
 
 def resolve_api_key(args: argparse.Namespace) -> Optional[str]:
@@ -60,8 +65,10 @@ def auth_headers(api_key: Optional[str]) -> Dict[str, str]:
 
 def unauthorized_message(what: str, status: int, key_given: bool) -> str:
     if key_given:
-        return (f"{what} answered HTTP {status}: the server refused the API key given. "
-                f"Check that it is the key the server was started with (--api-key or VLLM_API_KEY).")
+        return (
+            f"{what} answered HTTP {status}: the server refused the API key given. "
+            f"Check that it is the key the server was started with (--api-key or VLLM_API_KEY)."
+        )
     return f"{what} answered HTTP {status}: this server wants an API key."
 
 

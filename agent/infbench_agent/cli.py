@@ -15,8 +15,13 @@ COMMANDS = {name: f"infbench_agent.{name}" for name in version.COMMANDS}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infbench-agent")
-    parser.add_argument("--heartbeat-timeout", type=float, default=None, metavar="S",
-                        help="stop when stdin carries no line for S seconds or closes (the controller keeps it alive)")
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop when stdin carries no line for S seconds or closes (the controller keeps it alive)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, module_name in COMMANDS.items():
@@ -26,8 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.heartbeat_timeout:
         controller.start(args.heartbeat_timeout)
-    events.emit(events.HELLO, agent_version=events.AGENT_VERSION, command=args.command,
-                pid=os.getpid(), python=sys.version.split()[0], executable=sys.executable)
+    events.emit(
+        events.HELLO,
+        agent_version=events.AGENT_VERSION,
+        command=args.command,
+        pid=os.getpid(),
+        python=sys.version.split()[0],
+        executable=sys.executable,
+    )
     try:
         code = int(modules[args.command].run(args) or 0)
     except events.AgentError as exc:

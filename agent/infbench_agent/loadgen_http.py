@@ -31,16 +31,22 @@ class Endpoint:
         self.api_key = api_key
         parts = urlsplit(base_url)
         if parts.scheme != "http":
-            raise ValueError(f"only http:// server URLs are supported (got {base_url!r}); the load generator runs on the "
-                             "server's host and talks to it over loopback")
+            raise ValueError(
+                f"only http:// server URLs are supported (got {base_url!r}); the load generator runs on the "
+                "server's host and talks to it over loopback"
+            )
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self.prefix = parts.path.rstrip("/")
         self.host_header = parts.netloc
 
     def request_bytes(self, method: str, path: str, body: Optional[bytes], extra_headers: Dict[str, str]) -> bytes:
-        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: inference-bench-agent",
-                 "Accept: text/event-stream, application/json"]
+        lines = [
+            f"{method} {self.prefix}{path} HTTP/1.1",
+            f"Host: {self.host_header}",
+            "User-Agent: inference-bench-agent",
+            "Accept: text/event-stream, application/json",
+        ]
         if self.api_key:
             lines.append(f"Authorization: Bearer {self.api_key}")
         for k, v in extra_headers.items():
@@ -51,8 +57,7 @@ class Endpoint:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
-def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[dict] = None,
-                   timeout: float = 10.0) -> Tuple[int, bytes]:
+def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[dict] = None, timeout: float = 10.0) -> Tuple[int, bytes]:
     """One blocking request (for /v1/models, /tokenize, /metrics): (status, body)."""
     data = json.dumps(body).encode() if body is not None else None
     with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as s:
@@ -78,8 +83,25 @@ def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[di
 class Stream:
     """One streaming request on one connection."""
 
-    __slots__ = ("job", "sock", "out", "reused", "state", "status", "headers", "buf", "decoder", "remaining",
-                 "sse", "record", "last_token_at", "body", "close_after", "timeout_at", "retried")
+    __slots__ = (
+        "job",
+        "sock",
+        "out",
+        "reused",
+        "state",
+        "status",
+        "headers",
+        "buf",
+        "decoder",
+        "remaining",
+        "sse",
+        "record",
+        "last_token_at",
+        "body",
+        "close_after",
+        "timeout_at",
+        "retried",
+    )
 
     def __init__(self, job: dict, sock: socket.socket, payload: bytes, reused: bool, timeout_at: float) -> None:
         self.job = job
@@ -97,19 +119,39 @@ class Stream:
         self.close_after = False
         self.timeout_at = timeout_at
         self.retried = False
-        self.record: dict = {"id": job["id"], "ok": False, "intended": job.get("intended"), "send": None, "finish": None,
-                             "ttft": None, "e2el": None, "itl": [], "client_tokens": 0, "output_tokens": None,
-                             "prompt_tokens": None, "est_prompt_tokens": job.get("est_prompt_tokens"),
-                             "usage_missing": False, "prompt_estimated": False, "done_marker": False,
-                             "reason": None, "error": None}
+        self.record: dict = {
+            "id": job["id"],
+            "ok": False,
+            "intended": job.get("intended"),
+            "send": None,
+            "finish": None,
+            "ttft": None,
+            "e2el": None,
+            "itl": [],
+            "client_tokens": 0,
+            "output_tokens": None,
+            "prompt_tokens": None,
+            "est_prompt_tokens": job.get("est_prompt_tokens"),
+            "usage_missing": False,
+            "prompt_estimated": False,
+            "done_marker": False,
+            "reason": None,
+            "error": None,
+        }
         self.last_token_at: Optional[float] = None
 
 
 class Engine:
     """Runs streaming requests to one endpoint; `on_record` receives each finished request's record."""
 
-    def __init__(self, endpoint: Endpoint, path: str, request_timeout: float, on_record: Callable[[dict], None],
-                 extra_headers: Optional[Dict[str, str]] = None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        request_timeout: float,
+        on_record: Callable[[dict], None],
+        extra_headers: Optional[Dict[str, str]] = None,
+    ) -> None:
         self.endpoint = endpoint
         self.path = path
         self.request_timeout = request_timeout
@@ -231,8 +273,12 @@ class Engine:
         if self.active:
             now = time.monotonic()
             for st in [s for s in self.active.values() if s.timeout_at < now]:
-                self._fail(st, "timeout", f"no complete response within {self.request_timeout:g} s "
-                           f"({st.record['client_tokens']} tokens received)", now)
+                self._fail(
+                    st,
+                    "timeout",
+                    f"no complete response within {self.request_timeout:g} s " f"({st.record['client_tokens']} tokens received)",
+                    now,
+                )
 
     def _readable(self, st: Stream, data: bytes, now: float) -> None:
         if not data:
@@ -245,7 +291,7 @@ class Engine:
             end = st.buf.find(b"\r\n\r\n")
             if end < 0:
                 return
-            head, data = st.buf[:end].decode("latin-1"), st.buf[end + 4:]
+            head, data = st.buf[:end].decode("latin-1"), st.buf[end + 4 :]
             st.buf = b""
             lines = head.split("\r\n")
             try:
@@ -268,7 +314,7 @@ class Engine:
             payload = st.decoder.feed(data)
             complete = st.decoder.done
         elif st.remaining >= 0:
-            payload = data[:st.remaining]
+            payload = data[: st.remaining]
             st.remaining -= len(payload)
             complete = st.remaining == 0
         if st.status != 200:
@@ -352,8 +398,12 @@ class Engine:
                 st.close_after = True
                 self._complete(st, now, reusable=False)
             return
-        self._fail(st, "stream_cut", f"the server closed the connection after {st.record['client_tokens']} tokens, "
-                   "before the response ended", now)
+        self._fail(
+            st,
+            "stream_cut",
+            f"the server closed the connection after {st.record['client_tokens']} tokens, " "before the response ended",
+            now,
+        )
 
     def _conn_error(self, st: Stream, exc: OSError) -> None:
         if st.state in ("send", "headers") and st.reused and not st.retried:

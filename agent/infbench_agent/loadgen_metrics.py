@@ -185,8 +185,7 @@ def parse_slos(text: Optional[str]) -> Dict[str, float]:
     return out
 
 
-def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Dict[str, float],
-              started_at: Optional[float] = None) -> dict:
+def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Dict[str, float], started_at: Optional[float] = None) -> dict:
     """One load level's summary with vLLM's field names, from per-request records (times in seconds).
 
     `started_at` is when the level began (the origin of its planned arrivals): vLLM's benchmark_duration runs
@@ -238,10 +237,14 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
         reasons[r.get("reason") or "error"] = reasons.get(r.get("reason") or "error", 0) + 1
     out["failures"] = reasons
     out["errors"] = [r.get("error") for r in failed[:5]]
-    lags = sorted(max(0.0, r["send"] - r["intended"]) * 1000.0 for r in records
-                  if r.get("intended") is not None and r.get("send") is not None)
-    out["scheduling_lag_ms"] = {"mean": sum(lags) / len(lags) if lags else None,
-                                "p99": percentile(lags, 99) if lags else None, "max": lags[-1] if lags else None}
+    lags = sorted(
+        max(0.0, r["send"] - r["intended"]) * 1000.0 for r in records if r.get("intended") is not None and r.get("send") is not None
+    )
+    out["scheduling_lag_ms"] = {
+        "mean": sum(lags) / len(lags) if lags else None,
+        "p99": percentile(lags, 99) if lags else None,
+        "max": lags[-1] if lags else None,
+    }
     usage_missing = sum(1 for r in ok if r.get("usage_missing"))
     prompt_estimated = sum(1 for r in ok if r.get("prompt_estimated"))
     discrepancy = sum(abs((r.get("client_tokens") or 0) - (r.get("output_tokens") or 0)) for r in ok)
@@ -249,10 +252,13 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
     def source(missing: int, fallback: str) -> str:
         return "usage" if not missing else (fallback if missing == len(ok) else "mixed")
 
-    out["token_count"] = {"source": source(usage_missing, "client"),
-                          "usage_missing": usage_missing, "client_vs_usage_abs_diff": discrepancy,
-                          # Without usage.prompt_tokens the prompt tokens are the prompt maker's calibrated estimate.
-                          "input_source": source(prompt_estimated, "estimate")}
+    out["token_count"] = {
+        "source": source(usage_missing, "client"),
+        "usage_missing": usage_missing,
+        "client_vs_usage_abs_diff": discrepancy,
+        # Without usage.prompt_tokens the prompt tokens are the prompt maker's calibrated estimate.
+        "input_source": source(prompt_estimated, "estimate"),
+    }
     return out
 
 
@@ -339,12 +345,22 @@ def compact_record(record: dict) -> dict:
         return None if v is None else round(v * 1000.0, 3)
 
     return {
-        "id": record.get("id"), "ok": bool(record.get("ok")), "reason": record.get("reason"), "error": record.get("error"),
-        "prompt_tokens": record.get("prompt_tokens"), "output_tokens": record.get("output_tokens"),
-        "ttft_ms": ms(record.get("ttft")), "tpot_ms": ms(tpot), "e2el_ms": ms(record.get("e2el")),
-        "itl_mean_ms": ms(sum(itl) / len(itl)) if itl else None, "itl_max_ms": ms(max(itl)) if itl else None,
-        "lag_ms": (ms(max(0.0, record["send"] - record["intended"]))
-                   if record.get("intended") is not None and record.get("send") is not None else None),
+        "id": record.get("id"),
+        "ok": bool(record.get("ok")),
+        "reason": record.get("reason"),
+        "error": record.get("error"),
+        "prompt_tokens": record.get("prompt_tokens"),
+        "output_tokens": record.get("output_tokens"),
+        "ttft_ms": ms(record.get("ttft")),
+        "tpot_ms": ms(tpot),
+        "e2el_ms": ms(record.get("e2el")),
+        "itl_mean_ms": ms(sum(itl) / len(itl)) if itl else None,
+        "itl_max_ms": ms(max(itl)) if itl else None,
+        "lag_ms": (
+            ms(max(0.0, record["send"] - record["intended"]))
+            if record.get("intended") is not None and record.get("send") is not None
+            else None
+        ),
     }
 
 

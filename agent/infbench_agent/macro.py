@@ -34,18 +34,16 @@ from infbench_agent.simulator_mark import SIMULATOR_MARK
 VLLM_FIELD_NOTES = {
     "checked_against": "vllm/benchmarks/serve.py (009e6d4a), vllm/benchmarks/lib/endpoint_request_func.py (02cfb534)",
     "max_concurrent_requests": "as the newest serve.py: the exact peak of successful requests, each from its send to "
-                               "its last token; vLLM up to 0.28 took the maximum over 1-second buckets instead, given "
-                               "here as max_concurrent_requests_1s_buckets",
-    "peak_in_flight": "ours, not vLLM's: the exact peak of requests in flight, failed ones included, each until its "
-                      "response ended",
+    "its last token; vLLM up to 0.28 took the maximum over 1-second buckets instead, given "
+    "here as max_concurrent_requests_1s_buckets",
+    "peak_in_flight": "ours, not vLLM's: the exact peak of requests in flight, failed ones included, each until its " "response ended",
     "total_input_tokens": "usage.prompt_tokens where the server sends it, as vLLM; otherwise the prompt's length as "
-                          "calibrated with /tokenize (vLLM: its dataset's length)",
+    "calibrated with /tokenize (vLLM: its dataset's length)",
     "total_output_tokens": "usage.completion_tokens, as vLLM; otherwise the client's count of token messages (vLLM "
-                           "re-tokenizes the text with the model's tokenizer)",
-    "itl_ms": "chat: the role-only first message carries no token here; vLLM takes TTFT from it and counts its gap "
-              "as an ITL sample",
+    "re-tokenizes the text with the model's tokenizer)",
+    "itl_ms": "chat: the role-only first message carries no token here; vLLM takes TTFT from it and counts its gap " "as an ITL sample",
     "scheduling_lag_ms": "ours: send time minus planned time (the arrival; in a closed loop the moment a slot freed); "
-                         "vLLM's client_queue_time is the wait for its --max-concurrency semaphore",
+    "vLLM's client_queue_time is the wait for its --max-concurrency semaphore",
     "duration": "from the level's start (the origin of its arrivals) to the last response, as vLLM's benchmark_duration",
 }
 
@@ -56,33 +54,57 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     auth.add_arguments(p)
     p.add_argument("--api", choices=("completions", "chat"), default="completions")
     p.add_argument("--concurrency", default="1", help="comma-separated levels, e.g. 1,8,32 (closed loop)")
-    p.add_argument("--request-rate", default=None,
-                   help="comma-separated request rates per second (open loop, gamma arrivals); 'inf' sends all at once")
+    p.add_argument(
+        "--request-rate", default=None, help="comma-separated request rates per second (open loop, gamma arrivals); 'inf' sends all at once"
+    )
     p.add_argument("--max-concurrency", type=int, default=None, help="cap on requests in flight in request-rate mode")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the arrival gaps; 1 = Poisson")
-    p.add_argument("--requests", type=int, default=None,
-                   help="requests per level (default: max(8, 4 x concurrency), or 10 s worth in rate mode)")
+    p.add_argument(
+        "--requests", type=int, default=None, help="requests per level (default: max(8, 4 x concurrency), or 10 s worth in rate mode)"
+    )
     p.add_argument("--duration", type=float, default=None, help="seconds per level instead of a request count")
     p.add_argument("--input-len", type=int, default=256, help="prompt tokens (random prompts, calibrated with /tokenize)")
     p.add_argument("--output-len", type=int, default=128, help="max_tokens for each request")
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS instead of output-len")
-    p.add_argument("--range-ratio", "--random-range-ratio", dest="range_ratio", type=float, default=0.0,
-                   help="random prompts: each request's prompt and output lengths drawn uniformly from "
-                   "[len * (1 - r), len * (1 + r)], 0 <= r < 1, as vllm bench serve --random-range-ratio")
-    p.add_argument("--prompts-file", default=None, help="JSONL of prompts: {\"prompt\": ...} or {\"messages\": [...]}, "
-                   "optional \"output_len\" (the same as --dataset-name jsonl --dataset-path FILE)")
-    p.add_argument("--dataset-name", choices=("random", "jsonl", "sharegpt"), default=None,
-                   help="random prompts (default), a JSONL of prompts, or ShareGPT conversations (vllm bench serve's "
-                   "sharegpt); default with --dataset-path: told from the file (a JSON list is ShareGPT)")
+    p.add_argument(
+        "--range-ratio",
+        "--random-range-ratio",
+        dest="range_ratio",
+        type=float,
+        default=0.0,
+        help="random prompts: each request's prompt and output lengths drawn uniformly from "
+        "[len * (1 - r), len * (1 + r)], 0 <= r < 1, as vllm bench serve --random-range-ratio",
+    )
+    p.add_argument(
+        "--prompts-file",
+        default=None,
+        help='JSONL of prompts: {"prompt": ...} or {"messages": [...]}, '
+        'optional "output_len" (the same as --dataset-name jsonl --dataset-path FILE)',
+    )
+    p.add_argument(
+        "--dataset-name",
+        choices=("random", "jsonl", "sharegpt"),
+        default=None,
+        help="random prompts (default), a JSONL of prompts, or ShareGPT conversations (vllm bench serve's "
+        "sharegpt); default with --dataset-path: told from the file (a JSON list is ShareGPT)",
+    )
     p.add_argument("--dataset-path", default=None, help="the dataset file on this host")
-    p.add_argument("--sharegpt-output-len", type=int, default=None,
-                   help="ShareGPT: output tokens of every request instead of each conversation's second turn")
+    p.add_argument(
+        "--sharegpt-output-len",
+        type=int,
+        default=None,
+        help="ShareGPT: output tokens of every request instead of each conversation's second turn",
+    )
     p.add_argument("--warmup", type=int, default=2, help="requests sent and discarded before the first level")
     p.add_argument("--seed", type=int, default=None, help="prompt seed; default random, so runs never share a prefix")
     p.add_argument("--percentiles", default="50,90,99")
     p.add_argument("--goodput", default=None, help="SLOs in ms for goodput, e.g. 'ttft:500 tpot:50'")
-    p.add_argument("--request-timeout", type=float, default=600.0,
-                   help="seconds a request may take from send to its last token before it counts as failed (timeout)")
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a request may take from send to its last token before it counts as failed (timeout)",
+    )
     p.add_argument("--workers", default="auto", help="load-generator processes per level: auto or a number")
     p.add_argument("--streams-per-worker", type=int, default=96, help="with --workers auto: in-flight streams per process")
     p.add_argument("--update-interval", type=float, default=1.0, help="seconds between running aggregates")
@@ -102,8 +124,9 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
         try:
             value = float("inf") if (kind is float and part.lower() == "inf") else kind(part)
         except ValueError:
-            raise events.AgentError("bad_arguments", f"--{what} must be a comma-separated list of numbers, got {text!r}",
-                                    f"for example --{what} 1,8,32")
+            raise events.AgentError(
+                "bad_arguments", f"--{what} must be a comma-separated list of numbers, got {text!r}", f"for example --{what} 1,8,32"
+            )
         if value <= 0:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
         out.append(value)
@@ -115,23 +138,28 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
     vllm/benchmarks/datasets.py's _ValidateDatasetArgs does (random takes no file)."""
     path = args.dataset_path or args.prompts_file
     if args.dataset_path and args.prompts_file and args.dataset_path != args.prompts_file:
-        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files",
-                                "give one of them")
+        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files", "give one of them")
     name = args.dataset_name or ("jsonl" if args.prompts_file else file_kind(path) if path else "random")
     if args.prompts_file and name != "jsonl":
-        raise events.AgentError("bad_arguments", f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
-                                "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE")
+        raise events.AgentError(
+            "bad_arguments",
+            f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
+            "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE",
+        )
     if name == "random" and path:
-        raise events.AgentError("bad_arguments", f"random prompts take no file, got {path}",
-                                "pass --dataset-name jsonl or sharegpt with --dataset-path")
+        raise events.AgentError(
+            "bad_arguments", f"random prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
+        )
     if name != "random" and not path:
         raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
     if name != "random" and args.range_ratio:
-        raise events.AgentError("bad_arguments", "--range-ratio applies to random prompts only",
-                                "a dataset's prompts keep their own lengths")
+        raise events.AgentError(
+            "bad_arguments", "--range-ratio applies to random prompts only", "a dataset's prompts keep their own lengths"
+        )
     if args.sharegpt_output_len is not None and name != "sharegpt":
-        raise events.AgentError("bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only",
-                                "for random prompts pass --output-len")
+        raise events.AgentError(
+            "bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only", "for random prompts pass --output-len"
+        )
     return name, path
 
 
@@ -144,16 +172,21 @@ def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Opti
     return max(8, 4 * (concurrency or 1)) if rate is None else max(8, int(10 * rate) if not math.isinf(rate) else 100)
 
 
-def dataset_prompts(args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str],
-                    levels: List[dict]) -> Tuple[Optional[List[dict]], dict]:
+def dataset_prompts(
+    args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str], levels: List[dict]
+) -> Tuple[Optional[List[dict]], dict]:
     """The prompts a dataset file holds (None for random prompts), and what the result says of them."""
     info: dict = {"dataset": dataset}
     if dataset == "jsonl":
         return load_prompts_file(str(path)), info
     if dataset == "random":
-        info.update({"range_ratio": args.range_ratio,
-                     "input_len_range": list(length_range(args.input_len, args.range_ratio)),
-                     "output_len_range": list(length_range(args.output_len, args.range_ratio))})
+        info.update(
+            {
+                "range_ratio": args.range_ratio,
+                "input_len_range": list(length_range(args.input_len, args.range_ratio)),
+                "output_len_range": list(length_range(args.output_len, args.range_ratio)),
+            }
+        )
         return None, info
     totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
     # As many conversations as the largest level sends, each level drawing from the same ones as vLLM's runs
@@ -161,13 +194,16 @@ def dataset_prompts(args: argparse.Namespace, endpoint: Endpoint, model: str, da
     wanted = max(1000 if t is None else t for t in totals)
     count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
     events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
-    loaded = load_sharegpt(str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count,
-                           args.sharegpt_output_len)
+    loaded = load_sharegpt(
+        str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count, args.sharegpt_output_len
+    )
     stats = loaded["stats"]
     info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
-    events.log(f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
-               f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
-               + (f"; fewer than the {wanted} requests of a level, so they repeat" if stats["kept"] < wanted else ""))
+    events.log(
+        f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
+        f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
+        + (f"; fewer than the {wanted} requests of a level, so they repeat" if stats["kept"] < wanted else "")
+    )
     return loaded["samples"], info
 
 
@@ -203,48 +239,88 @@ class MacroRun:
         if not rates and not concurrencies:
             raise events.AgentError("bad_arguments", "no load level given", "pass --concurrency 1,8,32 or --request-rate 2,4")
         if not args.burstiness > 0:
-            raise events.AgentError("bad_arguments", f"--burstiness must be above 0, got {args.burstiness:g}",
-                                    "1 is Poisson arrivals; below 1 burstier, above 1 more even")
+            raise events.AgentError(
+                "bad_arguments",
+                f"--burstiness must be above 0, got {args.burstiness:g}",
+                "1 is Poisson arrivals; below 1 burstier, above 1 more even",
+            )
         if args.input_len < 1 or args.output_len < 1:
             raise events.AgentError("bad_arguments", "--input-len and --output-len must be at least 1", "")
         if not 0 <= args.range_ratio < 1:
-            raise events.AgentError("bad_arguments", f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
-                                    "0.25 draws each length from 75% to 125% of --input-len and --output-len")
+            raise events.AgentError(
+                "bad_arguments",
+                f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
+                "0.25 draws each length from 75% to 125% of --input-len and --output-len",
+            )
         if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
             raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
         dataset, dataset_path = dataset_of(args)
         server = discover(endpoint, args.url, args.model)
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-        levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or \
-                 [{"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates]
+        levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [
+            {"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates
+        ]
         file_prompts, prompts_info = dataset_prompts(args, endpoint, server["model"], dataset, dataset_path, levels)
-        maker = PromptMaker(args.api, server["model"], args.input_len, args.output_len, not args.no_ignore_eos, seed,
-                            file_prompts=file_prompts, range_ratio=args.range_ratio if dataset == "random" else 0.0)
-        calibration = {"calibrated": False, "note": "prompts from a file"} if file_prompts else (
-            {"calibrated": False, "tokens_per_word": 1.0, "overhead": 0.0, "note": "--no-tokenize"} if args.no_tokenize
-            else calibrate(endpoint, maker))
+        maker = PromptMaker(
+            args.api,
+            server["model"],
+            args.input_len,
+            args.output_len,
+            not args.no_ignore_eos,
+            seed,
+            file_prompts=file_prompts,
+            range_ratio=args.range_ratio if dataset == "random" else 0.0,
+        )
+        calibration = (
+            {"calibrated": False, "note": "prompts from a file"}
+            if file_prompts
+            else (
+                {"calibrated": False, "tokens_per_word": 1.0, "overhead": 0.0, "note": "--no-tokenize"}
+                if args.no_tokenize
+                else calibrate(endpoint, maker)
+            )
+        )
         maker.tokens_per_word = float(calibration.get("tokens_per_word", 1.0))
         maker.overhead = float(calibration.get("overhead", 0.0))
         events.emit(events.SERVER, server=server)
-        events.log(f"server {args.url}: model {server['model']}"
-                   f"{' (SIMULATOR: ' + SIMULATOR_MARK + ')' if server['simulated'] else ''}; "
-                   f"prompts {'calibrated with /tokenize' if calibration.get('calibrated') else 'not calibrated'}")
+        events.log(
+            f"server {args.url}: model {server['model']}"
+            f"{' (SIMULATOR: ' + SIMULATOR_MARK + ')' if server['simulated'] else ''}; "
+            f"prompts {'calibrated with /tokenize' if calibration.get('calibrated') else 'not calibrated'}"
+        )
 
-        result: dict = {"levels": [], "server": server, "cancelled": False,
-                        "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key")},
-                        "prompts": {"seed": seed, "calibration": calibration, "source": dataset_path or "random",
-                                    "dropped_fields": maker.dropped_fields, **prompts_info},
-                        "client": {"python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host": os.uname().nodename,
-                                   "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps"},
-                        "vllm_bench_serve": VLLM_FIELD_NOTES}
+        result: dict = {
+            "levels": [],
+            "server": server,
+            "cancelled": False,
+            "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key")},
+            "prompts": {
+                "seed": seed,
+                "calibration": calibration,
+                "source": dataset_path or "random",
+                "dropped_fields": maker.dropped_fields,
+                **prompts_info,
+            },
+            "client": {
+                "python": sys.version.split()[0],
+                "cpu_count": os.cpu_count(),
+                "host": os.uname().nodename,
+                "timestamps": "time.monotonic() when each read returns, as vLLM's client stamps",
+            },
+            "vllm_bench_serve": VLLM_FIELD_NOTES,
+        }
         id_base = 0
         if args.warmup > 0 and not self.cancel.requested:
             warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
             warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True, "update_interval": 1e9})
             warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
-            plan = {"concurrency": warm_c, "ids": [10_000_000 + i for i in range(args.warmup)], "duration": None,
-                    "start_at": time.monotonic()}
+            plan = {
+                "concurrency": warm_c,
+                "ids": [10_000_000 + i for i in range(args.warmup)],
+                "duration": None,
+                "start_at": time.monotonic(),
+            }
             run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
             refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
             if warm.records and len(refused) == len(warm.records):
@@ -254,9 +330,11 @@ class MacroRun:
                 plan["start_at"] = time.monotonic()
                 run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
                 if any(r.get("ok") for r in warm.records):
-                    events.log(f"the server refused stream_options and ignore_eos ({refused[0].get('error')}); requests go "
-                               "without them: output lengths follow the model's EOS and token counts are the client's own",
-                               "warn")
+                    events.log(
+                        f"the server refused stream_options and ignore_eos ({refused[0].get('error')}); requests go "
+                        "without them: output lengths follow the model's EOS and token counts are the client's own",
+                        "warn",
+                    )
                 else:
                     maker.dropped_fields = []
             result["prompts"]["dropped_fields"] = maker.dropped_fields
@@ -264,13 +342,20 @@ class MacroRun:
             events.log(f"warm-up: {len(warm.records) - len(bad)} of {args.warmup} requests completed")
             if bad and len(bad) == len(warm.records):
                 first = bad[0]
-                raise events.AgentError("warmup_failed", f"every warm-up request failed: {first.get('error')}",
-                                        f"check the server at {args.url} (model {server['model']}, {path})")
+                raise events.AgentError(
+                    "warmup_failed",
+                    f"every warm-up request failed: {first.get('error')}",
+                    f"check the server at {args.url} (model {server['model']}, {path})",
+                )
             id_base = 0
         rng = random.Random(seed)
         # What each level's prompts were: the dataset, and for random prompts their lengths and range.
-        data_meta: dict = {"dataset_name": dataset, "dataset_path": dataset_path, "input_len": None,
-                           "output_len": args.sharegpt_output_len if dataset == "sharegpt" else args.output_len}
+        data_meta: dict = {
+            "dataset_name": dataset,
+            "dataset_path": dataset_path,
+            "input_len": None,
+            "output_len": args.sharegpt_output_len if dataset == "sharegpt" else args.output_len,
+        }
         if dataset == "random":
             data_meta.update({"input_len": args.input_len, "range_ratio": args.range_ratio})
             if args.range_ratio:
@@ -281,14 +366,25 @@ class MacroRun:
             c: Any = meta.get("max_concurrency")
             rate = meta.get("request_rate")
             total = level_total(args, c, rate)
-            meta = {**meta, "level": index, "api": args.api, **data_meta,
-                    "num_prompts": total, "duration_target_s": args.duration, "simulated": server["simulated"]}
+            meta = {
+                **meta,
+                "level": index,
+                "api": args.api,
+                **data_meta,
+                "num_prompts": total,
+                "duration_target_s": args.duration,
+                "simulated": server["simulated"],
+            }
             level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
             plans = build_plans(args, meta, total, id_base, rng)
             id_base += (total or 0) + 1_000_000
             before, _ = read_server_metrics(endpoint)
-            events.emit(events.PROGRESS, done=0, total=total or 0, message=f"{level.label()}: starting "
-                        f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})")
+            events.emit(
+                events.PROGRESS,
+                done=0,
+                total=total or 0,
+                message=f"{level.label()}: starting " f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})",
+            )
             wall0 = time.monotonic()
             if self.run_start is None:
                 self.run_start = wall0
@@ -301,25 +397,37 @@ class MacroRun:
             after, metrics_status = read_server_metrics(endpoint)
             summary = level.summary(partial=False)
             out_tokens = summary.get("total_output_tokens") or 0
-            summary["client_cpu"] = {"workers": len(plans), "cpu_s": round(cpu, 4),
-                                     "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
-                                     "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None}
+            summary["client_cpu"] = {
+                "workers": len(plans),
+                "cpu_s": round(cpu, 4),
+                "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+                "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
+            }
             summary["server_metrics"] = metrics_cross_check(before, after, level.records, metrics_status)
             summary["cancelled"] = self.cancel.requested
             summary = clean(summary)
             lag = (summary.get("scheduling_lag_ms") or {}).get("p99")
             if isinstance(lag, (int, float)) and lag > 10 and rate is not None:
-                events.log(f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
-                           "consider --workers or fewer levels at once", "warn")
+                events.log(
+                    f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
+                    "consider --workers or fewer levels at once",
+                    "warn",
+                )
             token_count = summary.get("token_count") or {}
             if token_count.get("source") not in (None, "usage"):
-                events.log(f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
-                           "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
-                           "maker's estimate (ask the server for stream_options.include_usage to get exact counts)", "warn")
+                events.log(
+                    f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
+                    "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
+                    "maker's estimate (ask the server for stream_options.include_usage to get exact counts)",
+                    "warn",
+                )
             per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
             if per_core is not None and per_core / max(1, len(plans)) > 85:
-                events.log(f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "
-                           "it may be limiting the numbers; raise --workers", "warn")
+                events.log(
+                    f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "
+                    "it may be limiting the numbers; raise --workers",
+                    "warn",
+                )
             events.emit(events.MACRO_LEVEL, level=index, partial=False, summary=summary)
             result["levels"].append(summary)
             failures = summary.get("failures") or {}
@@ -338,13 +446,18 @@ class MacroRun:
             events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")
             return 130
         if result.get("stalled"):
-            events.error("server_stalled", f"The server accepted the requests but answered none in time: {result['stopped']}; "
-                         "the levels before are kept",
-                         f"Check the server on the host (its log; curl {args.url}/v1/models); if it is only slow under this "
-                         "load, raise --request-timeout (seconds)")
+            events.error(
+                "server_stalled",
+                f"The server accepted the requests but answered none in time: {result['stopped']}; " "the levels before are kept",
+                f"Check the server on the host (its log; curl {args.url}/v1/models); if it is only slow under this "
+                "load, raise --request-timeout (seconds)",
+            )
             return 2
         if result.get("stopped"):
-            events.error("server_down", f"The server stopped answering: {result['stopped']}; the levels before are kept",
-                         f"Check that it still runs (curl {args.url}/v1/models on the host), then run the phase again")
+            events.error(
+                "server_down",
+                f"The server stopped answering: {result['stopped']}; the levels before are kept",
+                f"Check that it still runs (curl {args.url}/v1/models on the host), then run the phase again",
+            )
             return 2
         return 0

@@ -12,8 +12,14 @@ from infbench_agent import events
 SHAREGPT_DEFAULT_SEED = 0
 
 
-def is_valid_sequence(prompt_len: int, output_len: int, min_len: int = 4, max_prompt_len: int = 1024,
-                      max_total_len: int = 2048, skip_min_output_len_check: bool = False) -> Optional[str]:
+def is_valid_sequence(
+    prompt_len: int,
+    output_len: int,
+    min_len: int = 4,
+    max_prompt_len: int = 1024,
+    max_total_len: int = 2048,
+    skip_min_output_len_check: bool = False,
+) -> Optional[str]:
     """Why vllm/benchmarks/dataset_utils.py's is_valid_sequence (5c92be24) drops a conversation, or None when it
     keeps it: the same rules and defaults, told apart so that the result can count each."""
     if prompt_len < min_len:
@@ -33,13 +39,15 @@ def file_kind(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             head = f.read(4096).lstrip()
     except OSError as exc:
-        raise events.AgentError("bad_prompts_file", f"cannot read the dataset file {path}: {exc.strerror}",
-                                "the path is read on the server's host; copy the file there first")
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"cannot read the dataset file {path}: {exc.strerror}",
+            "the path is read on the server's host; copy the file there first",
+        )
     return "sharegpt" if head.startswith("[") else "jsonl"
 
 
-def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str], int],
-                  output_len: Optional[int] = None) -> Dict:
+def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str], int], output_len: Optional[int] = None) -> Dict:
     """Samples as vllm/benchmarks/datasets.py's ShareGPTDataset (0056b87f) makes them: entries with two turns or
     more, shuffled with random.seed(seed) (the same order vLLM sends for the same seed), the first turn the prompt
     and the second turn's token count the output length unless `output_len` is given, filtered by
@@ -49,17 +57,25 @@ def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except OSError as exc:
-        raise events.AgentError("bad_prompts_file", f"cannot read the ShareGPT file {path}: {exc.strerror}",
-                                "the path is read on the server's host; copy the file there first")
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"cannot read the ShareGPT file {path}: {exc.strerror}",
+            "the path is read on the server's host; copy the file there first",
+        )
     except ValueError as exc:
-        raise events.AgentError("bad_prompts_file", f"the ShareGPT file {path} is not JSON: {exc}",
-                                "ShareGPT is one JSON list of {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]}")
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"the ShareGPT file {path} is not JSON: {exc}",
+            'ShareGPT is one JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}',
+        )
     if not isinstance(data, list):
-        raise events.AgentError("bad_prompts_file", f"the ShareGPT file {path} is not a JSON list",
-                                "ShareGPT is one JSON list of {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]}; "
-                                "for one prompt per line use --dataset-name jsonl")
-    entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("conversations"), list)
-               and len(e["conversations"]) >= 2]
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"the ShareGPT file {path} is not a JSON list",
+            'ShareGPT is one JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}; '
+            "for one prompt per line use --dataset-name jsonl",
+        )
+    entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("conversations"), list) and len(e["conversations"]) >= 2]
     # random.seed + random.shuffle as vLLM, on a generator of our own: the same permutation.
     random.Random(seed).shuffle(entries)
     samples: List[dict] = []
@@ -84,12 +100,20 @@ def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str
             continue
         samples.append({"prompt": prompt, "prompt_len": prompt_len, "output_len": new_output_len})
     if not samples:
-        raise events.AgentError("bad_prompts_file",
-                                f"no conversation of the ShareGPT file {path} passed vLLM's filter "
-                                f"({len(data)} entries, {len(entries)} with two turns; dropped: "
-                                f"{', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'})",
-                                "vLLM keeps a first turn of 4 to 1024 tokens whose second turn has 4 tokens or more and "
-                                "both together at most 2048; --sharegpt-output-len N lifts the second turn's rules")
-    stats = {"entries": len(data), "with_two_turns": len(entries), "tokenized": tokenized, "kept": len(samples),
-             "dropped": dropped, "shuffle_seed": seed}
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"no conversation of the ShareGPT file {path} passed vLLM's filter "
+            f"({len(data)} entries, {len(entries)} with two turns; dropped: "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'})",
+            "vLLM keeps a first turn of 4 to 1024 tokens whose second turn has 4 tokens or more and "
+            "both together at most 2048; --sharegpt-output-len N lifts the second turn's rules",
+        )
+    stats = {
+        "entries": len(data),
+        "with_two_turns": len(entries),
+        "tokenized": tokenized,
+        "kept": len(samples),
+        "dropped": dropped,
+        "shuffle_seed": seed,
+    }
     return {"samples": samples, "stats": stats}

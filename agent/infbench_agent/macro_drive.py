@@ -33,8 +33,14 @@ class Cancel:
         return self.requested
 
 
-def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[dict], None],
-          should_stop: Callable[[], bool], on_tick: Optional[Callable[[], None]] = None) -> None:
+def drive(
+    plan: dict,
+    engine: Engine,
+    maker: PromptMaker,
+    on_record: Callable[[dict], None],
+    should_stop: Callable[[], bool],
+    on_tick: Optional[Callable[[], None]] = None,
+) -> None:
     """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done."""
     start_at = plan["start_at"]
     ids = plan["ids"]
@@ -65,8 +71,10 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             while accepting and started < total and engine.in_flight < concurrency:
                 intended = free_since.pop(0) if free_since else start_at
                 rid = ids[started] if deadline is None else plan["id_base"] + started * plan["id_stride"]
-                engine.start({"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
-                             bodies.pop(rid, None) or maker.body(rid))
+                engine.start(
+                    {"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
+                    bodies.pop(rid, None) or maker.body(rid),
+                )
                 started += 1
                 if started % SENDS_BETWEEN_READS == 0:
                     # A wave of hundreds of sends takes tens of ms: streams already answering are read meanwhile.
@@ -74,11 +82,12 @@ def drive(plan: dict, engine: Engine, maker: PromptMaker, on_record: Callable[[d
             timeout = 0.05
         else:
             assert arrivals is not None
-            while accepting and started < len(arrivals) and arrivals[started] + start_at <= now \
-                    and (cap is None or engine.in_flight < cap):
+            while accepting and started < len(arrivals) and arrivals[started] + start_at <= now and (cap is None or engine.in_flight < cap):
                 rid = ids[started]
-                engine.start({"id": rid, "intended": arrivals[started] + start_at,
-                              "est_prompt_tokens": maker.estimated_prompt_tokens(rid)}, bodies.pop(rid, None) or maker.body(rid))
+                engine.start(
+                    {"id": rid, "intended": arrivals[started] + start_at, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
+                    bodies.pop(rid, None) or maker.body(rid),
+                )
                 started += 1
                 if started % SENDS_BETWEEN_READS == 0:
                     engine.poll(0)

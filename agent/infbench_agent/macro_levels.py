@@ -63,8 +63,16 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
         for w in range(workers):
             ids = [id_base + offset + k for k in range(counts[w])] if total is not None else []
             offset += counts[w]
-            plans.append({"concurrency": conc[w], "ids": ids, "duration": args.duration,
-                          "id_base": id_base + w, "id_stride": workers, "start_at": 0.0})
+            plans.append(
+                {
+                    "concurrency": conc[w],
+                    "ids": ids,
+                    "duration": args.duration,
+                    "id_base": id_base + w,
+                    "id_stride": workers,
+                    "start_at": 0.0,
+                }
+            )
         return plans
     assert total is not None
     arrivals = vllm_arrivals(total, rate, args.burstiness, rng)
@@ -74,18 +82,31 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
     plans = []
     for w in range(workers):
         mine = list(range(w, total, workers))
-        plans.append({"arrivals": [arrivals[i] for i in mine], "ids": [id_base + i for i in mine],
-                      "max_concurrency": (split(cap, workers)[w] or 1) if cap else None, "duration": args.duration,
-                      "start_at": 0.0})
+        plans.append(
+            {
+                "arrivals": [arrivals[i] for i in mine],
+                "ids": [id_base + i for i in mine],
+                "max_concurrency": (split(cap, workers)[w] or 1) if cap else None,
+                "duration": args.duration,
+                "start_at": 0.0,
+            }
+        )
     return plans
 
 
 class LevelRun:
     """Collects one level's records, emitting per-request events and periodic running aggregates."""
 
-    def __init__(self, index: int, meta: dict, total: Optional[int], args: argparse.Namespace,
-                 percentiles: List[float], slos: Dict[str, float],
-                 run_start: Callable[[], Optional[float]] = lambda: None) -> None:
+    def __init__(
+        self,
+        index: int,
+        meta: dict,
+        total: Optional[int],
+        args: argparse.Namespace,
+        percentiles: List[float],
+        slos: Dict[str, float],
+        run_start: Callable[[], Optional[float]] = lambda: None,
+    ) -> None:
         self.index, self.meta, self.total, self.args = index, meta, total, args
         # The monotonic time of the run's first level start: per-request events carry times from it (run_s).
         self.run_start = run_start
@@ -115,8 +136,12 @@ class LevelRun:
             self.last_update = now
             events.emit(events.MACRO_LEVEL, level=self.index, partial=True, summary=self.summary(partial=True))
             done = len(self.records)
-            events.emit(events.PROGRESS, done=done, total=self.total or 0,
-                        message=f"{self.label()}: {done}{'/' + str(self.total) if self.total else ''} requests")
+            events.emit(
+                events.PROGRESS,
+                done=done,
+                total=self.total or 0,
+                message=f"{self.label()}: {done}{'/' + str(self.total) if self.total else ''} requests",
+            )
 
     def label(self) -> str:
         m = self.meta
@@ -146,8 +171,9 @@ def clean(value):
     return value
 
 
-def run_level_in_process(plan: dict, endpoint: Endpoint, path: str, maker: PromptMaker, level: LevelRun,
-                         timeout: float, cancelled: Callable[[], bool]) -> float:
+def run_level_in_process(
+    plan: dict, endpoint: Endpoint, path: str, maker: PromptMaker, level: LevelRun, timeout: float, cancelled: Callable[[], bool]
+) -> float:
     engine = Engine(endpoint, path, timeout, lambda r: None)
     cpu0 = cpu_seconds()
     pending: List[dict] = []

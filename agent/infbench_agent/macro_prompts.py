@@ -10,19 +10,21 @@ from typing import Callable, List, Optional, Tuple
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, simple_request
 
-WORDS = ("time year people way day man thing woman life child world school state family student group country "
-         "problem hand part place case week company system program question work government number night point "
-         "home water room mother area money story fact month lot right study book eye job word business issue "
-         "side kind head house service friend father power hour game line end member law car city community name "
-         "president team minute idea kid body information back parent face others level office door health person "
-         "art war history party result change morning reason research girl guy moment air teacher force education "
-         "foot boy age policy music market sense nation plan college interest death experience effect class control "
-         "care field development role effort rate heart drug show leader light voice wife police mind price report "
-         "decision son view relationship town road arm difference value building action model season society tax "
-         "director position player record paper space ground form event official matter center couple site project "
-         "activity star table need court oil situation cost industry figure street image phone data picture practice "
-         "piece land product doctor wall patient worker news test movie north love support technology step baby "
-         "computer type attention film tree source organization hair window evidence population site truth").split()
+WORDS = (
+    "time year people way day man thing woman life child world school state family student group country "
+    "problem hand part place case week company system program question work government number night point "
+    "home water room mother area money story fact month lot right study book eye job word business issue "
+    "side kind head house service friend father power hour game line end member law car city community name "
+    "president team minute idea kid body information back parent face others level office door health person "
+    "art war history party result change morning reason research girl guy moment air teacher force education "
+    "foot boy age policy music market sense nation plan college interest death experience effect class control "
+    "care field development role effort rate heart drug show leader light voice wife police mind price report "
+    "decision son view relationship town road arm difference value building action model season society tax "
+    "director position player record paper space ground form event official matter center couple site project "
+    "activity star table need court oil situation cost industry figure street image phone data picture practice "
+    "piece land product doctor wall patient worker news test movie north love support technology step baby "
+    "computer type attention film tree source organization hair window evidence population site truth"
+).split()
 
 
 def length_range(length: int, ratio: float) -> Tuple[int, int]:
@@ -37,9 +39,20 @@ class PromptMaker:
     """Random prompts of about `input_len` tokens, different for every request and every run; with a range ratio,
     each request's prompt and output lengths are its own, drawn uniformly from length_range."""
 
-    def __init__(self, api: str, model: str, input_len: int, output_len: int, ignore_eos: bool, seed: int,
-                 tokens_per_word: float = 1.0, overhead: float = 0.0, file_prompts: Optional[List[dict]] = None,
-                 dropped_fields: Optional[List[str]] = None, range_ratio: float = 0.0) -> None:
+    def __init__(
+        self,
+        api: str,
+        model: str,
+        input_len: int,
+        output_len: int,
+        ignore_eos: bool,
+        seed: int,
+        tokens_per_word: float = 1.0,
+        overhead: float = 0.0,
+        file_prompts: Optional[List[dict]] = None,
+        dropped_fields: Optional[List[str]] = None,
+        range_ratio: float = 0.0,
+    ) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
         self.tokens_per_word, self.overhead = tokens_per_word, overhead
@@ -49,10 +62,19 @@ class PromptMaker:
         self.range_ratio = range_ratio
 
     def to_json(self) -> dict:
-        return {"api": self.api, "model": self.model, "input_len": self.input_len, "output_len": self.output_len,
-                "ignore_eos": self.ignore_eos, "seed": self.seed, "tokens_per_word": self.tokens_per_word,
-                "overhead": self.overhead, "file_prompts": self.file_prompts, "dropped_fields": self.dropped_fields,
-                "range_ratio": self.range_ratio}
+        return {
+            "api": self.api,
+            "model": self.model,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "ignore_eos": self.ignore_eos,
+            "seed": self.seed,
+            "tokens_per_word": self.tokens_per_word,
+            "overhead": self.overhead,
+            "file_prompts": self.file_prompts,
+            "dropped_fields": self.dropped_fields,
+            "range_ratio": self.range_ratio,
+        }
 
     def lengths(self, index: int) -> Tuple[int, int]:
         """Request `index`'s prompt and output tokens. vLLM draws every request's pair up front from one numpy
@@ -61,8 +83,7 @@ class PromptMaker:
         if not self.range_ratio:
             return self.input_len, self.output_len
         rng = random.Random(f"{self.seed}:lengths:{index}")
-        return (rng.randint(*length_range(self.input_len, self.range_ratio)),
-                rng.randint(*length_range(self.output_len, self.range_ratio)))
+        return (rng.randint(*length_range(self.input_len, self.range_ratio)), rng.randint(*length_range(self.output_len, self.range_ratio)))
 
     @staticmethod
     def from_json(d: dict) -> "PromptMaker":
@@ -99,8 +120,7 @@ class PromptMaker:
         else:
             prompt = self.text(index)
         if self.api == "chat":
-            payload = {"model": self.model, "messages": messages or [{"role": "user", "content": prompt}],
-                       "max_completion_tokens": out_len}
+            payload = {"model": self.model, "messages": messages or [{"role": "user", "content": prompt}], "max_completion_tokens": out_len}
         else:
             if prompt is None and messages:
                 prompt = "\n".join(str(m.get("content", "")) for m in messages)
@@ -123,17 +143,22 @@ def load_prompts_file(path: str) -> List[dict]:
                 try:
                     item = json.loads(line)
                 except ValueError as exc:
-                    raise events.AgentError("bad_prompts_file", f"{path} line {n} is not JSON: {exc}",
-                                            "each line must be an object such as {\"prompt\": \"...\"}")
+                    raise events.AgentError(
+                        "bad_prompts_file", f"{path} line {n} is not JSON: {exc}", 'each line must be an object such as {"prompt": "..."}'
+                    )
                 if isinstance(item, str):
                     item = {"prompt": item}
                 if not isinstance(item, dict) or not (item.get("prompt") or item.get("text") or item.get("messages")):
-                    raise events.AgentError("bad_prompts_file", f"{path} line {n} has no prompt",
-                                            "each line needs \"prompt\" (or \"text\", or \"messages\")")
+                    raise events.AgentError(
+                        "bad_prompts_file", f"{path} line {n} has no prompt", 'each line needs "prompt" (or "text", or "messages")'
+                    )
                 out.append(item)
     except OSError as exc:
-        raise events.AgentError("bad_prompts_file", f"cannot read the prompts file {path}: {exc.strerror}",
-                                "the path is read on the server's host; copy the file there first")
+        raise events.AgentError(
+            "bad_prompts_file",
+            f"cannot read the prompts file {path}: {exc.strerror}",
+            "the path is read on the server's host; copy the file there first",
+        )
     if not out:
         raise events.AgentError("bad_prompts_file", f"the prompts file {path} holds no prompts", "")
     return out
@@ -156,6 +181,7 @@ def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
 def token_counter(endpoint: Endpoint, model: str, use_tokenize: bool) -> Tuple[Callable[[str], int], str]:
     """A text's length in tokens by the server's /tokenize ('tokenize'; special tokens included, as vLLM's
     benchmark tokenizer(prompt) counts them), or in words where the server has none or --no-tokenize ('words')."""
+
     def words(text: str) -> int:
         return len(text.split())
 
@@ -171,16 +197,24 @@ def token_counter(endpoint: Endpoint, model: str, use_tokenize: bool) -> Tuple[C
 
 def calibrate(endpoint: Endpoint, maker: PromptMaker) -> dict:
     """Measures tokens per word (and the chat template's overhead) with the server's /tokenize."""
+
     def count(words: int) -> Optional[int]:
         text = maker.text(-1, words)
-        body = ({"model": maker.model, "messages": [{"role": "user", "content": text}]} if maker.api == "chat"
-                else {"model": maker.model, "prompt": text})
+        body = (
+            {"model": maker.model, "messages": [{"role": "user", "content": text}]}
+            if maker.api == "chat"
+            else {"model": maker.model, "prompt": text}
+        )
         return tokenize_count(endpoint, body)
 
     small, large = count(50), count(250)
     if small is None or large is None or large <= small:
-        return {"calibrated": False, "tokens_per_word": maker.tokens_per_word, "overhead": maker.overhead,
-                "note": "the server has no usable /tokenize; prompt lengths are estimates (usage.prompt_tokens is exact)"}
+        return {
+            "calibrated": False,
+            "tokens_per_word": maker.tokens_per_word,
+            "overhead": maker.overhead,
+            "note": "the server has no usable /tokenize; prompt lengths are estimates (usage.prompt_tokens is exact)",
+        }
     per_word = (large - small) / 200.0
     overhead = small - 50 * per_word
     return {"calibrated": True, "tokens_per_word": per_word, "overhead": overhead}

@@ -15,14 +15,23 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
     try:
         status, raw = simple_request(endpoint, "GET", "/v1/models", timeout=10.0)
     except OSError as exc:
-        raise events.AgentError("server_unreachable", f"Cannot reach the inference server at {url}: {exc}",
-                                f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass --url")
+        raise events.AgentError(
+            "server_unreachable",
+            f"Cannot reach the inference server at {url}: {exc}",
+            f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass --url",
+        )
     if status in (401, 403):
-        raise events.AgentError("unauthorized", auth.unauthorized_message(f"{url}/v1/models", status, bool(endpoint.api_key)),
-                                auth.HOW_TO_GIVE_KEY[0].upper() + auth.HOW_TO_GIVE_KEY[1:])
+        raise events.AgentError(
+            "unauthorized",
+            auth.unauthorized_message(f"{url}/v1/models", status, bool(endpoint.api_key)),
+            auth.HOW_TO_GIVE_KEY[0].upper() + auth.HOW_TO_GIVE_KEY[1:],
+        )
     if status != 200 and model is None:
-        raise events.AgentError("server_error", f"{url}/v1/models answered HTTP {status}",
-                                "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model")
+        raise events.AgentError(
+            "server_error",
+            f"{url}/v1/models answered HTTP {status}",
+            "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model",
+        )
     try:
         data = (json.loads(raw).get("data") or []) if status == 200 else []
     except (ValueError, AttributeError):
@@ -36,8 +45,15 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
     simulated = owned == SIMULATOR_MARK
     # /v1/models says no version; its owned_by names vLLM and SGLang (the simulator speaks vLLM's API).
     kind = "vllm" if owned == "vllm" or simulated else "sglang" if owned == "sglang" else "unknown"
-    return {"url": url, "kind": kind, "version": None, "model": model, "owned_by": owned, "simulated": simulated,
-            "max_model_len": entry.get("max_model_len") if entry else None}
+    return {
+        "url": url,
+        "kind": kind,
+        "version": None,
+        "model": model,
+        "owned_by": owned,
+        "simulated": simulated,
+        "max_model_len": entry.get("max_model_len") if entry else None,
+    }
 
 
 def read_server_metrics(endpoint: Endpoint) -> Tuple[Optional[Dict[str, float]], Optional[int]]:
@@ -49,9 +65,10 @@ def read_server_metrics(endpoint: Endpoint) -> Tuple[Optional[Dict[str, float]],
         return None, None
     if status != 200:
         return None, status
-    totals = parse_prometheus_totals(raw.decode("utf-8", "replace"),
-                                     ["vllm:generation_tokens_total", "vllm:prompt_tokens_total",
-                                      "sglang:generation_tokens_total", "sglang:prompt_tokens_total"])
+    totals = parse_prometheus_totals(
+        raw.decode("utf-8", "replace"),
+        ["vllm:generation_tokens_total", "vllm:prompt_tokens_total", "sglang:generation_tokens_total", "sglang:prompt_tokens_total"],
+    )
     return totals or None, status
 
 
@@ -60,8 +77,10 @@ def metrics_note(status: Optional[int]) -> str:
     if status == 404:
         # SGLang mounts /metrics only with --enable-metrics (python/sglang/srt/entrypoints/http_server.py);
         # vLLM always serves it.
-        return ("/metrics answered 404: SGLang serves it only when started with --enable-metrics (vLLM always does), "
-                "so the token counts could not be cross-checked against the server's")
+        return (
+            "/metrics answered 404: SGLang serves it only when started with --enable-metrics (vLLM always does), "
+            "so the token counts could not be cross-checked against the server's"
+        )
     if status in (401, 403):
         return f"/metrics answered {status}: the server wants an API key there too (pass --api-key)"
     if status is None:
@@ -69,8 +88,7 @@ def metrics_note(status: Optional[int]) -> str:
     return "the server has no Prometheus /metrics with generation token counters"
 
 
-def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: List[dict],
-                        status: Optional[int] = 200) -> dict:
+def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: List[dict], status: Optional[int] = 200) -> dict:
     client_out = sum((r.get("output_tokens") or 0) if r.get("ok") else (r.get("client_tokens") or 0) for r in records)
     client_in = sum(r.get("prompt_tokens") or 0 for r in records if r.get("ok"))
     if not before or not after:
@@ -79,6 +97,11 @@ def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: 
     prompt_key = gen_key.replace("generation", "prompt")
     gen = after.get(gen_key, 0.0) - before.get(gen_key, 0.0)
     prompt = after.get(prompt_key, 0.0) - before.get(prompt_key, 0.0)
-    return {"available": True, "server_generation_tokens": gen, "server_prompt_tokens": prompt,
-            "client_output_tokens": client_out, "client_input_tokens": client_in,
-            "generation_tokens_match": abs(gen - client_out) <= max(1.0, 0.001 * client_out)}
+    return {
+        "available": True,
+        "server_generation_tokens": gen,
+        "server_prompt_tokens": prompt,
+        "client_output_tokens": client_out,
+        "client_input_tokens": client_in,
+        "generation_tokens_match": abs(gen - client_out) <= max(1.0, 0.001 * client_out),
+    }

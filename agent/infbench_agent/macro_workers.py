@@ -74,14 +74,22 @@ def worker_main() -> int:
 def agent_root() -> str:
     """The folder or zipapp this package was imported from, to start workers with the same code."""
     import infbench_agent
+
     return os.path.dirname(os.path.dirname(os.path.abspath(infbench_agent.__file__)))
 
 
-def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, maker: PromptMaker,
-                      level: LevelRun, cancelled: Callable[[], bool]) -> float:
+def run_level_workers(
+    plans: List[dict], args: argparse.Namespace, path: str, maker: PromptMaker, level: LevelRun, cancelled: Callable[[], bool]
+) -> float:
     """Runs each plan in its own worker process; returns the CPU seconds of all of them and of this process."""
-    cmd = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from infbench_agent.cli import main; "
-           "sys.exit(main(sys.argv[2:]))", agent_root(), "macro", "--worker"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; sys.path.insert(0, sys.argv[1]); from infbench_agent.cli import main; " "sys.exit(main(sys.argv[2:]))",
+        agent_root(),
+        "macro",
+        "--worker",
+    ]
     procs = []
     cpu0 = cpu_seconds()
     sel = selectors.DefaultSelector()
@@ -89,8 +97,14 @@ def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, ma
         for plan in plans:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
             # The API key travels on stdin, not on a command line other users can read.
-            job = {"plan": plan, "url": args.url, "path": path, "prompt": maker.to_json(),
-                   "request_timeout": args.request_timeout, "api_key": args.api_key}
+            job = {
+                "plan": plan,
+                "url": args.url,
+                "path": path,
+                "prompt": maker.to_json(),
+                "request_timeout": args.request_timeout,
+                "api_key": args.api_key,
+            }
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(job) + "\n").encode())
             procs.append(proc)
@@ -134,8 +148,11 @@ def run_level_workers(plans: List[dict], args: argparse.Namespace, path: str, ma
 
         while len(ready) < len(procs):
             if time.monotonic() > deadline_ready or cancelled() or len(ended) > 0:
-                raise events.AgentError("workers_failed", "the load-generator worker processes did not start",
-                                        f"run '{sys.executable} -c \"import selectors\"' on the host; see the agent's stderr")
+                raise events.AgentError(
+                    "workers_failed",
+                    "the load-generator worker processes did not start",
+                    f"run '{sys.executable} -c \"import selectors\"' on the host; see the agent's stderr",
+                )
             pump(0.1)
         start_at = level.started_at = time.monotonic() + 0.05
         for proc in procs:

@@ -38,21 +38,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", default=None, help=f"token counts M to sweep (default {DEFAULT_M}; {CPU_M} on a CPU)")
     p.add_argument("--shape", action="append", default=[], help="an extra GEMM NAME=NxK (repeatable); with no model, the only shapes")
     p.add_argument("--only", action="append", default=[], help="keep only shapes whose name contains this (repeatable)")
-    p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32", "fp8", "int4"],
-                   help="GEMM weights: auto follows the model (int4 -> Marlin, fp8 -> scaled_mm, else its dtype)")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "bf16", "fp16", "fp32", "fp8", "int4"],
+        help="GEMM weights: auto follows the model (int4 -> Marlin, fp8 -> scaled_mm, else its dtype)",
+    )
     p.add_argument("--group-size", type=int, default=0, help="int4 quantization group size (default: the model's, else 128)")
     p.add_argument("--device", default="auto", help="auto (a GPU when one is there), cuda, cuda:N or cpu")
     p.add_argument("--allow-busy", action="store_true", help="run even when the GPUs' memory is mostly taken, sized to what is free")
     p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
     p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
-    p.add_argument("--repeats", type=int, default=None,
-                   help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)")
+    p.add_argument(
+        "--repeats", type=int, default=None, help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)"
+    )
     p.add_argument("--launch-kernels", type=int, default=1000, help="kernels per launch-overhead sample (default 1000)")
     p.add_argument("--ar-world-size", type=int, default=0, help="all-reduce processes (default: one per GPU; 2 on CPU)")
     p.add_argument("--ar-backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
     p.add_argument("--ar-min-bytes", type=int, default=1024, help="smallest message of the doubling sweep (default 1 KiB)")
-    p.add_argument("--ar-max-bytes", type=int, default=0,
-                   help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)")
+    p.add_argument(
+        "--ar-max-bytes", type=int, default=0, help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)"
+    )
     p.add_argument("--hidden", type=int, default=0, help="hidden size for decode all-reduce sizes when no model is given")
     # Internal: a worker rank of the all-reduce, started by the agent itself.
     p.add_argument("--allreduce-worker", action="store_true", help=argparse.SUPPRESS)
@@ -86,8 +92,11 @@ def select_shapes(args: Any) -> tuple[Optional[ModelInfo], list[GemmShape]]:
     if args.only:
         shapes = [s for s in shapes if any(o in s.name for o in args.only)]
     if not shapes and "gemm" not in args.skip_parts:
-        raise AgentError("no_shapes", "No GEMM shapes to run.",
-                         f"Pass --model (presets: {', '.join(preset_names())}), --config, or --shape NAME=NxK; or --skip gemm.")
+        raise AgentError(
+            "no_shapes",
+            "No GEMM shapes to run.",
+            f"Pass --model (presets: {', '.join(preset_names())}), --config, or --shape NAME=NxK; or --skip gemm.",
+        )
     return model, shapes
 
 
@@ -112,26 +121,37 @@ def run(args: Any) -> int:
             indices = [int(args.device.split(":")[1])] if args.device.startswith("cuda:") else None
             budget_mib = check_gpus(occupancy, args.busy_threshold, args.allow_busy, indices)
             if args.allow_busy and any(g.used_fraction > args.busy_threshold for g in occupancy.gpus):
-                events.log(f"The GPUs are busy ({describe(occupancy)}); running anyway as allowed, sized to "
-                           f"{cast(float, budget_mib) / 1024:.1f} GiB free. Numbers include the other processes' interference.", "warn")
+                events.log(
+                    f"The GPUs are busy ({describe(occupancy)}); running anyway as allowed, sized to "
+                    f"{cast(float, budget_mib) / 1024:.1f} GiB free. Numbers include the other processes' interference.",
+                    "warn",
+                )
             elif occupancy.processes:
                 # Under the threshold but not alone: say who else is there, since their kernels share the GPU.
-                events.log(f"Other processes use the GPUs ({describe(occupancy)}); if they are busy, the figures include "
-                           "their interference.", "warn")
+                events.log(
+                    f"Other processes use the GPUs ({describe(occupancy)}); if they are busy, the figures include " "their interference.",
+                    "warn",
+                )
 
     try:
         import torch
     except ImportError as exc:
-        raise AgentError("no_torch", f"PyTorch is not importable by {sys.executable} ({exc}).",
-                         "Point the target's python at the server's interpreter (the one with torch and vLLM), "
-                         "for example --python /opt/venv/bin/python3.") from exc
+        raise AgentError(
+            "no_torch",
+            f"PyTorch is not importable by {sys.executable} ({exc}).",
+            "Point the target's python at the server's interpreter (the one with torch and vLLM), "
+            "for example --python /opt/venv/bin/python3.",
+        ) from exc
 
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise AgentError("no_gpu", f"--device {device}: this PyTorch ({torch.__version__}) sees no GPU.",
-                         "Check `nvidia-smi` and that torch is a CUDA build; or pass --device cpu.")
+        raise AgentError(
+            "no_gpu",
+            f"--device {device}: this PyTorch ({torch.__version__}) sees no GPU.",
+            "Check `nvidia-smi` and that torch is a CUDA build; or pass --device cpu.",
+        )
     on_gpu = device.startswith("cuda")
     if on_gpu:
         if device == "cuda":
@@ -192,8 +212,12 @@ def run(args: Any) -> int:
     backend = args.ar_backend if args.ar_backend != "auto" else ("nccl" if on_gpu else "gloo")
 
     parts = [p for p in PARTS if p not in args.skip_parts]
-    total = (("peak" in parts) * 2 + ("gemm" in parts) * len(shapes) * len(m_values) + ("launch" in parts) * (2 if on_gpu else 1)
-             + ("allreduce" in parts) * len(ar_sizes) * (2 if on_gpu and world > 1 else 1))
+    total = (
+        ("peak" in parts) * 2
+        + ("gemm" in parts) * len(shapes) * len(m_values)
+        + ("launch" in parts) * (2 if on_gpu else 1)
+        + ("allreduce" in parts) * len(ar_sizes) * (2 if on_gpu and world > 1 else 1)
+    )
     points: list[dict] = []
     done = 0
 
@@ -215,9 +239,18 @@ def run(args: Any) -> int:
             size = 8192
             built = build_gemm(torch, kernel, device, size, size, size, 1, group_size)
             us = event_time_us(torch, built.calls[0], args.repeats)
-            peaks[1] = {"what": "matmul", "dtype": "fp8", "m": size, "n": size, "k": size, "flops": 2.0 * size ** 3, "us": us,
-                        "tflops": 2.0 * size ** 3 / us / 1e6, "timing": f"cuda events, median of {args.repeats}",
-                        "note": f"{size}^3 torch._scaled_mm fp8 on random data"}
+            peaks[1] = {
+                "what": "matmul",
+                "dtype": "fp8",
+                "m": size,
+                "n": size,
+                "k": size,
+                "flops": 2.0 * size**3,
+                "us": us,
+                "tflops": 2.0 * size**3 / us / 1e6,
+                "timing": f"cuda events, median of {args.repeats}",
+                "note": f"{size}^3 torch._scaled_mm fp8 on random data",
+            }
         for p in peaks:
             record("peak", {**p, "device": device_name})
         peak_tbps, peak_tflops = peaks[0]["tbps"], peaks[1]["tflops"]
@@ -256,20 +289,33 @@ def run(args: Any) -> int:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
         if world == 1:
-            ar_note = ("world size 1: there is no other rank, so busbw is 0 by definition, the time is the "
-                       f"{backend} call's own overhead, and a CUDA graph would capture nothing (not timed); "
-                       "all-reduce across GPUs needs a multi-GPU host")
+            ar_note = (
+                "world size 1: there is no other rank, so busbw is 0 by definition, the time is the "
+                f"{backend} call's own overhead, and a CUDA graph would capture nothing (not timed); "
+                "all-reduce across GPUs needs a multi-GPU host"
+            )
             events.log(ar_note)
         try:
-            run_allreduce(ar_sizes, world, backend, device, max(3, args.repeats // 2),
-                          lambda p: record("allreduce", annotate(p, decode_sizes, hidden)))
+            run_allreduce(
+                ar_sizes,
+                world,
+                backend,
+                device,
+                max(3, args.repeats // 2),
+                lambda p: record("allreduce", annotate(p, decode_sizes, hidden)),
+            )
         except AgentError as exc:
             failed("allreduce", f"{world} x {backend}", exc)
 
     result = {
-        "device": {"name": device_name, "kind": "gpu" if on_gpu else "cpu", "device": device,
-                   "torch": torch.__version__, "total_bytes": total_bytes,
-                   "gpu_count": torch.cuda.device_count() if on_gpu else 0},
+        "device": {
+            "name": device_name,
+            "kind": "gpu" if on_gpu else "cpu",
+            "device": device,
+            "torch": torch.__version__,
+            "total_bytes": total_bytes,
+            "gpu_count": torch.cuda.device_count() if on_gpu else 0,
+        },
         "model": model.to_dict() if model else None,
         "tp": args.tp,
         "m": m_values,

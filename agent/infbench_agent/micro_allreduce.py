@@ -48,8 +48,9 @@ def agent_command() -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-u", "-m", "infbench_agent"], env
 
 
-def run_allreduce(sizes: list[int], world_size: int, backend: str, device: str, repeats: int,
-                  on_point: Callable[[dict], None], timeout_s: float = 900.0) -> list[dict]:
+def run_allreduce(
+    sizes: list[int], world_size: int, backend: str, device: str, repeats: int, on_point: Callable[[dict], None], timeout_s: float = 900.0
+) -> list[dict]:
     """Starts the workers, forwards rank 0's points to `on_point`, and returns them."""
     argv, env = agent_command()
     rendezvous_dir = tempfile.mkdtemp(prefix="infbench-allreduce-")
@@ -58,9 +59,24 @@ def run_allreduce(sizes: list[int], world_size: int, backend: str, device: str, 
     worker_errors: list[str] = []
     procs = []
     for rank in range(world_size):
-        cmd = argv + ["micro", "--allreduce-worker", "--rank", str(rank), "--world-size", str(world_size),
-                      "--rendezvous", rendezvous, "--ar-backend", backend, "--device", device,
-                      "--ar-sizes", ",".join(str(s) for s in sizes), "--repeats", str(repeats)]
+        cmd = argv + [
+            "micro",
+            "--allreduce-worker",
+            "--rank",
+            str(rank),
+            "--world-size",
+            str(world_size),
+            "--rendezvous",
+            rendezvous,
+            "--ar-backend",
+            backend,
+            "--device",
+            device,
+            "--ar-sizes",
+            ",".join(str(s) for s in sizes),
+            "--repeats",
+            str(repeats),
+        ]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, env=env, text=True))
 
     def read(rank: int, stream: Any) -> None:
@@ -129,8 +145,9 @@ def worker_main(args: Any) -> int:
         device = f"cuda:{torch.cuda.current_device()}"
     else:
         device = "cpu"
-    dist.init_process_group(backend, init_method=f"file://{args.rendezvous}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=300))
+    dist.init_process_group(
+        backend, init_method=f"file://{args.rendezvous}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300)
+    )
     # gloo has no bfloat16 all-reduce; fp16 has the same 2 bytes per element.
     dtype = torch.bfloat16 if backend == "nccl" else torch.float16
     dtype_name = "bf16" if dtype == torch.bfloat16 else "fp16"
@@ -139,8 +156,11 @@ def worker_main(args: Any) -> int:
     dist.all_reduce(check)
     expected = world * (world + 1) / 2
     if abs(float(check[0].item()) - expected) > 1e-3:
-        raise AgentError("allreduce_wrong", f"all_reduce gave {check[0].item()} where {expected} was due (rank {rank}).",
-                         "The GPUs' interconnect or NCCL is misbehaving: run nccl-tests' all_reduce_perf -c 1.")
+        raise AgentError(
+            "allreduce_wrong",
+            f"all_reduce gave {check[0].item()} where {expected} was due (rank {rank}).",
+            "The GPUs' interconnect or NCCL is misbehaving: run nccl-tests' all_reduce_perf -c 1.",
+        )
 
     def slowest(us: float) -> float:
         # Every rank timed the same collectives; the slowest rank's time is the collective's time.
@@ -177,13 +197,28 @@ def worker_main(args: Any) -> int:
         modes = [("eager", slowest(median(samples)), f"wall clock over {iters} calls, median of {args.repeats}, slowest rank")]
         # With one rank NCCL launches nothing, so a captured graph is empty: no graph figure to give.
         if on_gpu and world > 1:
-            modes.append(("graph", slowest(_graph_allreduce_us(torch, dist, buf, iters, args.repeats)),
-                          f"CUDA graph of {iters} all-reduces replayed, median of {args.repeats}, slowest rank"))
+            modes.append(
+                (
+                    "graph",
+                    slowest(_graph_allreduce_us(torch, dist, buf, iters, args.repeats)),
+                    f"CUDA graph of {iters} all-reduces replayed, median of {args.repeats}, slowest rank",
+                )
+            )
         for mode, us, how in modes:
             algbw = count * 2 / us / 1e3  # GB/s
-            point = {"bytes": count * 2, "count": count, "dtype": dtype_name, "backend": backend, "world_size": world,
-                     "mode": mode, "us": us, "algbw_gbps": algbw, "busbw_gbps": bus_bandwidth(algbw, world),
-                     "timing": how, "correct": True}
+            point = {
+                "bytes": count * 2,
+                "count": count,
+                "dtype": dtype_name,
+                "backend": backend,
+                "world_size": world,
+                "mode": mode,
+                "us": us,
+                "algbw_gbps": algbw,
+                "busbw_gbps": bus_bandwidth(algbw, world),
+                "timing": how,
+                "correct": True,
+            }
             if rank == 0:
                 events.emit(events.MICRO_POINT, kind="allreduce", point=point)
         del buf

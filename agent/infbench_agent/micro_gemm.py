@@ -21,18 +21,18 @@ ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1, "int4": 0.5}
 
 @dataclass
 class KernelChoice:
-    mode: str          # torch | fp8 | marlin
-    dtype: str         # bf16 | fp16 | fp32 | fp8 | int4: the weights' storage
-    act_dtype: str     # activations' dtype
-    label: str         # what ran, in words: "torch.matmul bf16 (cuBLAS)"
+    mode: str  # torch | fp8 | marlin
+    dtype: str  # bf16 | fp16 | fp32 | fp8 | int4: the weights' storage
+    act_dtype: str  # activations' dtype
+    label: str  # what ran, in words: "torch.matmul bf16 (cuBLAS)"
     fallback_reason: str = ""
 
 
 @dataclass
 class BuiltGemm:
     calls: list[Callable[[], Any]]
-    bytes: float       # bytes one call must move at least: weights + activations + output
-    copies: int        # weight copies rotated through
+    bytes: float  # bytes one call must move at least: weights + activations + output
+    copies: int  # weight copies rotated through
 
 
 def torch_dtype(torch: Any, name: str) -> Any:
@@ -84,8 +84,7 @@ def _copies_for(weight_bytes: float, rotate_bytes: float, budget_bytes: float) -
     return int(max(1, min(copies, 512, budget_bytes // 4 // max(weight_bytes, 1))))
 
 
-def build_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: int, copies: int,
-               group_size: int) -> BuiltGemm:
+def build_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: int, copies: int, group_size: int) -> BuiltGemm:
     """`copies` independent weight tensors of [K, N] and one activation [M, K]; call i uses weight i % copies."""
     act_dtype = torch_dtype(torch, kernel.act_dtype)
     x = torch.randn(m, k, device=device).to(act_dtype)
@@ -101,8 +100,7 @@ def build_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k:
         one = torch.ones((), device=device, dtype=torch.float32)
         # _scaled_mm wants its second operand column-major: the transpose of a row-major [N, K].
         weights = [torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t() for _ in range(copies)]
-        calls = [lambda w=w: torch._scaled_mm(xq, w, scale_a=one, scale_b=one, out_dtype=act_dtype)  # type: ignore[misc]
-                 for w in weights]
+        calls = [lambda w=w: torch._scaled_mm(xq, w, scale_a=one, scale_b=one, out_dtype=act_dtype) for w in weights]  # type: ignore[misc]
         weight_bytes = k * n
         io_bytes = m * k + m * n * ELEMENT_BYTES[kernel.act_dtype]
     elif kernel.mode == "marlin":
@@ -129,22 +127,45 @@ def _marlin_calls(torch: Any, x: Any, n: int, k: int, copies: int, group_size: i
     for _ in range(copies):
         w = torch.randn(k, n, device=x.device, dtype=x.dtype)
         _, q_w, scales, g_idx, sort_idx, _ = marlin_quantize(w, wtype, group_size, False)
-        kwargs = dict(input=x, weight=q_w, weight_scale=scales,
-                      weight_zp=torch.empty(0, dtype=torch.int, device=x.device), g_idx=g_idx,
-                      g_idx_sort_indices=sort_idx, workspace=workspace, wtype=wtype,
-                      output_size_per_partition=n, input_size_per_partition=k, is_k_full=True, bias=None)
+        kwargs = dict(
+            input=x,
+            weight=q_w,
+            weight_scale=scales,
+            weight_zp=torch.empty(0, dtype=torch.int, device=x.device),
+            g_idx=g_idx,
+            g_idx_sort_indices=sort_idx,
+            workspace=workspace,
+            wtype=wtype,
+            output_size_per_partition=n,
+            input_size_per_partition=k,
+            is_k_full=True,
+            bias=None,
+        )
         kwargs = {key: value for key, value in kwargs.items() if key in accepted}
         calls.append(lambda kwargs=kwargs: apply(**kwargs))  # type: ignore[misc]
     return calls
 
 
-def time_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: int, rotate_bytes: float,
-              budget_bytes: float, repeats: int, group_size: int, min_calls: int = 32) -> tuple[float, BuiltGemm, str]:
+def time_gemm(
+    torch: Any,
+    kernel: KernelChoice,
+    device: str,
+    m: int,
+    n: int,
+    k: int,
+    rotate_bytes: float,
+    budget_bytes: float,
+    repeats: int,
+    group_size: int,
+    min_calls: int = 32,
+) -> tuple[float, BuiltGemm, str]:
     """Median microseconds of one GEMM call, the built GEMM, and how it was timed."""
     weight_bytes = k * n * ELEMENT_BYTES[kernel.dtype]
     if weight_bytes > budget_bytes / 2:
-        raise MemoryError(f"one {n}x{k} weight ({weight_bytes / 2**30:.2f} GiB) is more than half the memory budget "
-                          f"({budget_bytes / 2**30:.2f} GiB); skipped")
+        raise MemoryError(
+            f"one {n}x{k} weight ({weight_bytes / 2**30:.2f} GiB) is more than half the memory budget "
+            f"({budget_bytes / 2**30:.2f} GiB); skipped"
+        )
     copies = _copies_for(weight_bytes, rotate_bytes, budget_bytes)
     built = build_gemm(torch, kernel, device, m, n, k, copies, group_size)
     # Enough calls per replay that the replay lasts well past the event timer's resolution.
@@ -158,15 +179,33 @@ def time_gemm(torch: Any, kernel: KernelChoice, device: str, m: int, n: int, k: 
     return us, built, how
 
 
-def gemm_point(shape: Any, m: int, us: float, built: BuiltGemm, kernel: KernelChoice, how: str,
-               peak_tbps: Optional[float], peak_tflops: Optional[float]) -> dict:
+def gemm_point(
+    shape: Any,
+    m: int,
+    us: float,
+    built: BuiltGemm,
+    kernel: KernelChoice,
+    how: str,
+    peak_tbps: Optional[float],
+    peak_tflops: Optional[float],
+) -> dict:
     flops = 2.0 * m * shape.n * shape.k
     tbps = built.bytes / us / 1e6
     tflops = flops / us / 1e6
     return {
-        "shape": shape.name, "m": m, "n": shape.n, "k": shape.k, "per_step": shape.per_step,
-        "dtype": kernel.dtype, "kernel": kernel.label, "fallback_reason": kernel.fallback_reason or None,
-        "us": us, "bytes": built.bytes, "flops": flops, "tbps": tbps, "tflops": tflops,
+        "shape": shape.name,
+        "m": m,
+        "n": shape.n,
+        "k": shape.k,
+        "per_step": shape.per_step,
+        "dtype": kernel.dtype,
+        "kernel": kernel.label,
+        "fallback_reason": kernel.fallback_reason or None,
+        "us": us,
+        "bytes": built.bytes,
+        "flops": flops,
+        "tbps": tbps,
+        "tflops": tflops,
         "pct_peak_bw": 100.0 * tbps / peak_tbps if peak_tbps else None,
         "pct_peak_flops": 100.0 * tflops / peak_tflops if peak_tflops else None,
         "timing": how,

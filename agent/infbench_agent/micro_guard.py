@@ -76,15 +76,24 @@ def read_occupancy(nvidia_smi: Optional[str] = None) -> Optional[GpuOccupancy]:
     if not exe:
         return None
     try:
-        gpus_out = subprocess.run([exe, "--query-gpu=index,uuid,name,memory.used,memory.total",
-                                   "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+        gpus_out = subprocess.run(
+            [exe, "--query-gpu=index,uuid,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise AgentError("nvidia_smi_failed", f"nvidia-smi could not be run ({exc}).",
-                         "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.") from exc
+        raise AgentError(
+            "nvidia_smi_failed",
+            f"nvidia-smi could not be run ({exc}).",
+            "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.",
+        ) from exc
     if gpus_out.returncode != 0:
-        raise AgentError("nvidia_smi_failed", f"nvidia-smi failed (exit code {gpus_out.returncode}): "
-                         f"{(gpus_out.stderr or gpus_out.stdout).strip()[:300]}",
-                         "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.")
+        raise AgentError(
+            "nvidia_smi_failed",
+            f"nvidia-smi failed (exit code {gpus_out.returncode}): " f"{(gpus_out.stderr or gpus_out.stdout).strip()[:300]}",
+            "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.",
+        )
     gpus = []
     for line in gpus_out.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -92,8 +101,12 @@ def read_occupancy(nvidia_smi: Optional[str] = None) -> Optional[GpuOccupancy]:
             gpus.append(GpuMemory(int(parts[0]), parts[1], parts[2], _number(parts[3]), _number(parts[4])))
     processes = []
     try:
-        apps = subprocess.run([exe, "--query-compute-apps=pid,process_name,used_memory,gpu_uuid",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+        apps = subprocess.run(
+            [exe, "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         for line in apps.stdout.splitlines() if apps.returncode == 0 else []:
             parts = [p.strip() for p in line.split(",")]
             if len(parts) >= 4 and parts[0].isdigit():
@@ -105,13 +118,15 @@ def read_occupancy(nvidia_smi: Optional[str] = None) -> Optional[GpuOccupancy]:
 
 
 def describe(occ: GpuOccupancy) -> str:
-    gpu_text = "; ".join(f"GPU {g.index}: {g.used_mib / 1024:.1f} of {g.total_mib / 1024:.1f} GiB used "
-                         f"({100 * g.used_fraction:.0f}%)" for g in occ.gpus)
+    gpu_text = "; ".join(
+        f"GPU {g.index}: {g.used_mib / 1024:.1f} of {g.total_mib / 1024:.1f} GiB used " f"({100 * g.used_fraction:.0f}%)" for g in occ.gpus
+    )
     if not occ.processes:
         return gpu_text + "; no compute processes visible (they may run in another container)"
     by_uuid = {g.uuid: g.index for g in occ.gpus}
-    procs = "; ".join(f"pid {p.pid} {p.cmdline or p.name} on GPU {by_uuid.get(p.gpu_uuid, '?')} ({p.used_mib / 1024:.1f} GiB)"
-                      for p in occ.processes[:8])
+    procs = "; ".join(
+        f"pid {p.pid} {p.cmdline or p.name} on GPU {by_uuid.get(p.gpu_uuid, '?')} ({p.used_mib / 1024:.1f} GiB)" for p in occ.processes[:8]
+    )
     more = f" and {len(occ.processes) - 8} more" if len(occ.processes) > 8 else ""
     return f"{gpu_text}. Processes: {procs}{more}"
 

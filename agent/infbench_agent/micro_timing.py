@@ -47,8 +47,9 @@ def graph_time_us(torch: Any, calls: Sequence[Callable[[], Any]], repeats: int) 
     return median(samples)
 
 
-def loop_time_us(calls: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.002,
-                 max_seconds: float = 1.0) -> tuple[float, int]:
+def loop_time_us(
+    calls: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.002, max_seconds: float = 1.0
+) -> tuple[float, int]:
     """CPU: median microseconds per call of a wall-clock loop over `calls` (each repeat at least
     min_seconds), and the repeats made: fewer when one call is slow, so that a point takes about
     max_seconds at most (a CPU can take seconds for a GEMM a GPU does in microseconds)."""
@@ -105,8 +106,16 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
         timing = f"cpu wall-clock loop, median of {done}"
     moved = 2 * copy_bytes  # read + written, the way bandwidth tests count a copy
     src = dst = None  # the buffers go before the matmul's are made
-    points = [{"what": "copy", "bytes": moved, "us": copy_us, "tbps": moved / copy_us / 1e6, "timing": timing,
-               "note": "one buffer copied to another in the device's memory, bytes read + written"}]
+    points = [
+        {
+            "what": "copy",
+            "bytes": moved,
+            "us": copy_us,
+            "tbps": moved / copy_us / 1e6,
+            "timing": timing,
+            "note": "one buffer copied to another in the device's memory, bytes read + written",
+        }
+    ]
 
     size = 8192 if on_gpu else 256
     while on_gpu and size > 1024 and 3 * size * size * 2 > budget_bytes / 2:
@@ -118,10 +127,22 @@ def measure_peaks(torch: Any, device: str, dtype: Any, dtype_name: str, budget_b
         mm_us = event_time_us(torch, lambda: torch.matmul(a, b, out=out), repeats)
     else:
         mm_us, _ = loop_time_us([lambda: torch.matmul(a, b, out=out)], repeats, min_seconds=0.02)
-    flops = 2.0 * size ** 3
+    flops = 2.0 * size**3
     a = b = out = None
-    points.append({"what": "matmul", "dtype": dtype_name, "m": size, "n": size, "k": size, "flops": flops, "us": mm_us,
-                   "tflops": flops / mm_us / 1e6, "timing": timing, "note": f"{size}^3 torch.matmul on random data"})
+    points.append(
+        {
+            "what": "matmul",
+            "dtype": dtype_name,
+            "m": size,
+            "n": size,
+            "k": size,
+            "flops": flops,
+            "us": mm_us,
+            "tflops": flops / mm_us / 1e6,
+            "timing": timing,
+            "note": f"{size}^3 torch.matmul on random data",
+        }
+    )
     return points
 
 
@@ -138,9 +159,16 @@ def launch_overhead(torch: Any, device: str, kernels: int, repeats: int) -> list
                 x.add_(1.0)
             samples.append((time.perf_counter() - start) * 1e6 / kernels)
         us = median(samples)
-        return [{"mode": "eager", "kernels": kernels, "us_per_kernel": us, "cpu_us_per_launch": us,
-                 "timing": f"cpu wall-clock, median of {repeats}",
-                 "note": "CPU device: the cost of one PyTorch op dispatch; there is no kernel launch"}]
+        return [
+            {
+                "mode": "eager",
+                "kernels": kernels,
+                "us_per_kernel": us,
+                "cpu_us_per_launch": us,
+                "timing": f"cpu wall-clock, median of {repeats}",
+                "note": "CPU device: the cost of one PyTorch op dispatch; there is no kernel launch",
+            }
+        ]
 
     for _ in range(3):
         x.add_(1.0)
@@ -159,9 +187,17 @@ def launch_overhead(torch: Any, device: str, kernels: int, repeats: int) -> list
         cpu.append((issued - start) * 1e6 / kernels)
         wall.append((finished - start) * 1e6 / kernels)
         gpu.append(start_evt.elapsed_time(end_evt) * 1000.0 / kernels)
-    points.append({"mode": "eager", "kernels": kernels, "us_per_kernel": median(wall), "gpu_us_per_kernel": median(gpu),
-                   "cpu_us_per_launch": median(cpu), "timing": f"wall clock and cuda events, median of {repeats}",
-                   "note": "one-element add launched one by one from Python"})
+    points.append(
+        {
+            "mode": "eager",
+            "kernels": kernels,
+            "us_per_kernel": median(wall),
+            "gpu_us_per_kernel": median(gpu),
+            "cpu_us_per_launch": median(cpu),
+            "timing": f"wall clock and cuda events, median of {repeats}",
+            "note": "one-element add launched one by one from Python",
+        }
+    )
 
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -189,8 +225,16 @@ def launch_overhead(torch: Any, device: str, kernels: int, repeats: int) -> list
         wall.append((finished - start) * 1e6 / kernels)
         gpu.append(start_evt.elapsed_time(end_evt) * 1000.0 / kernels)
     del graph
-    points.append({"mode": "graph", "kernels": kernels, "us_per_kernel": median(wall), "gpu_us_per_kernel": median(gpu),
-                   "cpu_us_per_launch": median(cpu) / kernels, "cpu_us_per_replay": median(cpu),
-                   "timing": f"wall clock and cuda events, median of {repeats}",
-                   "note": f"the same {kernels} adds captured in one CUDA graph and replayed"})
+    points.append(
+        {
+            "mode": "graph",
+            "kernels": kernels,
+            "us_per_kernel": median(wall),
+            "gpu_us_per_kernel": median(gpu),
+            "cpu_us_per_launch": median(cpu) / kernels,
+            "cpu_us_per_replay": median(cpu),
+            "timing": f"wall clock and cuda events, median of {repeats}",
+            "note": f"the same {kernels} adds captured in one CUDA graph and replayed",
+        }
+    )
     return points

@@ -18,10 +18,10 @@ from typing import Any, Optional
 
 @dataclass
 class GemmShape:
-    name: str        # "moe.gate_up", "attn.o_proj", ...
-    n: int           # output features on one GPU
-    k: int           # input features on one GPU
-    per_step: int    # how many times one decode step runs it on one GPU (layers x experts hit)
+    name: str  # "moe.gate_up", "attn.o_proj", ...
+    n: int  # output features on one GPU
+    k: int  # input features on one GPU
+    per_step: int  # how many times one decode step runs it on one GPU (layers x experts hit)
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -31,11 +31,11 @@ class GemmShape:
 @dataclass
 class ModelInfo:
     name: str
-    source: str             # "preset", or the config.json path it was read from
+    source: str  # "preset", or the config.json path it was read from
     hidden: int
     layers: int
-    dtype: str              # bf16 | fp16 | fp32
-    quant: Optional[str]    # None | "int4" | "fp8"
+    dtype: str  # bf16 | fp16 | fp32
+    quant: Optional[str]  # None | "int4" | "fp8"
     config: dict[str, Any]  # the text model's config (for presets, the preset's fields)
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,46 +48,102 @@ class ModelInfo:
 PRESETS: dict[str, dict[str, Any]] = {
     # Kimi-K2.5 (INT4 routed experts, W4A16 group 32): DeepSeek-V3 architecture, 64 MLA heads.
     "kimi-k2.5": {
-        "model_type": "kimi_k2", "hidden_size": 7168, "intermediate_size": 18432,
-        "moe_intermediate_size": 2048, "n_routed_experts": 384, "num_experts_per_tok": 8,
-        "n_shared_experts": 1, "first_k_dense_replace": 1, "num_hidden_layers": 61,
-        "num_attention_heads": 64, "q_lora_rank": 1536, "kv_lora_rank": 512,
-        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 163840,
-        "torch_dtype": "bfloat16", "_quant": "int4", "_group_size": 32,
+        "model_type": "kimi_k2",
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "moe_intermediate_size": 2048,
+        "n_routed_experts": 384,
+        "num_experts_per_tok": 8,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "num_hidden_layers": 61,
+        "num_attention_heads": 64,
+        "q_lora_rank": 1536,
+        "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "vocab_size": 163840,
+        "torch_dtype": "bfloat16",
+        "_quant": "int4",
+        "_group_size": 32,
     },
     "deepseek-v3": {
-        "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
-        "moe_intermediate_size": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8,
-        "n_shared_experts": 1, "first_k_dense_replace": 3, "num_hidden_layers": 61,
-        "num_attention_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512,
-        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
-        "torch_dtype": "bfloat16", "_quant": "fp8",
+        "model_type": "deepseek_v3",
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "moe_intermediate_size": 2048,
+        "n_routed_experts": 256,
+        "num_experts_per_tok": 8,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 3,
+        "num_hidden_layers": 61,
+        "num_attention_heads": 128,
+        "q_lora_rank": 1536,
+        "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "vocab_size": 129280,
+        "torch_dtype": "bfloat16",
+        "_quant": "fp8",
     },
     "llama-3-70b": {
-        "model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
-        "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
-        "head_dim": 128, "vocab_size": 128256, "torch_dtype": "bfloat16",
+        "model_type": "llama",
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
     },
     "llama-3-8b": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-        "head_dim": 128, "vocab_size": 128256, "torch_dtype": "bfloat16",
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 128256,
+        "torch_dtype": "bfloat16",
     },
     "qwen3-235b-a22b": {
-        "model_type": "qwen3_moe", "hidden_size": 4096, "moe_intermediate_size": 1536,
-        "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 94,
-        "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
-        "vocab_size": 151936, "torch_dtype": "bfloat16",
+        "model_type": "qwen3_moe",
+        "hidden_size": 4096,
+        "moe_intermediate_size": 1536,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 94,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "torch_dtype": "bfloat16",
     },
     "qwen3-30b-a3b": {
-        "model_type": "qwen3_moe", "hidden_size": 2048, "moe_intermediate_size": 768,
-        "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
-        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
-        "vocab_size": 151936, "torch_dtype": "bfloat16",
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "moe_intermediate_size": 768,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "torch_dtype": "bfloat16",
     },
 }
-ALIASES = {"kimi-k2": "kimi-k2.5", "deepseek-r1": "deepseek-v3", "llama-3.1-70b": "llama-3-70b",
-           "llama-3.3-70b": "llama-3-70b", "llama-3.1-8b": "llama-3-8b"}
+ALIASES = {
+    "kimi-k2": "kimi-k2.5",
+    "deepseek-r1": "deepseek-v3",
+    "llama-3.1-70b": "llama-3-70b",
+    "llama-3.3-70b": "llama-3-70b",
+    "llama-3.1-8b": "llama-3-8b",
+}
 
 
 class ModelError(ValueError):
@@ -137,21 +193,31 @@ def model_from_config(config: dict[str, Any], name: str, source: str) -> ModelIn
     text = dict(config.get("text_config") or config)
     quant = config.get("quantization_config") or text.get("quantization_config")
     if "hidden_size" not in text or "num_hidden_layers" not in text:
-        raise ModelError(f"{source} has no hidden_size / num_hidden_layers: not a transformer config.json the micro "
-                         f"phase understands. Pass --model with a preset ({', '.join(preset_names())}) or --shape NAME=NxK.")
+        raise ModelError(
+            f"{source} has no hidden_size / num_hidden_layers: not a transformer config.json the micro "
+            f"phase understands. Pass --model with a preset ({', '.join(preset_names())}) or --shape NAME=NxK."
+        )
     group_size = _group_size(quant)
     if group_size and "_group_size" not in text:
         text["_group_size"] = group_size
-    return ModelInfo(name=name, source=source, hidden=int(text["hidden_size"]), layers=int(text["num_hidden_layers"]),
-                     dtype=_dtype_name(text if "torch_dtype" in text or "dtype" in text else config),
-                     quant=text.get("_quant") or _quant_name(quant), config=text)
+    return ModelInfo(
+        name=name,
+        source=source,
+        hidden=int(text["hidden_size"]),
+        layers=int(text["num_hidden_layers"]),
+        dtype=_dtype_name(text if "torch_dtype" in text or "dtype" in text else config),
+        quant=text.get("_quant") or _quant_name(quant),
+        config=text,
+    )
 
 
 def load_preset(name: str) -> ModelInfo:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in PRESETS:
-        raise ModelError(f"No preset named {name!r}. Presets: {', '.join(preset_names())}; or pass --config with the "
-                         "model's config.json (or its folder).")
+        raise ModelError(
+            f"No preset named {name!r}. Presets: {', '.join(preset_names())}; or pass --config with the "
+            "model's config.json (or its folder)."
+        )
     return model_from_config(PRESETS[key], key, "preset")
 
 
@@ -216,18 +282,24 @@ def resolve_model(model: Optional[str], config_path: Optional[str], server_url: 
         found = _config_on_host(model)
         if found is not None:
             return found
-        raise ModelError(f"{model!r} is neither a preset ({', '.join(preset_names())}), a path, nor a model in the host's "
-                         "Hugging Face cache. Pass --config with the model's config.json.")
+        raise ModelError(
+            f"{model!r} is neither a preset ({', '.join(preset_names())}), a path, nor a model in the host's "
+            "Hugging Face cache. Pass --config with the model's config.json."
+        )
     if server_url:
         root = served_model_root(server_url)
         if root:
             found = _config_on_host(root)
             if found is not None:
                 return found
-            raise ModelError(f"The server at {server_url} serves {root!r}, but its config.json is not on this host "
-                             "(not a path, not in the Hugging Face cache). Pass --config or a preset with --model.")
-    raise ModelError("No model given and none found on a server. Pass --model with a preset "
-                     f"({', '.join(preset_names())}), --config with a config.json, or --shape NAME=NxK.")
+            raise ModelError(
+                f"The server at {server_url} serves {root!r}, but its config.json is not on this host "
+                "(not a path, not in the Hugging Face cache). Pass --config or a preset with --model."
+            )
+    raise ModelError(
+        "No model given and none found on a server. Pass --model with a preset "
+        f"({', '.join(preset_names())}), --config with a config.json, or --shape NAME=NxK."
+    )
 
 
 def _split(total: int, tp: int, what: str) -> int:

@@ -48,8 +48,7 @@ def collect(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str
     return {
         "host": socket.gethostname(),
         "platform": platform.platform(),
-        "python": {"version": platform.python_version(), "executable": sys.executable,
-                   "implementation": platform.python_implementation()},
+        "python": {"version": platform.python_version(), "executable": sys.executable, "implementation": platform.python_implementation()},
         "packages": package_versions(PACKAGES),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpus": probe_gpus(timeout),
@@ -60,6 +59,7 @@ def collect(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str
 def package_versions(names: List[str]) -> Dict[str, Optional[str]]:
     """Versions from installed metadata; importing torch or vllm would take seconds and may touch the GPU."""
     from importlib import metadata
+
     out: Dict[str, Optional[str]] = {}
     for name in names:
         try:
@@ -70,6 +70,7 @@ def package_versions(names: List[str]) -> Dict[str, Optional[str]]:
 
 
 # ---------------------------------------------------------------------------------------------- GPUs
+
 
 def run_nvidia_smi(args: List[str], timeout: float) -> Tuple[Optional[str], Optional[str]]:
     exe = shutil.which("nvidia-smi")
@@ -98,9 +99,17 @@ def parse_gpu_csv(text: str) -> List[Dict[str, Any]]:
         if len(f) < 7:
             continue
         used, total, util = number(f[3]), number(f[4]), number(f[5])
-        gpus.append({"index": int(f[0]), "name": f[1], "uuid": f[2],
-                     "memory_used_mib": used, "memory_total_mib": total, "utilization_pct": util,
-                     "driver_version": f[6]})
+        gpus.append(
+            {
+                "index": int(f[0]),
+                "name": f[1],
+                "uuid": f[2],
+                "memory_used_mib": used,
+                "memory_total_mib": total,
+                "utilization_pct": util,
+                "driver_version": f[6],
+            }
+        )
     return gpus
 
 
@@ -110,32 +119,47 @@ def parse_apps_csv(text: str, uuid_to_index: Dict[str, int]) -> List[Dict[str, A
         f = [c.strip() for c in line.split(",")]
         if len(f) < 4 or not f[1].isdigit():
             continue
-        apps.append({"gpu_uuid": f[0], "gpu_index": uuid_to_index.get(f[0]), "pid": int(f[1]),
-                     "process_name": f[2], "used_memory_mib": number(f[3])})
+        apps.append(
+            {
+                "gpu_uuid": f[0],
+                "gpu_index": uuid_to_index.get(f[0]),
+                "pid": int(f[1]),
+                "process_name": f[2],
+                "used_memory_mib": number(f[3]),
+            }
+        )
     return apps
 
 
 def probe_gpus(timeout: float) -> Dict[str, Any]:
-    text, err = run_nvidia_smi(["--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu,driver_version",
-                                "--format=csv,noheader,nounits"], timeout)
+    text, err = run_nvidia_smi(
+        ["--query-gpu=index,name,uuid,memory.used,memory.total,utilization.gpu,driver_version", "--format=csv,noheader,nounits"], timeout
+    )
     if err:
         return {"available": False, "error": err, "devices": [], "processes": [], "topology": None}
     devices = parse_gpu_csv(text or "")
-    apps_text, apps_err = run_nvidia_smi(["--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
-                                          "--format=csv,noheader,nounits"], timeout)
+    apps_text, apps_err = run_nvidia_smi(
+        ["--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"], timeout
+    )
     processes = parse_apps_csv(apps_text or "", {d["uuid"]: d["index"] for d in devices})
     topo, topo_err = run_nvidia_smi(["topo", "-m"], timeout)
-    return {"available": True, "error": apps_err or topo_err, "devices": devices, "processes": processes,
-            "topology": ANSI_ESCAPE.sub("", topo).rstrip() if topo else None}
+    return {
+        "available": True,
+        "error": apps_err or topo_err,
+        "devices": devices,
+        "processes": processes,
+        "topology": ANSI_ESCAPE.sub("", topo).rstrip() if topo else None,
+    }
 
 
 # -------------------------------------------------------------------------------------------- server
 
-def http(url: str, timeout: float, method: str = "GET",
-         api_key: Optional[str] = None) -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
+
+def http(
+    url: str, timeout: float, method: str = "GET", api_key: Optional[str] = None
+) -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
     """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error."""
-    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe",
-                                                              **auth.auth_headers(api_key)})
+    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
             return resp.status, resp.read(2_000_000), {k.lower(): v for k, v in resp.headers.items()}, None
@@ -159,19 +183,33 @@ def json_of(body: Optional[bytes]) -> Any:
 
 def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:
     base = url.rstrip("/")
-    out: Dict[str, Any] = {"url": url, "reachable": False, "healthy": None, "error": None, "kind": "unknown",
-                           "kind_evidence": None, "simulated": False, "version": None, "models": [],
-                           "auth": {"required": False, "key_given": bool(api_key), "status": None},
-                           "profiler": {"enabled": None, "kind": None, "evidence": None},
-                           "pid": None, "command_line": None, "cwd": None, "parallel": None}
+    out: Dict[str, Any] = {
+        "url": url,
+        "reachable": False,
+        "healthy": None,
+        "error": None,
+        "kind": "unknown",
+        "kind_evidence": None,
+        "simulated": False,
+        "version": None,
+        "models": [],
+        "auth": {"required": False, "key_given": bool(api_key), "status": None},
+        "profiler": {"enabled": None, "kind": None, "evidence": None},
+        "pid": None,
+        "command_line": None,
+        "cwd": None,
+        "parallel": None,
+    }
 
     def get(path: str, method: str = "GET") -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
         return http(base + path, timeout, method, api_key)
 
     status, _, headers, err = get("/health")
     if status is None:
-        out["error"] = (f"nothing answers at {url} ({err}). Is the server running, and is this the URL as seen from "
-                        f"this host (not from your laptop)?")
+        out["error"] = (
+            f"nothing answers at {url} ({err}). Is the server running, and is this the URL as seen from "
+            f"this host (not from your laptop)?"
+        )
         attach_process(out, url)
         out.pop("_environ", None)
         return out
@@ -189,8 +227,9 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
     if isinstance(models, dict) and isinstance(models.get("data"), list):
         for m in models["data"]:
             if isinstance(m, dict):
-                out["models"].append({"id": m.get("id"), "max_model_len": m.get("max_model_len"),
-                                      "owned_by": m.get("owned_by"), "root": m.get("root")})
+                out["models"].append(
+                    {"id": m.get("id"), "max_model_len": m.get("max_model_len"), "owned_by": m.get("owned_by"), "root": m.get("root")}
+                )
 
     status, body, _, _ = get("/version")
     version = json_of(body) if status == 200 else None
@@ -210,11 +249,16 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
     if out["simulated"] and mimics:
         # The simulator's --mimic profile: it behaves as that server version (simulator/README.md).
         kind, _, mimic_version = mimics.partition(" ")
-        out.update(kind=kind, version=mimic_version or None, mimic=mimics,
-                   kind_evidence=f"the inference-bench SIMULATOR mimicking {kind} {mimic_version} (not a real model)")
+        out.update(
+            kind=kind,
+            version=mimic_version or None,
+            mimic=mimics,
+            kind_evidence=f"the inference-bench SIMULATOR mimicking {kind} {mimic_version} (not a real model)",
+        )
     elif out["simulated"]:
-        out.update(kind="vllm", kind_evidence="the inference-bench SIMULATOR (vLLM API): "
-                   "its /v1/models and /version say so; not a real model")
+        out.update(
+            kind="vllm", kind_evidence="the inference-bench SIMULATOR (vLLM API): " "its /v1/models and /version say so; not a real model"
+        )
     elif "vllm:" in metrics:
         out.update(kind="vllm", kind_evidence="/metrics has vllm:* metrics")
     elif "sglang:" in metrics:
@@ -270,7 +314,7 @@ def profiler_config_from_argv(argv: List[str]) -> Dict[str, Any]:
         elif a.startswith("--profiler-config="):
             value = a.split("=", 1)[1]
         elif a.startswith("--profiler-config."):
-            key, eq, v = a[len("--profiler-config."):].partition("=")
+            key, eq, v = a[len("--profiler-config.") :].partition("=")
             if not eq and i + 1 < len(argv):
                 v = argv[i + 1]
             cfg[key.replace("-", "_")] = v
@@ -293,9 +337,11 @@ def parallel_sizes(argv: List[str], kind: str) -> Optional[Dict[str, Any]]:
     with --enable-dp-attention the DP groups live inside the TP group (tp_size is the GPU count), else
     each DP replica has its own tp x pp.
     """
+
     def num(names: Tuple[str, ...]) -> Optional[int]:
         v = flag_value(argv, names)
         return int(v) if v is not None and v.isdigit() else None
+
     if kind == "sglang":
         tp = num(("--tp-size", "--tp", "--tensor-parallel-size"))
         pp = num(("--pp-size", "--pp", "--pipeline-parallel-size"))
@@ -328,8 +374,9 @@ def vllm_profiler_setup(argv: List[str], env: Dict[str, str], version: Optional[
     env_cuda = env.get("VLLM_TORCH_CUDA_PROFILE") not in (None, "", "0") if env_counts else False
     out: Dict[str, Any] = {"kind": None, "dir": None, "source": None, "ignored_env": None}
     if env.get("VLLM_TORCH_PROFILER_DIR") and not env_counts:
-        out["ignored_env"] = ("VLLM_TORCH_PROFILER_DIR is set in the server's environment, but vLLM "
-                              f"{version} ignores it (removed in 0.16, PR #33536)")
+        out["ignored_env"] = (
+            "VLLM_TORCH_PROFILER_DIR is set in the server's environment, but vLLM " f"{version} ignores it (removed in 0.16, PR #33536)"
+        )
     if cfg.get("profiler") in ("torch", "cuda") and (vt is None or vt >= (0, 13)):
         out.update(kind=cfg["profiler"], source="--profiler-config")
         if cfg["profiler"] == "torch":
@@ -351,31 +398,50 @@ def profiler_state(base: str, server: Dict[str, Any], timeout: float, api_key: O
         setup = vllm_profiler_setup(argv, env, server.get("version"))
         note = f"; {setup['ignored_env']}" if setup["ignored_env"] else ""
         if setup["kind"] == "cuda":
-            return {"enabled": True, "kind": "cuda",
-                    "evidence": f"{setup['source']} selects vLLM's CUDA profiler: /start_profile works but writes no "
-                                f"torch trace (capture with nsys instead){note}"}
+            return {
+                "enabled": True,
+                "kind": "cuda",
+                "evidence": f"{setup['source']} selects vLLM's CUDA profiler: /start_profile works but writes no "
+                f"torch trace (capture with nsys instead){note}",
+            }
         if setup["kind"] == "torch":
-            return {"enabled": True, "kind": "torch",
-                    "evidence": f"the server was started with {setup['source']} (torch, traces in {setup['dir']}){note}"}
+            return {
+                "enabled": True,
+                "kind": "torch",
+                "evidence": f"the server was started with {setup['source']} (torch, traces in {setup['dir']}){note}",
+            }
         if setup["ignored_env"] and argv:
-            return {"enabled": False, "kind": None, "evidence": f"{setup['ignored_env']}: restart it with "
-                    "--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"}
+            return {
+                "enabled": False,
+                "kind": None,
+                "evidence": f"{setup['ignored_env']}: restart it with "
+                '--profiler-config \'{"profiler":"torch","torch_profiler_dir":"/abs/dir"}\'',
+            }
     if server.get("simulated") and not server.get("mimic") and "--profiler-dir" in argv:
         return {"enabled": True, "kind": "torch", "evidence": "the simulator was started with --profiler-dir"}
     if server["kind"] == "sglang":
-        return {"enabled": True, "kind": "torch",
-                "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)"}
+        return {
+            "enabled": True,
+            "kind": "torch",
+            "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)",
+        }
     status, _, _, err = http(base + "/start_profile", timeout, method="OPTIONS", api_key=api_key)
     if status in (200, 204, 405):
         return {"enabled": True, "kind": None, "evidence": f"/start_profile exists (OPTIONS answered {status})"}
     if status == 404:
-        hint = ("start the server with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"
-                " (vLLM >= 0.13; before 0.13 set VLLM_TORCH_PROFILER_DIR=/abs/dir)"
-                if server["kind"] == "vllm" else "start it with its profiler enabled")
+        hint = (
+            'start the server with --profiler-config \'{"profiler":"torch","torch_profiler_dir":"/abs/dir"}\''
+            " (vLLM >= 0.13; before 0.13 set VLLM_TORCH_PROFILER_DIR=/abs/dir)"
+            if server["kind"] == "vllm"
+            else "start it with its profiler enabled"
+        )
         vt = version_tuple(server.get("version"))
         if server["kind"] == "vllm" and vt is not None:
-            hint = ("start the server with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}'"
-                    if vt >= (0, 13) else f"set VLLM_TORCH_PROFILER_DIR=/abs/dir in the server's environment (vLLM {server['version']})")
+            hint = (
+                'start the server with --profiler-config \'{"profiler":"torch","torch_profiler_dir":"/abs/dir"}\''
+                if vt >= (0, 13)
+                else f"set VLLM_TORCH_PROFILER_DIR=/abs/dir in the server's environment (vLLM {server['version']})"
+            )
         if server.get("simulated") and not server.get("mimic"):
             hint = "start the simulator with --profiler-dir DIR"
         return {"enabled": False, "kind": None, "evidence": f"/start_profile answers 404: the profiler is off; {hint}"}
@@ -383,6 +449,7 @@ def profiler_state(base: str, server: Dict[str, Any], timeout: float, api_key: O
 
 
 # ------------------------------------------------------------------------------ the server's process
+
 
 def is_local_host(host: str) -> bool:
     if host in ("localhost", "0.0.0.0", "::", "::1") or host.startswith("127."):

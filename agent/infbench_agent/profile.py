@@ -26,26 +26,42 @@ import urllib.request
 from typing import Any, Dict, List, Optional, Tuple, cast
 
 from infbench_agent import auth, events
-from infbench_agent.probe import (attach_process, flag_value, parallel_sizes, probe_server, profiler_config_from_argv,
-                                  version_tuple, vllm_profiler_setup)
+from infbench_agent.probe import (
+    attach_process,
+    flag_value,
+    parallel_sizes,
+    probe_server,
+    profiler_config_from_argv,
+    version_tuple,
+    vllm_profiler_setup,
+)
 
 TRACE_NAME = re.compile(r"\.(pt\.)?trace\.json(\.gz)?$|\.json\.gz$")
-WORDS = ("the quick brown fox jumps over a lazy dog while seven bold wizards quietly judge "
-         "five boxing matches under pale amber light near distant rivers").split()
+WORDS = (
+    "the quick brown fox jumps over a lazy dog while seven bold wizards quietly judge "
+    "five boxing matches under pale amber light near distant rivers"
+).split()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
     p.add_argument("--model", default=None, help="model name for requests (default: the server's first model)")
-    p.add_argument("--trace-dir", default=None,
-                   help="where the server writes traces (vLLM: read from its command line or environment when "
-                        "possible; SGLang: sent as output_dir, default SGLANG_TORCH_PROFILER_DIR or /tmp as SGLang does)")
+    p.add_argument(
+        "--trace-dir",
+        default=None,
+        help="where the server writes traces (vLLM: read from its command line or environment when "
+        "possible; SGLang: sent as output_dir, default SGLANG_TORCH_PROFILER_DIR or /tmp as SGLang does)",
+    )
     p.add_argument("--concurrency", type=int, default=4, help="requests decoding at once (the decode batch)")
     p.add_argument("--output-len", type=int, default=48, help="tokens each request generates: about that many decode steps")
     p.add_argument("--input-len", type=int, default=128, help="prompt length in words (about tokens)")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
-    p.add_argument("--start-timeout", type=float, default=120.0,
-                   help="seconds to wait for /start_profile to answer (older SGLang answers only after num_steps ran)")
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for /start_profile to answer (older SGLang answers only after num_steps ran)",
+    )
     p.add_argument("--stop-timeout", type=float, default=1200.0, help="seconds to wait for /stop_profile (ranks flush their traces)")
     p.add_argument("--settle-seconds", type=float, default=3.0, help="a trace file counts as written once its size holds this long")
     p.add_argument("--settle-timeout", type=float, default=900.0, help="seconds to wait for all trace files to appear and settle")
@@ -55,11 +71,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # ---------------------------------------------------------------------------------------------- HTTP
 
+
 def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
     """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
     data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(url, data=data, method="POST",
-                                 headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8", "replace")
@@ -72,6 +88,7 @@ def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] 
 
 
 # ------------------------------------------------------------------------------- what the server is
+
 
 def profiler_dir_from_argv(argv: List[str]) -> Optional[str]:
     """torch_profiler_dir from vLLM's --profiler-config (JSON, `=JSON` or dotted form), if given."""
@@ -95,37 +112,48 @@ def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], 
     output_dir as its scheduler sees it (scheduler_profiler_mixin.py), both with the server's cwd.
     """
     if "://" in path and len(path.split("://", 1)[0]) > 1:
-        raise events.AgentError("trace_dir_remote", f"{what} is {path}: the server writes its traces to remote storage.",
-                                "Download them from there and run `infbench analyze TRACE...`, or restart the server "
-                                "with a local absolute folder.")
+        raise events.AgentError(
+            "trace_dir_remote",
+            f"{what} is {path}: the server writes its traces to remote storage.",
+            "Download them from there and run `infbench analyze TRACE...`, or restart the server " "with a local absolute folder.",
+        )
     resolved = path
     if resolved.startswith("~"):
         home = env.get("HOME")
         if home is None and server.get("pid"):
             try:
                 import pwd
+
                 home = pwd.getpwuid(os.stat(f"/proc/{server['pid']}").st_uid).pw_dir
             except (OSError, KeyError, ImportError):
                 home = None
         if home is None:
-            raise events.AgentError("trace_dir_unresolved", f"{what} is {path}, under the server's home folder, "
-                                    "which /proc does not show to this user.",
-                                    "Pass the absolute folder with --trace-dir, or start the server with an absolute path.")
+            raise events.AgentError(
+                "trace_dir_unresolved",
+                f"{what} is {path}, under the server's home folder, " "which /proc does not show to this user.",
+                "Pass the absolute folder with --trace-dir, or start the server with an absolute path.",
+            )
         resolved = home + resolved[1:] if resolved == "~" or resolved.startswith("~/") else os.path.expanduser(resolved)
     if not os.path.isabs(resolved):
         cwd = server.get("cwd")
         if not cwd:
-            unseen = (f"/proc/{server['pid']}/cwd does not show to this user" if server.get("pid")
-                      else "cannot be read (the server process is not visible from here)")
+            unseen = (
+                f"/proc/{server['pid']}/cwd does not show to this user"
+                if server.get("pid")
+                else "cannot be read (the server process is not visible from here)"
+            )
             raise events.AgentError(
                 "trace_dir_unresolved",
                 f"{what} is the relative folder {path}: relative to the server's working directory, which {unseen}.",
-                "Pass the absolute folder with --trace-dir, or start the server with an absolute torch_profiler_dir.")
+                "Pass the absolute folder with --trace-dir, or start the server with an absolute torch_profiler_dir.",
+            )
         resolved = os.path.join(cwd, resolved)
     resolved = os.path.normpath(resolved)
     if resolved != path:
-        events.log(f"traces: {what} {path} is, as the server (pid {server.get('pid')}, cwd {server.get('cwd')}) "
-                   f"resolves it, {resolved}: looking there")
+        events.log(
+            f"traces: {what} {path} is, as the server (pid {server.get('pid')}, cwd {server.get('cwd')}) "
+            f"resolves it, {resolved}: looking there"
+        )
     return resolved
 
 
@@ -135,7 +163,7 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
     version = server.get("version")
     if server.get("simulated") and not server.get("mimic"):
         flag = f"--profiler-dir {shlex.quote(trace_dir)}"
-        return (f"Restart the simulator with {flag}" + (f": {shlex.join(argv)} {flag}" if argv else "") + ".")
+        return f"Restart the simulator with {flag}" + (f": {shlex.join(argv)} {flag}" if argv else "") + "."
     vt = version_tuple(version)
     # strip a profiler flag the server may already carry, so the suggestion has exactly one
     kept: List[str] = []
@@ -155,8 +183,11 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
         cmd = f"VLLM_TORCH_PROFILER_DIR={shlex.quote(trace_dir)} {shlex.join(kept)}" if kept else None
     else:
         config = json.dumps({"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":"))
-        how = (f"add --profiler-config '{config}'" + (f" (vLLM {version})" if version else
-               " (vLLM >= 0.13; older versions use the VLLM_TORCH_PROFILER_DIR environment variable instead)"))
+        how = f"add --profiler-config '{config}'" + (
+            f" (vLLM {version})"
+            if version
+            else " (vLLM >= 0.13; older versions use the VLLM_TORCH_PROFILER_DIR environment variable instead)"
+        )
         cmd = f"{shlex.join(kept)} --profiler-config {shlex.quote(config)}" if kept else None
     redacted = " (secrets in it are shown as REDACTED: put yours back)" if cmd and auth.REDACTED in cmd else ""
     unread = " (The server's command line could not be read from /proc: add it to your usual command.)"
@@ -164,6 +195,7 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
 
 
 # ------------------------------------------------------------------------------------- trace files
+
 
 def list_traces(directory: str) -> Dict[str, Tuple[int, float]]:
     """Trace files under `directory` (one level of sub-folders too: SGLang and vLLM may nest per run)."""
@@ -199,8 +231,9 @@ def rank_of(path: str) -> Optional[int]:
     return None
 
 
-def wait_for_new_traces(directory: str, before: Dict[str, Tuple[int, float]], expect: Optional[int],
-                        settle_s: float, timeout_s: float) -> List[str]:
+def wait_for_new_traces(
+    directory: str, before: Dict[str, Tuple[int, float]], expect: Optional[int], settle_s: float, timeout_s: float
+) -> List[str]:
     """New or rewritten trace files, once their sizes hold still for settle_s (and `expect` of them exist)."""
     start = time.monotonic()
     sizes: Dict[str, Tuple[int, float]] = {}
@@ -218,39 +251,56 @@ def wait_for_new_traces(directory: str, before: Dict[str, Tuple[int, float]], ex
             return sorted(current)
         if now - start > timeout_s:
             if current:
-                events.log(f"waited {timeout_s:.0f} s: {len(current)} trace file(s) found"
-                           f"{f' of {expect} expected' if expect else ''}, {len(settled)} settled; reporting what is there", "warn")
+                events.log(
+                    f"waited {timeout_s:.0f} s: {len(current)} trace file(s) found"
+                    f"{f' of {expect} expected' if expect else ''}, {len(settled)} settled; reporting what is there",
+                    "warn",
+                )
                 return sorted(current)
             raise events.AgentError(
-                "no_traces", f"No new trace file appeared in {directory} within {timeout_s:.0f} s of /stop_profile.",
+                "no_traces",
+                f"No new trace file appeared in {directory} within {timeout_s:.0f} s of /stop_profile.",
                 "Check that this is the folder the server writes traces to (--trace-dir), that the server's user can "
-                "write there, and the server's log for profiler errors.")
+                "write there, and the server's log for profiler errors.",
+            )
         if now - last_note >= 5:
             last_note = now
             total = sum(s for s, _ in sizes.values())
-            events.emit(events.PROFILE_STATUS, stage="collect",
-                        message=f"{len(current)} trace file(s){f' of {expect}' if expect else ''}, {total / 1e6:.1f} MB so far, "
-                                f"{len(settled)} finished writing ({now - start:.0f} s)")
+            events.emit(
+                events.PROFILE_STATUS,
+                stage="collect",
+                message=f"{len(current)} trace file(s){f' of {expect}' if expect else ''}, {total / 1e6:.1f} MB so far, "
+                f"{len(settled)} finished writing ({now - start:.0f} s)",
+            )
         time.sleep(0.5)
 
 
 # ---------------------------------------------------------------------------------------- workload
+
 
 def prompt(n_words: int, rng: random.Random) -> str:
     # Different words for every request and run: prefix caching must not shorten the prefill.
     return " ".join(rng.choice(WORDS) for _ in range(n_words)) + f" {rng.getrandbits(64):x}"
 
 
-def drive(base: str, model: str, concurrency: int, output_len: int, input_len: int, timeout: float,
-          api_key: Optional[str] = None) -> Dict[str, Any]:
+def drive(
+    base: str, model: str, concurrency: int, output_len: int, input_len: int, timeout: float, api_key: Optional[str] = None
+) -> Dict[str, Any]:
     """`concurrency` completions at once, each exactly output_len tokens (ignore_eos): about output_len decode steps."""
     rng = random.Random()
     done: List[Dict[str, Any]] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
-        body = {"model": model, "prompt": prompt(input_len, rng), "max_tokens": output_len, "min_tokens": output_len,
-                "ignore_eos": True, "temperature": 0.0, "stream": False}
+        body = {
+            "model": model,
+            "prompt": prompt(input_len, rng),
+            "max_tokens": output_len,
+            "min_tokens": output_len,
+            "ignore_eos": True,
+            "temperature": 0.0,
+            "stream": False,
+        }
         t0 = time.monotonic()
         status, text = post(base + "/v1/completions", body, timeout, api_key)
         record: Dict[str, Any] = {"ok": status == 200, "status": status, "seconds": round(time.monotonic() - t0, 3)}
@@ -265,8 +315,7 @@ def drive(base: str, model: str, concurrency: int, output_len: int, input_len: i
         with lock:
             done.append(record)
         try:
-            events.emit(events.PROGRESS, done=len(done), total=concurrency,
-                        message=f"request {i + 1}: {'ok' if record['ok'] else status}")
+            events.emit(events.PROGRESS, done=len(done), total=concurrency, message=f"request {i + 1}: {'ok' if record['ok'] else status}")
         except OSError:
             pass  # the controller is gone; the main thread notices on its next status line
 
@@ -281,12 +330,19 @@ def drive(base: str, model: str, concurrency: int, output_len: int, input_len: i
             if time.monotonic() - last_note >= 5:
                 last_note = time.monotonic()
                 # A line every few seconds: a dropped connection shows up here as a broken pipe.
-                events.emit(events.PROFILE_STATUS, stage="workload",
-                            message=f"{len(done)} of {concurrency} profiled request(s) done ({last_note - t0:.0f} s)")
+                events.emit(
+                    events.PROFILE_STATUS,
+                    stage="workload",
+                    message=f"{len(done)} of {concurrency} profiled request(s) done ({last_note - t0:.0f} s)",
+                )
     failed = [r for r in done if not r["ok"]]
-    return {"requests": len(done), "failed": len(failed), "seconds": round(time.monotonic() - t0, 3),
-            "first_error": failed[0].get("error") if failed else None,
-            "statuses": sorted({r["status"] for r in failed if r["status"] is not None})}
+    return {
+        "requests": len(done),
+        "failed": len(failed),
+        "seconds": round(time.monotonic() - t0, 3),
+        "first_error": failed[0].get("error") if failed else None,
+        "statuses": sorted({r["status"] for r in failed if r["status"] is not None}),
+    }
 
 
 def call_with_progress(what: str, fn, timeout_s: float) -> Any:  # noqa: ANN001 - any callable
@@ -306,17 +362,24 @@ def call_with_progress(what: str, fn, timeout_s: float) -> Any:  # noqa: ANN001 
         t.join(5.0)
         if t.is_alive():
             waited = time.monotonic() - start
-            events.emit(events.PROFILE_STATUS, stage="stop",
-                        message=f"{what}: {waited:.0f} s so far (the ranks write their traces; big models take minutes)")
+            events.emit(
+                events.PROFILE_STATUS,
+                stage="stop",
+                message=f"{what}: {waited:.0f} s so far (the ranks write their traces; big models take minutes)",
+            )
             if waited > timeout_s:
-                raise events.AgentError("stop_timeout", f"{what} did not answer within {timeout_s:.0f} s.",
-                                        "The traces may still be written: look in the trace folder, or raise --stop-timeout.")
+                raise events.AgentError(
+                    "stop_timeout",
+                    f"{what} did not answer within {timeout_s:.0f} s.",
+                    "The traces may still be written: look in the trace folder, or raise --stop-timeout.",
+                )
     if "error" in box:
         raise box["error"]
     return box.get("value")
 
 
 # ---------------------------------------------------------------------------------------------- run
+
 
 class _Stopped(KeyboardInterrupt):
     """SIGTERM or SIGHUP: ends the run like Ctrl-C, so the profiler is stopped on the way out."""
@@ -347,14 +410,16 @@ class ProfilerSession:
         # once it has arrived, whether or not we are still there for the answer.
         status, text = post(self.base + "/stop_profile", None, 2.5, self.api_key)
         try:
-            events.log(f"{why}: stopped the server's profiler (/stop_profile answered "
-                       f"{status if status is not None else text})", "warn")
+            events.log(
+                f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})", "warn"
+            )
         except OSError:
             pass
 
 
-def start_profile(base: str, body: Optional[dict], api_key: Optional[str], kind: str,
-                  start_timeout: float) -> Tuple[Optional[int], str, Optional[threading.Thread], Dict[str, Any]]:
+def start_profile(
+    base: str, body: Optional[dict], api_key: Optional[str], kind: str, start_timeout: float
+) -> Tuple[Optional[int], str, Optional[threading.Thread], Dict[str, Any]]:
     """POST /start_profile. SGLang with num_steps may answer only after those steps ran (older releases:
     scheduler.py returned no ProfileReqOutput until profiler_target_forward_ct was reached), so its
     answer is awaited in a thread: the workload goes ahead if none came within a few seconds."""
@@ -377,16 +442,22 @@ def run(args: argparse.Namespace) -> int:
     api_key = auth.resolve_api_key(args)
     server = probe_server(args.url, 5.0, api_key)
     if not server.get("reachable"):
-        raise events.AgentError("server_unreachable", server.get("error") or f"nothing answers at {args.url}",
-                                "Start the server, or give its URL as seen from this host with --url.")
+        raise events.AgentError(
+            "server_unreachable",
+            server.get("error") or f"nothing answers at {args.url}",
+            "Start the server, or give its URL as seen from this host with --url.",
+        )
     kind = server.get("kind")
     if kind not in ("vllm", "sglang"):
-        raise events.AgentError("unknown_server", f"The server at {args.url} is neither vLLM nor SGLang as far as it tells "
-                                f"({server.get('kind_evidence') or 'no /version, no vllm:/sglang: metrics'}).",
-                                "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang "
-                                "only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise "
-                                "capture a torch profiler trace with the server's own tools and break it down with "
-                                "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).")
+        raise events.AgentError(
+            "unknown_server",
+            f"The server at {args.url} is neither vLLM nor SGLang as far as it tells "
+            f"({server.get('kind_evidence') or 'no /version, no vllm:/sglang: metrics'}).",
+            "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang "
+            "only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise "
+            "capture a torch profiler trace with the server's own tools and break it down with "
+            "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).",
+        )
     if server["auth"]["required"]:
         raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
     process: Dict[str, Any] = {}
@@ -417,10 +488,15 @@ def run(args: argparse.Namespace) -> int:
                 "range for Nsight Systems and writes no torch trace to analyse.",
                 "Either capture with nsys (start the server under `nsys profile --capture-range=cudaProfilerApi "
                 "--capture-range-end=repeat ...`, then drive /start_profile and /stop_profile) and read the report "
-                "there, or restart it with the torch profiler: " + enable_instructions(server, suggested_dir))
+                "there, or restart it with the torch profiler: " + enable_instructions(server, suggested_dir),
+            )
         if setup["dir"]:
-            trace_dir = resolve_server_path(setup["dir"], server, env, f"{setup['source']} torch_profiler_dir"
-                                            if setup["source"] == "--profiler-config" else setup["source"])
+            trace_dir = resolve_server_path(
+                setup["dir"],
+                server,
+                env,
+                f"{setup['source']} torch_profiler_dir" if setup["source"] == "--profiler-config" else setup["source"],
+            )
         elif args.trace_dir:
             trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
     elif kind == "vllm":
@@ -432,10 +508,14 @@ def run(args: argparse.Namespace) -> int:
         if args.trace_dir:
             trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
         else:
-            trace_dir = resolve_server_path(env["SGLANG_TORCH_PROFILER_DIR"], server, env, "SGLANG_TORCH_PROFILER_DIR") \
-                if env.get("SGLANG_TORCH_PROFILER_DIR") else "/tmp"
-        events.log(f"traces: SGLang writes them to {trace_dir}"
-                   f"{' (--trace-dir, sent as output_dir)' if args.trace_dir else ' (its default)'}")
+            trace_dir = (
+                resolve_server_path(env["SGLANG_TORCH_PROFILER_DIR"], server, env, "SGLANG_TORCH_PROFILER_DIR")
+                if env.get("SGLANG_TORCH_PROFILER_DIR")
+                else "/tmp"
+            )
+        events.log(
+            f"traces: SGLang writes them to {trace_dir}" f"{' (--trace-dir, sent as output_dir)' if args.trace_dir else ' (its default)'}"
+        )
         # num_steps must be steps the workload surely runs (about output_len, all requests joining at once):
         # older SGLang answers /start_profile only after them, newer stops by itself there.
         body = {"num_steps": max(1, args.output_len - 4), "activities": ["CPU", "GPU"]}
@@ -445,8 +525,10 @@ def run(args: argparse.Namespace) -> int:
     sizes = parallel_sizes(argv, kind)
     expect = args.expect_ranks or (sizes["ranks"] if sizes else None)
     if sizes and not args.expect_ranks and (sizes["dp"] > 1 or sizes["pp"] > 1):
-        events.log(f"expecting {expect} trace files: tp {sizes['tp']} x pp {sizes['pp']} x dp "
-                   f"{1 if sizes['dp_attention'] else sizes['dp']}{' (DP attention: inside TP)' if sizes['dp_attention'] else ''}")
+        events.log(
+            f"expecting {expect} trace files: tp {sizes['tp']} x pp {sizes['pp']} x dp "
+            f"{1 if sizes['dp_attention'] else sizes['dp']}{' (DP attention: inside TP)' if sizes['dp_attention'] else ''}"
+        )
 
     before = list_traces(trace_dir) if trace_dir else {}
     events.emit(events.PROFILE_STATUS, stage="start", message=f"starting the profiler of {label}")
@@ -455,12 +537,15 @@ def run(args: argparse.Namespace) -> int:
     for sig in previous:
         signal.signal(sig, _on_signal)
     try:
-        return _profile(args, base, api_key, server, kind, label, model, trace_dir, suggested_dir, body, expect,
-                        before, session)
+        return _profile(args, base, api_key, server, kind, label, model, trace_dir, suggested_dir, body, expect, before, session)
     except BaseException as exc:  # noqa: BLE001 - every way out stops the profiler, then goes on as it was
-        why = ("cancelled" if isinstance(exc, KeyboardInterrupt) else
-               "the controller's connection is gone" if isinstance(exc, (BrokenPipeError, ConnectionResetError)) else
-               f"the run failed ({type(exc).__name__})")
+        why = (
+            "cancelled"
+            if isinstance(exc, KeyboardInterrupt)
+            else "the controller's connection is gone"
+            if isinstance(exc, (BrokenPipeError, ConnectionResetError))
+            else f"the run failed ({type(exc).__name__})"
+        )
         session.stop_after_failure(why)
         raise
     finally:
@@ -468,42 +553,68 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
-def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server: Dict[str, Any], kind: str,
-             label: str, model: str, trace_dir: Optional[str], suggested_dir: str, body: Optional[dict],
-             expect: Optional[int], before: Dict[str, Tuple[int, float]], session: ProfilerSession) -> int:
+def _profile(
+    args: argparse.Namespace,
+    base: str,
+    api_key: Optional[str],
+    server: Dict[str, Any],
+    kind: str,
+    label: str,
+    model: str,
+    trace_dir: Optional[str],
+    suggested_dir: str,
+    body: Optional[dict],
+    expect: Optional[int],
+    before: Dict[str, Tuple[int, float]],
+    session: ProfilerSession,
+) -> int:
     session.active = True  # from the moment the request may have reached the server
     status, text, pending, box = start_profile(base, body, api_key, kind, args.start_timeout)
     if pending is None:
         if status is None:
             session.active = False
-            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile got no answer: {text}.",
-                                    "Is the server busy or stuck? See its log; raise --start-timeout if it is slow.")
+            raise events.AgentError(
+                "start_profile_failed",
+                f"POST {base}/start_profile got no answer: {text}.",
+                "Is the server busy or stuck? See its log; raise --start-timeout if it is slow.",
+            )
         if status == 404 and kind == "vllm":
             session.active = False
             raise events.AgentError(
                 "profiler_disabled",
                 f"vLLM at {args.url} answered 404 on /start_profile: the server was started without a profiler.",
-                enable_instructions(server, suggested_dir))
+                enable_instructions(server, suggested_dir),
+            )
         if status in (401, 403):
             session.active = False
-            raise events.AgentError("unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)),
-                                    auth.HOW_TO_GIVE_KEY)
+            raise events.AgentError(
+                "unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)), auth.HOW_TO_GIVE_KEY
+            )
         if status != 200:
             session.active = False
-            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile answered {status}: {text[:300]}",
-                                    "See the server's log; another profile may be running already.")
+            raise events.AgentError(
+                "start_profile_failed",
+                f"POST {base}/start_profile answered {status}: {text[:300]}",
+                "See the server's log; another profile may be running already.",
+            )
     else:
-        events.log("/start_profile has not answered yet (older SGLang answers once num_steps have run): "
-                   "driving the workload meanwhile", "info")
+        events.log(
+            "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile", "info"
+        )
     if not trace_dir:
         # The profiler is on, but neither the command line nor the environment says where it writes.
         session.stop_after_failure("the trace folder is unknown")
-        raise events.AgentError("trace_dir_unknown", "The profiler is on, but where vLLM writes its traces could not be read "
-                                "from the server's command line or environment.",
-                                "Pass the folder of --profiler-config's torch_profiler_dir with --trace-dir.")
-    events.emit(events.PROFILE_STATUS, stage="workload",
-                message=f"profiling: {args.concurrency} request(s) at once, {args.output_len} output tokens each, "
-                        f"prompts of ~{args.input_len} words")
+        raise events.AgentError(
+            "trace_dir_unknown",
+            "The profiler is on, but where vLLM writes its traces could not be read " "from the server's command line or environment.",
+            "Pass the folder of --profiler-config's torch_profiler_dir with --trace-dir.",
+        )
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="workload",
+        message=f"profiling: {args.concurrency} request(s) at once, {args.output_len} output tokens each, "
+        f"prompts of ~{args.input_len} words",
+    )
     workload = drive(base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout, api_key)
     if pending is not None:
         pending.join(args.start_timeout)
@@ -514,29 +625,38 @@ def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server
                 f"POST {base}/start_profile did not answer within {args.start_timeout:.0f} s, though the workload ran "
                 f"({workload['requests'] - workload['failed']} of {workload['requests']} requests ok).",
                 "Older SGLang answers only after num_steps forward steps: if the server is merely slow, raise "
-                "--start-timeout; otherwise see the server's log.")
+                "--start-timeout; otherwise see the server's log.",
+            )
         status, text = box["answer"]
         if status != 200:
             session.stop_after_failure("/start_profile failed")
-            raise events.AgentError("start_profile_failed", f"POST {base}/start_profile answered {status}: {text[:300]}",
-                                    "See the server's log; another profile may be running already.")
+            raise events.AgentError(
+                "start_profile_failed",
+                f"POST {base}/start_profile answered {status}: {text[:300]}",
+                "See the server's log; another profile may be running already.",
+            )
     if workload["failed"]:
         if any(s in (401, 403) for s in workload["statuses"]):
             session.stop_after_failure("the profiled requests were refused")
-            raise events.AgentError("unauthorized",
-                                    auth.unauthorized_message(f"{base}/v1/completions", workload["statuses"][0], bool(api_key)),
-                                    auth.HOW_TO_GIVE_KEY)
+            raise events.AgentError(
+                "unauthorized",
+                auth.unauthorized_message(f"{base}/v1/completions", workload["statuses"][0], bool(api_key)),
+                auth.HOW_TO_GIVE_KEY,
+            )
         if workload["failed"] == workload["requests"]:
             session.stop_after_failure("every profiled request failed")
-            raise events.AgentError("workload_failed", f"All {workload['requests']} profiled requests failed: "
-                                    f"{workload['first_error']}",
-                                    "The traces would hold no decode step. Check --model and the server's log.")
+            raise events.AgentError(
+                "workload_failed",
+                f"All {workload['requests']} profiled requests failed: " f"{workload['first_error']}",
+                "The traces would hold no decode step. Check --model and the server's log.",
+            )
         events.log(f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}", "warn")
 
     events.emit(events.PROFILE_STATUS, stage="stop", message="stopping the profiler; the ranks now write their traces")
     t_stop = time.monotonic()
-    status, text = call_with_progress("/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key),
-                                      args.stop_timeout)
+    status, text = call_with_progress(
+        "/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key), args.stop_timeout
+    )
     session.active = False
     if status != 200 and kind == "vllm":
         answer = f"answered {status}: {text[:300]}" if status is not None else f"got no answer ({text})"
@@ -559,11 +679,21 @@ def _profile(args: argparse.Namespace, base: str, api_key: Optional[str], server
     ranks_found = len([p for p in paths if not is_frontend_trace(p)])
     if expect and ranks_found < expect:
         events.log(f"{ranks_found} trace file(s) for {expect} expected ranks", "warn")
-    events.emit(events.RESULT, result={
-        "server": {"kind": kind, "version": server.get("version"), "simulated": bool(server.get("simulated")), "model": model,
-                   "url": args.url},
-        "trace_dir": trace_dir, "traces": traces, "expected_ranks": expect,
-        "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
-        "stop_seconds": round(stop_s, 3),
-    })
+    events.emit(
+        events.RESULT,
+        result={
+            "server": {
+                "kind": kind,
+                "version": server.get("version"),
+                "simulated": bool(server.get("simulated")),
+                "model": model,
+                "url": args.url,
+            },
+            "trace_dir": trace_dir,
+            "traces": traces,
+            "expected_ranks": expect,
+            "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
+            "stop_seconds": round(stop_s, 3),
+        },
+    )
     return 0

@@ -19,6 +19,7 @@ COMMANDS = ("probe", "macro", "micro", "profile")
 
 def refuse_old_python(argv):
     """Says hello (so the controller sees which Python ran), then why the run cannot go on; returns the exit code."""
+
     def emit(record):
         record.update({"v": SCHEMA_VERSION, "t": round(time.time(), 6)})
         sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -27,10 +28,23 @@ def refuse_old_python(argv):
     command = next((a for a in argv if a in COMMANDS), "")
     have = "%d.%d.%d" % sys.version_info[:3]
     need = "%d.%d" % MIN_PYTHON
-    emit({"type": "hello", "agent_version": AGENT_VERSION, "command": command, "pid": os.getpid(),
-          "python": have, "executable": sys.executable})
-    emit({"type": "error", "code": "python_too_old",
-          "message": "The agent needs Python %s or newer; %s is %s." % (need, sys.executable, have),
-          "hint": "Pass a newer Python there with --python (or set the target's \"python\" setting)."})
+    emit(
+        {
+            "type": "hello",
+            "agent_version": AGENT_VERSION,
+            "command": command,
+            "pid": os.getpid(),
+            "python": have,
+            "executable": sys.executable,
+        }
+    )
+    emit(
+        {
+            "type": "error",
+            "code": "python_too_old",
+            "message": "The agent needs Python %s or newer; %s is %s." % (need, sys.executable, have),
+            "hint": 'Pass a newer Python there with --python (or set the target\'s "python" setting).',
+        }
+    )
     emit({"type": "done", "ok": False})
     return 2

@@ -11,7 +11,7 @@ export interface CliCommand {
 }
 
 /** Printed above the figures of a run against the bundled simulator, so nobody mistakes them for a model's. */
-export const SIMULATOR_BANNER = 'SIMULATOR: the server is the inference-bench simulator; these are not a real model\'s numbers.\n';
+export const SIMULATOR_BANNER = "SIMULATOR: the server is the inference-bench simulator; these are not a real model's numbers.\n";
 
 /** A failure the user can act on: printed without a stack trace. */
 export class UsageError extends Error {}

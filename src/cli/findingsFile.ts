@@ -13,7 +13,7 @@ export function findingsFlagPath(workspace: string, given: string): string {
   if (!path) {
     throw new UsageError(
       `--findings ${given} is outside the workspace ${workspace}; Inference Bench writes only findings documents inside the workspace, so nothing was written there. ` +
-      'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
+        'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
     );
   }
   return path;
@@ -51,7 +51,11 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
   findings(update: FindingsUpdate): void {
     try {
       if (!existsSync(this.path) && createSkeletonIfAbsent(this.path)) this.log.info(`Created the findings document ${this.path}`);
-      const result = applyUpdateOnDisk(this.path, update, { now: this.now(), previouslyWritten: this.written.has(update.sectionId), previousText: this.lastText });
+      const result = applyUpdateOnDisk(this.path, update, {
+        now: this.now(),
+        previouslyWritten: this.written.has(update.sectionId),
+        previousText: this.lastText,
+      });
       this.written.add(update.sectionId);
       this.lastText = result.diskText;
       if (result.notice) this.log.warn(result.notice);

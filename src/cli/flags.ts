@@ -52,15 +52,22 @@ export function positiveSeconds(text: string | undefined, flag: string): number 
 /** `1,8,32`: a comma-separated list of numbers; `inf` counts as Infinity where allowed (request rates). */
 export function numberList(text: string | undefined, flag: string, allowInfinity = false): number[] | undefined {
   if (text === undefined) return undefined;
-  const values = text.split(',').filter((s) => s.trim()).map((s) => (allowInfinity && s.trim().toLowerCase() === 'inf' ? Infinity : Number(s)));
-  if (!values.length || values.some((v) => Number.isNaN(v))) throw new UsageError(`${flag} takes a comma-separated list of numbers, for example ${flag} 1,8,32; got "${text}".`);
+  const values = text
+    .split(',')
+    .filter((s) => s.trim())
+    .map((s) => (allowInfinity && s.trim().toLowerCase() === 'inf' ? Infinity : Number(s)));
+  if (!values.length || values.some((v) => Number.isNaN(v)))
+    throw new UsageError(`${flag} takes a comma-separated list of numbers, for example ${flag} 1,8,32; got "${text}".`);
   return values;
 }
 
 /** `1,8,64`: a comma-separated list of positive whole numbers. */
 export function positiveWholeNumberList(text: string | undefined, flag: string): number[] | undefined {
   if (text === undefined) return undefined;
-  const values = text.split(',').filter((s) => s.trim()).map(Number);
+  const values = text
+    .split(',')
+    .filter((s) => s.trim())
+    .map(Number);
   if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
     throw new UsageError(`${flag} takes a comma-separated list of positive whole numbers, for example ${flag} 1,8,64; got "${text}".`);
   }

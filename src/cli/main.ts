@@ -14,7 +14,18 @@ import { microCommand } from './commands/micro';
 import { stopExitCode } from './stopSignals';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [demoCommand, macroCommand, microCommand, simulateCommand, analyzeCommand, profileCommand, explainCommand, compareCommand, importCommand, probeCommand];
+const COMMANDS: CliCommand[] = [
+  demoCommand,
+  macroCommand,
+  microCommand,
+  simulateCommand,
+  analyzeCommand,
+  profileCommand,
+  explainCommand,
+  compareCommand,
+  importCommand,
+  probeCommand,
+];
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 8);

@@ -111,10 +111,12 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
   // Before connecting: a findings path outside the workspace is refused at once.
   const findingsPath = v.findings ? findingsFlagPath(workspace, v.findings) : undefined;
   const hooks: SshHooks = {
-    onUnknownHostKey: v['accept-new-host-key'] ? async (p) => {
-      process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
-      return true;
-    } : undefined,
+    onUnknownHostKey: v['accept-new-host-key']
+      ? async (p) => {
+          process.stderr.write(`Trusting the new host key of ${p.hostName}: ${p.keyType} ${p.fingerprint} (added to ${p.knownHostsFile}).\n`);
+          return true;
+        }
+      : undefined,
     askPassphrase: process.stdin.isTTY ? (file) => askHidden(`Passphrase for ${file}: `) : undefined,
     log: (level, message) => log[level](message),
   };

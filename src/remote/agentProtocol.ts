@@ -1,6 +1,18 @@
 // What the remote agent prints, one object per line; anything else on its stdout is noise.
 // The types come from agent/infbench_agent/events.py through scripts/gen-agent-schema.py (agentSchema.ts).
-import { AGENT_EVENT_TYPES, AGENT_SCHEMA_VERSION, AGENT_VERSION, AgentCommand, AgentEvent, HelloEvent, MacroResult, MicroResult, MIN_PYTHON, ProbeResult, ProfileCapture } from './agentSchema';
+import {
+  AGENT_EVENT_TYPES,
+  AGENT_SCHEMA_VERSION,
+  AGENT_VERSION,
+  AgentCommand,
+  AgentEvent,
+  HelloEvent,
+  MacroResult,
+  MicroResult,
+  MIN_PYTHON,
+  ProbeResult,
+  ProfileCapture,
+} from './agentSchema';
 
 export * from './agentSchema';
 
@@ -39,22 +51,33 @@ function pythonVersion(text: string): number[] | undefined {
  * Why the agent that said this hello cannot be worked with, in words that say what to do; undefined
  * when it can. `where` names the interpreter and host ("python3 on gpu-box").
  */
-export function helloProblem(hello: HelloEvent | { v: unknown; agent_version?: unknown; python?: unknown }, command: AgentCommand | string, where: string): string | undefined {
+export function helloProblem(
+  hello: HelloEvent | { v: unknown; agent_version?: unknown; python?: unknown },
+  command: AgentCommand | string,
+  where: string,
+): string | undefined {
   if (hello.v !== AGENT_SCHEMA_VERSION) {
-    return `The agent run by ${where} speaks event schema ${String(hello.v)} (agent ${String(hello.agent_version ?? 'of unknown version')}), ` +
+    return (
+      `The agent run by ${where} speaks event schema ${String(hello.v)} (agent ${String(hello.agent_version ?? 'of unknown version')}), ` +
       `this build speaks schema ${AGENT_SCHEMA_VERSION} (agent ${AGENT_VERSION}): an agent from another build of Inference Bench answered. ` +
-      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.';
+      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.'
+    );
   }
   const h = hello as HelloEvent;
   if (h.agent_version !== AGENT_VERSION) {
-    return `The agent run by ${where} is version ${h.agent_version}, this build is ${AGENT_VERSION}. ` +
-      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.';
+    return (
+      `The agent run by ${where} is version ${h.agent_version}, this build is ${AGENT_VERSION}. ` +
+      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.'
+    );
   }
   const py = pythonVersion(h.python);
   if (py && (py[0] < MIN_PYTHON[0] || (py[0] === MIN_PYTHON[0] && py[1] < MIN_PYTHON[1]))) {
-    return `The agent needs Python ${MIN_PYTHON.join('.')} or newer; ${h.executable || where} is Python ${h.python}. ` +
-      'Pass a newer Python there with --python (for example the server\'s venv), or set the target\'s "python" setting.';
+    return (
+      `The agent needs Python ${MIN_PYTHON.join('.')} or newer; ${h.executable || where} is Python ${h.python}. ` +
+      'Pass a newer Python there with --python (for example the server\'s venv), or set the target\'s "python" setting.'
+    );
   }
-  if (h.command !== command) return `The agent run by ${where} answered for "${h.command}", not "${command}": the agent and this build disagree; rebuild (npm run build).`;
+  if (h.command !== command)
+    return `The agent run by ${where} answered for "${h.command}", not "${command}": the agent and this build disagree; rebuild (npm run build).`;
   return undefined;
 }

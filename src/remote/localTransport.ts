@@ -34,7 +34,8 @@ export class LocalTransport implements Transport {
       child.on('close', (code, signal) => resolve({ code, signal }));
     });
     const killGroup = (sig: NodeJS.Signals, last = false) => {
-      if (runId) spawnSync(this.prefix[0], killGroupArgv(this.prefix, runId, sig === 'SIGKILL' ? 'KILL' : 'TERM', last).slice(1), { stdio: 'ignore', timeout: 10_000 });
+      if (runId)
+        spawnSync(this.prefix[0], killGroupArgv(this.prefix, runId, sig === 'SIGKILL' ? 'KILL' : 'TERM', last).slice(1), { stdio: 'ignore', timeout: 10_000 });
       try {
         if (child.pid) process.kill(-child.pid, sig);
       } catch {
@@ -103,7 +104,8 @@ export class LocalTransport implements Transport {
       output ? pipeline(child.stdout, output) : Promise.resolve(child.stdout.resume()),
     ]);
     const code = await exited;
-    if (code !== 0) throw new Error(`Copying ${remotePath} through "${this.prefix.join(' ')}" failed (exit code ${code}): ${Buffer.concat(err).toString().trim()}`);
+    if (code !== 0)
+      throw new Error(`Copying ${remotePath} through "${this.prefix.join(' ')}" failed (exit code ${code}): ${Buffer.concat(err).toString().trim()}`);
   }
 
   async close(): Promise<void> {

@@ -34,7 +34,14 @@ function poolKey(e: SshEndpoint): string {
 export async function openTransport(spec: TransportSpec, hooks: SshHooks = {}): Promise<Transport> {
   if (spec.kind === 'local') return new LocalTransport(spec.commandPrefix ?? []);
   if (!spec.host) throw new Error('An SSH target needs a host: a Host alias from ~/.ssh/config, or a host name.');
-  const endpoint: SshEndpoint = { host: spec.host, port: spec.port, user: spec.user, configFile: spec.configFile, home: spec.home, connectTimeoutMs: spec.connectTimeoutMs };
+  const endpoint: SshEndpoint = {
+    host: spec.host,
+    port: spec.port,
+    user: spec.user,
+    configFile: spec.configFile,
+    home: spec.home,
+    connectTimeoutMs: spec.connectTimeoutMs,
+  };
   const key = poolKey(endpoint);
   let entry = pool.get(key);
   if (!entry) {

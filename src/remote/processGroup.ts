@@ -11,9 +11,9 @@ import { randomUUID } from 'node:crypto';
 // group is signalled only when one of its processes carries the run's id in its environment
 // (INFBENCH_RUN, read from /proc), so that a stale or altered record never reaches a group the run
 // does not own, such as the server's.
-const RECORDS = 'd="${XDG_CACHE_HOME:-${HOME:-}/.cache}/inference-bench/runs"; f="$d/$0"; ' +
-  'own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ]; }';
-const RECORD_GROUP = `${RECORDS}; umask 077; mkdir -p "$d" 2>/dev/null; ` +
+const RECORDS = 'd="${XDG_CACHE_HOME:-${HOME:-}/.cache}/inference-bench/runs"; f="$d/$0"; ' + 'own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ]; }';
+const RECORD_GROUP =
+  `${RECORDS}; umask 077; mkdir -p "$d" 2>/dev/null; ` +
   'if ! own "${d%/*}" || ! own "$d"; then echo "infbench: $d is not a folder of your own (it could not be made, or has another owner, or is a link), so the run' +
   '\'s process group cannot be recorded safely there and nothing was started. Remove it, or point XDG_CACHE_HOME at a folder of your own." >&2; exit 125; fi; ' +
   'chmod 700 "$d"; for g in "$d"/*.pg; do [ -e "$g" ] || break; kill -0 "-$(tr -d \' \\n\' < "$g")" 2>/dev/null || rm -f "$g"; done; ' +
@@ -22,12 +22,14 @@ const REMOVE_RECORD = `${RECORDS}; own "$d" && rm -f "$f"; exit 0`;
 // `grp P` sets $pg to the process group of /proc/P (the field after the name, which may hold
 // spaces); `mine P` is true when P was started with this run's INFBENCH_RUN. The walk over /proc,
 // needed only once the group's leader has gone, uses builtins alone for every process it passes.
-const VERIFY = 'grp() { pg=; read -r s 2>/dev/null < "/proc/$1/stat" || return 1; s=${s##*) }; set -f; set -- $s; set +f; pg=$3; }; ' +
+const VERIFY =
+  'grp() { pg=; read -r s 2>/dev/null < "/proc/$1/stat" || return 1; s=${s##*) }; set -f; set -- $s; set +f; pg=$3; }; ' +
   'mine() { tr "\\0" "\\n" 2>/dev/null < "/proc/$1/environ" | grep -qxF "INFBENCH_RUN=$id"; }; ' +
   'ours() { grp "$1"; [ "$pg" = "$1" ] && mine "$1" && return 0; for p in /proc/[0-9]*; do p=${p#/proc/}; ' +
   'grp "$p"; [ "$pg" = "$1" ] && mine "$p" && return 0; done; return 1; }';
 // `kill -SIG -pgid` without `--`: dash's kill does not take `--`.
-const KILL_SCRIPT = `${RECORDS}; ${VERIFY}; id="$0"; sig="$1"; last="$2"; ` +
+const KILL_SCRIPT =
+  `${RECORDS}; ${VERIFY}; id="$0"; sig="$1"; last="$2"; ` +
   'if own "$d" && [ -s "$f" ] && [ -O "$f" ]; then g=$(tr -d \' \\n\' < "$f"); ' +
   'case "$g" in ""|*[!0-9]*) ;; *) if ours "$g"; then kill -"$sig" "-$g" 2>/dev/null; fi ;; esac; fi; ' +
   'if [ "$last" = last ]; then own "$d" && rm -f "$f"; fi; exit 0';

@@ -46,7 +46,11 @@ export interface Transport {
 }
 
 /** Runs a command to the end and collects its output; for short commands such as probes. */
-export async function execText(transport: Transport, argv: readonly string[], options?: ExecOptions): Promise<{ stdout: string; stderr: string; result: ExecResult }> {
+export async function execText(
+  transport: Transport,
+  argv: readonly string[],
+  options?: ExecOptions,
+): Promise<{ stdout: string; stderr: string; result: ExecResult }> {
   const handle = transport.exec(argv, options);
   const out: Buffer[] = [];
   const err: Buffer[] = [];

@@ -47,7 +47,11 @@ export function renderTextTable(table: ResultTable): string {
   const body = table.rows.map((r) => table.columns.map((c) => formatCell(r[c.key], c)));
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   const right = table.columns.map((c) => c.align !== 'left');
-  const line = (cells: string[]) => cells.map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((s, i) => (right[i] ? s.padStart(widths[i]) : s.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   const out = [table.title, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)];
   if (table.note) out.push(table.note);
   return out.join('\n');

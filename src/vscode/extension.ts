@@ -35,10 +35,21 @@ export function activate(context: vscode.ExtensionContext): void {
   const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
   controller.findingsTarget = findings;
   const runners: PhaseRunners = { macro: macroRunner(context.workspaceState), micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
-  void controller.refreshRuns().then((runs) => restoreProbedStates(workspaceRoot(), runs.filter((r) => r.phase === 'probe'), states));
+  void controller.refreshRuns().then((runs) =>
+    restoreProbedStates(
+      workspaceRoot(),
+      runs.filter((r) => r.phase === 'probe'),
+      states,
+    ),
+  );
   const tree = new TargetsTreeProvider(controller, states, connections);
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
-  const panelDeps: ResultsPanelDeps = { extensionUri: context.extensionUri, source: controller, log, inspectBreakdown: (runId) => void breakdown.inspect(runId) };
+  const panelDeps: ResultsPanelDeps = {
+    extensionUri: context.extensionUri,
+    source: controller,
+    log,
+    inspectBreakdown: (runId) => void breakdown.inspect(runId),
+  };
   const showResults = (runId?: string, compareRunId?: string) => ResultsPanel.show(panelDeps, runId, compareRunId);
   context.subscriptions.push(
     states,
@@ -52,7 +63,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   context.subscriptions.push(
     vscode.commands.registerCommand('inferenceBench.setApiKey', async (arg?: unknown) => {
-      const target = await pickTarget(arg, 'API key for which target\'s server?');
+      const target = await pickTarget(arg, "API key for which target's server?");
       if (target) await apiKeys.ask(target.name);
     }),
     vscode.commands.registerCommand('inferenceBench.addTarget', async () => {
@@ -61,9 +72,11 @@ export function activate(context: vscode.ExtensionContext): void {
       tree.refresh();
       // Checked at once, as Remote-SSH connects to a host it adds; a failure says why and offers Edit Target.
       if (!(await connectTargetCommand(added.name, connections))) return;
-      void vscode.window.showInformationMessage(`Inference Bench: target "${added.name}" added and connected. Probe it to see its GPUs and what the server is.`, 'Probe Target').then((pick) => {
-        if (pick) void vscode.commands.executeCommand('inferenceBench.probeTarget', added.name);
-      });
+      void vscode.window
+        .showInformationMessage(`Inference Bench: target "${added.name}" added and connected. Probe it to see its GPUs and what the server is.`, 'Probe Target')
+        .then((pick) => {
+          if (pick) void vscode.commands.executeCommand('inferenceBench.probeTarget', added.name);
+        });
     }),
     vscode.commands.registerCommand('inferenceBench.editTarget', async (arg?: unknown) => {
       if (await editTargetCommand(arg)) tree.refresh();

@@ -48,7 +48,14 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.requestTimeout must be a number of seconds above 0; got ${JSON.stringify(requestTimeoutS)}. Using 600.`);
     requestTimeoutS = 600;
   }
-  return { targets, problems, findingsDocument: config.get<string>('findingsDocument', DEFAULT_FINDINGS_DOCUMENT), findingsPreview: config.get<boolean>('findingsPreview', true) !== false, traceAnalysis, requestTimeoutS: requestTimeoutS as number };
+  return {
+    targets,
+    problems,
+    findingsDocument: config.get<string>('findingsDocument', DEFAULT_FINDINGS_DOCUMENT),
+    findingsPreview: config.get<boolean>('findingsPreview', true) !== false,
+    traceAnalysis,
+    requestTimeoutS: requestTimeoutS as number,
+  };
 }
 
 export function workspaceRoot(): string | undefined {
@@ -63,7 +70,7 @@ export function findingsDocumentPath(settings: Settings): string | undefined {
   if (!file) {
     throw new SettingsError(
       `${SECTION}.findingsDocument is "${settings.findingsDocument}", outside the workspace folder ${root}: Inference Bench writes only findings documents of the workspace. ` +
-      `Set it to a path inside the folder (the default is ${DEFAULT_FINDINGS_DOCUMENT}).`,
+        `Set it to a path inside the folder (the default is ${DEFAULT_FINDINGS_DOCUMENT}).`,
     );
   }
   return file;

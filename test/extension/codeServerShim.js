@@ -96,7 +96,9 @@ async function main() {
     let timer;
     const timedOut = new Promise((ok) => {
       timer = setTimeout(() => {
-        console.error(`codeServerShim: the extension tests did not finish within ${timeoutMs / 1000} s; see code-server.log and workbench-console.log in ${logDir}.`);
+        console.error(
+          `codeServerShim: the extension tests did not finish within ${timeoutMs / 1000} s; see code-server.log and workbench-console.log in ${logDir}.`,
+        );
         ok(1);
       }, timeoutMs);
     });

@@ -16,7 +16,10 @@ describe('infbench analyze', () => {
     const out = join(dir, 'breakdown.json');
     const r = cli(join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz'), '--out', out);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /^\S+ [\d.]+% \([\d.]+ ms\) of a [\d.]+ ms decode step \(1 rank, 20 decode steps; steps from one CUDA graph launch per step \(no step names\)\)/);
+    assert.match(
+      r.stdout,
+      /^\S+ [\d.]+% \([\d.]+ ms\) of a [\d.]+ ms decode step \(1 rank, 20 decode steps; steps from one CUDA graph launch per step \(no step names\)\)/,
+    );
     assert.match(r.stdout, /Where a decode step goes/);
     assert.match(r.stdout, /\nidle +[\d.]+ +[\d.]+/);
     assert.match(r.stdout, /Top kernels in decode steps/);
@@ -29,9 +32,15 @@ describe('infbench analyze', () => {
     const r = cli(join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz'), join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz'), '--json');
     assert.equal(r.status, 0, r.stderr);
     const b = JSON.parse(r.stdout) as TraceBreakdown;
-    assert.deepEqual(b.ranks.map((x) => x.stepSource), ['annotation', 'cuda-graph']);
+    assert.deepEqual(
+      b.ranks.map((x) => x.stepSource),
+      ['annotation', 'cuda-graph'],
+    );
     // neither file names its rank, so they are numbered in the order given
-    assert.deepEqual(b.ranks.map((x) => x.rank), [0, 1]);
+    assert.deepEqual(
+      b.ranks.map((x) => x.rank),
+      [0, 1],
+    );
     assert.ok(b.skew && b.skew.slowestRank === 0);
   });
 

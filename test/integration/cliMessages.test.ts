@@ -28,9 +28,13 @@ describe('CLI messages for problems the user can fix', function () {
     stalled = await startSimulator({ port: 0, faults: ['slow:every=1:ms=60000'] });
     key = makeKey(dir, 'client_ed25519');
     sshd = await startSshd({ authorizedKeys: [key.publicLine], extraConfig: [`SetEnv XDG_CACHE_HOME=${cache}`] });
-    configFile = writeClientConfig(join(dir, 'ssh'), {
-      gpu: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-    }, [sshd.knownHostsLine]).configFile;
+    configFile = writeClientConfig(
+      join(dir, 'ssh'),
+      {
+        gpu: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+      },
+      [sshd.knownHostsLine],
+    ).configFile;
   });
 
   after(async () => {
@@ -42,7 +46,8 @@ describe('CLI messages for problems the user can fix', function () {
     const started = Date.now();
     return new Promise((res) => {
       execFile(process.execPath, [resolve('dist/cli.js'), ...args], { env: { ...process.env, XDG_CACHE_HOME: cache } }, (err, stdout, stderr) =>
-        res({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr, ms: Date.now() - started }));
+        res({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr, ms: Date.now() - started }),
+      );
     });
   }
 
@@ -53,8 +58,22 @@ describe('CLI messages for problems the user can fix', function () {
   }
 
   it('a wrong --python: says the interpreter was not found and how to name the right one (local and SSH)', async () => {
-    for (const target of [['--target', 'local'], ['--target', 'gpu', '--ssh-config', configFile]]) {
-      const r = await cli(['macro', ...target, '--python', '/opt/no-such-venv/bin/python3', '--url', sim.url, '--concurrency', '1', '--workspace', workspace(`python-${target[1]}`)]);
+    for (const target of [
+      ['--target', 'local'],
+      ['--target', 'gpu', '--ssh-config', configFile],
+    ]) {
+      const r = await cli([
+        'macro',
+        ...target,
+        '--python',
+        '/opt/no-such-venv/bin/python3',
+        '--url',
+        sim.url,
+        '--concurrency',
+        '1',
+        '--workspace',
+        workspace(`python-${target[1]}`),
+      ]);
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /The Python interpreter "\/opt\/no-such-venv\/bin\/python3" was not found on (local|ssh gpu).*--python/);
       assert.doesNotMatch(r.stderr, /exit code 127; 0 events/);
@@ -63,8 +82,27 @@ describe('CLI messages for problems the user can fix', function () {
 
   it('a frozen server: --request-timeout bounds each request, and a level whose requests all stall stops the run', async () => {
     const ws = workspace('stalled');
-    const r = await cli(['macro', '--url', stalled.url, '--concurrency', '1,1,1', '--requests', '2', '--input-len', '16', '--output-len', '4', '--warmup', '0',
-      '--request-timeout', '1.5', '--workspace', ws, '--out', join(ws, 'out.json')]);
+    const r = await cli([
+      'macro',
+      '--url',
+      stalled.url,
+      '--concurrency',
+      '1,1,1',
+      '--requests',
+      '2',
+      '--input-len',
+      '16',
+      '--output-len',
+      '4',
+      '--warmup',
+      '0',
+      '--request-timeout',
+      '1.5',
+      '--workspace',
+      ws,
+      '--out',
+      join(ws, 'out.json'),
+    ]);
     assert.equal(r.code, 1, r.stderr);
     // Two requests of 1.5 s, not three levels of them (nor 600 s each).
     assert.ok(r.ms < 20_000, `took ${r.ms} ms`);

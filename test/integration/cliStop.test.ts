@@ -14,7 +14,12 @@ const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 
 function pgrep(pattern: string): number[] {
   const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
 }
 
 async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
@@ -47,9 +52,21 @@ describe('stopping the CLI mid-run over SSH', function () {
     key = makeKey(dir, 'client_ed25519');
     sshd = await startSshd({ authorizedKeys: [key.publicLine], extraConfig: [`SetEnv XDG_CACHE_HOME=${cache}`] });
     // A short keepalive, so that the CLI notices a dead path in seconds rather than a minute.
-    configFile = writeClientConfig(join(dir, 'ssh'), {
-      gpu: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none', 'ServerAliveInterval 1', 'ServerAliveCountMax 2'],
-    }, [sshd.knownHostsLine]).configFile;
+    configFile = writeClientConfig(
+      join(dir, 'ssh'),
+      {
+        gpu: [
+          'HostName 127.0.0.1',
+          `Port ${sshd.port}`,
+          `User ${USER}`,
+          `IdentityFile ${key.privateFile}`,
+          'IdentityAgent none',
+          'ServerAliveInterval 1',
+          'ServerAliveCountMax 2',
+        ],
+      },
+      [sshd.knownHostsLine],
+    ).configFile;
     sim = await startSimulator({ port: 0 });
     profiling = await startSimulator({ port: 0, profilerDir: join(dir, 'traces') });
   });
@@ -62,8 +79,11 @@ describe('stopping the CLI mid-run over SSH', function () {
 
   /** `infbench <phase>` on the SSH target; each run gets its own workspace. */
   function cli(workspace: string, args: string[], url = sim.url): CliRun {
-    const child = spawn(process.execPath, [resolve('dist/cli.js'), ...args, '--target', 'gpu', '--ssh-config', configFile, '--url', url, '--workspace', workspace],
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [resolve('dist/cli.js'), ...args, '--target', 'gpu', '--ssh-config', configFile, '--url', url, '--workspace', workspace],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     child.stdout!.resume();
@@ -76,7 +96,21 @@ describe('stopping the CLI mid-run over SSH', function () {
     const workspace = join(dir, name);
     mkdirSync(workspace);
     const out = join(workspace, 'out.json');
-    const run = cli(workspace, ['macro', '--concurrency', Array(40).fill(1).join(','), '--requests', '3', '--input-len', '16', '--output-len', '16', '--warmup', '0', '--out', out]);
+    const run = cli(workspace, [
+      'macro',
+      '--concurrency',
+      Array(40).fill(1).join(','),
+      '--requests',
+      '3',
+      '--input-len',
+      '16',
+      '--output-len',
+      '16',
+      '--warmup',
+      '0',
+      '--out',
+      out,
+    ]);
     await until('the first level finished', () => /c=1: 3 ok/.test(run.stderr()), 30_000);
     return { ...run, workspace, out };
   }
@@ -87,7 +121,7 @@ describe('stopping the CLI mid-run over SSH', function () {
     const resultFile = join(root, id, 'result.json');
     return {
       meta: JSON.parse(readFileSync(join(root, id, 'meta.json'), 'utf8')) as { status: string; reason?: string },
-      result: existsSync(resultFile) ? JSON.parse(readFileSync(resultFile, 'utf8')) as { levels: unknown[] } : undefined,
+      result: existsSync(resultFile) ? (JSON.parse(readFileSync(resultFile, 'utf8')) as { levels: unknown[] }) : undefined,
     };
   }
 

@@ -9,7 +9,12 @@ import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator
 // own event log reaches its end a few dozen events in.
 function pgrep(pattern: string): number[] {
   const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
 }
 
 describe('a run on a disk that fills up', function () {
@@ -38,9 +43,33 @@ describe('a run on a disk that fills up', function () {
   it('says "disk full at …", keeps the events whole, marks the run and leaves no temp file or process', async () => {
     const out = join(mount, 'out.json');
     const r = await new Promise<{ code: number | null; stderr: string }>((res) => {
-      execFile(process.execPath, [resolve('dist/cli.js'), 'macro', '--url', sim.url, '--concurrency', '4', '--requests', '2000', '--input-len', '16',
-        '--output-len', '4', '--warmup', '0', '--workspace', mount, '--findings', 'doc.md', '--out', out],
-      { env: { ...process.env, XDG_CACHE_HOME: cache } }, (err, _stdout, stderr) => res({ code: err ? (err as { code?: number }).code ?? null : 0, stderr }));
+      execFile(
+        process.execPath,
+        [
+          resolve('dist/cli.js'),
+          'macro',
+          '--url',
+          sim.url,
+          '--concurrency',
+          '4',
+          '--requests',
+          '2000',
+          '--input-len',
+          '16',
+          '--output-len',
+          '4',
+          '--warmup',
+          '0',
+          '--workspace',
+          mount,
+          '--findings',
+          'doc.md',
+          '--out',
+          out,
+        ],
+        { env: { ...process.env, XDG_CACHE_HOME: cache } },
+        (err, _stdout, stderr) => res({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+      );
     });
     assert.equal(r.code, 1, r.stderr);
     assert.doesNotMatch(r.stderr, /\n\s+at .*:\d+:\d+|Uncaught|node:internal/, `a stack trace on stderr:\n${r.stderr}`);
@@ -53,7 +82,9 @@ describe('a run on a disk that fills up', function () {
     const log = readFileSync(join(root, id, 'events.jsonl'), 'utf8');
     assert.ok(log.length > 1000 && log.endsWith('\n'), 'events.jsonl is cut mid-line');
     for (const line of log.trimEnd().split('\n')) JSON.parse(line);
-    const temps = readdirSync(mount, { recursive: true }).map(String).filter((f) => f.endsWith('.tmp'));
+    const temps = readdirSync(mount, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.tmp'));
     assert.deepEqual(temps, [], 'temp files left behind');
     assert.deepEqual(pgrep(`pyz .*macro --url ${sim.url}`), [], 'the agent still runs');
   });
@@ -62,8 +93,11 @@ describe('a run on a disk that fills up', function () {
     const ro = mkdtempSync(join(tmpdir(), 'ib-ro-'));
     assert.equal(spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', ro]).status, 0);
     try {
-      const r = spawnSync(process.execPath, [resolve('dist/cli.js'), 'macro', '--url', sim.url, '--concurrency', '1', '--requests', '1', '--warmup', '0', '--workspace', ro],
-        { encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: cache } });
+      const r = spawnSync(
+        process.execPath,
+        [resolve('dist/cli.js'), 'macro', '--url', sim.url, '--concurrency', '1', '--requests', '1', '--warmup', '0', '--workspace', ro],
+        { encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: cache } },
+      );
       assert.equal(r.status, 1, r.stderr);
       assert.match(r.stderr, new RegExp(`The workspace folder ${ro} is read-only \\(a read-only file system\\).*--workspace DIR`));
       assert.doesNotMatch(r.stderr, /ENOENT/);

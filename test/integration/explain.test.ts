@@ -49,7 +49,10 @@ describe('decode-step budget from simulator runs (known answers)', function () {
   it('accounts for the simulated step: TPOT, profiled step, all-reduce 11.17 of 21.7 ms, micro missing', async () => {
     const ctx: PhaseContext = {
       target: { name: 'sim', kind: 'local', serverUrl: sim.url, python: 'python3' },
-      transport: local, agent, workspace, log: silentLogger,
+      transport: local,
+      agent,
+      workspace,
+      log: silentLogger,
       sink: { runChanged() {}, findings() {} },
     };
     const macro = await runMacroPhase(ctx, { concurrency: [1], requests: 4, inputLen: 64, outputLen: 24, warmup: 1 });
@@ -78,7 +81,10 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\)/);
     const host = budget.gaps.find((g) => g.key === 'host_overhead')!;
     assert.ok(Math.abs(host.ms) < STEP_MS * 0.03 + 0.2, `TPOT − step = ${host.ms} ms; the simulator spends no time outside its steps`);
-    assert.deepEqual(budget.missing.map((m) => m.phase), ['micro']);
+    assert.deepEqual(
+      budget.missing.map((m) => m.phase),
+      ['micro'],
+    );
     const parts = budget.view.bars.filter((b) => b.kind === 'part');
     assert.ok(Math.abs(parts.at(-1)!.base_ms + parts.at(-1)!.ms - budget.measured.step!.ms) < 1e-6, 'the waterfall stacks to the step');
 
@@ -105,14 +111,17 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     assert.equal(e2el.better, 'a');
     assert.ok(Math.abs(e2el.b! - e2el.a! - (128 - 24) * STEP_MS) < 0.1 * 104 * STEP_MS, `E2EL difference ${e2el.b! - e2el.a!} ms`);
   });
-  it('with a micro run made on this machine\'s CPU, takes the model\'s structure from it but predicts nothing from CPU times', async function () {
+  it("with a micro run made on this machine's CPU, takes the model's structure from it but predicts nothing from CPU times", async function () {
     // The micro phase needs PyTorch; scripts/setup-test-env.sh gives Debian's python3 a CPU build.
     const torchPython = '/usr/bin/python3';
     if (spawnSync(torchPython, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) this.skip();
     const torchAgent = await deployAgent(local, 'dist/agent.pyz', torchPython);
     const ctx: PhaseContext = {
       target: { name: 'sim', kind: 'local', serverUrl: sim.url, python: torchPython },
-      transport: local, agent: torchAgent, workspace, log: silentLogger,
+      transport: local,
+      agent: torchAgent,
+      workspace,
+      log: silentLogger,
       sink: { runChanged() {}, findings() {} },
     };
     const micro = await runMicroPhase(ctx, { model: 'kimi-k2.5', tp: 8, m: [1], device: 'cpu', repeats: 3, arMaxBytes: 65536 });
@@ -123,15 +132,19 @@ describe('decode-step budget from simulator runs (known answers)', function () {
     assert.deepEqual(budget.missing, []);
     // The micro run's model gives the step's structure; its CPU times predict nothing for a GPU step.
     assert.equal(budget.model?.source, `micro run ${micro.run.info.id}`);
-    assert.ok(budget.rows.every((r) => r.predicted_ms === undefined), 'no prediction from CPU figures');
+    assert.ok(
+      budget.rows.every((r) => r.predicted_ms === undefined),
+      'no prediction from CPU figures',
+    );
     assert.match(budget.readings[0], /^All-reduce takes 11\.1\d ms of 21\.[67]\d ms per step \(51\.\d%\): 123 calls of 14 KiB, 90\.\d us each\.$/);
     assert.match(budget.caveats.join('\n'), /ran on a CPU .*Run `infbench micro` on the GPU host/);
   });
   it('answers bad input on the command line with what failed and what to do, and exit code 2', async () => {
-    const cli = (...args: string[]) => pexec('node', [resolve('dist/cli.js'), ...args]).then(
-      (r) => ({ code: 0, ...r }),
-      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-    );
+    const cli = (...args: string[]) =>
+      pexec('node', [resolve('dist/cli.js'), ...args]).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+      );
     const notVllm = await cli('import-vllm', resolve('package.json'), '--workspace', workspace);
     assert.equal(notVllm.code, 2);
     assert.match(notVllm.stderr, /package\.json lacks completed, duration, output_throughput: it does not look like a `vllm bench serve --save-result` file/);

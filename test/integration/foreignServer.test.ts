@@ -36,23 +36,32 @@ const MODEL = 'acme/foreign-7b';
 
 const pexec = promisify(execFile);
 
-interface ForeignServer { url: string; proc: ChildProcess; stop(): Promise<void> }
+interface ForeignServer {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
 
 async function startForeignServer(mode: 'openai' | 'strict' | 'no-usage'): Promise<ForeignServer> {
-  const proc = spawn(process.execPath, ['test/fixtures/foreign-server/server.mjs', '--port', '0', '--mode', mode,
-    '--ttft-ms', String(T0_MS), '--token-ms', String(D_MS), '--model', MODEL], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(
+    process.execPath,
+    ['test/fixtures/foreign-server/server.mjs', '--port', '0', '--mode', mode, '--ttft-ms', String(T0_MS), '--token-ms', String(D_MS), '--model', MODEL],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: proc.stdout! }).once('line', resolve);
     proc.once('exit', (code) => reject(new Error(`the foreign server exited (${code}) before it listened`)));
   });
   const url = (JSON.parse(line) as { url: string }).url;
   return {
-    url, proc,
-    stop: () => new Promise<void>((resolve) => {
-      if (proc.exitCode !== null) return resolve();
-      proc.once('exit', () => resolve());
-      proc.kill('SIGTERM');
-    }),
+    url,
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
   };
 }
 
@@ -81,7 +90,7 @@ function assertLevel(level: MacroLevelSummary, concurrency: number): void {
   assertTtft(level.median_ttft_ms, `${name} median TTFT (ms)`);
   within(level.median_tpot_ms, D_MS, 0.03, 0.2, `${name} median TPOT (ms)`);
   within(level.mean_itl_ms, D_MS, 0.03, 0.2, `${name} mean ITL (ms)`);
-  within(level.output_throughput, concurrency * OUTPUT / ((T0_MS + (OUTPUT - 1) * D_MS) / 1000), 0.05, 0, `${name} output tok/s`);
+  within(level.output_throughput, (concurrency * OUTPUT) / ((T0_MS + (OUTPUT - 1) * D_MS) / 1000), 0.05, 0, `${name} output tok/s`);
   assert.equal(level.total_output_tokens, REQUESTS * OUTPUT, `${name}: output tokens`);
   assert.equal(level.simulated, false, 'a foreign server is not labelled as the simulator');
 }
@@ -119,8 +128,12 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
 
   function cli(args: string[]) {
     return pexec(process.execPath, ['bin/infbench.js', ...args, '--workspace', workspace], {
-      env: { ...process.env, XDG_CACHE_HOME: cache }, maxBuffer: 16 << 20,
-    }).then((r) => ({ code: 0, ...r }), (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }));
+      env: { ...process.env, XDG_CACHE_HOME: cache },
+      maxBuffer: 16 << 20,
+    }).then(
+      (r) => ({ code: 0, ...r }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    );
   }
 
   async function phase(url: string, log: Logger, findings: FindingsUpdate[]): Promise<PhaseContext> {
@@ -130,15 +143,37 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     const agent: DeployedAgent = await deployAgent(local, 'dist/agent.pyz', 'python3');
     return {
       target: { name: 'foreign', kind: 'local', serverUrl: url, python: 'python3' },
-      transport: local, agent, workspace, log,
+      transport: local,
+      agent,
+      workspace,
+      log,
       sink: { runChanged: () => {}, findings: (f) => findings.push(f) },
     };
   }
 
   it('infbench macro: TTFT = T0 and TPOT = D at c=1 and c=4, exact token counts from usage, a vLLM-shaped result file', async function () {
     const out = join(workspace, `macro-${Date.now()}.json`);
-    const r = await cli(['macro', '--target', 'local', '--url', openai.url, '--concurrency', '1,4', '--requests', String(REQUESTS),
-      '--input-len', String(INPUT), '--output-len', String(OUTPUT), '--warmup', '1', '--seed', '7', '--out', out]);
+    const r = await cli([
+      'macro',
+      '--target',
+      'local',
+      '--url',
+      openai.url,
+      '--concurrency',
+      '1,4',
+      '--requests',
+      String(REQUESTS),
+      '--input-len',
+      String(INPUT),
+      '--output-len',
+      String(OUTPUT),
+      '--warmup',
+      '1',
+      '--seed',
+      '7',
+      '--out',
+      out,
+    ]);
     assert.equal(r.code, 0, `infbench macro failed:\n${r.stderr}`);
     assert.match(r.stdout, /^c=1\s+8\s+0\s/m, 'the table shows 8 ok, 0 failed at c=1');
     assert.doesNotMatch(r.stdout + r.stderr, /SIMULATOR/);
@@ -154,10 +189,29 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
       assert.equal(tokens.source, 'usage');
       assert.equal(tokens.usage_missing, 0);
       assert.equal((level.server_metrics as { available: boolean }).available, false, 'no /metrics here, and the result says so');
-      for (const key of ['completed', 'failed', 'duration', 'request_throughput', 'output_throughput', 'total_token_throughput',
-        'total_input_tokens', 'total_output_tokens', 'mean_ttft_ms', 'median_ttft_ms', 'p99_ttft_ms', 'mean_tpot_ms',
-        'median_tpot_ms', 'p99_tpot_ms', 'mean_itl_ms', 'median_itl_ms', 'p99_itl_ms', 'mean_e2el_ms', 'std_e2el_ms',
-        'max_concurrency', 'request_rate']) {
+      for (const key of [
+        'completed',
+        'failed',
+        'duration',
+        'request_throughput',
+        'output_throughput',
+        'total_token_throughput',
+        'total_input_tokens',
+        'total_output_tokens',
+        'mean_ttft_ms',
+        'median_ttft_ms',
+        'p99_ttft_ms',
+        'mean_tpot_ms',
+        'median_tpot_ms',
+        'p99_tpot_ms',
+        'mean_itl_ms',
+        'median_itl_ms',
+        'p99_itl_ms',
+        'mean_e2el_ms',
+        'std_e2el_ms',
+        'max_concurrency',
+        'request_rate',
+      ]) {
         assert.ok(key in level, `the result file lacks vLLM's field ${key}`);
       }
     });
@@ -167,13 +221,22 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     // The chat stream opens with a role-only chunk at once: a client that stamped it would read TTFT ~0 ms.
     const server = await foreign('no-usage');
     const findings: FindingsUpdate[] = [];
-    const outcome = await runMacroPhase(await phase(server.url, new CapturingLogger(), findings),
-      { api: 'chat', concurrency: [4], requests: REQUESTS, inputLen: INPUT, outputLen: OUTPUT, warmup: 1 });
+    const outcome = await runMacroPhase(await phase(server.url, new CapturingLogger(), findings), {
+      api: 'chat',
+      concurrency: [4],
+      requests: REQUESTS,
+      inputLen: INPUT,
+      outputLen: OUTPUT,
+      warmup: 1,
+    });
     assert.equal(outcome.agent.status, 'completed', outcome.agent.reason);
     const [level] = outcome.levels;
     assertLevel(level, 4);
-    assert.deepEqual(level.token_count, { source: 'client', usage_missing: REQUESTS, client_vs_usage_abs_diff: 0, input_source: 'estimate' },
-      'every request fell back to the client-side count');
+    assert.deepEqual(
+      level.token_count,
+      { source: 'client', usage_missing: REQUESTS, client_vs_usage_abs_diff: 0, input_source: 'estimate' },
+      'every request fell back to the client-side count',
+    );
     const stored = outcome.run.readResult<{ levels: MacroLevelSummary[] }>()!;
     assert.deepEqual(stored.levels[0].token_count, level.token_count, 'the run folder keeps the fallback');
     assert.ok(findings.length > 0, 'the findings document got the level');
@@ -181,12 +244,17 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
 
   it('macro phase, no usage: input tokens are estimated from the prompts, not reported as 0', async function () {
     const server = await foreign('no-usage');
-    const outcome = await runMacroPhase(await phase(server.url, new CapturingLogger(), []),
-      { concurrency: [4], requests: REQUESTS, inputLen: INPUT, outputLen: OUTPUT, warmup: 1 });
+    const outcome = await runMacroPhase(await phase(server.url, new CapturingLogger(), []), {
+      concurrency: [4],
+      requests: REQUESTS,
+      inputLen: INPUT,
+      outputLen: OUTPUT,
+      warmup: 1,
+    });
     within(outcome.levels[0].total_input_tokens, REQUESTS * INPUT, 0.5, 0, 'estimated input tokens');
   });
 
-  it('macro phase, no usage: the user is told the token counts are the client\'s own', async function () {
+  it("macro phase, no usage: the user is told the token counts are the client's own", async function () {
     const server = await foreign('no-usage');
     const log = new CapturingLogger();
     const findings: FindingsUpdate[] = [];
@@ -195,15 +263,22 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     assert.match(said, /usage/i);
   });
 
-  it('macro phase, a strict server that refuses ignore_eos with HTTP 400: retried without vLLM\'s fields, warned, measured right', async function () {
+  it("macro phase, a strict server that refuses ignore_eos with HTTP 400: retried without vLLM's fields, warned, measured right", async function () {
     const server = await foreign('strict');
     const log = new CapturingLogger();
-    const outcome = await runMacroPhase(await phase(server.url, log, []),
-      { concurrency: [4], requests: REQUESTS, inputLen: INPUT, outputLen: OUTPUT, warmup: 1 });
+    const outcome = await runMacroPhase(await phase(server.url, log, []), {
+      concurrency: [4],
+      requests: REQUESTS,
+      inputLen: INPUT,
+      outputLen: OUTPUT,
+      warmup: 1,
+    });
     assert.equal(outcome.agent.status, 'completed', outcome.agent.reason);
     assertLevel(outcome.levels[0], 4);
-    assert.ok(log.lines.some((l) => /^warn .*refused stream_options and ignore_eos .*HTTP 400.*ignore_eos/.test(l)),
-      `the user is warned that the server refused vLLM's fields:\n${log.lines.join('\n')}`);
+    assert.ok(
+      log.lines.some((l) => /^warn .*refused stream_options and ignore_eos .*HTTP 400.*ignore_eos/.test(l)),
+      `the user is warned that the server refused vLLM's fields:\n${log.lines.join('\n')}`,
+    );
     const stored = outcome.run.readResult<{ prompts: { dropped_fields: string[] }; levels: MacroLevelSummary[] }>()!;
     assert.deepEqual(stored.prompts.dropped_fields, ['stream_options', 'ignore_eos']);
     assert.equal((stored.levels[0].token_count as { source: string }).source, 'client');
@@ -217,7 +292,8 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     assert.match(r.stdout, /profiler: NOT enabled \(\/start_profile answers 404/);
     assert.doesNotMatch(r.stdout, /SIMULATOR|vLLM \d|SGLang \d/);
     const json = await cli(['probe', '--target', 'local', '--url', openai.url, '--json']);
-    const server = (JSON.parse(json.stdout) as { server: { kind: string; simulated: boolean; reachable: boolean; profiler: { enabled: boolean | null } } }).server;
+    const server = (JSON.parse(json.stdout) as { server: { kind: string; simulated: boolean; reachable: boolean; profiler: { enabled: boolean | null } } })
+      .server;
     assert.equal(server.reachable, true);
     assert.equal(server.kind, 'unknown');
     assert.equal(server.simulated, false);

@@ -44,7 +44,9 @@ describe('local transport', () => {
     const again = await deployAgent(withEnv(t, env), 'dist/agent.pyz', 'python3');
     assert.equal(first.path, again.path);
     assert.match(first.path, /agent-[0-9a-f]{16}\.pyz$/);
-    const mode = execFileSync('stat', ['-c', '%a', join(home, 'inference-bench')]).toString().trim();
+    const mode = execFileSync('stat', ['-c', '%a', join(home, 'inference-bench')])
+      .toString()
+      .trim();
     assert.equal(mode, '700');
     const { stdout } = await execText(t, ['python3', first.path, '--help']);
     assert.match(stdout, /usage/);

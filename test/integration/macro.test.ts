@@ -40,7 +40,11 @@ const OUTPUT = 32;
 
 const pexec = promisify(execFile);
 
-interface Prediction { ttft_ms: number; tpot_ms: number; output_throughput: number }
+interface Prediction {
+  ttft_ms: number;
+  tpot_ms: number;
+  output_throughput: number;
+}
 
 async function predict(kind: 'single' | 'closed', concurrency = 1, requests = 1): Promise<Prediction> {
   const py = [
@@ -101,7 +105,11 @@ describe('macro phase against the simulator (known answers)', function () {
   function context(sim: RunningSimulator, sink: RecordingSink, signal?: AbortSignal): PhaseContext {
     return {
       target: { name: 'sim', kind: 'local', serverUrl: sim.url, python: 'python3' },
-      transport: local, agent, workspace, log: silentLogger, signal,
+      transport: local,
+      agent,
+      workspace,
+      log: silentLogger,
+      signal,
       sink: { runChanged: (r) => sink.runChanged(r), findings: sink.findingsUpdate },
     };
   }
@@ -132,7 +140,18 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.match(out.summary.headline ?? '', /^decode \d+\.\d tok\/s at c=1/);
     const stored = out.run.readResult<{ levels: MacroLevelSummary[] }>();
     assert.equal(stored?.levels.length, 1);
-    for (const key of ['completed', 'failed', 'duration', 'request_throughput', 'output_throughput', 'total_token_throughput', 'mean_ttft_ms', 'median_tpot_ms', 'p99_itl_ms', 'std_e2el_ms']) {
+    for (const key of [
+      'completed',
+      'failed',
+      'duration',
+      'request_throughput',
+      'output_throughput',
+      'total_token_throughput',
+      'mean_ttft_ms',
+      'median_tpot_ms',
+      'p99_itl_ms',
+      'std_e2el_ms',
+    ]) {
       assert.ok(key in stored!.levels[0], `result.json lacks vLLM field ${key}`);
     }
     const findings = sink.findings.at(-1)!;
@@ -226,10 +245,13 @@ describe('macro phase against the simulator (known answers)', function () {
     const update = sink.findings.at(-1)!;
     assert.match(update.lines.join('\n'), /c=2 was cut short: \d of 4 requests \(cancelled\)/);
     const rows = update.tables.find((t) => t.id === 'macro-levels')!.rows;
-    assert.deepEqual(rows.map((r) => r.level), ['c=1', `c=2 (cut short: ${cut.cut!.done} of 4 requests (cancelled))`]);
+    assert.deepEqual(
+      rows.map((r) => r.level),
+      ['c=1', `c=2 (cut short: ${cut.cut!.done} of 4 requests (cancelled))`],
+    );
   });
 
-  it("tells the seed story: the default preset decodes at about 46 tok/s single stream", async () => {
+  it('tells the seed story: the default preset decodes at about 46 tok/s single stream', async () => {
     const sim = await startSimulator({ port: 0 });
     sims.push(sim);
     const out = await runMacroPhase(context(sim, new RecordingSink()), { concurrency: [1], requests: 3, inputLen: 64, outputLen: 24, warmup: 0 });
@@ -247,7 +269,8 @@ describe('macro phase against the simulator (known answers)', function () {
   /** Each finished request's record as the agent sent it (the run folder's event log). */
   function requestRecords(out: { run: { readEvents(): unknown[] } }): { id: number; ok: boolean; prompt_tokens: number; output_tokens: number }[] {
     return (out.run.readEvents() as { type?: string; record?: { id: number; ok: boolean; prompt_tokens: number; output_tokens: number } }[])
-      .filter((e) => e.type === 'macro.request' && e.record).map((e) => e.record!);
+      .filter((e) => e.type === 'macro.request' && e.record)
+      .map((e) => e.record!);
   }
 
   it('sends each request its own prompt and output length within the range ratio, the ones its seed and index draw', async () => {
@@ -266,28 +289,40 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.ok(new Set(prompts).size >= 15 && Math.max(...prompts) - Math.min(...prompts) >= 50, `prompt lengths barely spread: ${prompts.join(', ')}`);
     // The server's usage counts are exactly what the agent's draw for each request's index gives (the
     // simulator's tokenizer counts a word as one token): two worker processes drew the same.
-    const { stdout } = await pexec('python3', ['-c', [
-      'import json, sys', "sys.path.insert(0, 'agent')", 'from infbench_agent.macro_prompts import PromptMaker',
-      `m = PromptMaker('completions', 'm', ${INPUT}, ${OUTPUT}, True, 7, range_ratio=0.5)`,
-      `print(json.dumps([m.lengths(i) for i in ${JSON.stringify(records.map((r) => r.id))}]))`,
-    ].join('\n')]);
-    assert.deepEqual(records.map((r) => [r.prompt_tokens, r.output_tokens]), JSON.parse(stdout));
+    const { stdout } = await pexec('python3', [
+      '-c',
+      [
+        'import json, sys',
+        "sys.path.insert(0, 'agent')",
+        'from infbench_agent.macro_prompts import PromptMaker',
+        `m = PromptMaker('completions', 'm', ${INPUT}, ${OUTPUT}, True, 7, range_ratio=0.5)`,
+        `print(json.dumps([m.lengths(i) for i in ${JSON.stringify(records.map((r) => r.id))}]))`,
+      ].join('\n'),
+    ]);
+    assert.deepEqual(
+      records.map((r) => [r.prompt_tokens, r.output_tokens]),
+      JSON.parse(stdout),
+    );
     const [level] = out.levels;
     assert.equal(level.range_ratio, 0.5);
     assert.deepEqual(level.input_len_range, [50, 150]);
-    assert.equal(level.total_input_tokens, prompts.reduce((a, b) => a + b, 0));
+    assert.equal(
+      level.total_input_tokens,
+      prompts.reduce((a, b) => a + b, 0),
+    );
     const update = sink.findings.at(-1)!;
     assert.match(update.lines.join('\n'), /random prompts, 100 → 32 tokens, each ±50% \(50–150 → 16–48, range ratio 0\.5\)/);
     const row = update.tables[0].rows[0];
     assert.equal(row.mean_input_tokens, level.total_input_tokens / 24);
   });
 
-  it('sends a ShareGPT file\'s first turns with their second turns\' lengths, leaving out what vLLM filters', async () => {
+  it("sends a ShareGPT file's first turns with their second turns' lengths, leaving out what vLLM filters", async () => {
     const sim = await simulator();
     const sink = new RecordingSink();
     const fixture = resolve('test/fixtures/sharegpt/sharegpt-small.json');
     // What vllm bench serve --dataset-name sharegpt keeps, counted with this server's /tokenize.
-    const count = async (text: string) => ((await (await fetch(`${sim.url}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt: text }) })).json()) as { count: number }).count;
+    const count = async (text: string) =>
+      ((await (await fetch(`${sim.url}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt: text }) })).json()) as { count: number }).count;
     const entries = JSON.parse(readFileSync(fixture, 'utf8')) as { conversations: { value: string }[] }[];
     const kept = new Set<string>();
     const dropped = new Set<string>();
@@ -324,9 +359,34 @@ describe('macro phase against the simulator (known answers)', function () {
   it('infbench macro reads a ShareGPT file named as vllm bench serve names it, with every output length replaced', async () => {
     const sim = await simulator();
     const outFile = join(workspace, 'cli-sharegpt.json');
-    await pexec('node', [resolve('dist/cli.js'), 'macro', '--target', 'local', '--url', sim.url, '--concurrency', '7', '--requests', '7',
-      '--dataset-name', 'sharegpt', '--dataset-path', resolve('test/fixtures/sharegpt/sharegpt-small.json'), '--sharegpt-output-len', '4',
-      '--warmup', '0', '--workspace', workspace, '--out', outFile], { env: { ...process.env, XDG_CACHE_HOME: cache } });
+    await pexec(
+      'node',
+      [
+        resolve('dist/cli.js'),
+        'macro',
+        '--target',
+        'local',
+        '--url',
+        sim.url,
+        '--concurrency',
+        '7',
+        '--requests',
+        '7',
+        '--dataset-name',
+        'sharegpt',
+        '--dataset-path',
+        resolve('test/fixtures/sharegpt/sharegpt-small.json'),
+        '--sharegpt-output-len',
+        '4',
+        '--warmup',
+        '0',
+        '--workspace',
+        workspace,
+        '--out',
+        outFile,
+      ],
+      { env: { ...process.env, XDG_CACHE_HOME: cache } },
+    );
     const result = JSON.parse(readFileSync(outFile, 'utf8')) as { levels: MacroLevelSummary[]; prompts: { sharegpt: { kept: number } } };
     // The one-word answer and the long story pass once their second turns no longer count: seven kept.
     assert.equal(result.prompts.sharegpt.kept, 7);
@@ -338,14 +398,43 @@ describe('macro phase against the simulator (known answers)', function () {
   it('infbench macro writes one object per level with vLLM field names', async () => {
     const sim = await simulator();
     const outFile = join(workspace, 'cli-result.json');
-    const { stdout } = await pexec('node', [resolve('dist/cli.js'), 'macro', '--target', 'local', '--url', sim.url, '--concurrency', '1,2',
-      '--requests', '4', '--input-len', '32', '--output-len', '8', '--warmup', '0', '--workspace', workspace, '--out', outFile],
-    { env: { ...process.env, XDG_CACHE_HOME: cache } });
+    const { stdout } = await pexec(
+      'node',
+      [
+        resolve('dist/cli.js'),
+        'macro',
+        '--target',
+        'local',
+        '--url',
+        sim.url,
+        '--concurrency',
+        '1,2',
+        '--requests',
+        '4',
+        '--input-len',
+        '32',
+        '--output-len',
+        '8',
+        '--warmup',
+        '0',
+        '--workspace',
+        workspace,
+        '--out',
+        outFile,
+      ],
+      { env: { ...process.env, XDG_CACHE_HOME: cache } },
+    );
     assert.match(stdout, /SIMULATOR/);
     assert.match(stdout, /c=1 .*\n.*c=2/s);
     const result = JSON.parse(readFileSync(outFile, 'utf8')) as { levels: MacroLevelSummary[] };
-    assert.deepEqual(result.levels.map((l) => l.max_concurrency), [1, 2]);
-    assert.deepEqual(result.levels.map((l) => l.completed), [4, 4]);
+    assert.deepEqual(
+      result.levels.map((l) => l.max_concurrency),
+      [1, 2],
+    );
+    assert.deepEqual(
+      result.levels.map((l) => l.completed),
+      [4, 4],
+    );
     assert.ok(result.levels.every((l) => typeof l.mean_tpot_ms === 'number' && typeof l.p99_ttft_ms === 'number'));
   });
 });

@@ -24,8 +24,12 @@ const FAKE_SMI = resolve('test/support/fake-nvidia-smi');
 const USER = spawnSync('id', ['-un'], { encoding: 'utf8' }).stdout.trim();
 
 function fixturePoints(file: string): MicroPoint[] {
-  return readFileSync(join(FIXTURES, file), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
-    .filter((e) => e.type === 'micro.point').map((e) => ({ ...e.point, kind: e.kind }));
+  return readFileSync(join(FIXTURES, file), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((e) => e.type === 'micro.point')
+    .map((e) => ({ ...e.point, kind: e.kind }));
 }
 
 describe('micro phase', function () {
@@ -40,7 +44,10 @@ describe('micro phase', function () {
       const time = byId.get('micro-gemm-us')!;
       const shapes = [...new Set(points.filter((p) => p.kind === 'gemm').map((p) => p.shape))];
       assert.equal(time.rows.length, shapes.length);
-      assert.deepEqual(time.columns.slice(2).map((c) => c.label), ['M=1', 'M=2', 'M=4', 'M=8', 'M=16', 'M=32', 'M=64', 'M=128', 'M=256']);
+      assert.deepEqual(
+        time.columns.slice(2).map((c) => c.label),
+        ['M=1', 'M=2', 'M=4', 'M=8', 'M=16', 'M=32', 'M=64', 'M=128', 'M=256'],
+      );
       const gateUp = time.rows.find((r) => r.shape === 'moe.gate_up')!;
       assert.equal(gateUp.nk, '512×7168');
       assert.equal(time.rows.find((r) => r.shape === 'moe.down')!.nk, '7168×256');
@@ -62,9 +69,11 @@ describe('micro phase', function () {
       const gateUp = points.find((p) => p.kind === 'gemm' && p.shape === 'moe.gate_up' && p.m === 1)!;
       const eager = points.find((p) => p.kind === 'launch' && p.mode === 'eager')!;
       const graph = points.find((p) => p.kind === 'launch' && p.mode === 'graph')!;
-      assert.equal(microHeadline(points),
+      assert.equal(
+        microHeadline(points),
         `moe.gate_up M=1: ${(gateUp.us as number).toFixed(1)} µs, ${(gateUp.pct_peak_bw as number).toFixed(0)}% of peak bandwidth · ` +
-        `launch ${(eager.us_per_kernel as number).toFixed(1)} µs eager vs ${(graph.us_per_kernel as number).toFixed(1)} µs per kernel from a CUDA graph`);
+          `launch ${(eager.us_per_kernel as number).toFixed(1)} µs eager vs ${(graph.us_per_kernel as number).toFixed(1)} µs per kernel from a CUDA graph`,
+      );
       assert.ok((eager.us_per_kernel as number) > 3 * (graph.us_per_kernel as number));
     });
 
@@ -78,8 +87,17 @@ describe('micro phase', function () {
 
   describe('options', () => {
     it('turns options into the agent command line and names a bad option', () => {
-      assert.deepEqual(microAgentArgs({ model: 'kimi-k2.5', tp: 8, m: [1, 8, 64], allowBusy: true, skip: ['allreduce'] }),
-        ['--model', 'kimi-k2.5', '--tp', '8', '--m', '1,8,64', '--allow-busy', '--skip', 'allreduce']);
+      assert.deepEqual(microAgentArgs({ model: 'kimi-k2.5', tp: 8, m: [1, 8, 64], allowBusy: true, skip: ['allreduce'] }), [
+        '--model',
+        'kimi-k2.5',
+        '--tp',
+        '8',
+        '--m',
+        '1,8,64',
+        '--allow-busy',
+        '--skip',
+        'allreduce',
+      ]);
       assert.throws(() => microAgentArgs({ shapes: ['gate_up=512'] }), MicroOptionsError);
       assert.throws(() => microAgentArgs({ m: [0] }), /positive whole number/);
       // No model: the agent asks the server which one it serves.
@@ -90,8 +108,11 @@ describe('micro phase', function () {
   describe('infbench micro', () => {
     it('refuses busy GPUs with the numbers and the server processes, before touching them', () => {
       const ws = mkdtempSync(join(tmpdir(), 'ib-micro-busy-'));
-      const r = spawnSync('node', ['dist/cli.js', 'micro', '--target', 'local', '--python', 'python3', '--model', 'kimi-k2.5', '--tp', '8', '--workspace', ws],
-        { encoding: 'utf8', env: { ...process.env, PATH: `${FAKE_SMI}:${process.env.PATH}` } });
+      const r = spawnSync(
+        'node',
+        ['dist/cli.js', 'micro', '--target', 'local', '--python', 'python3', '--model', 'kimi-k2.5', '--tp', '8', '--workspace', ws],
+        { encoding: 'utf8', env: { ...process.env, PATH: `${FAKE_SMI}:${process.env.PATH}` } },
+      );
       assert.equal(r.status, 3, r.stderr);
       assert.match(r.stderr, /The GPUs are busy: GPU 0: 127\.0 of 140\.4 GiB used \(90%\)/);
       assert.match(r.stderr, /pid 424242 VLLM::Worker_TP0/);
@@ -103,16 +124,49 @@ describe('micro phase', function () {
 
     (HAS_TORCH ? it : it.skip)('runs on the CPU end to end: run folder, result with every point, findings tables', () => {
       const ws = mkdtempSync(join(tmpdir(), 'ib-micro-cli-'));
-      const r = spawnSync('node', ['dist/cli.js', 'micro', '--target', 'local', '--python', TORCH_PYTHON,
-        '--config', join(FIXTURES, 'tiny-moe'), '--tp', '2', '--m', '1,4', '--only', 'moe.gate_up', '--device', 'cpu', '--repeats', '2',
-        '--launch-kernels', '50', '--ar-max-bytes', '2048', '--workspace', ws, '--findings', 'findings.md', '--json'], { encoding: 'utf8' });
+      const r = spawnSync(
+        'node',
+        [
+          'dist/cli.js',
+          'micro',
+          '--target',
+          'local',
+          '--python',
+          TORCH_PYTHON,
+          '--config',
+          join(FIXTURES, 'tiny-moe'),
+          '--tp',
+          '2',
+          '--m',
+          '1,4',
+          '--only',
+          'moe.gate_up',
+          '--device',
+          'cpu',
+          '--repeats',
+          '2',
+          '--launch-kernels',
+          '50',
+          '--ar-max-bytes',
+          '2048',
+          '--workspace',
+          ws,
+          '--findings',
+          'findings.md',
+          '--json',
+        ],
+        { encoding: 'utf8' },
+      );
       assert.equal(r.status, 0, r.stderr);
       const result = JSON.parse(r.stdout) as { points: Record<string, unknown>[]; tp: number; device: { kind: string } };
       assert.equal(result.tp, 2);
       assert.equal(result.device.kind, 'cpu');
       const run = RunFolder.list(ws)[0];
       assert.equal(run.info.status, 'completed');
-      const streamed = run.readEvents().filter((e) => (e as { type: string }).type === 'micro.point').map((e) => (e as { point: unknown }).point);
+      const streamed = run
+        .readEvents()
+        .filter((e) => (e as { type: string }).type === 'micro.point')
+        .map((e) => (e as { point: unknown }).point);
       assert.deepEqual(result.points, streamed);
       const kinds = new Set(result.points.map((p) => p.kind));
       assert.deepEqual([...kinds].sort(), ['allreduce', 'gemm', 'launch', 'peak']);
@@ -128,14 +182,38 @@ describe('micro phase', function () {
   (HAS_TORCH ? it : it.skip)('on a CPU with no sweep given, measures the decode-step shapes at a few M in seconds and says so', () => {
     const ws = mkdtempSync(join(tmpdir(), 'ib-micro-cpu-'));
     // Kimi-K2.5 at TP 8, as Run All Phases asks for it: on a CPU its LM head and dense MLP alone took minutes.
-    const r = spawnSync('node', ['dist/cli.js', 'micro', '--target', 'local', '--python', TORCH_PYTHON, '--model', 'kimi-k2.5', '--tp', '8',
-      '--device', 'cpu', '--skip', 'allreduce,launch', '--workspace', ws, '--json'], { encoding: 'utf8' });
+    const r = spawnSync(
+      'node',
+      [
+        'dist/cli.js',
+        'micro',
+        '--target',
+        'local',
+        '--python',
+        TORCH_PYTHON,
+        '--model',
+        'kimi-k2.5',
+        '--tp',
+        '8',
+        '--device',
+        'cpu',
+        '--skip',
+        'allreduce,launch',
+        '--workspace',
+        ws,
+        '--json',
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
     const result = JSON.parse(r.stdout) as { m: number[]; points: { kind: string; shape?: string; n?: number; k?: number }[] };
     assert.deepEqual(result.m, [1, 4, 16]);
     const gemms = result.points.filter((p) => p.kind === 'gemm');
     assert.ok(gemms.length > 0);
-    assert.ok(gemms.every((p) => (p.n ?? 0) * (p.k ?? 0) <= 8 * 1024 * 1024), 'a large shape ran on the CPU');
+    assert.ok(
+      gemms.every((p) => (p.n ?? 0) * (p.k ?? 0) <= 8 * 1024 * 1024),
+      'a large shape ran on the CPU',
+    );
     assert.match(r.stderr, /On a CPU: M 1,4,16, the decode-step shapes \(.*moe\.gate_up.*; \d+ larger ones left out\), 3 repeats/);
   });
 
@@ -147,9 +225,13 @@ describe('micro phase', function () {
     before(async () => {
       const key = makeKey(dir, 'client');
       sshd = await startSshd({ authorizedKeys: [key.publicLine] });
-      sshConfig = writeClientConfig(join(dir, 'client-config'), {
-        gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-      }, [sshd.knownHostsLine]).configFile;
+      sshConfig = writeClientConfig(
+        join(dir, 'client-config'),
+        {
+          gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+        },
+        [sshd.knownHostsLine],
+      ).configFile;
     });
     after(async () => sshd?.stop());
 
@@ -163,7 +245,12 @@ describe('micro phase', function () {
         const agent = await deployAgent(transport, bundledAgentPath(), target.python);
         agentPath = agent.path;
         const ctx: PhaseContext = {
-          target, transport, agent, workspace: dir, log: silentLogger, signal: abort.signal,
+          target,
+          transport,
+          agent,
+          workspace: dir,
+          log: silentLogger,
+          signal: abort.signal,
           sink: {
             runChanged: (run) => {
               seen.push(run);

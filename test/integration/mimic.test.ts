@@ -14,16 +14,42 @@ import { createInterface } from 'node:readline';
 const SECRET = 'sk-planted-secret-7f3a9c2e';
 const HF_SECRET = 'hf_plantedHuggingFaceToken12345';
 
-interface Sim { url: string; proc: ChildProcess; cwd: string; home: string }
+interface Sim {
+  url: string;
+  proc: ChildProcess;
+  cwd: string;
+  home: string;
+}
 
 async function startMimic(mimic: string, flags: string[], env: Record<string, string> = {}): Promise<Sim> {
   const cwd = mkdtempSync(join(tmpdir(), `ib-mimic-${mimic}-`));
   const home = join(cwd, 'home');
   mkdirSync(home);
-  const proc = spawn('python3', ['-u', join(process.cwd(), 'simulator/vllm_sim.py'), '--port', '0', '--step-base-ms', '4',
-    '--step-per-seq-ms', '0.1', '--prefill-per-token-ms', '0.001', '--layers', '2', '--mimic', mimic, ...flags], {
-    cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOME: home, ...env },
-  });
+  const proc = spawn(
+    'python3',
+    [
+      '-u',
+      join(process.cwd(), 'simulator/vllm_sim.py'),
+      '--port',
+      '0',
+      '--step-base-ms',
+      '4',
+      '--step-per-seq-ms',
+      '0.1',
+      '--prefill-per-token-ms',
+      '0.001',
+      '--layers',
+      '2',
+      '--mimic',
+      mimic,
+      ...flags,
+    ],
+    {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOME: home, ...env },
+    },
+  );
   let stderr = '';
   proc.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
   const rl = createInterface({ input: proc.stdout! });
@@ -34,9 +60,16 @@ async function startMimic(mimic: string, flags: string[], env: Record<string, st
   return { url, proc, cwd, home };
 }
 
-interface CliRun { code: number | null; stdout: string; stderr: string }
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
-function cli(args: string[], options: { env?: Record<string, string>; onStderr?: (text: string, child: ChildProcess) => void } = {}): { child: ChildProcess; done: Promise<CliRun> } {
+function cli(
+  args: string[],
+  options: { env?: Record<string, string>; onStderr?: (text: string, child: ChildProcess) => void } = {},
+): { child: ChildProcess; done: Promise<CliRun> } {
   const child = spawn(process.execPath, ['bin/infbench.js', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, INFBENCH_API_KEY: '', OPENAI_API_KEY: '', XDG_CACHE_HOME: cache, ...options.env },
@@ -59,7 +92,9 @@ async function profilerState(sim: Sim): Promise<{ profiling: boolean; profile_st
 
 function newestRun(workspace: string, phase: string): string {
   const root = join(workspace, '.inference-bench', 'runs');
-  const runs = readdirSync(root).filter((d) => d.endsWith(`-${phase}`)).sort();
+  const runs = readdirSync(root)
+    .filter((d) => d.endsWith(`-${phase}`))
+    .sort();
   return join(root, runs[runs.length - 1]);
 }
 
@@ -74,13 +109,66 @@ const cache = mkdtempSync(join(tmpdir(), 'ib-mimic-cache-'));
 
 // Each version as its users start it, with the torch profiler writing to a relative or `~` folder.
 const VERSIONS: { mimic: string; kind: string; version: string; flags: string[]; env?: Record<string, string>; ranks: number; folder: (s: Sim) => string }[] = [
-  { mimic: 'vllm-0.10', kind: 'vllm', version: '0.10.2', flags: ['-tp', '2'], env: { VLLM_TORCH_PROFILER_DIR: './vllm_profile' }, ranks: 2, folder: (s) => join(s.cwd, 'vllm_profile') },
-  { mimic: 'vllm-0.11', kind: 'vllm', version: '0.11.2', flags: ['-tp', '2'], env: { VLLM_TORCH_PROFILER_DIR: '~/traces' }, ranks: 2, folder: (s) => join(s.home, 'traces') },
-  { mimic: 'vllm-0.13', kind: 'vllm', version: '0.13.0', flags: ['--tensor-parallel-size', '2', '--profiler-config.profiler', 'torch', '--profiler-config.torch_profiler_dir', 'prof'], ranks: 2, folder: (s) => join(s.cwd, 'prof') },
-  { mimic: 'vllm-0.16', kind: 'vllm', version: '0.16.0', flags: ['-tp', '2', '-dp', '2', '--profiler-config', '{"profiler":"torch","torch_profiler_dir":"./vllm_profile"}'], ranks: 4, folder: (s) => join(s.cwd, 'vllm_profile') },
-  { mimic: 'vllm-0.26', kind: 'vllm', version: '0.26.0', flags: ['-tp', '2', '--profiler-config', '{"profiler":"torch","torch_profiler_dir":"~/p"}'], ranks: 2, folder: (s) => join(s.home, 'p') },
-  { mimic: 'sglang-0.4', kind: 'sglang', version: '0.4.6.post1', flags: ['--tp', '2', '--enable-metrics'], env: { SGLANG_TORCH_PROFILER_DIR: './sgl' }, ranks: 2, folder: (s) => join(s.cwd, 'sgl') },
-  { mimic: 'sglang-0.5', kind: 'sglang', version: '0.5.3', flags: ['--tp-size', '2', '--dp-size', '2', '--enable-dp-attention'], env: { SGLANG_TORCH_PROFILER_DIR: 'sgl' }, ranks: 2, folder: (s) => join(s.cwd, 'sgl') },
+  {
+    mimic: 'vllm-0.10',
+    kind: 'vllm',
+    version: '0.10.2',
+    flags: ['-tp', '2'],
+    env: { VLLM_TORCH_PROFILER_DIR: './vllm_profile' },
+    ranks: 2,
+    folder: (s) => join(s.cwd, 'vllm_profile'),
+  },
+  {
+    mimic: 'vllm-0.11',
+    kind: 'vllm',
+    version: '0.11.2',
+    flags: ['-tp', '2'],
+    env: { VLLM_TORCH_PROFILER_DIR: '~/traces' },
+    ranks: 2,
+    folder: (s) => join(s.home, 'traces'),
+  },
+  {
+    mimic: 'vllm-0.13',
+    kind: 'vllm',
+    version: '0.13.0',
+    flags: ['--tensor-parallel-size', '2', '--profiler-config.profiler', 'torch', '--profiler-config.torch_profiler_dir', 'prof'],
+    ranks: 2,
+    folder: (s) => join(s.cwd, 'prof'),
+  },
+  {
+    mimic: 'vllm-0.16',
+    kind: 'vllm',
+    version: '0.16.0',
+    flags: ['-tp', '2', '-dp', '2', '--profiler-config', '{"profiler":"torch","torch_profiler_dir":"./vllm_profile"}'],
+    ranks: 4,
+    folder: (s) => join(s.cwd, 'vllm_profile'),
+  },
+  {
+    mimic: 'vllm-0.26',
+    kind: 'vllm',
+    version: '0.26.0',
+    flags: ['-tp', '2', '--profiler-config', '{"profiler":"torch","torch_profiler_dir":"~/p"}'],
+    ranks: 2,
+    folder: (s) => join(s.home, 'p'),
+  },
+  {
+    mimic: 'sglang-0.4',
+    kind: 'sglang',
+    version: '0.4.6.post1',
+    flags: ['--tp', '2', '--enable-metrics'],
+    env: { SGLANG_TORCH_PROFILER_DIR: './sgl' },
+    ranks: 2,
+    folder: (s) => join(s.cwd, 'sgl'),
+  },
+  {
+    mimic: 'sglang-0.5',
+    kind: 'sglang',
+    version: '0.5.3',
+    flags: ['--tp-size', '2', '--dp-size', '2', '--enable-dp-attention'],
+    env: { SGLANG_TORCH_PROFILER_DIR: 'sgl' },
+    ranks: 2,
+    folder: (s) => join(s.cwd, 'sgl'),
+  },
 ];
 
 describe('probe, macro and profile against each server version the simulator mimics', function () {
@@ -105,7 +193,21 @@ describe('probe, macro and profile against each server version the simulator mim
       assert.equal((server.profiler as { enabled: boolean }).enabled, true);
       assert.equal((server.parallel as { ranks: number } | null)?.ranks, v.ranks);
 
-      const macro = await cli(['macro', ...common, '--concurrency', '1', '--requests', '3', '--warmup', '0', '--input-len', '16', '--output-len', '6', '--json']).done;
+      const macro = await cli([
+        'macro',
+        ...common,
+        '--concurrency',
+        '1',
+        '--requests',
+        '3',
+        '--warmup',
+        '0',
+        '--input-len',
+        '16',
+        '--output-len',
+        '6',
+        '--json',
+      ]).done;
       assert.equal(macro.code, 0, macro.stderr);
       const level = (JSON.parse(macro.stdout) as { levels: Record<string, unknown>[] }).levels[0];
       assert.equal(level.completed, 3);
@@ -117,7 +219,10 @@ describe('probe, macro and profile against each server version the simulator mim
       assert.equal(profile.code, 0, profile.stderr);
       const breakdown = JSON.parse(profile.stdout) as { ranks: { rank: number }[] };
       assert.equal(breakdown.ranks.length, v.ranks);
-      const events = readFileSync(join(newestRun(workspace, 'profile'), 'events.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const events = readFileSync(join(newestRun(workspace, 'profile'), 'events.jsonl'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       const traces = events.filter((e) => e.type === 'profile.trace' && !e.frontend);
       assert.equal(traces.length, v.ranks);
       for (const t of traces) assert.ok(String(t.path).startsWith(v.folder(sim)), `${String(t.path)} is not in ${v.folder(sim)}`);
@@ -125,7 +230,7 @@ describe('probe, macro and profile against each server version the simulator mim
     });
   }
 
-  it('vllm-0.16: VLLM_TORCH_PROFILER_DIR alone means nothing there, and the advice is the version\'s own flag', async () => {
+  it("vllm-0.16: VLLM_TORCH_PROFILER_DIR alone means nothing there, and the advice is the version's own flag", async () => {
     const sim = await startMimic('vllm-0.16', ['-tp', '2'], { VLLM_TORCH_PROFILER_DIR: '/tmp/never' });
     sims.push(sim);
     const workspace = mkdtempSync(join(tmpdir(), 'ib-mimic-ws-'));
@@ -186,12 +291,16 @@ describe('probe, macro and profile against each server version the simulator mim
     assert.ok(filesUnder(workspace).some((f) => f.endsWith('meta.json')) && filesUnder(workspace).some((f) => f.endsWith('events.jsonl')));
     for (const secret of [SECRET, HF_SECRET]) {
       const leaks = outputs.filter((o) => o.includes(secret));
-      assert.equal(leaks.length, 0, `${secret} leaked: ${leaks.map((l) => l.slice(Math.max(0, l.indexOf(secret) - 200), l.indexOf(secret) + 50)).join('\n---\n')}`);
+      assert.equal(
+        leaks.length,
+        0,
+        `${secret} leaked: ${leaks.map((l) => l.slice(Math.max(0, l.indexOf(secret) - 200), l.indexOf(secret) + 50)).join('\n---\n')}`,
+      );
     }
   });
 });
 
-describe('cancelling profile stops the server\'s profiler', function () {
+describe("cancelling profile stops the server's profiler", function () {
   this.timeout(120_000);
   let sim: Sim | undefined;
   afterEach(() => sim?.proc.kill('SIGTERM'));
@@ -234,9 +343,11 @@ describe('cancelling profile stops the server\'s profiler', function () {
       const s = sim;
       const agent = spawn('python3', ['dist/agent.pyz', 'profile', '--url', s.url, ...slow], { stdio: ['ignore', 'pipe', 'pipe'] });
       const lines = createInterface({ input: agent.stdout! });
-      await new Promise<void>((resolve) => lines.on('line', (l) => {
-        if (l.includes('"stage":"workload"')) resolve();
-      }));
+      await new Promise<void>((resolve) =>
+        lines.on('line', (l) => {
+          if (l.includes('"stage":"workload"')) resolve();
+        }),
+      );
       await waitFor(async () => (await profilerState(s)).profiling, 'the profile to start');
       const exited = new Promise<number | null>((resolve) => agent.on('exit', (code) => resolve(code)));
       if (how === 'a dropped connection') {

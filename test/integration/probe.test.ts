@@ -34,9 +34,13 @@ describe('probe', function () {
     sim = await startSimulator({ profilerDir: join(dir, 'traces') });
     const key = makeKey(dir, 'client');
     sshd = await startSshd({ authorizedKeys: [key.publicLine] });
-    sshConfig = writeClientConfig(join(dir, 'client-config'), {
-      gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-    }, [sshd.knownHostsLine]).configFile;
+    sshConfig = writeClientConfig(
+      join(dir, 'client-config'),
+      {
+        gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+      },
+      [sshd.knownHostsLine],
+    ).configFile;
   });
 
   after(async () => {
@@ -60,13 +64,22 @@ describe('probe', function () {
     assert.equal(server.pid, sim.process.pid);
     assert.deepEqual(changes, ['running', 'completed']);
     // The document's header from the probe, then the probe's own Environment block.
-    assert.deepEqual(updates.map((u) => u.sectionId), ['campaign', 'probe-here']);
-    assert.ok(updates[0].lines.some((l) => l.includes(sim.model)), 'the header names the served model');
+    assert.deepEqual(
+      updates.map((u) => u.sectionId),
+      ['campaign', 'probe-here'],
+    );
+    assert.ok(
+      updates[0].lines.some((l) => l.includes(sim.model)),
+      'the header names the served model',
+    );
     const onDisk = RunFolder.open(outcome.run.dir);
     assert.equal(onDisk.info.status, 'completed');
     assert.equal(onDisk.info.simulated, true);
     assert.deepEqual(onDisk.readResult(), outcome.result);
-    assert.deepEqual(onDisk.readEvents().map((e) => (e as { type: string }).type), ['hello', 'probe', 'result', 'done']);
+    assert.deepEqual(
+      onDisk.readEvents().map((e) => (e as { type: string }).type),
+      ['hello', 'probe', 'result', 'done'],
+    );
     assert.ok(probeSummaryLines(outcome.result!).some((l) => l.includes('profiler: enabled')));
   });
 
@@ -84,9 +97,13 @@ describe('probe', function () {
   });
 
   it('infbench probe over SSH refuses an unknown host key unless --accept-new-host-key', () => {
-    const c = writeClientConfig(join(dir, 'cli-config'), {
-      gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${join(dir, 'client')}`, 'IdentityAgent none'],
-    }, []);
+    const c = writeClientConfig(
+      join(dir, 'cli-config'),
+      {
+        gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${join(dir, 'client')}`, 'IdentityAgent none'],
+      },
+      [],
+    );
     const args = ['dist/cli.js', 'probe', '--target', 'gpubox', '--ssh-config', c.configFile, '--url', sim.url, '--workspace', dir];
     const refused = spawnSync('node', args, { encoding: 'utf8' });
     assert.equal(refused.status, 1);

@@ -20,7 +20,12 @@ function alive(pid: number): boolean {
 
 function pgrep(pattern: string): number[] {
   const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
 }
 
 /** Cleanup after a failed check: the whole group of every process that carries the marker. */
@@ -90,9 +95,13 @@ describe('process-group records on a host shared with another user', function ()
     key = makeKey(dir, 'client_ed25519');
     // The victim's sessions see TMPDIR and XDG_CACHE_HOME as a login on that host would.
     sshd = await startSshd({ authorizedKeys: [key.publicLine], extraConfig: [`SetEnv TMPDIR=${shared} XDG_CACHE_HOME=${cache}`] });
-    configFile = writeClientConfig(join(dir, 'ssh'), {
-      target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-    }, [sshd.knownHostsLine]).configFile;
+    configFile = writeClientConfig(
+      join(dir, 'ssh'),
+      {
+        target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+      },
+      [sshd.knownHostsLine],
+    ).configFile;
   });
 
   beforeEach(() => {
@@ -120,14 +129,14 @@ describe('process-group records on a host shared with another user', function ()
     asOther(`for f in ${lure}/*.pg ${cache}/inference-bench/runs/*.pg; do [ -e "$f" ] || continue; rm -f "$f"; echo ${server.pid} > "$f"; done; true`);
     try {
       await handle.cancel();
-      assert.ok(alive(server.pid!), 'the server was killed by the victim\'s cancel');
+      assert.ok(alive(server.pid!), "the server was killed by the victim's cancel");
       assert.deepEqual(pgrep(marker), [], 'the cancelled command still runs');
       assert.deepEqual(pgrep('sleep 297'), [], 'a child of the cancelled command still runs');
     } finally {
       killGroups(marker);
     }
     assert.deepEqual(readdirSync(lure), [], 'a record was written into the shared folder');
-    assert.deepEqual(readdirSync(join(cache, 'inference-bench', 'runs')), [], 'the run\'s record is left behind');
+    assert.deepEqual(readdirSync(join(cache, 'inference-bench', 'runs')), [], "the run's record is left behind");
   });
 
   it('refuses a records folder made by the other user, and starts nothing', async () => {
@@ -139,10 +148,10 @@ describe('process-group records on a host shared with another user', function ()
     const r = await execText(t, ['touch', canary]);
     assert.equal(r.result.code, 125);
     assert.match(r.stderr, /inference-bench\/runs is not a folder of your own \(.*another owner.*\).*XDG_CACHE_HOME/);
-    assert.equal(existsSync(canary), false, 'the command ran with its records in the other user\'s folder');
+    assert.equal(existsSync(canary), false, "the command ran with its records in the other user's folder");
   });
 
-  it('never signals a group whose processes are not the run\'s, whatever its record says', async () => {
+  it("never signals a group whose processes are not the run's, whatever its record says", async () => {
     const t = await connect();
     const marker = `ib-records-verify-${Date.now()}`;
     const handle = await started(t, marker);

@@ -29,14 +29,20 @@ async function startSimulator(args: string[]): Promise<{ url: string; proc: Chil
 
 /** The simulator's own statement of a batch-1 decode step: the known answer. */
 function expectedBatch1(): { step_ms: number; ms: Record<string, number> } {
-  const d = JSON.parse(execFileSync('python3', ['simulator/vllm_sim.py', '--describe'], { encoding: 'utf8' })) as { expected_breakdown: Record<string, { step_ms: number; ms: Record<string, number> }> };
+  const d = JSON.parse(execFileSync('python3', ['simulator/vllm_sim.py', '--describe'], { encoding: 'utf8' })) as {
+    expected_breakdown: Record<string, { step_ms: number; ms: Record<string, number> }>;
+  };
   return d.expected_breakdown['1'];
 }
 
 // The simulator's category names, as the analyzer's kernel families name them.
 const CATEGORY: Record<string, string> = {
-  allreduce: 'all-reduce', nccl_allreduce: 'all-reduce', nccl_allgather: 'nccl all-gather', moe_gemm: 'moe gemm',
-  moe_routing: 'moe routing', quantized_gemm: 'quantized gemm',
+  allreduce: 'all-reduce',
+  nccl_allreduce: 'all-reduce',
+  nccl_allgather: 'nccl all-gather',
+  moe_gemm: 'moe gemm',
+  moe_routing: 'moe routing',
+  quantized_gemm: 'quantized gemm',
 };
 
 describe('profiler phase against the simulator', function () {
@@ -56,7 +62,10 @@ describe('profiler phase against the simulator', function () {
     const agent = await deployAgent(wrapped, 'dist/agent.pyz', 'python3');
     return {
       target: { name: 'sim', kind: 'local', serverUrl: url, python: 'python3' },
-      transport: wrapped, agent, workspace, log: silentLogger,
+      transport: wrapped,
+      agent,
+      workspace,
+      log: silentLogger,
       sink: { runChanged: (r) => sink.runs.push(r), findings: (f) => sink.findings.push(f) },
     };
   }
@@ -70,7 +79,10 @@ describe('profiler phase against the simulator', function () {
 
     const b = outcome.breakdown!;
     assert.equal(b.ranks.length, 8);
-    assert.deepEqual(b.ranks.map((r) => r.rank), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      b.ranks.map((r) => r.rank),
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    );
     for (const r of b.ranks) {
       assert.equal(r.prefill.count, 1, 'the request joins in one prefill step');
       assert.equal(r.decode.count, 15);
@@ -103,7 +115,10 @@ describe('profiler phase against the simulator', function () {
     const last = sink.runs.at(-1)!;
     assert.equal(last.status, 'completed');
     assert.equal(last.headline, b.headline);
-    assert.ok(sink.runs.some((r) => r.profile?.stage === 'stop'), 'progress while the ranks flush');
+    assert.ok(
+      sink.runs.some((r) => r.profile?.stage === 'stop'),
+      'progress while the ranks flush',
+    );
     const findings = sink.findings.at(-1)!;
     assert.match(findings.lines[0], /all-reduce 51\.5%/);
     assert.match(findings.lines.join('\n'), /Simulator/);

@@ -19,7 +19,12 @@ const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 
 function pgrep(pattern: string): number[] {
   const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((pid) => pid !== process.pid);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
 }
 
 function blobOf(key: KeyPair): Buffer {
@@ -47,9 +52,13 @@ describe('SSH transport against a real OpenSSH sshd', function () {
 
   /** A client setup whose config names `alias` for the test sshd, with extra lines. */
   function client(name: string, lines: string[], knownHosts = [sshd.knownHostsLine]) {
-    return writeClientConfig(join(dir, name), {
-      target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, ...lines],
-    }, knownHosts);
+    return writeClientConfig(
+      join(dir, name),
+      {
+        target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, ...lines],
+      },
+      knownHosts,
+    );
   }
 
   async function connect(configFile: string, hooks: SshHooks = {}, commandPrefix?: string[]): Promise<Transport> {
@@ -100,7 +109,11 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     const locked = makeKey(dir, 'locked_ed25519', 'correct horse');
     const server = await startSshd({ authorizedKeys: [locked.publicLine] });
     try {
-      const c = writeClientConfig(join(dir, 'locked'), { target: ['HostName 127.0.0.1', `Port ${server.port}`, `User ${USER}`, `IdentityFile ${locked.privateFile}`, 'IdentityAgent none'] }, [server.knownHostsLine]);
+      const c = writeClientConfig(
+        join(dir, 'locked'),
+        { target: ['HostName 127.0.0.1', `Port ${server.port}`, `User ${USER}`, `IdentityFile ${locked.privateFile}`, 'IdentityAgent none'] },
+        [server.knownHostsLine],
+      );
       const asked: boolean[] = [];
       const results: boolean[] = [];
       const t = await connect(c.configFile, {
@@ -146,7 +159,11 @@ describe('SSH transport against a real OpenSSH sshd', function () {
 
   it('refuses a changed host key with both fingerprints and the ssh-keygen -R command', async () => {
     const other = makeKey(dir, 'other_host');
-    const c = client('changed', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'], [`[127.0.0.1]:${sshd.port} ${other.publicLine.split(' ').slice(0, 2).join(' ')}`]);
+    const c = client(
+      'changed',
+      [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'],
+      [`[127.0.0.1]:${sshd.port} ${other.publicLine.split(' ').slice(0, 2).join(' ')}`],
+    );
     const err = await expectSshError(connect(c.configFile, { onUnknownHostKey: async () => true }), 'host-key-changed');
     assert.ok(err.message.includes(fingerprint(blobOf(sshd.hostKey))), 'the new fingerprint');
     assert.ok(err.message.includes(fingerprint(blobOf(other))), 'the fingerprint on file');
@@ -165,7 +182,10 @@ describe('SSH transport against a real OpenSSH sshd', function () {
       const port = (silent.address() as { port: number }).port;
       const c2 = writeClientConfig(join(dir, 'silent'), { target: ['HostName 127.0.0.1', `Port ${port}`, 'IdentityAgent none'] }, []);
       const started = Date.now();
-      const timeout = await expectSshError(openTransport({ kind: 'ssh', host: 'target', configFile: c2.configFile, home: dir, connectTimeoutMs: 700 }), 'timeout');
+      const timeout = await expectSshError(
+        openTransport({ kind: 'ssh', host: 'target', configFile: c2.configFile, home: dir, connectTimeoutMs: 700 }),
+        'timeout',
+      );
       assert.ok(Date.now() - started < 3000);
       assert.match(timeout.message, /No SSH answer from .*target/);
     } finally {
@@ -180,10 +200,14 @@ describe('SSH transport against a real OpenSSH sshd', function () {
   });
 
   it('goes through a ProxyJump host', async () => {
-    const c = writeClientConfig(join(dir, 'jump'), {
-      bastion: ['HostName 127.0.0.1', `Port ${jump.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'],
-      target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none', 'ProxyJump bastion'],
-    }, [sshd.knownHostsLine, jump.knownHostsLine]);
+    const c = writeClientConfig(
+      join(dir, 'jump'),
+      {
+        bastion: ['HostName 127.0.0.1', `Port ${jump.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none'],
+        target: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none', 'ProxyJump bastion'],
+      },
+      [sshd.knownHostsLine, jump.knownHostsLine],
+    );
     const before = jump.sessionPids().length;
     const t = await connect(c.configFile);
     assert.equal((await execText(t, ['echo', 'through the jump'])).stdout, 'through the jump\n');
@@ -196,8 +220,26 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     // `env NAME=value` stands in for `docker exec -i <container>`: it is a prefix that must stay a prefix.
     const t = await connect(c.configFile, {}, ['env', 'IB_IN_CONTAINER=yes it is']);
     const hostile = [
-      `$(touch ${canary})`, `\`touch ${canary}\``, `'; touch ${canary}; '`, '"; exit 7; "', 'a b\tc', 'line\nbreak',
-      '*', '~', '', '-n', '\\', '$HOME', "it's", '--', '&&', '|', ';', '#', '%s', 'ünïcödé',
+      `$(touch ${canary})`,
+      `\`touch ${canary}\``,
+      `'; touch ${canary}; '`,
+      '"; exit 7; "',
+      'a b\tc',
+      'line\nbreak',
+      '*',
+      '~',
+      '',
+      '-n',
+      '\\',
+      '$HOME',
+      "it's",
+      '--',
+      '&&',
+      '|',
+      ';',
+      '#',
+      '%s',
+      'ünïcödé',
     ];
     const script = 'import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get("IB_IN_CONTAINER"), os.environ.get("IB_HOSTILE")]))';
     const r = await execText(t, ['python3', '-c', script, ...hostile], { env: { IB_HOSTILE: `$(touch ${canary}) ' "` } });
@@ -254,17 +296,20 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     const marker = `ib-cut-${Date.now()}`;
     // A stand-in agent that speaks the real event schema and then works for a long time.
     const fakeAgent = join(dir, 'slow_agent.py');
-    writeFileSync(fakeAgent, [
-      'import json, sys, time',
-      'def emit(kind, **kw):',
-      '    print(json.dumps({"v": 1, "type": kind, "t": time.time(), **kw}), flush=True)',
-      // The hello the host checks: this build's agent version, the command asked for, a Python it supports.
-      `emit("hello", agent_version="${AGENT_VERSION}", command="probe", pid=0, python="3.11.0", executable=sys.executable)`,
-      'for i in range(3):',
-      '    emit("progress", done=i + 1, total=10)',
-      'time.sleep(60)',
-      'emit("done", ok=True)',
-    ].join('\n'));
+    writeFileSync(
+      fakeAgent,
+      [
+        'import json, sys, time',
+        'def emit(kind, **kw):',
+        '    print(json.dumps({"v": 1, "type": kind, "t": time.time(), **kw}), flush=True)',
+        // The hello the host checks: this build's agent version, the command asked for, a Python it supports.
+        `emit("hello", agent_version="${AGENT_VERSION}", command="probe", pid=0, python="3.11.0", executable=sys.executable)`,
+        'for i in range(3):',
+        '    emit("progress", done=i + 1, total=10)',
+        'time.sleep(60)',
+        'emit("done", ok=True)',
+      ].join('\n'),
+    );
     const run = RunFolder.create(mkdtempSync(join(tmpdir(), 'ib-ws-')), 'probe', 'target', {});
     let seen = 0;
     let cut = false;
@@ -285,7 +330,8 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     assert.ok(pgrep(marker).length > 0, 'the agent outlives the connection on the host');
     // The shared connection comes back by itself, and the cut-off agent is killed then.
     const deadline = Date.now() + 10_000;
-    while ((!states.includes('connected', states.indexOf('reconnecting')) || pgrep(marker).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while ((!states.includes('connected', states.indexOf('reconnecting')) || pgrep(marker).length) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(states.slice(0, 3), ['connecting', 'connected', 'reconnecting']);
     assert.equal(states[states.lastIndexOf('reconnecting') + 1], 'connected');
     assert.deepEqual(pgrep(marker), [], 'the cut-off agent was killed after the reconnect');
@@ -300,7 +346,21 @@ describe('SSH keepalive', function () {
     const dir = mkdtempSync(join(tmpdir(), 'ib-ssh-silent-'));
     const key = makeKey(dir, 'client');
     const server = await startSshd({ authorizedKeys: [key.publicLine] });
-    const c = writeClientConfig(join(dir, 'c'), { target: ['HostName 127.0.0.1', `Port ${server.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none', 'ServerAliveInterval 1', 'ServerAliveCountMax 2'] }, [server.knownHostsLine]);
+    const c = writeClientConfig(
+      join(dir, 'c'),
+      {
+        target: [
+          'HostName 127.0.0.1',
+          `Port ${server.port}`,
+          `User ${USER}`,
+          `IdentityFile ${key.privateFile}`,
+          'IdentityAgent none',
+          'ServerAliveInterval 1',
+          'ServerAliveCountMax 2',
+        ],
+      },
+      [server.knownHostsLine],
+    );
     const t = await openTransport({ kind: 'ssh', host: 'target', configFile: c.configFile, home: dir });
     const marker = `ib-silent-${Date.now()}`;
     const frozen: number[] = [];

@@ -32,9 +32,13 @@ describe('command prefix (a container on the host), on both transports', functio
   before(async () => {
     const key = makeKey(dir, 'client');
     sshd = await startSshd({ authorizedKeys: [key.publicLine] });
-    configFile = writeClientConfig(join(dir, 'client-config'), {
-      box: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
-    }, [sshd.knownHostsLine]).configFile;
+    configFile = writeClientConfig(
+      join(dir, 'client-config'),
+      {
+        box: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'],
+      },
+      [sshd.knownHostsLine],
+    ).configFile;
   });
 
   after(async () => {
@@ -52,7 +56,23 @@ describe('command prefix (a container on the host), on both transports', functio
         const t = await open();
         try {
           const canary = join(dir, `injected-${kind}`);
-          const hostile = [`$(touch ${canary})`, `\`touch ${canary}\``, `'; touch ${canary}; '`, '"', 'a b', 'tab\there', 'new\nline', '*', '', '-e', '\\', "it's", '$PATH', '!', '&'];
+          const hostile = [
+            `$(touch ${canary})`,
+            `\`touch ${canary}\``,
+            `'; touch ${canary}; '`,
+            '"',
+            'a b',
+            'tab\there',
+            'new\nline',
+            '*',
+            '',
+            '-e',
+            '\\',
+            "it's",
+            '$PATH',
+            '!',
+            '&',
+          ];
           const script = 'import json, os, sys; print(json.dumps([sys.argv[1:], os.environ.get("IB_IN_CONTAINER"), os.environ.get("IB_VALUE")]))';
           const r = await execText(t, ['python3', '-c', script, ...hostile], { env: { IB_VALUE: `; touch ${canary} '$x'` } });
           assert.equal(r.result.code, 0, r.stderr);
@@ -72,7 +92,11 @@ describe('command prefix (a container on the host), on both transports', functio
           assert.ok(pgrep(marker).length >= 2);
           await handle.cancel();
           await handle.done;
-          assert.deepEqual(pgrep(marker), [], `left behind: ${spawnSync('ps', ['-o', 'pid,pgid,args', '-p', pgrep(marker).join(',') || '1'], { encoding: 'utf8' }).stdout}`);
+          assert.deepEqual(
+            pgrep(marker),
+            [],
+            `left behind: ${spawnSync('ps', ['-o', 'pid,pgid,args', '-p', pgrep(marker).join(',') || '1'], { encoding: 'utf8' }).stdout}`,
+          );
         } finally {
           await t.close();
         }

@@ -15,6 +15,13 @@ failed = len(result.failures) + len(result.errors)
 summary_file = os.environ.get("INFBENCH_SUMMARY_FILE")
 if summary_file:
     with open(summary_file, "w") as f:
-        json.dump({"passed": result.testsRun - failed - len(result.skipped), "failed": failed,
-                   "pending": len(result.skipped), "tests": result.testsRun}, f)
+        json.dump(
+            {
+                "passed": result.testsRun - failed - len(result.skipped),
+                "failed": failed,
+                "pending": len(result.skipped),
+                "tests": result.testsRun,
+            },
+            f,
+        )
 sys.exit(0 if result.wasSuccessful() else 1)

@@ -11,8 +11,20 @@ from infbench_agent import auth, events, profile, probe  # noqa: E402
 
 class RedactionTest(unittest.TestCase):
     def test_secret_flags_variables_and_url_passwords_are_redacted(self) -> None:
-        argv = ["vllm", "serve", "m", "--api-key", "sekret1", "--hf-token=hf_abcdefghijklmnopqrstu", "-tp", "8",
-                "--kv-transfer-config", '{"url":"http://u:pw123@h:1/x"}', "--ssl-keyfile", "/k.pem"]
+        argv = [
+            "vllm",
+            "serve",
+            "m",
+            "--api-key",
+            "sekret1",
+            "--hf-token=hf_abcdefghijklmnopqrstu",
+            "-tp",
+            "8",
+            "--kv-transfer-config",
+            '{"url":"http://u:pw123@h:1/x"}',
+            "--ssl-keyfile",
+            "/k.pem",
+        ]
         out = auth.redact_argv(argv)
         self.assertEqual(out[:6], ["vllm", "serve", "m", "--api-key", "REDACTED", "--hf-token=REDACTED"])
         joined = " ".join(out)
@@ -20,16 +32,25 @@ class RedactionTest(unittest.TestCase):
             self.assertNotIn(secret, joined)
         self.assertIn("/k.pem", joined, "a key file's path is not a secret")
         self.assertIn("-tp 8", joined)
-        env = auth.redact_env({"HF_TOKEN": "x1", "AWS_SECRET_ACCESS_KEY": "x2", "VLLM_API_KEY": "x3", "DB_PASSWORD": "x4",
-                               "HOME": "/root", "PROXY": "http://a:b@c"})
+        env = auth.redact_env(
+            {
+                "HF_TOKEN": "x1",
+                "AWS_SECRET_ACCESS_KEY": "x2",
+                "VLLM_API_KEY": "x3",
+                "DB_PASSWORD": "x4",
+                "HOME": "/root",
+                "PROXY": "http://a:b@c",
+            }
+        )
         self.assertEqual([env[k] for k in ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "VLLM_API_KEY", "DB_PASSWORD")], ["REDACTED"] * 4)
         self.assertEqual(env["HOME"], "/root")
         self.assertEqual(env["PROXY"], "http://a:REDACTED@c")
         self.assertEqual(auth.redact_text("Authorization: Bearer abc.def"), "Authorization: Bearer REDACTED")
 
     def test_the_profile_advice_rebuilds_a_redacted_command_line(self) -> None:
-        text = profile.enable_instructions({"command_line": auth.redact_argv(["vllm", "serve", "m", "--api-key", "sekret1"]),
-                                            "version": "0.16.0"}, "/t")
+        text = profile.enable_instructions(
+            {"command_line": auth.redact_argv(["vllm", "serve", "m", "--api-key", "sekret1"]), "version": "0.16.0"}, "/t"
+        )
         self.assertNotIn("sekret1", text)
         self.assertIn("shown as REDACTED: put yours back", text)
 
@@ -56,8 +77,10 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(profile.ranks_from_argv(["vllm", "serve", "m", "-tp", "4", "-dp", "2", "-pp", "2"]), 16)
         self.assertEqual(profile.ranks_from_argv(["vllm", "serve", "m", "--tensor-parallel-size=8", "--data-parallel-size", "2"]), 16)
         self.assertEqual(profile.ranks_from_argv(["python", "-m", "sglang.launch_server", "--tp", "8", "--dp", "2"], "sglang"), 16)
-        self.assertEqual(profile.ranks_from_argv(["python", "-m", "sglang.launch_server", "--tp", "8", "--dp", "8",
-                                                  "--enable-dp-attention"], "sglang"), 8)
+        self.assertEqual(
+            profile.ranks_from_argv(["python", "-m", "sglang.launch_server", "--tp", "8", "--dp", "8", "--enable-dp-attention"], "sglang"),
+            8,
+        )
 
 
 class VllmProfilerRulesTest(unittest.TestCase):
@@ -85,6 +108,7 @@ class VllmProfilerRulesTest(unittest.TestCase):
 class MetricsNoteTest(unittest.TestCase):
     def test_a_missing_metrics_endpoint_names_enable_metrics(self) -> None:
         from infbench_agent import macro_server
+
         self.assertIn("--enable-metrics", macro_server.metrics_cross_check(None, None, [], 404)["note"])
 
 

@@ -14,8 +14,20 @@ AGENT = os.path.join(ROOT, "agent")
 class Heartbeat(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sim = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0",
-                                    "--step-base-ms", "5", "--step-per-seq-ms", "0.1"], stdout=subprocess.PIPE, text=True)
+        cls.sim = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.join(ROOT, "simulator", "vllm_sim.py"),
+                "--port",
+                "0",
+                "--step-base-ms",
+                "5",
+                "--step-per-seq-ms",
+                "0.1",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         cls.url = json.loads(cls.sim.stdout.readline())["url"]
 
     @classmethod
@@ -26,10 +38,33 @@ class Heartbeat(unittest.TestCase):
 
     def start(self, timeout_s):
         # Many short levels: minutes of work unless something stops it. The key comes first on stdin.
-        proc = subprocess.Popen([sys.executable, "-m", "infbench_agent", "--heartbeat-timeout", str(timeout_s), "macro",
-                                 "--url", self.url, "--api-key-stdin", "--concurrency", ",".join(["1"] * 200),
-                                 "--requests", "4", "--input-len", "8", "--output-len", "8", "--warmup", "0"],
-                                cwd=AGENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "infbench_agent",
+                "--heartbeat-timeout",
+                str(timeout_s),
+                "macro",
+                "--url",
+                self.url,
+                "--api-key-stdin",
+                "--concurrency",
+                ",".join(["1"] * 200),
+                "--requests",
+                "4",
+                "--input-len",
+                "8",
+                "--output-len",
+                "8",
+                "--warmup",
+                "0",
+            ],
+            cwd=AGENT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         # Read all along, as a controller does: a full pipe would block the agent's writes.
         proc.out = []

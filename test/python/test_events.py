@@ -34,8 +34,9 @@ class EventLineTest(unittest.TestCase):
 
 class OneSchemaTest(unittest.TestCase):
     def test_the_typescript_types_are_generated_from_this_schema(self):
-        out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen-agent-schema.py"), "--check"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "scripts", "gen-agent-schema.py"), "--check"], capture_output=True, text=True, timeout=60
+        )
         self.assertEqual(out.returncode, 0, out.stderr)
 
     def test_the_agent_version_is_the_products(self):
@@ -52,19 +53,34 @@ class OneSchemaTest(unittest.TestCase):
         self.assertEqual(used - set(events.ERROR_CODES), set())
 
     def test_a_conforming_event_passes_and_a_drifted_one_is_named(self):
-        hello = {"v": events.SCHEMA_VERSION, "type": "hello", "t": 1.0, "agent_version": events.AGENT_VERSION,
-                 "command": "probe", "pid": 1, "python": "3.8.18", "executable": "/usr/bin/python3"}
+        hello = {
+            "v": events.SCHEMA_VERSION,
+            "type": "hello",
+            "t": 1.0,
+            "agent_version": events.AGENT_VERSION,
+            "command": "probe",
+            "pid": 1,
+            "python": "3.8.18",
+            "executable": "/usr/bin/python3",
+        }
         self.assertEqual(events.problems(hello), [])
         without = {k: v for k, v in hello.items() if k != "executable"}
         self.assertEqual(events.problems(without), ["hello.executable is missing"])
         self.assertTrue(events.problems({**hello, "command": "bench"}))
         self.assertTrue(events.problems({"v": events.SCHEMA_VERSION, "type": "error", "t": 1.0, "code": "oops", "message": "m"}))
-        self.assertEqual(events.problems({"v": events.SCHEMA_VERSION, "type": "log", "t": 1.0, "level": "warn",
-                                          "message": "m", "topic": "gemm_kernel"}), [])
+        self.assertEqual(
+            events.problems({"v": events.SCHEMA_VERSION, "type": "log", "t": 1.0, "level": "warn", "message": "m", "topic": "gemm_kernel"}),
+            [],
+        )
 
     def test_the_hello_says_what_the_schema_asks(self):
-        out = subprocess.run([sys.executable, "-m", "infbench_agent", "probe", "--url", "http://127.0.0.1:9", "--timeout", "1"],
-                             cwd=os.path.dirname(AGENT), capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "infbench_agent", "probe", "--url", "http://127.0.0.1:9", "--timeout", "1"],
+            cwd=os.path.dirname(AGENT),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         hello = json.loads(out.stdout.splitlines()[0])
         self.assertEqual(events.problems(hello), [])
         self.assertEqual(hello["python"], sys.version.split()[0])

@@ -85,8 +85,7 @@ class ShareGPT(unittest.TestCase):
         loaded = load_sharegpt(FIXTURE, 0, 100, sim_tokens)
         stats = loaded["stats"]
         self.assertEqual((stats["entries"], stats["with_two_turns"], stats["kept"]), (11, 9, 5))
-        self.assertEqual(stats["dropped"], {"prompt_too_short": 1, "output_too_short": 1, "prompt_too_long": 1,
-                                            "total_too_long": 1})
+        self.assertEqual(stats["dropped"], {"prompt_too_short": 1, "output_too_short": 1, "prompt_too_long": 1, "total_too_long": 1})
         with open(FIXTURE, encoding="utf-8") as f:
             entries = json.load(f)
         by_prompt = {e["conversations"][0]["value"]: e for e in entries if len(e["conversations"]) >= 2}
@@ -121,9 +120,11 @@ class ShareGPT(unittest.TestCase):
         # What vllm/benchmarks/datasets.py ShareGPTDataset.load_data does with --seed 7.
         random.seed(7)
         random.shuffle(data)
-        vllm_order = [e["conversations"][0]["value"] for e in data
-                      if is_valid_sequence(sim_tokens(e["conversations"][0]["value"]),
-                                           sim_tokens(e["conversations"][1]["value"])) is None]
+        vllm_order = [
+            e["conversations"][0]["value"]
+            for e in data
+            if is_valid_sequence(sim_tokens(e["conversations"][0]["value"]), sim_tokens(e["conversations"][1]["value"])) is None
+        ]
         ours = load_sharegpt(FIXTURE, 7, 100, sim_tokens)["samples"]
         self.assertEqual([s["prompt"] for s in ours], vllm_order)
         self.assertEqual(load_sharegpt(FIXTURE, 7, 100, sim_tokens), load_sharegpt(FIXTURE, 7, 100, sim_tokens))

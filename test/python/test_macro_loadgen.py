@@ -19,8 +19,9 @@ from infbench_agent.macro_prompts import PromptMaker  # noqa: E402
 
 
 def run_macro(url, *args):
-    out = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--url", url, *args], cwd=AGENT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "infbench_agent", "macro", "--url", url, *args], cwd=AGENT, capture_output=True, text=True, timeout=120
+    )
     events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     results = [e["result"] for e in events if e["type"] == "result"]
     if not results:
@@ -46,12 +47,18 @@ class Prompts(unittest.TestCase):
     def test_gamma_arrivals_follow_the_rate(self):
         import argparse
         import random
+
         args = argparse.Namespace(workers="1", streams_per_worker=96, burstiness=1.0, max_concurrency=None, duration=None)
         [plan] = build_plans(args, {"max_concurrency": None, "request_rate": 50.0}, 2000, 0, random.Random(7))
         gaps = [b - a for a, b in zip(plan["arrivals"], plan["arrivals"][1:])]
         self.assertAlmostEqual(sum(gaps) / len(gaps), 1 / 50, delta=0.002)
-        bursty = build_plans(argparse.Namespace(**{**vars(args), "burstiness": 0.25}),
-                             {"max_concurrency": None, "request_rate": 50.0}, 2000, 0, random.Random(7))[0]
+        bursty = build_plans(
+            argparse.Namespace(**{**vars(args), "burstiness": 0.25}),
+            {"max_concurrency": None, "request_rate": 50.0},
+            2000,
+            0,
+            random.Random(7),
+        )[0]
         bgaps = [b - a for a, b in zip(bursty["arrivals"], bursty["arrivals"][1:])]
         var = lambda xs: sum((x - sum(xs) / len(xs)) ** 2 for x in xs) / len(xs)  # noqa: E731
         self.assertGreater(var(bgaps), 2.5 * var(gaps))  # gamma shape 0.25: four times the variance of Poisson
@@ -59,6 +66,7 @@ class Prompts(unittest.TestCase):
     def test_levels_split_over_workers_keep_the_totals(self):
         import argparse
         import random
+
         args = argparse.Namespace(workers="3", streams_per_worker=96, burstiness=1.0, max_concurrency=None, duration=None)
         plans = build_plans(args, {"max_concurrency": 10, "request_rate": None}, 25, 100, random.Random(1))
         self.assertEqual([p["concurrency"] for p in plans], [4, 3, 3])
@@ -69,9 +77,22 @@ class Prompts(unittest.TestCase):
 class AgainstTheSimulator(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0",
-                                     "--step-base-ms", "4", "--step-per-seq-ms", "0.1", "--prefill-per-token-ms", "0.001"],
-                                    stdout=subprocess.PIPE, text=True)
+        cls.proc = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.join(ROOT, "simulator", "vllm_sim.py"),
+                "--port",
+                "0",
+                "--step-base-ms",
+                "4",
+                "--step-per-seq-ms",
+                "0.1",
+                "--prefill-per-token-ms",
+                "0.001",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         cls.url = json.loads(cls.proc.stdout.readline())["url"]
 
     @classmethod
@@ -81,8 +102,23 @@ class AgainstTheSimulator(unittest.TestCase):
         cls.proc.stdout.close()
 
     def test_chat_over_two_worker_processes_counts_exact_tokens(self):
-        result, events = run_macro(self.url, "--api", "chat", "--concurrency", "6", "--requests", "12", "--input-len", "40",
-                                   "--output-len", "5", "--workers", "2", "--warmup", "0")
+        result, events = run_macro(
+            self.url,
+            "--api",
+            "chat",
+            "--concurrency",
+            "6",
+            "--requests",
+            "12",
+            "--input-len",
+            "40",
+            "--output-len",
+            "5",
+            "--workers",
+            "2",
+            "--warmup",
+            "0",
+        )
         [level] = result["levels"]
         self.assertEqual(level["completed"], 12)
         self.assertEqual(level["client_cpu"]["workers"], 2)
@@ -100,16 +136,28 @@ class AgainstTheSimulator(unittest.TestCase):
 
     def test_a_worker_process_speaks_the_worker_messages_of_the_schema(self):
         import urllib.request
+
         with urllib.request.urlopen(f"{self.url}/v1/models", timeout=10) as r:
             model = json.load(r)["data"][0]["id"]
-        job = {"plan": {"concurrency": 2, "ids": [0, 1, 2, 3], "duration": None, "id_base": 0, "id_stride": 1, "start_at": 0.0},
-               "url": self.url, "path": "/v1/completions", "prompt": PromptMaker("completions", model, 8, 2, True, seed=1).to_json(),
-               "request_timeout": 30.0, "api_key": None}
+        job = {
+            "plan": {"concurrency": 2, "ids": [0, 1, 2, 3], "duration": None, "id_base": 0, "id_stride": 1, "start_at": 0.0},
+            "url": self.url,
+            "path": "/v1/completions",
+            "prompt": PromptMaker("completions", model, 8, 2, True, seed=1).to_json(),
+            "request_timeout": 30.0,
+            "api_key": None,
+        }
         go = {"start_at": 0.0}
         self.assertEqual(agent_events.worker_message_problems("job", job), [])
         self.assertEqual(agent_events.worker_message_problems("go", go), [])
-        proc = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--worker"], cwd=AGENT, timeout=60,
-                              input=json.dumps(job) + "\n" + json.dumps(go) + "\n", capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "infbench_agent", "macro", "--worker"],
+            cwd=AGENT,
+            timeout=60,
+            input=json.dumps(job) + "\n" + json.dumps(go) + "\n",
+            capture_output=True,
+            text=True,
+        )
         # The agent's own hello and done go around them (the coordinator reads only the worker messages).
         messages = [m for m in map(json.loads, proc.stdout.splitlines()) if "type" not in m]
         self.assertEqual([m["kind"] for m in messages], ["ready"] + ["record"] * 4 + ["end"], proc.stderr[-1500:])
@@ -118,8 +166,9 @@ class AgainstTheSimulator(unittest.TestCase):
         self.assertTrue(all(m["record"]["ok"] for m in messages if m["kind"] == "record"))
 
     def test_request_rate_sends_on_schedule(self):
-        result, _ = run_macro(self.url, "--request-rate", "80", "--requests", "40", "--input-len", "8", "--output-len", "2",
-                              "--seed", "3", "--warmup", "0")
+        result, _ = run_macro(
+            self.url, "--request-rate", "80", "--requests", "40", "--input-len", "8", "--output-len", "2", "--seed", "3", "--warmup", "0"
+        )
         [level] = result["levels"]
         self.assertEqual(level["request_rate"], 80.0)
         self.assertEqual(level["completed"], 40)
@@ -140,8 +189,13 @@ class AgainstTheSimulator(unittest.TestCase):
         self.assertEqual(result["prompts"]["source"], f.name)
 
     def test_an_unreachable_server_is_an_actionable_error(self):
-        out = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--url", "http://127.0.0.1:9"], cwd=AGENT,
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "infbench_agent", "macro", "--url", "http://127.0.0.1:9"],
+            cwd=AGENT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertEqual(errors[0]["code"], "server_unreachable")
         self.assertIn("curl http://127.0.0.1:9/v1/models", errors[0]["hint"])
@@ -224,8 +278,20 @@ class AServerWeBring(unittest.TestCase):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PromptUsageOnly)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            result, _ = run_macro(f"http://127.0.0.1:{server.server_address[1]}", "--concurrency", "2", "--requests", "4",
-                                  "--output-len", "3", "--input-len", "10", "--no-tokenize", "--warmup", "0")
+            result, _ = run_macro(
+                f"http://127.0.0.1:{server.server_address[1]}",
+                "--concurrency",
+                "2",
+                "--requests",
+                "4",
+                "--output-len",
+                "3",
+                "--input-len",
+                "10",
+                "--no-tokenize",
+                "--warmup",
+                "0",
+            )
         finally:
             server.shutdown()
             server.server_close()
@@ -264,9 +330,14 @@ class AServerWeBring(unittest.TestCase):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PlainServer)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            out = subprocess.run([sys.executable, "-m", "infbench_agent", "macro", "--url",
-                                  f"http://127.0.0.1:{server.server_address[1]}"], cwd=AGENT, capture_output=True, text=True,
-                                 timeout=60, env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "INFBENCH_API_KEY")})
+            out = subprocess.run(
+                [sys.executable, "-m", "infbench_agent", "macro", "--url", f"http://127.0.0.1:{server.server_address[1]}"],
+                cwd=AGENT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "INFBENCH_API_KEY")},
+            )
         finally:
             server.shutdown()
             server.server_close()
@@ -285,13 +356,16 @@ class ReadsBeforeParsing(unittest.TestCase):
         # Stamped before any parsing, the second stream's last token is read with the first, not 0.3 s later.
         import socket as socketlib
         from infbench_agent.loadgen_http import Endpoint, Engine
+
         listener = socketlib.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(2)
         port = listener.getsockname()[1]
-        sse = b"".join(b"%x\r\n%s\r\n" % (len(m), m) for m in
-                       [b'data: {"choices":[{"index":0,"text":" t"}]}\n\n'] * 3 +
-                       [b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":3}}\n\n', b"data: [DONE]\n\n"])
+        sse = b"".join(
+            b"%x\r\n%s\r\n" % (len(m), m)
+            for m in [b'data: {"choices":[{"index":0,"text":" t"}]}\n\n'] * 3
+            + [b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":3}}\n\n', b"data: [DONE]\n\n"]
+        )
         response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + sse + b"0\r\n\r\n"
         conns = []
 

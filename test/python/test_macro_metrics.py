@@ -2,8 +2,17 @@
 import json
 import unittest
 
-from infbench_agent.loadgen_metrics import (ChunkedDecoder, SSEParser, describe_ms, message_content, parse_prometheus_totals,
-                                            parse_slos, peak_in_flight, percentile, summarize)
+from infbench_agent.loadgen_metrics import (
+    ChunkedDecoder,
+    SSEParser,
+    describe_ms,
+    message_content,
+    parse_prometheus_totals,
+    parse_slos,
+    peak_in_flight,
+    percentile,
+    summarize,
+)
 from infbench_agent.macro_levels import vllm_arrivals
 
 
@@ -11,24 +20,37 @@ def record(send, ttft, tokens, gap, ok=True, prompt=10, intended=None, **extra):
     """A request that got its first token `ttft` s after `send`, then one token every `gap` s."""
     itl = [gap] * (tokens - 1)
     e2el = ttft + gap * (tokens - 1)
-    r = {"id": 0, "ok": ok, "send": send, "intended": send if intended is None else intended, "finish": send + e2el + 0.001,
-         "ttft": ttft, "e2el": e2el, "itl": itl, "output_tokens": tokens, "prompt_tokens": prompt,
-         "client_tokens": tokens, "usage_missing": False}
+    r = {
+        "id": 0,
+        "ok": ok,
+        "send": send,
+        "intended": send if intended is None else intended,
+        "finish": send + e2el + 0.001,
+        "ttft": ttft,
+        "e2el": e2el,
+        "itl": itl,
+        "output_tokens": tokens,
+        "prompt_tokens": prompt,
+        "client_tokens": tokens,
+        "usage_missing": False,
+    }
     r.update(extra)
     return r
 
 
 class SSEParsing(unittest.TestCase):
     def test_events_split_across_arbitrary_chunks(self):
-        body = (b'data: {"choices":[{"text":"a"}]}\n\n'
-                b'data: {"choices":[{"text":"b"}]}\r\n\r\n'
-                b': keep-alive comment\n\n'
-                b'data: [DONE]\n\n')
+        body = (
+            b'data: {"choices":[{"text":"a"}]}\n\n'
+            b'data: {"choices":[{"text":"b"}]}\r\n\r\n'
+            b": keep-alive comment\n\n"
+            b"data: [DONE]\n\n"
+        )
         for size in (1, 2, 3, 7, 64, len(body)):
             parser = SSEParser()
             out = []
             for i in range(0, len(body), size):
-                out.extend(parser.feed(body[i:i + size]))
+                out.extend(parser.feed(body[i : i + size]))
             self.assertEqual(out, ['{"choices":[{"text":"a"}]}', '{"choices":[{"text":"b"}]}', "[DONE]"], f"chunk size {size}")
 
     def test_multi_line_data_fields_join_with_newlines(self):
@@ -39,7 +61,7 @@ class SSEParsing(unittest.TestCase):
         wire = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in payloads) + b"0\r\n\r\n"
         for size in (1, 5, 1000):
             dec = ChunkedDecoder()
-            got = b"".join(dec.feed(wire[i:i + size]) for i in range(0, len(wire), size))
+            got = b"".join(dec.feed(wire[i : i + size]) for i in range(0, len(wire), size))
             self.assertEqual(got, b"".join(payloads))
             self.assertTrue(dec.done)
 
@@ -84,11 +106,32 @@ class MetricMath(unittest.TestCase):
         self.assertAlmostEqual(s["request_throughput"], 2 / duration)
 
     def test_failed_requests_are_counted_with_reasons_and_left_out_of_latencies(self):
-        recs = [record(0.0, 0.1, 10, 0.01),
-                {"id": 1, "ok": False, "send": 0.0, "finish": 0.02, "reason": "http_500", "error": "HTTP 500: boom",
-                 "ttft": 0.001, "itl": [0.5], "output_tokens": None, "intended": 0.0},
-                {"id": 2, "ok": False, "send": 0.0, "finish": 0.05, "reason": "stream_cut", "error": "cut", "ttft": 0.002,
-                 "itl": [9.0], "intended": 0.0}]
+        recs = [
+            record(0.0, 0.1, 10, 0.01),
+            {
+                "id": 1,
+                "ok": False,
+                "send": 0.0,
+                "finish": 0.02,
+                "reason": "http_500",
+                "error": "HTTP 500: boom",
+                "ttft": 0.001,
+                "itl": [0.5],
+                "output_tokens": None,
+                "intended": 0.0,
+            },
+            {
+                "id": 2,
+                "ok": False,
+                "send": 0.0,
+                "finish": 0.05,
+                "reason": "stream_cut",
+                "error": "cut",
+                "ttft": 0.002,
+                "itl": [9.0],
+                "intended": 0.0,
+            },
+        ]
         s = summarize(recs, [99], {})
         self.assertEqual((s["completed"], s["failed"]), (1, 2))
         self.assertEqual(s["failures"], {"http_500": 1, "stream_cut": 1})
@@ -121,11 +164,13 @@ class MetricMath(unittest.TestCase):
         self.assertEqual(s["token_count"]["client_vs_usage_abs_diff"], 1)
 
     def test_prometheus_counters_are_summed_over_label_sets(self):
-        text = ('# HELP vllm:generation_tokens_total x\n'
-                'vllm:generation_tokens_total{engine="0",model_name="a"} 100.0\n'
-                'vllm:generation_tokens_total{engine="1",model_name="a"} 20.0\n'
-                'vllm:generation_tokens_total_created{engine="0"} 1.7e9\n'
-                'vllm:prompt_tokens_total{model_name="a b"} 7\n')
+        text = (
+            "# HELP vllm:generation_tokens_total x\n"
+            'vllm:generation_tokens_total{engine="0",model_name="a"} 100.0\n'
+            'vllm:generation_tokens_total{engine="1",model_name="a"} 20.0\n'
+            'vllm:generation_tokens_total_created{engine="0"} 1.7e9\n'
+            'vllm:prompt_tokens_total{model_name="a b"} 7\n'
+        )
         totals = parse_prometheus_totals(text, ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"])
         self.assertEqual(totals, {"vllm:generation_tokens_total": 120.0, "vllm:prompt_tokens_total": 7.0})
 
@@ -145,8 +190,10 @@ class MetricMath(unittest.TestCase):
         self.assertEqual((s["max_concurrent_requests"], s["max_concurrent_requests_1s_buckets"]), (1, 2))
 
     def test_failed_requests_count_in_flight_but_not_in_vllms_peak(self):
-        recs = [record(0.0, 0.1, 10, 0.01),
-                {"id": 1, "ok": False, "send": 0.01, "finish": 0.05, "reason": "http_500", "error": "x", "intended": 0.01}]
+        recs = [
+            record(0.0, 0.1, 10, 0.01),
+            {"id": 1, "ok": False, "send": 0.01, "finish": 0.05, "reason": "http_500", "error": "x", "intended": 0.01},
+        ]
         s = summarize(recs, [99], {})
         self.assertEqual(s["max_concurrent_requests"], 1)  # serve.py counts successful outputs only
         self.assertEqual(s["peak_in_flight"], 2)
@@ -168,6 +215,7 @@ class MetricMath(unittest.TestCase):
 
     def test_request_arrivals_span_n_over_r_as_vllm_scales_them(self):
         import random
+
         for burstiness in (1.0, 0.25, 4.0):
             arrivals = vllm_arrivals(100, 10.0, burstiness, random.Random(3))
             self.assertAlmostEqual(arrivals[-1], 100 / 10.0, places=9)  # serve.py get_request: target_total_delay_s

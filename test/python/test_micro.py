@@ -37,8 +37,7 @@ def run_agent(python, args, path_prefix=None, timeout=120, extra_env=None):
     env.update(extra_env or {})
     # The real nvidia-smi (if any) must not decide a CPU test; the fake one only where a test asks.
     env["PATH"] = (path_prefix + os.pathsep if path_prefix else "") + "/usr/bin:/bin"
-    proc = subprocess.run([python, "-m", "infbench_agent", "micro", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    proc = subprocess.run([python, "-m", "infbench_agent", "micro", *args], capture_output=True, text=True, env=env, timeout=timeout)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return proc.returncode, [json.loads(line) for line in lines], proc.stderr
 
@@ -169,8 +168,12 @@ class BusyGpuTest(unittest.TestCase):
         self.assertEqual(evs[-1], {**evs[-1], "type": "done", "ok": False})
 
     def test_idle_gpus_pass_the_guard(self):
-        code, evs, _ = run_agent(sys.executable, ["--model", "kimi-k2.5", "--tp", "8", "--skip", "allreduce"],
-                                 path_prefix=FAKE_SMI_DIR, extra_env={"FAKE_GPU_USED_MIB": "500"})
+        code, evs, _ = run_agent(
+            sys.executable,
+            ["--model", "kimi-k2.5", "--tp", "8", "--skip", "allreduce"],
+            path_prefix=FAKE_SMI_DIR,
+            extra_env={"FAKE_GPU_USED_MIB": "500"},
+        )
         codes = [e["code"] for e in evs if e["type"] == "error"]
         self.assertNotIn("gpus_busy", codes)
         if not has_torch(sys.executable):
@@ -185,10 +188,29 @@ class CpuRunTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.code, cls.events, cls.stderr = run_agent(TORCH_PYTHON, [
-            "--config", os.path.join(FIXTURES, "tiny-moe"), "--tp", "2", "--m", "1,4", "--only", "moe", "--only", "shared",
-            "--device", "cpu", "--repeats", "2", "--launch-kernels", "50", "--ar-max-bytes", "4096",
-        ])
+        cls.code, cls.events, cls.stderr = run_agent(
+            TORCH_PYTHON,
+            [
+                "--config",
+                os.path.join(FIXTURES, "tiny-moe"),
+                "--tp",
+                "2",
+                "--m",
+                "1,4",
+                "--only",
+                "moe",
+                "--only",
+                "shared",
+                "--device",
+                "cpu",
+                "--repeats",
+                "2",
+                "--launch-kernels",
+                "50",
+                "--ar-max-bytes",
+                "4096",
+            ],
+        )
 
     def points(self, kind):
         return [e["point"] for e in self.events if e["type"] == "micro.point" and e["kind"] == kind]
@@ -218,8 +240,13 @@ class CpuRunTest(unittest.TestCase):
     def test_gemms_run_at_the_model_shapes_and_say_which_kernel(self):
         gemms = self.points("gemm")
         got = sorted((p["shape"], p["m"], p["n"], p["k"]) for p in gemms)
-        shapes = [("moe.gate_up", 64, 256), ("moe.down", 256, 32), ("shared_expert.gate_up", 64, 256),
-                  ("shared_expert.down", 256, 32), ("moe.router", 16, 256)]
+        shapes = [
+            ("moe.gate_up", 64, 256),
+            ("moe.down", 256, 32),
+            ("shared_expert.gate_up", 64, 256),
+            ("shared_expert.down", 256, 32),
+            ("moe.router", 16, 256),
+        ]
         want = sorted((name, m, n, k) for name, n, k in shapes for m in (1, 4))
         self.assertEqual(got, want)
         peak_bw = self.points("peak")[0]["tbps"]
@@ -265,8 +292,11 @@ class CpuRunTest(unittest.TestCase):
 @unittest.skipUnless(has_torch(TORCH_PYTHON), f"{TORCH_PYTHON} has no PyTorch")
 class AllowBusyTest(unittest.TestCase):
     def test_runs_on_busy_gpus_when_allowed_and_warns_with_the_numbers(self):
-        code, evs, stderr = run_agent(TORCH_PYTHON, ["--shape", "t=32x64", "--m", "1", "--allow-busy", "--skip",
-                                                     "allreduce,launch,peak", "--repeats", "1"], path_prefix=FAKE_SMI_DIR)
+        code, evs, stderr = run_agent(
+            TORCH_PYTHON,
+            ["--shape", "t=32x64", "--m", "1", "--allow-busy", "--skip", "allreduce,launch,peak", "--repeats", "1"],
+            path_prefix=FAKE_SMI_DIR,
+        )
         self.assertEqual(code, 0, stderr[-2000:])
         warnings = [e["message"] for e in evs if e["type"] == "log" and e["level"] == "warn"]
         self.assertTrue(any("running anyway" in w and "GPU 1: 127.0 of 140.4 GiB" in w for w in warnings), warnings)

@@ -23,8 +23,9 @@ def find_python(env_name, minor):
     candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3")))
     for python in filter(None, candidates):
         try:
-            out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+            )
         except OSError:
             continue
         if out.stdout.strip() == f"3.{minor}":
@@ -46,9 +47,22 @@ def run_agent(python, *args):
 class OnTheMinimumPython(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.sim = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0",
-                                    "--step-base-ms", "2", "--step-per-seq-ms", "0.1", "--prefill-per-token-ms", "0.001"],
-                                   stdout=subprocess.PIPE, text=True)
+        cls.sim = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.join(ROOT, "simulator", "vllm_sim.py"),
+                "--port",
+                "0",
+                "--step-base-ms",
+                "2",
+                "--step-per-seq-ms",
+                "0.1",
+                "--prefill-per-token-ms",
+                "0.001",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         cls.url = json.loads(cls.sim.stdout.readline())["url"]
 
     @classmethod
@@ -72,8 +86,24 @@ class OnTheMinimumPython(unittest.TestCase):
 
     def test_macro_runs_in_one_process_and_over_workers(self):
         for workers in ("1", "2"):
-            out, found = run_agent(MIN_PY, "macro", "--url", self.url, "--concurrency", "4", "--requests", "8",
-                                   "--input-len", "16", "--output-len", "4", "--warmup", "1", "--workers", workers)
+            out, found = run_agent(
+                MIN_PY,
+                "macro",
+                "--url",
+                self.url,
+                "--concurrency",
+                "4",
+                "--requests",
+                "8",
+                "--input-len",
+                "16",
+                "--output-len",
+                "4",
+                "--warmup",
+                "1",
+                "--workers",
+                workers,
+            )
             self.check_events(out, found)
             [level] = next(e["result"] for e in found if e["type"] == "result")["levels"]
             self.assertEqual((level["completed"], level["total_output_tokens"]), (8, 32))
@@ -81,8 +111,23 @@ class OnTheMinimumPython(unittest.TestCase):
     def test_macro_runs_with_a_length_range_and_a_sharegpt_file(self):
         sharegpt = os.path.join(ROOT, "test", "fixtures", "sharegpt", "sharegpt-small.json")
         for dataset in (["--range-ratio", "0.5", "--input-len", "16"], ["--dataset-path", sharegpt]):
-            out, found = run_agent(MIN_PY, "macro", "--url", self.url, "--concurrency", "2", "--requests", "4",
-                                   "--output-len", "4", "--warmup", "0", "--workers", "2", *dataset)
+            out, found = run_agent(
+                MIN_PY,
+                "macro",
+                "--url",
+                self.url,
+                "--concurrency",
+                "2",
+                "--requests",
+                "4",
+                "--output-len",
+                "4",
+                "--warmup",
+                "0",
+                "--workers",
+                "2",
+                *dataset,
+            )
             self.check_events(out, found)
             [level] = next(e["result"] for e in found if e["type"] == "result")["levels"]
             self.assertEqual(level["completed"], 4)

@@ -20,8 +20,13 @@ def run_probe(url, path_prefix=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "agent"))
     if path_prefix:
         env["PATH"] = path_prefix + os.pathsep + env["PATH"]
-    proc = subprocess.run([sys.executable, "-m", "infbench_agent", "probe", "--url", url, "--timeout", "2"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infbench_agent", "probe", "--url", url, "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return proc, events
 
@@ -37,14 +42,16 @@ class FakeNvidiaSmi:
         self.dir = tempfile.mkdtemp(prefix="ib-smi-")
         script = os.path.join(self.dir, "nvidia-smi")
         with open(script, "w") as f:
-            f.write(f"""#!/bin/sh
+            f.write(
+                f"""#!/bin/sh
 case "$*" in
   *--query-gpu=*) cat '{FIXTURES}/h200-query-gpu.csv' ;;
   *--query-compute-apps=*) cat '{FIXTURES}/h200-query-compute-apps.csv' ;;
   "topo -m") cat '{FIXTURES}/h200-topo.txt' ;;
   *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
-""")
+"""
+            )
         os.chmod(script, os.stat(script).st_mode | stat.S_IEXEC)
         return self.dir
 
@@ -57,8 +64,12 @@ class Simulator:
         self.args = args
 
     def __enter__(self):
-        self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0",
-                                      *self.args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *self.args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         for line in self.proc.stdout:
             if line.startswith("{") and '"ready"' in line:
                 self.url = json.loads(line)["url"]
@@ -105,8 +116,15 @@ class LookalikeServer:
                 if self.path == "/health":
                     return self.answer(200)
                 if self.path == "/v1/models":
-                    return self.answer(200, json.dumps({"object": "list", "data": [
-                        {"id": "Qwen/Qwen3-8B", "object": "model", "owned_by": outer.kind, "max_model_len": 40960}]}).encode())
+                    return self.answer(
+                        200,
+                        json.dumps(
+                            {
+                                "object": "list",
+                                "data": [{"id": "Qwen/Qwen3-8B", "object": "model", "owned_by": outer.kind, "max_model_len": 40960}],
+                            }
+                        ).encode(),
+                    )
                 if self.path == "/metrics":
                     metrics = f"# TYPE {outer.kind}:num_requests_running gauge\n{outer.kind}:num_requests_running 0\n"
                     return self.answer(200, metrics.encode(), "text/plain")
@@ -142,8 +160,18 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(gpus["devices"][0]["name"], "NVIDIA H200")
         self.assertEqual(gpus["devices"][0]["memory_total_mib"], 143771)
         self.assertEqual(gpus["devices"][0]["memory_used_mib"], 0)
-        self.assertEqual(gpus["processes"], [{"gpu_uuid": "GPU-efc86ab5-69d3-792e-168e-5fc850cc65a4", "gpu_index": 0,
-                                              "pid": 422, "process_name": "python3", "used_memory_mib": 1634}])
+        self.assertEqual(
+            gpus["processes"],
+            [
+                {
+                    "gpu_uuid": "GPU-efc86ab5-69d3-792e-168e-5fc850cc65a4",
+                    "gpu_index": 0,
+                    "pid": 422,
+                    "process_name": "python3",
+                    "used_memory_mib": 1634,
+                }
+            ],
+        )
         self.assertTrue(gpus["topology"].startswith("\tGPU0\tCPU Affinity"))
         self.assertNotIn("\x1b", gpus["topology"])
 

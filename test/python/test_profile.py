@@ -19,8 +19,9 @@ from infbench_agent import profile  # noqa: E402
 
 
 def run_agent(*args: str, timeout: float = 120) -> list:
-    proc = subprocess.run([sys.executable, "-m", "infbench_agent", "profile", *args], cwd=AGENT, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infbench_agent", "profile", *args], cwd=AGENT, capture_output=True, text=True, timeout=timeout
+    )
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
@@ -28,8 +29,12 @@ class Simulator:
     """The project's simulated vLLM server, started on a free port."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         self.url = json.loads(line)["url"]
 
@@ -60,8 +65,16 @@ class EnableInstructionsTest(unittest.TestCase):
         self.assertIn("VLLM_TORCH_PROFILER_DIR", text)
 
     def test_reads_the_trace_folder_and_rank_count_from_a_command_line(self) -> None:
-        argv = ["vllm", "serve", "m", "--tensor-parallel-size", "4", "--pipeline-parallel-size=2",
-                "--profiler-config", '{"profiler":"torch","torch_profiler_dir":"/x/y"}']
+        argv = [
+            "vllm",
+            "serve",
+            "m",
+            "--tensor-parallel-size",
+            "4",
+            "--pipeline-parallel-size=2",
+            "--profiler-config",
+            '{"profiler":"torch","torch_profiler_dir":"/x/y"}',
+        ]
         self.assertEqual(profile.profiler_dir_from_argv(argv), "/x/y")
         self.assertEqual(profile.ranks_from_argv(argv), 8)
         self.assertEqual(profile.rank_of("/d/dp0_pp0_tp0_rank5.123.pt.trace.json.gz"), 5)

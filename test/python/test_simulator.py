@@ -50,8 +50,12 @@ def family(name):
 
 class Simulator:
     def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "simulator", "vllm_sim.py"), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         info = json.loads(line)
         self.url = info["url"]
@@ -120,8 +124,10 @@ class TimingModel(unittest.TestCase):
 class Traces(unittest.TestCase):
     def test_one_gzip_kineto_file_per_rank_named_like_vllm(self):
         model = tm.PRESETS["kimi-k25-tp8"].timing
-        steps = [{"start_s": 100.0, "running": 1, "prefill_tokens": 0},
-                 {"start_s": 100.0 + model.step_ms(1) / 1000, "running": 3, "prefill_tokens": 256}]
+        steps = [
+            {"start_s": 100.0, "running": 1, "prefill_tokens": 0},
+            {"start_s": 100.0 + model.step_ms(1) / 1000, "running": 3, "prefill_tokens": 256},
+        ]
         with tempfile.TemporaryDirectory() as d:
             paths = sim_trace.write_traces(d, steps, model, 61, 8, {"simulated": True})
             self.assertEqual(len(paths), 8)
@@ -166,8 +172,20 @@ class HttpApi(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.sim = Simulator("--step-base-ms", "5", "--step-per-seq-ms", "0.5", "--prefill-per-token-ms", "0.01",
-                            "--profiler-dir", cls.tmp.name, "--profile-max-steps", "3", "--layers", "2")
+        cls.sim = Simulator(
+            "--step-base-ms",
+            "5",
+            "--step-per-seq-ms",
+            "0.5",
+            "--prefill-per-token-ms",
+            "0.01",
+            "--profiler-dir",
+            cls.tmp.name,
+            "--profile-max-steps",
+            "3",
+            "--layers",
+            "2",
+        )
         cls.model = json.loads(cls.sim.get("/v1/models")[1])["data"][0]["id"]
 
     @classmethod
@@ -182,15 +200,27 @@ class HttpApi(unittest.TestCase):
         status, text = self.sim.get("/metrics")
         text = text.decode()
         self.assertEqual(status, 200)
-        for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:generation_tokens_total",
-                     "vllm:prompt_tokens_total", "vllm:time_to_first_token_seconds_bucket",
-                     "vllm:inter_token_latency_seconds_count", "inference_bench_simulator_info"):
+        for name in (
+            "vllm:num_requests_running",
+            "vllm:num_requests_waiting",
+            "vllm:generation_tokens_total",
+            "vllm:prompt_tokens_total",
+            "vllm:time_to_first_token_seconds_bucket",
+            "vllm:inter_token_latency_seconds_count",
+            "inference_bench_simulator_info",
+        ):
             self.assertIn(name, text)
         self.assertEqual(self.sim.get("/health")[0], 200)
 
     def test_streamed_completion_ends_with_a_usage_chunk_and_done(self):
-        body = {"model": self.model, "prompt": "one two three four", "max_tokens": 5, "stream": True,
-                "stream_options": {"include_usage": True}, "ignore_eos": True}
+        body = {
+            "model": self.model,
+            "prompt": "one two three four",
+            "max_tokens": 5,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "ignore_eos": True,
+        }
         status, raw = self.sim.post("/v1/completions", body)
         self.assertEqual(status, 200)
         messages = SSEParser().feed(raw)
@@ -219,8 +249,14 @@ class HttpApi(unittest.TestCase):
         self.assertEqual(count, 5)
 
     def test_the_agent_client_measures_one_stream_as_the_model_says(self):
-        body = {"model": self.model, "prompt": " ".join(["w"] * 100), "max_tokens": 20, "stream": True,
-                "stream_options": {"include_usage": True}, "ignore_eos": True}
+        body = {
+            "model": self.model,
+            "prompt": " ".join(["w"] * 100),
+            "max_tokens": 20,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "ignore_eos": True,
+        }
         recs = [self.sim.stream("/v1/completions", body) for _ in range(3)]
         for rec in recs:
             self.assertTrue(rec["ok"], rec.get("error"))
@@ -267,8 +303,10 @@ class ProfilerOff(unittest.TestCase):
             self.assertEqual(sim.post("/start_profile")[0], 404)
             self.assertEqual(sim.post("/stop_profile")[0], 404)
             model = json.loads(sim.get("/v1/models")[1])["data"][0]["id"]
-            rec = sim.stream("/v1/completions", {"model": model, "prompt": "x", "max_tokens": 50, "stream": True,
-                                                 "stream_options": {"include_usage": True}})
+            rec = sim.stream(
+                "/v1/completions",
+                {"model": model, "prompt": "x", "max_tokens": 50, "stream": True, "stream_options": {"include_usage": True}},
+            )
             self.assertTrue(rec["ok"])
             self.assertEqual(rec["output_tokens"], 50)
             self.assertLess(rec["e2el"], 0.5)

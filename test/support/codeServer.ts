@@ -15,14 +15,17 @@ export const repoRoot = resolve(__dirname, '..', '..');
 export function codeServerBinary(): string {
   const bin = process.env.INFBENCH_CODE_SERVER ?? join(repoRoot, '.cache', 'code-server', 'node_modules', '.bin', 'code-server');
   if (!existsSync(bin)) {
-    throw new Error(`code-server not found at ${bin}: run \`bash scripts/setup-test-env.sh\` (it installs code-server 4.100.3 into .cache/code-server), or set INFBENCH_CODE_SERVER to a code-server 4.100.x executable.`);
+    throw new Error(
+      `code-server not found at ${bin}: run \`bash scripts/setup-test-env.sh\` (it installs code-server 4.100.3 into .cache/code-server), or set INFBENCH_CODE_SERVER to a code-server 4.100.x executable.`,
+    );
   }
   return bin;
 }
 
 export function chromiumBinary(): string {
   const bin = process.env.INFBENCH_CHROMIUM ?? '/usr/bin/chromium';
-  if (!existsSync(bin)) throw new Error(`Chromium not found at ${bin}: run \`bash scripts/setup-test-env.sh\` (it installs Debian's chromium), or set INFBENCH_CHROMIUM.`);
+  if (!existsSync(bin))
+    throw new Error(`Chromium not found at ${bin}: run \`bash scripts/setup-test-env.sh\` (it installs Debian's chromium), or set INFBENCH_CHROMIUM.`);
   return bin;
 }
 
@@ -120,14 +123,18 @@ export async function startCodeServer(options: CodeServerOptions = {}): Promise<
   mkdirSync(join(dirs.userDataDir, 'User'), { recursive: true });
   writeFileSync(join(dirs.userDataDir, 'User', 'settings.json'), JSON.stringify({ ...quietSettings, ...options.settings }, null, 2));
   const args = [
-    '--bind-addr', '127.0.0.1:0',
-    '--auth', 'none',
+    '--bind-addr',
+    '127.0.0.1:0',
+    '--auth',
+    'none',
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
     '--disable-getting-started-override',
-    '--user-data-dir', dirs.userDataDir,
-    '--extensions-dir', dirs.extensionsDir,
+    '--user-data-dir',
+    dirs.userDataDir,
+    '--extensions-dir',
+    dirs.extensionsDir,
   ];
   if (options.folder) args.push(options.folder);
   // detached: its own process group, so stop() ends the server and every child it started.
@@ -216,7 +223,16 @@ export async function stopProcessGroup(child: ChildProcess): Promise<void> {
 }
 
 /** Chromium flags that work headless as root in a container, without network chatter. */
-export const chromiumArgs = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Headless Chromium with a scratch profile; close it with closeBrowser(). */
 export async function launchChromium(profileDir?: string): Promise<{ context: BrowserContext; close: () => Promise<void> }> {

@@ -48,23 +48,26 @@ export async function startSshd(options: { authorizedKeys: string[]; hostKey?: K
   const port = await freePort();
   writeFileSync(join(dir, 'authorized_keys'), `${options.authorizedKeys.join('\n')}\n`);
   const config = join(dir, 'sshd_config');
-  writeFileSync(config, [
-    `Port ${port}`,
-    'ListenAddress 127.0.0.1',
-    `HostKey ${hostKey.privateFile}`,
-    `PidFile ${join(dir, 'sshd.pid')}`,
-    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-    'StrictModes no',
-    'UsePAM no',
-    'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no',
-    'PermitRootLogin prohibit-password',
-    'AllowTcpForwarding yes',
-    'Subsystem sftp internal-sftp',
-    'LogLevel ERROR',
-    ...(options.extraConfig ?? []),
-    '',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${hostKey.privateFile}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+      'StrictModes no',
+      'UsePAM no',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'PermitRootLogin prohibit-password',
+      'AllowTcpForwarding yes',
+      'Subsystem sftp internal-sftp',
+      'LogLevel ERROR',
+      ...(options.extraConfig ?? []),
+      '',
+    ].join('\n'),
+  );
   // The privilege-separation folder sshd insists on when started as root.
   if (userInfo().uid === 0 && !existsSync('/run/sshd')) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -87,7 +90,11 @@ export async function startSshd(options: { authorizedKeys: string[]; hostKey?: K
     process: child,
     sessionPids: () => {
       try {
-        return execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+        return execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map(Number);
       } catch {
         return [];
       }

@@ -7,7 +7,7 @@ class SummaryReporter extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options);
     const failures = [];
-    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, (test, err) => failures.push({ title: test.fullTitle(), error: String(err && err.stack || err) }));
+    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, (test, err) => failures.push({ title: test.fullTitle(), error: String((err && err.stack) || err) }));
     runner.once(Mocha.Runner.constants.EVENT_RUN_END, () => {
       const file = process.env.INFBENCH_SUMMARY_FILE;
       if (!file) return;

@@ -12,11 +12,12 @@ import { repoRoot } from './codeServer';
 export async function packageVsix(out: string): Promise<{ path: string; bytes: number }> {
   mkdirSync(dirname(out), { recursive: true });
   const vsce = join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
-  await promisify(execFile)(process.execPath, [vsce, 'package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out], { cwd: repoRoot, timeout: 120_000 }).catch(
-    (err: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`vsce package failed: ${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}\nRun \`npm run package\` to see the same error.`);
-    },
-  );
+  await promisify(execFile)(process.execPath, [vsce, 'package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out], {
+    cwd: repoRoot,
+    timeout: 120_000,
+  }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`vsce package failed: ${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}\nRun \`npm run package\` to see the same error.`);
+  });
   return { path: out, bytes: statSync(out).size };
 }
 

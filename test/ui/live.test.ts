@@ -27,24 +27,31 @@ const TRACE = 'llama_cudagraph_decode.pt.trace.json.gz';
 
 /** The inner document of the webview whose <title> is `title` (the results panel and the kernel view both live in iframes). */
 async function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Promise<Frame> {
-  return poll(`the "${title}" webview`, async () => {
-    for (const f of page.frames()) {
-      try {
-        if ((await f.title()) === title && (await f.locator('#app').count())) return f;
-      } catch {
-        // a frame that went away while we looked
+  return poll(
+    `the "${title}" webview`,
+    async () => {
+      for (const f of page.frames()) {
+        try {
+          if ((await f.title()) === title && (await f.locator('#app').count())) return f;
+        } catch {
+          // a frame that went away while we looked
+        }
       }
-    }
-    return undefined;
-  }, timeoutMs);
+      return undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** Mean brightness (0..255) of a canvas's corner, where the chart paints the theme's background. */
 function canvasBackground(frame: Frame): Promise<number> {
-  return frame.locator('canvas').first().evaluate((c: PageCanvas) => {
-    const d = c.getContext('2d')!.getImageData(2, 2, 1, 1).data;
-    return (d[0] + d[1] + d[2]) / 3;
-  });
+  return frame
+    .locator('canvas')
+    .first()
+    .evaluate((c: PageCanvas) => {
+      const d = c.getContext('2d')!.getImageData(2, 2, 1, 1).data;
+      return (d[0] + d[1] + d[2]) / 3;
+    });
 }
 
 describe('live results in code-server (UI)', function () {
@@ -70,7 +77,11 @@ describe('live results in code-server (UI)', function () {
     // in ~/.ssh/config (code-server's HOME is a scratch folder) with its known_hosts entry.
     const key = makeKey(dirs.root, 'id_ui');
     sshd = await startSshd({ authorizedKeys: [key.publicLine] });
-    writeClientConfig(join(dirs.home, '.ssh'), { [TARGET]: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${userInfo().username}`, `IdentityFile ${key.privateFile}`, 'IdentitiesOnly yes'] }, [sshd.knownHostsLine]);
+    writeClientConfig(
+      join(dirs.home, '.ssh'),
+      { [TARGET]: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${userInfo().username}`, `IdentityFile ${key.privateFile}`, 'IdentitiesOnly yes'] },
+      [sshd.knownHostsLine],
+    );
     // No GPU here: a stand-in nvidia-smi (test/fixtures/ui/README.md) gives the probe the seed box's
     // eight H200s, reached the way a user enters an environment: the target's command prefix.
     const fakeSmi = join(repoRoot, 'test', 'fixtures', 'ui', 'fake-nvidia-smi');
@@ -79,7 +90,12 @@ describe('live results in code-server (UI)', function () {
     copyFileSync(join(repoRoot, 'test', 'fixtures', 'traces', TRACE), join(workspace, TRACE));
     const vsix = await packageVsix(join(outDir, 'inference-bench-live.vsix'));
     await installExtension(vsix.path, dirs);
-    server = await startCodeServer({ folder: workspace, dirs, logFile: join(outDir, 'code-server-live.log'), settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
+    server = await startCodeServer({
+      folder: workspace,
+      dirs,
+      logFile: join(outDir, 'code-server-live.log'),
+      settings: { 'workbench.colorTheme': 'Default Dark Modern' },
+    });
     browser = await launchChromium();
     await browser.context.addInitScript(recordCspViolations);
     const page = await browser.context.newPage();
@@ -100,7 +116,8 @@ describe('live results in code-server (UI)', function () {
 
   afterEach(async function () {
     // What the user would have seen when a step failed.
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`live-failed-${this.currentTest.title.slice(0, 40).replace(/[^A-Za-z0-9]+/g, '-')}`).catch(() => undefined);
+    if (this.currentTest?.state === 'failed' && wb)
+      await wb.screenshot(`live-failed-${this.currentTest.title.slice(0, 40).replace(/[^A-Za-z0-9]+/g, '-')}`).catch(() => undefined);
   });
 
   const SECOND = 'gpu-box-2';
@@ -108,11 +125,18 @@ describe('live results in code-server (UI)', function () {
   const targetRow = (name: string) => wb.page.getByRole('treeitem', { name: new RegExp(`^${name}, `) }).first();
 
   /** The findings preview's tab: in the second editor column, named after the document. */
-  const previewTab = () => wb.page.locator('.editor-group-container').nth(1).getByRole('tab', { name: /^k25b6000bench1\.md/ });
+  const previewTab = () =>
+    wb.page
+      .locator('.editor-group-container')
+      .nth(1)
+      .getByRole('tab', { name: /^k25b6000bench1\.md/ });
 
   it('shows the SSH target (a ~/.ssh/config alias for a loopback sshd) in the sidebar', async () => {
     await wb.activityBarItem('Inference Bench').click();
-    await wb.page.getByRole('treeitem', { name: new RegExp(TARGET) }).first().waitFor({ timeout: 30_000 });
+    await wb.page
+      .getByRole('treeitem', { name: new RegExp(TARGET) })
+      .first()
+      .waitFor({ timeout: 30_000 });
     await wb.screenshot('live-sidebar-dark');
   });
 
@@ -130,19 +154,32 @@ describe('live results in code-server (UI)', function () {
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.answer(/Single stream, then a concurrency sweep/);
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
-    await view.locator('#run-status').getByText(/running/).waitFor({ timeout: 60_000 });
+    await view
+      .locator('#run-status')
+      .getByText(/running/)
+      .waitFor({ timeout: 60_000 });
     const points = async () => Number((await view.locator('body').getAttribute('data-points')) ?? 0);
     const first = await poll('the first points', async () => ((await points()) > 0 ? points() : undefined), 60_000);
-    const later = await poll('more points while the run goes', async () => {
-      const n = await points();
-      return n > first && (await view.locator('#run-status').innerText()).includes('running') ? n : undefined;
-    }, 60_000);
+    const later = await poll(
+      'more points while the run goes',
+      async () => {
+        const n = await points();
+        return n > first && (await view.locator('#run-status').innerText()).includes('running') ? n : undefined;
+      },
+      60_000,
+    );
     figures.pointsSeenWhileRunning = [first, later];
     await wb.screenshot('live-macro-running-dark');
-    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 120_000 });
+    await view
+      .locator('#run-status')
+      .getByText(/completed/)
+      .waitFor({ timeout: 120_000 });
     assert.match(await view.locator('#run-headline').innerText(), /tok\/s/);
     // Every chart has its data as a table: open the throughput one and read the levels.
-    await view.getByText(/^Data table/).first().click();
+    await view
+      .getByText(/^Data table/)
+      .first()
+      .click();
     await view.locator('table[data-table-id="macro-throughput"] tbody tr').first().waitFor();
     const rows = await view.locator('table[data-table-id="macro-throughput"] tbody tr').count();
     assert.equal(rows, 4, 'the throughput table should list the four levels of the seed sweep');
@@ -151,11 +188,18 @@ describe('live results in code-server (UI)', function () {
   });
 
   it('fills the findings document in the editor as the run goes', async () => {
-    await wb.page.getByRole('tab', { name: /k25b6000bench1\.md/ }).first().waitFor({ timeout: 30_000 });
-    await poll('the macro section in the findings document', () => {
-      const file = join(workspace, 'k25b6000bench1.md');
-      return existsSync(file) && readFileSync(file, 'utf8').includes(`Serving benchmark — ${TARGET}`) ? true : undefined;
-    }, 60_000).catch(async () => {
+    await wb.page
+      .getByRole('tab', { name: /k25b6000bench1\.md/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await poll(
+      'the macro section in the findings document',
+      () => {
+        const file = join(workspace, 'k25b6000bench1.md');
+        return existsSync(file) && readFileSync(file, 'utf8').includes(`Serving benchmark — ${TARGET}`) ? true : undefined;
+      },
+      60_000,
+    ).catch(async () => {
       // The document may hold the section unsaved: then the editor shows it.
       await wb.page.locator('.monaco-editor').getByText(`Serving benchmark — ${TARGET}`).first().waitFor({ timeout: 10_000 });
     });
@@ -165,18 +209,31 @@ describe('live results in code-server (UI)', function () {
   it('shows the findings document rendered beside its text, its result tables as tables', async () => {
     // The preview shares the results' column (as a tab beside them), next to the text's column.
     await previewTab().click();
-    const preview = await poll('the macro table in the findings preview', async () => {
-      for (const f of wb.page.frames()) {
-        try {
-          if (await f.locator('h3, h2').filter({ hasText: `Serving benchmark — ${TARGET}` }).count()) return f;
-        } catch {
-          // a frame that went away while we looked
+    const preview = await poll(
+      'the macro table in the findings preview',
+      async () => {
+        for (const f of wb.page.frames()) {
+          try {
+            if (
+              await f
+                .locator('h3, h2')
+                .filter({ hasText: `Serving benchmark — ${TARGET}` })
+                .count()
+            )
+              return f;
+          } catch {
+            // a frame that went away while we looked
+          }
         }
-      }
-      return undefined;
-    }, 30_000);
+        return undefined;
+      },
+      30_000,
+    );
     // The levels table as a table: its header cells and a row per level, not pipes wrapped over lines.
-    const table = preview.locator('table').filter({ has: preview.locator('th', { hasText: /^Load$/ }) }).first();
+    const table = preview
+      .locator('table')
+      .filter({ has: preview.locator('th', { hasText: /^Load$/ }) })
+      .first();
     await table.waitFor();
     await table.locator('th', { hasText: /^TTFT mean ms$/ }).waitFor();
     assert.ok((await table.locator('tbody tr').count()) >= 4, 'the preview should render a row per level of the seed sweep');
@@ -190,7 +247,10 @@ describe('live results in code-server (UI)', function () {
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     const card = view.locator('section.card', { hasText: 'Throughput vs concurrency' });
     const runId = (await view.locator('#run-select').inputValue()).trim();
-    for (const [button, ext] of [['PNG', 'png'], ['CSV', 'csv']] as const) {
+    for (const [button, ext] of [
+      ['PNG', 'png'],
+      ['CSV', 'csv'],
+    ] as const) {
       await card.getByRole('button', { name: button }).click();
       // code-server's save dialog is a quick input holding the proposed path: accept it.
       await wb.quickInput.waitFor({ timeout: 15_000 });
@@ -199,7 +259,11 @@ describe('live results in code-server (UI)', function () {
       await poll(`${file} to be written`, () => (existsSync(file) ? true : undefined), 15_000);
       const bytes = readFileSync(file);
       if (ext === 'png') assert.deepEqual([...bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'not a PNG file');
-      else assert.match(bytes.toString('utf8'), /^concurrency,level,completed,failed,duration \(s\),req\/s,output tok\/s,total tok\/s,load generator limit\r\n1,complete,/);
+      else
+        assert.match(
+          bytes.toString('utf8'),
+          /^concurrency,level,completed,failed,duration \(s\),req\/s,output tok\/s,total tok\/s,load generator limit\r\n1,complete,/,
+        );
     }
   });
 
@@ -220,12 +284,18 @@ describe('live results in code-server (UI)', function () {
     await wb.answer(/Decode batch of 4/);
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     await view.getByRole('heading', { name: new RegExp(`Profiler \\(decode step\\) · ${TARGET}`) }).waitFor({ timeout: 60_000 });
-    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 180_000 });
+    await view
+      .locator('#run-status')
+      .getByText(/completed/)
+      .waitFor({ timeout: 180_000 });
     await view.getByText('Decode step by kernel category, per rank').waitFor();
     const headline = await view.locator('#run-headline').innerText();
     figures.profileHeadline = headline;
     assert.match(headline, /all-reduce/, 'the seed model spends most of its step in all-reduce');
-    await view.getByText(/^Data table/).first().click();
+    await view
+      .getByText(/^Data table/)
+      .first()
+      .click();
     await view.locator('table[data-table-id="profile-step"] tbody tr').first().waitFor();
     const ranks = await view.locator('table[data-table-id="profile-step"] tbody tr').count();
     assert.equal(ranks, 8, 'one bar per rank of the TP 8 simulator');
@@ -235,7 +305,10 @@ describe('live results in code-server (UI)', function () {
     await budget.waitFor({ timeout: 30_000 });
     await budget.scrollIntoViewIfNeeded();
     figures.budgetReadings = await view.locator('.readings li').allInnerTexts();
-    assert.ok((figures.budgetReadings as string[]).some((r) => /all-reduce/i.test(r)), `readings: ${figures.budgetReadings}`);
+    assert.ok(
+      (figures.budgetReadings as string[]).some((r) => /all-reduce/i.test(r)),
+      `readings: ${figures.budgetReadings}`,
+    );
     // The budget is of this target's runs only, and says so.
     assert.match(await view.locator('.budget-scope').innerText(), new RegExp(`^For target ${TARGET}`));
     await wb.screenshot('live-budget-dark');
@@ -250,9 +323,15 @@ describe('live results in code-server (UI)', function () {
       assert.ok(figure.endsWith(`${top[2]}%`), `the panel says ${figure} where the headline says ${top[2]}%`);
     }
     await kernels.locator('#rank-select').selectOption('3');
-    await kernels.locator('.step-line').getByText(/rank 3/).waitFor();
+    await kernels
+      .locator('.step-line')
+      .getByText(/rank 3/)
+      .waitFor();
     await kernels.locator('button.category').first().click();
-    await kernels.locator('#category-kernels h3').getByText(/on rank 3/).waitFor();
+    await kernels
+      .locator('#category-kernels h3')
+      .getByText(/on rank 3/)
+      .waitFor();
     await wb.screenshot('live-kernels-rank-dark');
   });
 
@@ -270,16 +349,32 @@ describe('live results in code-server (UI)', function () {
   });
 
   it('breaks a real trace down from the Explorer and inspects a kernel in the side view, then inserts it into the findings', async () => {
-    await wb.page.getByRole('tab', { name: /^Explorer/ }).first().click();
-    await wb.page.getByRole('treeitem', { name: new RegExp(TRACE.replace(/\./g, '\\.')) }).first().click({ button: 'right' });
+    await wb.page
+      .getByRole('tab', { name: /^Explorer/ })
+      .first()
+      .click();
+    await wb.page
+      .getByRole('treeitem', { name: new RegExp(TRACE.replace(/\./g, '\\.')) })
+      .first()
+      .click({ button: 'right' });
     // The workbench's context menu acts on the key that confirms the highlighted item.
-    await wb.page.getByRole('menuitem', { name: /Analyze Trace File/ }).first().hover();
+    await wb.page
+      .getByRole('menuitem', { name: /Analyze Trace File/ })
+      .first()
+      .hover();
     await wb.page.keyboard.press('Enter');
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     // The view still shows the profiler phase's run (completed, with the same heading) until the
     // analysis run replaces it: wait for the analysis run itself, then for it to complete.
-    await view.locator('header h2, h2').filter({ hasText: /· trace files/ }).first().waitFor({ timeout: 60_000 });
-    await view.locator('#run-status').getByText(/completed/).waitFor({ timeout: 60_000 });
+    await view
+      .locator('header h2, h2')
+      .filter({ hasText: /· trace files/ })
+      .first()
+      .waitFor({ timeout: 60_000 });
+    await view
+      .locator('#run-status')
+      .getByText(/completed/)
+      .waitFor({ timeout: 60_000 });
     await view.getByText('Decode step by kernel category, per rank').waitFor({ timeout: 60_000 });
     await view.locator('.extras table tbody tr').first().waitFor({ timeout: 30_000 });
     assert.ok((await view.locator('.extras table tbody tr').count()) > 0, 'no top kernels listed');
@@ -293,16 +388,27 @@ describe('live results in code-server (UI)', function () {
     await kernels.locator('#kernel-detail').getByText('launches per decode step').waitFor();
     const name = await kernels.locator('#kernel-detail .kernel-name').innerText();
     await wb.screenshot('live-kernels-dark');
-    await kernels.locator('#kernel-detail').getByRole('button', { name: /Insert into findings/ }).click();
+    await kernels
+      .locator('#kernel-detail')
+      .getByRole('button', { name: /Insert into findings/ })
+      .click();
     await kernels.getByText('Inserted into the findings document.').waitFor({ timeout: 15_000 });
-    await wb.page.locator('.monaco-editor').getByText(`Kernel ${name.slice(0, 30)}`).first().waitFor({ timeout: 15_000 }).catch(() => undefined);
+    await wb.page
+      .locator('.monaco-editor')
+      .getByText(`Kernel ${name.slice(0, 30)}`)
+      .first()
+      .waitFor({ timeout: 15_000 })
+      .catch(() => undefined);
     figures.insertedKernel = name;
   });
 
   it('runs a custom macro workload from the quick picks (requests per level, a length range, goodput SLOs) and offers it first next time', async () => {
     await wb.runCommand('Inference Bench: Run Macro Phase');
     // Each preset says what it sends, requests per level included.
-    await wb.quickInput.getByText(/concurrency 1, 8, 32, 64; max\(8, 4 × concurrency\) requests per level; random prompts, 256 → 128 tokens/).first().waitFor();
+    await wb.quickInput
+      .getByText(/concurrency 1, 8, 32, 64; max\(8, 4 × concurrency\) requests per level; random prompts, 256 → 128 tokens/)
+      .first()
+      .waitFor();
     await wb.answer(new RegExp(`^Run Macro Phase on ${TARGET}$`), 'Custom');
     await wb.answer(/: load$/, 'Concurrency levels');
     await wb.answer(/: concurrency levels$/, '2');
@@ -314,14 +420,29 @@ describe('live results in code-server (UI)', function () {
     // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for;
     // with lengths drawn over a range, the prompts' range and each level's mean lengths.
     const file = join(workspace, 'k25b6000bench1.md');
-    await poll('the custom run\'s table in the findings document', () => {
-      const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-      return /Goodput req\/s/.test(text) && /E2EL mean ms/.test(text) && /Total tok\/s/.test(text) && /Duration s/.test(text)
-        && /Prompt tok mean/.test(text) && /random prompts, 32 → 16 tokens, each ±50% \(16–48 → 8–24/.test(text) ? true : undefined;
-    }, 90_000);
+    await poll(
+      "the custom run's table in the findings document",
+      () => {
+        const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+        return /Goodput req\/s/.test(text) &&
+          /E2EL mean ms/.test(text) &&
+          /Total tok\/s/.test(text) &&
+          /Duration s/.test(text) &&
+          /Prompt tok mean/.test(text) &&
+          /random prompts, 32 → 16 tokens, each ±50% \(16–48 → 8–24/.test(text)
+          ? true
+          : undefined;
+      },
+      90_000,
+    );
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.quickInput.getByText(/Again: Custom/).waitFor();
-    await wb.quickInput.getByText('concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens, each ±50% (16–48 → 8–24, range ratio 0.5); goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms').first().waitFor();
+    await wb.quickInput
+      .getByText(
+        'concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens, each ±50% (16–48 → 8–24, range ratio 0.5); goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms',
+      )
+      .first()
+      .waitFor();
     await wb.screenshot('live-macro-presets-dark');
     await wb.page.keyboard.press('Escape');
   });
@@ -355,7 +476,11 @@ describe('live results in code-server (UI)', function () {
     // Connect from the other target brings both back.
     await targetRow(TARGET).click({ button: 'right' });
     await wb.page.getByRole('menuitem', { name: 'Connect', exact: true }).click();
-    await poll('both targets connected again', async () => ((await wb.page.getByRole('treeitem', { name: /^connected/ }).count()) === 2 ? true : undefined), 30_000);
+    await poll(
+      'both targets connected again',
+      async () => ((await wb.page.getByRole('treeitem', { name: /^connected/ }).count()) === 2 ? true : undefined),
+      30_000,
+    );
   });
 
   it('edits and removes a target from its context menu', async () => {
@@ -389,10 +514,14 @@ describe('live results in code-server (UI)', function () {
     const dark = await canvasBackground(results);
     // To the preferred light theme (Light Modern by default), as a user flips it from the palette.
     await wb.runCommand('Preferences: Toggle between Light/Dark Themes');
-    const light = await poll('the chart to repaint light', async () => {
-      const v = await canvasBackground(results);
-      return v > 180 ? v : undefined;
-    }, 20_000);
+    const light = await poll(
+      'the chart to repaint light',
+      async () => {
+        const v = await canvasBackground(results);
+        return v > 180 ? v : undefined;
+      },
+      20_000,
+    );
     figures.chartBackground = { dark, light };
     assert.ok(dark < 80, `the dark theme's chart background was ${dark}`);
     await wb.screenshot('live-profile-light');
@@ -400,7 +529,10 @@ describe('live results in code-server (UI)', function () {
     await kernels.locator('button.category').first().waitFor();
     await wb.screenshot('live-kernels-light');
     // Back to the macro run, as drawn in the light theme.
-    const macroRun = await results.locator('#run-select option', { hasText: /^macro/ }).first().getAttribute('value');
+    const macroRun = await results
+      .locator('#run-select option', { hasText: /^macro/ })
+      .first()
+      .getAttribute('value');
     await results.locator('#run-select').selectOption(macroRun!);
     await results.getByText('Throughput vs concurrency').waitFor();
     await wb.screenshot('live-macro-light');
@@ -408,7 +540,13 @@ describe('live results in code-server (UI)', function () {
     await poll('the findings preview drawn in the light theme', async () => {
       for (const f of wb.page.frames()) {
         try {
-          if (await f.locator('table th', { hasText: /^Load$/ }).first().isVisible()) return true;
+          if (
+            await f
+              .locator('table th', { hasText: /^Load$/ })
+              .first()
+              .isVisible()
+          )
+            return true;
         } catch {
           // a frame that went away while we looked
         }

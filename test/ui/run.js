@@ -6,5 +6,8 @@ const { readdirSync } = require('node:fs');
 const { join } = require('node:path');
 
 const mocha = new Mocha({ ui: 'bdd', timeout: 60_000, reporter: join(__dirname, '..', 'support', 'summaryReporter.js') });
-for (const f of readdirSync(__dirname, { recursive: true }).filter((f) => f.endsWith('.test.ts')).sort()) mocha.addFile(join(__dirname, f));
+for (const f of readdirSync(__dirname, { recursive: true })
+  .filter((f) => f.endsWith('.test.ts'))
+  .sort())
+  mocha.addFile(join(__dirname, f));
 mocha.run((failures) => process.exit(failures ? 1 : 0));

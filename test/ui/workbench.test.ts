@@ -12,8 +12,26 @@ const fixtureRuns = join(repoRoot, 'test', 'fixtures', 'runs', 'workspace', '.in
 const FIXTURE_TARGET = 'b6000-sim';
 
 /** Files the VSIX may hold (.vscodeignore is an allow-list); anything else is a packaging leak. */
-const ALLOWED = [/^extension\.vsixmanifest$/, /^\[Content_Types\]\.xml$/, /^extension\/package\.json$/, /^extension\/readme\.md$/i, /^extension\/license(\.txt|\.md)?$/i, /^extension\/dist\/(extension|webview|traceWorker)\.js$/, /^extension\/dist\/agent\.pyz$/, /^extension\/media\//, /^extension\/docs\/images\/[\w-]+\.png$/];
-const REQUIRED = ['extension/package.json', 'extension/dist/extension.js', 'extension/dist/webview.js', 'extension/dist/traceWorker.js', 'extension/dist/agent.pyz', 'extension/media/icon.svg', 'extension/media/codicons/codicon.css'];
+const ALLOWED = [
+  /^extension\.vsixmanifest$/,
+  /^\[Content_Types\]\.xml$/,
+  /^extension\/package\.json$/,
+  /^extension\/readme\.md$/i,
+  /^extension\/license(\.txt|\.md)?$/i,
+  /^extension\/dist\/(extension|webview|traceWorker)\.js$/,
+  /^extension\/dist\/agent\.pyz$/,
+  /^extension\/media\//,
+  /^extension\/docs\/images\/[\w-]+\.png$/,
+];
+const REQUIRED = [
+  'extension/package.json',
+  'extension/dist/extension.js',
+  'extension/dist/webview.js',
+  'extension/dist/traceWorker.js',
+  'extension/dist/agent.pyz',
+  'extension/media/icon.svg',
+  'extension/media/codicons/codicon.css',
+];
 
 // Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
 // so the few browser names they use are declared here, for this file only.
@@ -50,7 +68,12 @@ describe('the extension in code-server (UI)', function () {
     vsix = await packageVsix(join(dirs.root, 'inference-bench.vsix'));
     await installExtension(vsix.path, dirs);
     // A dark theme, as most of the extension's users run it (and as the README's screenshot shows).
-    server = await startCodeServer({ folder: workspace, dirs, logFile: join(outDir, 'code-server.log'), settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
+    server = await startCodeServer({
+      folder: workspace,
+      dirs,
+      logFile: join(outDir, 'code-server.log'),
+      settings: { 'workbench.colorTheme': 'Default Dark Modern' },
+    });
     browser = await launchChromium();
     await browser.context.addInitScript(recordCspViolations);
     wb = new Workbench(await browser.context.newPage());
@@ -58,7 +81,8 @@ describe('the extension in code-server (UI)', function () {
   });
 
   afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) await wb.screenshot(`failed-${this.currentTest.title.replace(/[^\w]+/g, '-').slice(0, 60)}`).catch(() => undefined);
+    if (this.currentTest?.state === 'failed' && wb)
+      await wb.screenshot(`failed-${this.currentTest.title.replace(/[^\w]+/g, '-').slice(0, 60)}`).catch(() => undefined);
   });
 
   after(async () => {
@@ -70,12 +94,24 @@ describe('the extension in code-server (UI)', function () {
 
   it('packs a VSIX that holds only what the extension needs, and code-server installs it', () => {
     const entries = zipEntries(vsix.path);
-    assert.deepEqual(entries.filter((e) => !ALLOWED.some((re) => re.test(e))), [], 'files in the VSIX that .vscodeignore should leave out');
-    assert.deepEqual(REQUIRED.filter((r) => !entries.includes(r)), [], 'files the extension needs at run time, missing from the VSIX');
+    assert.deepEqual(
+      entries.filter((e) => !ALLOWED.some((re) => re.test(e))),
+      [],
+      'files in the VSIX that .vscodeignore should leave out',
+    );
+    assert.deepEqual(
+      REQUIRED.filter((r) => !entries.includes(r)),
+      [],
+      'files the extension needs at run time, missing from the VSIX',
+    );
     // The extension's page renders the packaged README, whose screenshots are relative links.
     const readmeImages = [...readFileSync(join(repoRoot, 'README.md'), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]);
     assert.ok(readmeImages.length >= 2, `README images found: ${readmeImages.join(', ')}`);
-    assert.deepEqual(readmeImages.filter((img) => !entries.includes(`extension/${img}`)), [], 'README images missing from the VSIX (the extension page would show broken images)');
+    assert.deepEqual(
+      readmeImages.filter((img) => !entries.includes(`extension/${img}`)),
+      [],
+      'README images missing from the VSIX (the extension page would show broken images)',
+    );
     assert.ok(vsix.bytes < 1024 * 1024, `the VSIX is ${vsix.bytes} bytes`);
     const installed = readdirSync(dirs.extensionsDir).filter((d) => d.startsWith('inference-bench.inference-bench-'));
     assert.equal(installed.length, 1, `installed extensions: ${readdirSync(dirs.extensionsDir).join(', ')}`);
@@ -125,12 +161,21 @@ describe('the extension in code-server (UI)', function () {
 
   it('opens the findings document from the command palette', async () => {
     await wb.runCommand('Inference Bench: Open Findings Document');
-    await wb.page.getByRole('tab', { name: /^k25b6000bench1\.md/ }).first().waitFor();
+    await wb.page
+      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .first()
+      .waitFor();
     assert.ok(existsSync(join(workspace, 'k25b6000bench1.md')));
     // Its tables wrap in a text column: a rendered preview opens beside it, and the text keeps the focus.
     const groups = wb.page.locator('.editor-group-container');
-    await groups.nth(0).getByRole('tab', { name: /^k25b6000bench1\.md/ }).waitFor();
-    await groups.nth(1).getByRole('tab', { name: /^k25b6000bench1\.md/ }).waitFor();
+    await groups
+      .nth(0)
+      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .waitFor();
+    await groups
+      .nth(1)
+      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .waitFor();
     await poll('the rendered heading in the preview beside the text', () => renderedFrame(wb, 'h1', 'Findings: k25b6000bench1'));
     await wb.page.locator('.monaco-editor.focused').waitFor();
     await wb.screenshot('findings-with-preview');
@@ -141,7 +186,7 @@ describe('the extension in code-server (UI)', function () {
     const view = wb.webview();
     const canvas = view.locator('canvas').first();
     await canvas.waitFor({ timeout: 30_000 });
-    assert.match((await view.locator('body').textContent()) ?? '', new RegExp(FIXTURE_TARGET), 'the results view does not name the stored run\'s target');
+    assert.match((await view.locator('body').textContent()) ?? '', new RegExp(FIXTURE_TARGET), "the results view does not name the stored run's target");
     // chart.js draws on a canvas: count the pixels it painted and how many colours it used.
     const ink = await poll('the chart to draw', async () => {
       const seen = await canvas.evaluate((c): CanvasInk => {

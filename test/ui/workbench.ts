@@ -40,7 +40,10 @@ export class Workbench {
   async open(url: string): Promise<void> {
     await this.page.goto(url);
     await this.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
-    await this.page.getByRole('tab', { name: /^Explorer/ }).first().waitFor({ timeout: 60_000 });
+    await this.page
+      .getByRole('tab', { name: /^Explorer/ })
+      .first()
+      .waitFor({ timeout: 60_000 });
   }
 
   /** Console lines that report a Content-Security-Policy refusal, from any frame. */
@@ -63,16 +66,23 @@ export class Workbench {
     await this.page.keyboard.press('F1');
     await this.inputBox.waitFor();
     await this.page.keyboard.type(title);
-    await this.quickInput.getByRole('option', { name: new RegExp(`^${escapeRegExp(title)}`) }).first().waitFor();
+    await this.quickInput
+      .getByRole('option', { name: new RegExp(`^${escapeRegExp(title)}`) })
+      .first()
+      .waitFor();
     await this.page.keyboard.press('Enter');
   }
 
   /** Waits for a quick-input prompt whose title or placeholder matches, then types `text` (if any) and Enter. */
   async answer(prompt: RegExp, text?: string): Promise<void> {
-    await this.quickInput.getByText(prompt).first().waitFor({ timeout: 15_000 }).catch(async () => {
-      const shown = (await this.quickInput.isVisible()) ? await this.quickInput.innerText() : '(no prompt shown)';
-      throw new Error(`expected a prompt matching ${prompt}; the quick input shows: ${shown}`);
-    });
+    await this.quickInput
+      .getByText(prompt)
+      .first()
+      .waitFor({ timeout: 15_000 })
+      .catch(async () => {
+        const shown = (await this.quickInput.isVisible()) ? await this.quickInput.innerText() : '(no prompt shown)';
+        throw new Error(`expected a prompt matching ${prompt}; the quick input shows: ${shown}`);
+      });
     if (text !== undefined) await this.inputBox.fill(text);
     await this.page.keyboard.press('Enter');
   }

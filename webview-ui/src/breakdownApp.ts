@@ -29,11 +29,27 @@ export function kernelDetailTable(kernel: KernelStat, stepUs: number | undefined
   const share = kernel.share ?? (stepUs ? kernel.total_us / stepUs : undefined);
   if (share !== undefined) rows.push({ stat: 'share of decode step', value: `${(share * 100).toFixed(1)}%` });
   // Its place in the step: how much of its category it is, and the category's share of the step.
-  if (categoryUs && stepUs) rows.push({ stat: `share of ${kernel.category}`, value: `${((kernel.total_us / categoryUs) * 100).toFixed(1)}% of ${((categoryUs / stepUs) * 100).toFixed(1)}%` });
+  if (categoryUs && stepUs)
+    rows.push({
+      stat: `share of ${kernel.category}`,
+      value: `${((kernel.total_us / categoryUs) * 100).toFixed(1)}% of ${((categoryUs / stepUs) * 100).toFixed(1)}%`,
+    });
   if (kernel.first_offset_us !== undefined) {
-    rows.push({ stat: 'first launch in step', value: `${kernel.first_offset_us.toFixed(1)} µs${stepUs ? ` (${((kernel.first_offset_us / stepUs) * 100).toFixed(0)}% into the step)` : ''}` });
+    rows.push({
+      stat: 'first launch in step',
+      value: `${kernel.first_offset_us.toFixed(1)} µs${stepUs ? ` (${((kernel.first_offset_us / stepUs) * 100).toFixed(0)}% into the step)` : ''}`,
+    });
   }
-  return { id: 'kernel-detail', title: `Kernel ${shortKernelName(kernel.name)}`, note: shortKernelName(kernel.name) === kernel.name ? undefined : `full name: ${kernel.name}`, columns: [{ key: 'stat', label: 'statistic', align: 'left' }, { key: 'value', label: 'value', align: 'right' }], rows };
+  return {
+    id: 'kernel-detail',
+    title: `Kernel ${shortKernelName(kernel.name)}`,
+    note: shortKernelName(kernel.name) === kernel.name ? undefined : `full name: ${kernel.name}`,
+    columns: [
+      { key: 'stat', label: 'statistic', align: 'left' },
+      { key: 'value', label: 'value', align: 'right' },
+    ],
+    rows,
+  };
 }
 
 export function startBreakdownApp(app: HTMLElement): void {
@@ -42,19 +58,26 @@ export function startBreakdownApp(app: HTMLElement): void {
   const save = () => host.setState(state);
 
   const insertButton = (table: ResultTable) =>
-    button('Insert into findings', 'Insert this table into the findings document at the cursor', async () => {
-      status.textContent = '';
-      const reply = await request((requestId) => ({ type: 'insertTable', requestId, table }));
-      if (!reply.ok) status.textContent = reply.error ?? 'Could not insert the table.';
-      else status.textContent = 'Inserted into the findings document.';
-    }, 'insert');
+    button(
+      'Insert into findings',
+      'Insert this table into the findings document at the cursor',
+      async () => {
+        status.textContent = '';
+        const reply = await request((requestId) => ({ type: 'insertTable', requestId, table }));
+        if (!reply.ok) status.textContent = reply.error ?? 'Could not insert the table.';
+        else status.textContent = 'Inserted into the findings document.';
+      },
+      'insert',
+    );
   const status = el('p', undefined, 'meta');
   status.setAttribute('role', 'status');
 
   function render(): void {
     app.replaceChildren();
     if (!view) {
-      app.append(el('p', 'Run the profiler phase, or Analyze Trace File…, then pick "Inspect kernels" on a profile run to see its kernel breakdown here.', 'empty'));
+      app.append(
+        el('p', 'Run the profiler phase, or Analyze Trace File…, then pick "Inspect kernels" on a profile run to see its kernel breakdown here.', 'empty'),
+      );
       return;
     }
     const { profile } = view;
@@ -72,7 +95,8 @@ export function startBreakdownApp(app: HTMLElement): void {
       for (const [c, us] of Object.entries(profile.overall.by_category)) perCategory.set(c, us);
     } else {
       stepUs = profile.ranks.length ? profile.ranks.reduce((s, r) => s + r.step_us, 0) / profile.ranks.length : undefined;
-      for (const r of profile.ranks) for (const [c, us] of Object.entries(r.by_category)) perCategory.set(c, (perCategory.get(c) ?? 0) + us / profile.ranks.length);
+      for (const r of profile.ranks)
+        for (const [c, us] of Object.entries(r.by_category)) perCategory.set(c, (perCategory.get(c) ?? 0) + us / profile.ranks.length);
     }
     app.append(el('h2', view.title));
     if (profile.ranks.length > 1) {
@@ -129,7 +153,7 @@ export function startBreakdownApp(app: HTMLElement): void {
     app.append(list);
 
     if (state.category) {
-      const source = rankEntry ? profile.kernelsByRank?.find((k) => k.rank === rankEntry.rank)?.kernels ?? [] : profile.kernels;
+      const source = rankEntry ? (profile.kernelsByRank?.find((k) => k.rank === rankEntry.rank)?.kernels ?? []) : profile.kernels;
       const kernels = source.filter((k) => k.category === state.category).sort((a, b) => b.total_us - a.total_us);
       const full = kernelTable(kernels, `Kernels in ${state.category}${rankEntry ? ` on rank ${rankEntry.rank}` : ''}`, stepUs);
       // The side view is narrow: the category is in the heading, min and max are in the kernel's detail.
@@ -137,18 +161,23 @@ export function startBreakdownApp(app: HTMLElement): void {
       const section = el('section', undefined, 'card');
       section.id = 'category-kernels';
       const head = el('div', undefined, 'card-header');
-      head.append(el('h3', `${state.category}${rankEntry ? ` on rank ${rankEntry.rank}` : ''}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`), insertButton(full));
+      head.append(
+        el('h3', `${state.category}${rankEntry ? ` on rank ${rankEntry.rank}` : ''}: ${kernels.length} kernel${kernels.length === 1 ? '' : 's'}`),
+        insertButton(full),
+      );
       const scroll = el('div', undefined, 'table-scroll');
-      scroll.append(renderTable(table, {
-        sortable: true,
-        initialSort: { key: 'total_us', descending: true },
-        isSelected: (row) => row.full_name === state.kernel,
-        onRowClick: (row) => {
-          state = { ...state, kernel: String(row.full_name) };
-          save();
-          render();
-        },
-      }));
+      scroll.append(
+        renderTable(table, {
+          sortable: true,
+          initialSort: { key: 'total_us', descending: true },
+          isSelected: (row) => row.full_name === state.kernel,
+          onRowClick: (row) => {
+            state = { ...state, kernel: String(row.full_name) };
+            save();
+            render();
+          },
+        }),
+      );
       section.append(head, scroll);
       app.append(section);
       const kernel = kernels.find((k) => k.name === state.kernel);

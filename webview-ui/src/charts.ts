@@ -11,8 +11,6 @@ import { ChartTheme, distinctColours, readTheme } from './theme';
 
 Chart.register(...registerables);
 
-
-
 let theme: ChartTheme = readTheme();
 
 // Paints the theme's background under the chart so that exported PNGs look like the view.
@@ -110,9 +108,24 @@ function configFor(spec: ChartSpec): ChartConfiguration {
       data: {
         labels: spec.bars.map((b) => b.label),
         datasets: [
-          { label: 'measured', data: spec.bars.map((b) => [Math.min(b.from, b.to), Math.max(b.from, b.to)]), backgroundColor: spec.bars.map((b) => fill(b.kind)), borderWidth: 0, grouped: false, barPercentage: 0.8 },
+          {
+            label: 'measured',
+            data: spec.bars.map((b) => [Math.min(b.from, b.to), Math.max(b.from, b.to)]),
+            backgroundColor: spec.bars.map((b) => fill(b.kind)),
+            borderWidth: 0,
+            grouped: false,
+            barPercentage: 0.8,
+          },
           // The micro phase's prediction, outlined over the measured bar it predicts.
-          { label: 'micro predicts', data: spec.bars.map((b) => (b.predicted === undefined ? null : [b.from, b.from + b.predicted])), backgroundColor: 'transparent', borderColor: colour(2), borderWidth: 2, grouped: false, barPercentage: 0.5 },
+          {
+            label: 'micro predicts',
+            data: spec.bars.map((b) => (b.predicted === undefined ? null : [b.from, b.from + b.predicted])),
+            backgroundColor: 'transparent',
+            borderColor: colour(2),
+            borderWidth: 2,
+            grouped: false,
+            barPercentage: 0.5,
+          },
         ],
       },
       options: {
@@ -133,7 +146,13 @@ function configFor(spec: ChartSpec): ChartConfiguration {
       // Every category its own colour, however many there are (the theme's palette has fewer).
       datasets: (() => {
         const colours = distinctColours(theme, Math.max(0, ...spec.stacks.map((s) => s.colorIndex + 1)));
-        return spec.stacks.map((s) => ({ label: s.label, data: s.values, backgroundColor: colours[s.colorIndex], borderColor: theme.background, borderWidth: 1 }));
+        return spec.stacks.map((s) => ({
+          label: s.label,
+          data: s.values,
+          backgroundColor: colours[s.colorIndex],
+          borderColor: theme.background,
+          borderWidth: 1,
+        }));
       })(),
     },
     options: {

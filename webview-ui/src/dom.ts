@@ -52,7 +52,9 @@ export function renderTable(table: ResultTable, options: TableOptions = {}): HTM
           const text = formatCell(row[c.key], c);
           // Only long names (kernels) may wrap; short labels such as "rank 0" stay on one line.
           const td = el('td', text, c.align === 'left' ? (text.length > 40 ? 'left wrap' : 'left') : undefined);
-          const title = options.cellTitle?.(row, c.key) ?? (c.key === 'name' && typeof row.full_name === 'string' && row.full_name !== row.name ? row.full_name : undefined);
+          const title =
+            options.cellTitle?.(row, c.key) ??
+            (c.key === 'name' && typeof row.full_name === 'string' && row.full_name !== row.name ? row.full_name : undefined);
           if (title) td.title = title;
           tr.append(td);
         }

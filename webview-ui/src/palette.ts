@@ -68,4 +68,3 @@ export function distinctColoursOf(t: PaletteInput, n: number): string[] {
   }
   return out;
 }
-

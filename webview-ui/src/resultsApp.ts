@@ -83,7 +83,10 @@ export function startResultsApp(app: HTMLElement): void {
     const compareLabel = el('label', 'Compare with ');
     compareLabel.append(compareSelect);
     toolbar.replaceChildren(runLabelEl, compareLabel);
-    if (run && profileData(run)) toolbar.append(button('Inspect kernels', 'Open the kernel breakdown beside the editor', () => post({ type: 'inspectBreakdown', runId: run.id }), 'list-tree'));
+    if (run && profileData(run))
+      toolbar.append(
+        button('Inspect kernels', 'Open the kernel breakdown beside the editor', () => post({ type: 'inspectBreakdown', runId: run.id }), 'list-tree'),
+      );
   }
 
   function renderHeader(run: RunSummary | undefined, other: RunSummary | undefined): void {
@@ -94,7 +97,9 @@ export function startResultsApp(app: HTMLElement): void {
     header.append(title);
     const status = el('p', undefined, `status status-${run.status}`);
     status.id = 'run-status';
-    status.append(el('span', undefined, `codicon codicon-${run.status === 'running' ? 'loading codicon-modifier-spin' : run.status === 'completed' ? 'pass' : 'warning'}`));
+    status.append(
+      el('span', undefined, `codicon codicon-${run.status === 'running' ? 'loading codicon-modifier-spin' : run.status === 'completed' ? 'pass' : 'warning'}`),
+    );
     status.append(el('span', ` ${run.status}${run.reason ? ` — ${run.reason}` : ''}`));
     header.append(status);
     if (run.headline) {
@@ -127,7 +132,9 @@ export function startResultsApp(app: HTMLElement): void {
     if (!run) {
       cards.forEach((c) => c.destroy());
       cards = [];
-      chartsHolder.replaceChildren(el('p', 'No runs yet. Run a phase from the Inference Bench sidebar or the command palette (Inference Bench: Run Macro Phase).', 'empty'));
+      chartsHolder.replaceChildren(
+        el('p', 'No runs yet. Run a phase from the Inference Bench sidebar or the command palette (Inference Bench: Run Macro Phase).', 'empty'),
+      );
       extras.replaceChildren();
       return;
     }
@@ -180,7 +187,9 @@ export function startResultsApp(app: HTMLElement): void {
     if (budget.simulated) heading.append(el('span', 'simulator', 'badge'));
     const s = budget.scope;
     // Whose runs these are: the budget never sets one server's runs beside another's.
-    const scope = s ? el('p', `For target ${s.target}${s.url ? ` · server ${s.url}` : ''}${s.model ? ` · model ${s.model}` : ''}`, 'meta budget-scope') : undefined;
+    const scope = s
+      ? el('p', `For target ${s.target}${s.url ? ` · server ${s.url}` : ''}${s.model ? ` · model ${s.model}` : ''}`, 'meta budget-scope')
+      : undefined;
     const readings = el('ul', undefined, 'readings');
     for (const r of budget.readings) readings.append(el('li', r));
     const missing = el('ul', undefined, 'meta budget-missing');
@@ -203,7 +212,8 @@ export function startResultsApp(app: HTMLElement): void {
         {
           const trimmed = new Set(m.snapshot.trimmedRunIds ?? []);
           const run = selected();
-          if (run && (trimmed.has(run.id) || (compared() && trimmed.has(compared()!.id)))) post({ type: 'selectRun', runId: run.id, compareRunId: compared()?.id });
+          if (run && (trimmed.has(run.id) || (compared() && trimmed.has(compared()!.id))))
+            post({ type: 'selectRun', runId: run.id, compareRunId: compared()?.id });
         }
         break;
       case 'runUpdated': {

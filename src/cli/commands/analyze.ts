@@ -77,7 +77,9 @@ export const analyzeCommand: CliCommand = {
     if (args.out) writeFileSync(args.out, `${json}\n`);
     process.stdout.write(args.json ? `${json}\n` : renderBreakdownText(breakdown));
     const mb = breakdown.ranks.reduce((a, r) => a + r.totals.jsonBytes, 0) / 1e6;
-    process.stderr.write(`analysed ${breakdown.ranks.length} file(s), ${mb.toFixed(1)} MB of JSON in ${((Date.now() - started) / 1000).toFixed(1)} s${args.out ? `; wrote ${args.out}` : ''}\n`);
+    process.stderr.write(
+      `analysed ${breakdown.ranks.length} file(s), ${mb.toFixed(1)} MB of JSON in ${((Date.now() - started) / 1000).toFixed(1)} s${args.out ? `; wrote ${args.out}` : ''}\n`,
+    );
     return 0;
   },
 };

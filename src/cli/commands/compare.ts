@@ -31,7 +31,8 @@ export function comparisonText(c: Comparison, all: boolean): string {
     if (!rows.length) continue;
     out.push(renderTextTable({ ...t, rows }), '');
   }
-  if (!all && c.differences.some((d) => !d.flagged)) out.push(`(${c.differences.filter((d) => !d.flagged).length} quantities within noise not shown; --all shows them.)`);
+  if (!all && c.differences.some((d) => !d.flagged))
+    out.push(`(${c.differences.filter((d) => !d.flagged).length} quantities within noise not shown; --all shows them.)`);
   for (const u of c.unmatched) out.push(`Not compared: ${u}`);
   return `${out.join('\n').trimEnd()}\n`;
 }
@@ -43,7 +44,11 @@ export const compareCommand: CliCommand = {
   async run(argv) {
     let parsed: { values: { workspace?: string; all?: boolean; json?: boolean }; positionals: string[] };
     try {
-      parsed = parseArgs({ args: argv, options: { workspace: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true });
+      parsed = parseArgs({
+        args: argv,
+        options: { workspace: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } },
+        allowPositionals: true,
+      });
     } catch (err) {
       throw new UsageError(`${(err as Error).message}\n\n${USAGE}`);
     }

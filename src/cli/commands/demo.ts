@@ -60,8 +60,12 @@ export const demoCommand: CliCommand = {
     const v = parseCommandArgs('demo', {
       args: argv,
       options: {
-        workspace: { type: 'string', default: 'demo-campaign' }, findings: { type: 'string', default: DEFAULT_FINDINGS_DOCUMENT },
-        python: { type: 'string', default: 'python3' }, 'torch-python': { type: 'string' }, quick: { type: 'boolean' }, verbose: { type: 'boolean' },
+        workspace: { type: 'string', default: 'demo-campaign' },
+        findings: { type: 'string', default: DEFAULT_FINDINGS_DOCUMENT },
+        python: { type: 'string', default: 'python3' },
+        'torch-python': { type: 'string' },
+        quick: { type: 'boolean' },
+        verbose: { type: 'boolean' },
       },
       strict: true,
     }).values;
@@ -126,7 +130,12 @@ export const demoCommand: CliCommand = {
       if (torchPython) {
         const microCtx = { ...ctx, target: { ...target, python: torchPython }, agent: await deployAgent(transport, bundledAgentPath(), torchPython) };
         const micro = await runMicroPhase(microCtx, {
-          model: 'kimi-k2.5', tp: 8, m: quick ? [1, 16] : [1, 4, 16], device: 'cpu', repeats: 3, arWorldSize: 2,
+          model: 'kimi-k2.5',
+          tp: 8,
+          m: quick ? [1, 16] : [1, 4, 16],
+          device: 'cpu',
+          repeats: 3,
+          arWorldSize: 2,
           // On a CPU the big shapes (lm_head, dense MLP) take minutes and say nothing about a GPU: keep the decode-step ones.
           only: ['moe.gate_up', 'moe.down', 'attn.o_proj'],
         });

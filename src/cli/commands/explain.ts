@@ -32,7 +32,9 @@ that has no run is named with the command that fills it in.
 Example: infbench explain --workspace . --findings k25b6000bench1.md`;
 
 export function budgetText(b: Budget): string {
-  const runs = Object.entries(b.runs).filter(([, id]) => id).map(([phase, id]) => `${phase} ${id}`);
+  const runs = Object.entries(b.runs)
+    .filter(([, id]) => id)
+    .map(([phase, id]) => `${phase} ${id}`);
   const scope = budgetScopeLine(b);
   const out = [b.view.title, ...(scope ? [scope.replace(/\*\*|`/g, '')] : []), `Runs: ${runs.join(', ') || 'none'}`, ''];
   for (const r of b.readings) out.push(`• ${r}`);
@@ -44,14 +46,22 @@ export function budgetText(b: Budget): string {
 
 export const explainCommand: CliCommand = {
   name: 'explain',
-  summary: 'where a decode step\'s milliseconds go: macro, micro and profile runs reconciled',
+  summary: "where a decode step's milliseconds go: macro, micro and profile runs reconciled",
   usage: USAGE,
   async run(argv) {
     let v: { workspace?: string; target?: string; runs?: string; model?: string; batch?: string; findings?: string; json?: boolean };
     try {
       v = parseArgs({
         args: argv,
-        options: { workspace: { type: 'string' }, target: { type: 'string' }, runs: { type: 'string' }, model: { type: 'string' }, batch: { type: 'string' }, findings: { type: 'string' }, json: { type: 'boolean' } },
+        options: {
+          workspace: { type: 'string' },
+          target: { type: 'string' },
+          runs: { type: 'string' },
+          model: { type: 'string' },
+          batch: { type: 'string' },
+          findings: { type: 'string' },
+          json: { type: 'boolean' },
+        },
         allowPositionals: false,
       }).values;
     } catch (err) {
@@ -63,12 +73,23 @@ export const explainCommand: CliCommand = {
     const batch = positiveWholeNumber(v.batch, '--batch');
     let budget: Budget;
     try {
-      const selection = selectRuns(workspace, v.runs?.split(',').map((s) => s.trim()).filter(Boolean), { target: v.target });
+      const selection = selectRuns(
+        workspace,
+        v.runs
+          ?.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+        { target: v.target },
+      );
       if (v.target && !selection.macro && !selection.micro && !selection.profile) {
-        throw new ExplainError(`No completed macro, micro or profile run of target ${v.target} in ${workspace}/.inference-bench/runs. Run a phase on it first (infbench macro --target ${v.target}), or leave out --target.`);
+        throw new ExplainError(
+          `No completed macro, micro or profile run of target ${v.target} in ${workspace}/.inference-bench/runs. Run a phase on it first (infbench macro --target ${v.target}), or leave out --target.`,
+        );
       }
       if (!selection.macro && !selection.micro && !selection.profile) {
-        throw new ExplainError(`No completed macro, micro or profile run in ${workspace}/.inference-bench/runs. Run a phase first (infbench macro, infbench micro, infbench profile), or import one with infbench import-vllm FILE.json; pass --workspace if the runs are elsewhere.`);
+        throw new ExplainError(
+          `No completed macro, micro or profile run in ${workspace}/.inference-bench/runs. Run a phase first (infbench macro, infbench micro, infbench profile), or import one with infbench import-vllm FILE.json; pass --workspace if the runs are elsewhere.`,
+        );
       }
       budget = explainRuns(selection, { model, batch });
     } catch (err) {

@@ -53,7 +53,13 @@ export const importCommand: CliCommand = {
         { key: 'tpot', label: 'median TPOT ms', digits: 2 },
         { key: 'ttft', label: 'median TTFT ms', digits: 1 },
       ],
-      rows: result.levels.map((l) => ({ c: l.max_concurrency ?? '∞', completed: l.completed, thr: l.output_throughput, tpot: l.median_tpot_ms as number, ttft: l.median_ttft_ms as number })),
+      rows: result.levels.map((l) => ({
+        c: l.max_concurrency ?? '∞',
+        completed: l.completed,
+        thr: l.output_throughput,
+        tpot: l.median_tpot_ms as number,
+        ttft: l.median_ttft_ms as number,
+      })),
     });
     process.stdout.write(`${table}\n\nRun folder: ${run.dir}\n`);
     return 0;

@@ -57,13 +57,31 @@ export const macroCommand: CliCommand = {
       args: argv,
       options: {
         ...TARGET_OPTIONS,
-        concurrency: { type: 'string' }, 'request-rate': { type: 'string' }, 'max-concurrency': { type: 'string' }, burstiness: { type: 'string' },
-        requests: { type: 'string' }, duration: { type: 'string' }, 'input-len': { type: 'string' }, 'output-len': { type: 'string' },
-        'no-ignore-eos': { type: 'boolean' }, api: { type: 'string' }, model: { type: 'string' }, 'prompts-file': { type: 'string' },
-        'range-ratio': { type: 'string' }, 'random-range-ratio': { type: 'string' }, 'dataset-name': { type: 'string' },
-        'dataset-path': { type: 'string' }, 'sharegpt-output-len': { type: 'string' },
-        warmup: { type: 'string' }, 'request-timeout': { type: 'string' }, goodput: { type: 'string' }, percentiles: { type: 'string' }, workers: { type: 'string' }, seed: { type: 'string' },
-        out: { type: 'string' }, json: { type: 'boolean' },
+        concurrency: { type: 'string' },
+        'request-rate': { type: 'string' },
+        'max-concurrency': { type: 'string' },
+        burstiness: { type: 'string' },
+        requests: { type: 'string' },
+        duration: { type: 'string' },
+        'input-len': { type: 'string' },
+        'output-len': { type: 'string' },
+        'no-ignore-eos': { type: 'boolean' },
+        api: { type: 'string' },
+        model: { type: 'string' },
+        'prompts-file': { type: 'string' },
+        'range-ratio': { type: 'string' },
+        'random-range-ratio': { type: 'string' },
+        'dataset-name': { type: 'string' },
+        'dataset-path': { type: 'string' },
+        'sharegpt-output-len': { type: 'string' },
+        warmup: { type: 'string' },
+        'request-timeout': { type: 'string' },
+        goodput: { type: 'string' },
+        percentiles: { type: 'string' },
+        workers: { type: 'string' },
+        seed: { type: 'string' },
+        out: { type: 'string' },
+        json: { type: 'boolean' },
       },
       strict: true,
     });
@@ -117,14 +135,17 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
   const goodput: MacroOptions['goodput'] = {};
   for (const part of (v('goodput') ?? '').split(/[\s,]+/).filter(Boolean)) {
     const [k, val] = part.split(':');
-    if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0)) throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
+    if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0))
+      throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
     goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
   }
   const workers = v('workers') === undefined || v('workers') === 'auto' ? undefined : finiteNumber(v('workers'), '--workers');
   // vllm bench serve spells it --random-range-ratio.
   const ratioFlag = v('range-ratio') !== undefined ? '--range-ratio' : '--random-range-ratio';
   const options: MacroOptions = {
-    url: v('url'), api, model: v('model'),
+    url: v('url'),
+    api,
+    model: v('model'),
     concurrency: numberList(v('concurrency'), '--concurrency'),
     requestRate: numberList(v('request-rate'), '--request-rate', true),
     maxConcurrency: finiteNumber(v('max-concurrency'), '--max-concurrency'),

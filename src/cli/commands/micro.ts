@@ -48,27 +48,58 @@ export const microCommand: CliCommand = {
     const parsed = parseCommandArgs('micro', {
       args: argv,
       options: {
-        ...TARGET_OPTIONS, model: { type: 'string' }, config: { type: 'string' }, tp: { type: 'string' }, m: { type: 'string' },
-        shape: { type: 'string', multiple: true }, only: { type: 'string', multiple: true }, dtype: { type: 'string' },
-        'group-size': { type: 'string' }, device: { type: 'string' }, 'allow-busy': { type: 'boolean' }, 'busy-threshold': { type: 'string' },
-        skip: { type: 'string' }, repeats: { type: 'string' }, 'launch-kernels': { type: 'string' }, 'ar-world-size': { type: 'string' },
-        'ar-backend': { type: 'string' }, 'ar-max-bytes': { type: 'string' }, hidden: { type: 'string' },
-        out: { type: 'string' }, json: { type: 'boolean' },
+        ...TARGET_OPTIONS,
+        model: { type: 'string' },
+        config: { type: 'string' },
+        tp: { type: 'string' },
+        m: { type: 'string' },
+        shape: { type: 'string', multiple: true },
+        only: { type: 'string', multiple: true },
+        dtype: { type: 'string' },
+        'group-size': { type: 'string' },
+        device: { type: 'string' },
+        'allow-busy': { type: 'boolean' },
+        'busy-threshold': { type: 'string' },
+        skip: { type: 'string' },
+        repeats: { type: 'string' },
+        'launch-kernels': { type: 'string' },
+        'ar-world-size': { type: 'string' },
+        'ar-backend': { type: 'string' },
+        'ar-max-bytes': { type: 'string' },
+        hidden: { type: 'string' },
+        out: { type: 'string' },
+        json: { type: 'boolean' },
       },
       strict: true,
     });
     const v = parsed.values;
     const dtypes: MicroDtype[] = ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int4'];
     if (v.dtype && !dtypes.includes(v.dtype as MicroDtype)) throw new UsageError(`--dtype must be one of ${dtypes.join(', ')}; got "${v.dtype}".`);
-    if (v['ar-backend'] && !['auto', 'nccl', 'gloo'].includes(v['ar-backend'])) throw new UsageError(`--ar-backend must be auto, nccl or gloo; got "${v['ar-backend']}".`);
-    const skip = v.skip?.split(',').map((s) => s.trim()).filter(Boolean) as MicroPart[] | undefined;
+    if (v['ar-backend'] && !['auto', 'nccl', 'gloo'].includes(v['ar-backend']))
+      throw new UsageError(`--ar-backend must be auto, nccl or gloo; got "${v['ar-backend']}".`);
+    const skip = v.skip
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean) as MicroPart[] | undefined;
     const threshold = v['busy-threshold'] === undefined ? undefined : Number(v['busy-threshold']);
     const options: MicroOptions = {
-      model: v.model, config: v.config, tp: positiveWholeNumber(v.tp, '--tp'), m: positiveWholeNumberList(v.m, '--m'), shapes: v.shape, only: v.only,
-      dtype: v.dtype as MicroDtype | undefined, groupSize: positiveWholeNumber(v['group-size'], '--group-size'), device: v.device,
-      allowBusy: v['allow-busy'], busyThreshold: threshold, skip, repeats: positiveWholeNumber(v.repeats, '--repeats'),
-      launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'), arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),
-      arBackend: v['ar-backend'] as MicroOptions['arBackend'], arMaxBytes: positiveWholeNumber(v['ar-max-bytes'], '--ar-max-bytes'),
+      model: v.model,
+      config: v.config,
+      tp: positiveWholeNumber(v.tp, '--tp'),
+      m: positiveWholeNumberList(v.m, '--m'),
+      shapes: v.shape,
+      only: v.only,
+      dtype: v.dtype as MicroDtype | undefined,
+      groupSize: positiveWholeNumber(v['group-size'], '--group-size'),
+      device: v.device,
+      allowBusy: v['allow-busy'],
+      busyThreshold: threshold,
+      skip,
+      repeats: positiveWholeNumber(v.repeats, '--repeats'),
+      launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'),
+      arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),
+      arBackend: v['ar-backend'] as MicroOptions['arBackend'],
+      arMaxBytes: positiveWholeNumber(v['ar-max-bytes'], '--ar-max-bytes'),
       hidden: positiveWholeNumber(v.hidden, '--hidden'),
     };
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];

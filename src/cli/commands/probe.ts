@@ -28,11 +28,16 @@ export const probeCommand: CliCommand = {
     try {
       const outcome = await runProbePhase(cliPhaseContext(opened), { timeoutS: v.timeout ? Number(v.timeout) : undefined });
       if (!outcome.result) {
-        process.stderr.write(`infbench probe: ${outcome.agent.status} on ${transport.label}: ${outcome.agent.reason ?? 'no result'}\nRun folder: ${outcome.run.dir}\n`);
+        process.stderr.write(
+          `infbench probe: ${outcome.agent.status} on ${transport.label}: ${outcome.agent.reason ?? 'no result'}\nRun folder: ${outcome.run.dir}\n`,
+        );
         return 1;
       }
       if (v.json) process.stdout.write(`${JSON.stringify(outcome.result, null, 2)}\n`);
-      else process.stdout.write(`${[`Target ${target.name} (${transport.label})`, ...probeSummaryLines(outcome.result), `Run folder: ${outcome.run.dir}`].join('\n')}\n`);
+      else
+        process.stdout.write(
+          `${[`Target ${target.name} (${transport.label})`, ...probeSummaryLines(outcome.result), `Run folder: ${outcome.run.dir}`].join('\n')}\n`,
+        );
       return 0;
     } finally {
       await opened.close();

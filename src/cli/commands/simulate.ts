@@ -35,19 +35,35 @@ export const simulateCommand: CliCommand = {
     const v = parseCommandArgs('simulate', {
       args: argv,
       options: {
-        port: { type: 'string', default: '8000' }, host: { type: 'string' }, preset: { type: 'string' },
-        'step-base-ms': { type: 'string' }, 'step-per-seq-ms': { type: 'string' }, 'prefill-per-token-ms': { type: 'string' },
-        'max-batch': { type: 'string' }, 'zero-cost': { type: 'boolean' }, 'pace-ms': { type: 'string' },
-        'profiler-dir': { type: 'string' }, fault: { type: 'string', multiple: true }, python: { type: 'string' },
+        port: { type: 'string', default: '8000' },
+        host: { type: 'string' },
+        preset: { type: 'string' },
+        'step-base-ms': { type: 'string' },
+        'step-per-seq-ms': { type: 'string' },
+        'prefill-per-token-ms': { type: 'string' },
+        'max-batch': { type: 'string' },
+        'zero-cost': { type: 'boolean' },
+        'pace-ms': { type: 'string' },
+        'profiler-dir': { type: 'string' },
+        fault: { type: 'string', multiple: true },
+        python: { type: 'string' },
       },
       strict: true,
     }).values;
     const num = nonNegativeNumber;
     const options: SimulatorOptions = {
-      python: v.python, host: v.host, port: num(v.port, '--port'), preset: v.preset,
-      stepBaseMs: num(v['step-base-ms'], '--step-base-ms'), stepPerSeqMs: num(v['step-per-seq-ms'], '--step-per-seq-ms'),
-      prefillPerTokenMs: num(v['prefill-per-token-ms'], '--prefill-per-token-ms'), maxBatch: num(v['max-batch'], '--max-batch'),
-      zeroCost: v['zero-cost'], paceMs: num(v['pace-ms'], '--pace-ms'), profilerDir: v['profiler-dir'], faults: v.fault,
+      python: v.python,
+      host: v.host,
+      port: num(v.port, '--port'),
+      preset: v.preset,
+      stepBaseMs: num(v['step-base-ms'], '--step-base-ms'),
+      stepPerSeqMs: num(v['step-per-seq-ms'], '--step-per-seq-ms'),
+      prefillPerTokenMs: num(v['prefill-per-token-ms'], '--prefill-per-token-ms'),
+      maxBatch: num(v['max-batch'], '--max-batch'),
+      zeroCost: v['zero-cost'],
+      paceMs: num(v['pace-ms'], '--pace-ms'),
+      profilerDir: v['profiler-dir'],
+      faults: v.fault,
     };
     const sim = await startSimulator(options, (text) => {
       if (!text.startsWith('{"ready"')) process.stderr.write(text);

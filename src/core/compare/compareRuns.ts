@@ -20,7 +20,13 @@ export function findRun(workspace: string, ref: string): RunFolder {
   if (exact) return exact;
   const prefixed = all.filter((r) => r.info.id.startsWith(ref));
   if (prefixed.length === 1) return prefixed[0];
-  if (prefixed.length > 1) throw new CompareError(`"${ref}" matches ${prefixed.length} runs (${prefixed.slice(0, 3).map((r) => r.info.id).join(', ')}...); give more of the id.`);
+  if (prefixed.length > 1)
+    throw new CompareError(
+      `"${ref}" matches ${prefixed.length} runs (${prefixed
+        .slice(0, 3)
+        .map((r) => r.info.id)
+        .join(', ')}...); give more of the id.`,
+    );
   throw new CompareError(`No run "${ref}" in ${runsRoot(workspace)}. Pass a run folder's name or path; \`ls .inference-bench/runs\` lists them.`);
 }
 
@@ -33,7 +39,9 @@ export function compareRunFolders(runA: RunFolder, runB: RunFolder): Comparison 
   const a = runA.info;
   const b = runB.info;
   if (a.phase !== b.phase) {
-    throw new CompareError(`${a.id} is a ${a.phase} run and ${b.id} a ${b.phase} run; compare two runs of the same phase (for the three phases together, use \`infbench explain\`).`);
+    throw new CompareError(
+      `${a.id} is a ${a.phase} run and ${b.id} a ${b.phase} run; compare two runs of the same phase (for the three phases together, use \`infbench explain\`).`,
+    );
   }
   const resultOf = (run: RunFolder) => {
     let result: unknown;
@@ -43,7 +51,9 @@ export function compareRunFolders(runA: RunFolder, runB: RunFolder): Comparison 
       throw new CompareError(`The result of ${run.info.id} is not readable JSON (${(err as Error).message}).`);
     }
     if (result === undefined) {
-      throw new CompareError(`${run.info.id} has no result.json (status: ${run.info.status}${run.info.reason ? `, ${run.info.reason}` : ''}); it ended before its result was written. Compare a completed run.`);
+      throw new CompareError(
+        `${run.info.id} has no result.json (status: ${run.info.status}${run.info.reason ? `, ${run.info.reason}` : ''}); it ended before its result was written. Compare a completed run.`,
+      );
     }
     return result;
   };

@@ -131,13 +131,34 @@ function workloadMismatch(a: Level, b: Level): string | undefined {
   return `the workloads differ (A ${f(inA)} tokens in / ${f(outA)} out per request, B ${f(inB)} / ${f(outB)}): TTFT and E2EL are not like for like; TPOT and ITL still are.`;
 }
 
-function diff(where: string, metric: string, unit: string, va: number, vb: number, v: ReturnType<typeof judge>, higherIsBetter: boolean, a: RunRef, b: RunRef): Difference {
-  const better = v.flagged ? ((v.delta > 0) === higherIsBetter ? 'b' : 'a') : undefined;
+function diff(
+  where: string,
+  metric: string,
+  unit: string,
+  va: number,
+  vb: number,
+  v: ReturnType<typeof judge>,
+  higherIsBetter: boolean,
+  a: RunRef,
+  b: RunRef,
+): Difference {
+  const better = v.flagged ? (v.delta > 0 === higherIsBetter ? 'b' : 'a') : undefined;
   const sign = v.delta >= 0 ? '+' : '−';
   const reading = v.flagged
     ? `${where}: ${metric} ${fmt(va)} → ${fmt(vb)} ${unit} (${sign}${Math.abs(v.relative * 100).toFixed(1)}%, beyond the ±${fmt(v.threshold)} ${unit} noise threshold, ${v.basis}): ${better === 'b' ? b.id : a.id} is better.`
     : undefined;
-  return { where, metric: `${metric} (${unit})`, a: va, b: vb, delta: v.delta, relative: v.relative, threshold: v.threshold, flagged: v.flagged, better, reading };
+  return {
+    where,
+    metric: `${metric} (${unit})`,
+    a: va,
+    b: vb,
+    delta: v.delta,
+    relative: v.relative,
+    threshold: v.threshold,
+    flagged: v.flagged,
+    better,
+    reading,
+  };
 }
 
 export function summarize(differences: Difference[], a: RunRef, b: RunRef): string[] {
@@ -180,6 +201,12 @@ export function differenceTable(id: string, title: string, differences: Differen
 }
 
 function macroTable(differences: Difference[], a: RunRef, b: RunRef): ResultTable {
-  return differenceTable('compare-macro', `Macro: ${a.label} (A) vs ${b.label} (B)`, differences, a, b,
-    'Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run\'s std and its requests over the concurrency) and 1% of A; throughput inherits the mean latency\'s relative error; 3% where a run reports no spread.');
+  return differenceTable(
+    'compare-macro',
+    `Macro: ${a.label} (A) vs ${b.label} (B)`,
+    differences,
+    a,
+    b,
+    "Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run's std and its requests over the concurrency) and 1% of A; throughput inherits the mean latency's relative error; 3% where a run reports no spread.",
+  );
 }

@@ -37,15 +37,44 @@ export function compareMicro(a: RunRef, ma: MicroInput, b: RunRef, mb: MicroInpu
         threshold: v.threshold,
         flagged: v.flagged,
         better: v.flagged ? (v.delta < 0 ? 'b' : 'a') : undefined,
-        reading: v.flagged ? `${kind} ${k}: ${va.toFixed(1)} → ${vb.toFixed(1)} ${unit} (${v.delta >= 0 ? '+' : '−'}${Math.abs(v.relative * 100).toFixed(1)}%): ${v.delta < 0 ? b.id : a.id} is faster.` : undefined,
+        reading: v.flagged
+          ? `${kind} ${k}: ${va.toFixed(1)} → ${vb.toFixed(1)} ${unit} (${v.delta >= 0 ? '+' : '−'}${Math.abs(v.relative * 100).toFixed(1)}%): ${v.delta < 0 ? b.id : a.id} is faster.`
+          : undefined,
       });
     }
     for (const pB of listB) if (!keysA.has(key(pB))) unmatched.push(`${kind} ${key(pB)} only in ${b.id}`);
   };
-  pair('GEMM', ma.gemm, mb.gemm, (p) => `${p.shape.includes(`${p.n}x${p.k}`) ? p.shape : `${p.shape} ${p.n}x${p.k}`} M=${p.m}`, (p) => p.time_us, 'us');
-  pair('all-reduce', ma.allreduce, mb.allreduce, (p) => `${p.size_bytes} B`, (p) => p.time_us, 'us');
-  pair('launch', ma.launch, mb.launch, (p) => p.mode, (p) => p.us_per_kernel, 'us per kernel');
-  const table = differenceTable('compare-micro', `Micro: ${a.label} (A) vs ${b.label} (B)`, differences, a, b,
-    `Flagged (▲) when a point moves by more than ${RELATIVE * 100}% and ${ABSOLUTE_US} us.`);
+  pair(
+    'GEMM',
+    ma.gemm,
+    mb.gemm,
+    (p) => `${p.shape.includes(`${p.n}x${p.k}`) ? p.shape : `${p.shape} ${p.n}x${p.k}`} M=${p.m}`,
+    (p) => p.time_us,
+    'us',
+  );
+  pair(
+    'all-reduce',
+    ma.allreduce,
+    mb.allreduce,
+    (p) => `${p.size_bytes} B`,
+    (p) => p.time_us,
+    'us',
+  );
+  pair(
+    'launch',
+    ma.launch,
+    mb.launch,
+    (p) => p.mode,
+    (p) => p.us_per_kernel,
+    'us per kernel',
+  );
+  const table = differenceTable(
+    'compare-micro',
+    `Micro: ${a.label} (A) vs ${b.label} (B)`,
+    differences,
+    a,
+    b,
+    `Flagged (▲) when a point moves by more than ${RELATIVE * 100}% and ${ABSOLUTE_US} us.`,
+  );
   return { phase: 'micro', a, b, differences, summary: summarize(differences, a, b), unmatched, tables: [table] };
 }

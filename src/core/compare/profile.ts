@@ -56,7 +56,15 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
         ? `${label}: ${ma.toFixed(2)} → ${mb.toFixed(2)} ms per step (${pct(v.relative)}), ${shareA.toFixed(1)}% → ${shareB.toFixed(1)}% of the step.`
         : undefined,
     });
-    differences.push({ where: `category ${label}`, metric: 'share of step (%)', a: shareA, b: shareB, delta: shareB - shareA, relative: shareA ? (shareB - shareA) / shareA : undefined, flagged: false });
+    differences.push({
+      where: `category ${label}`,
+      metric: 'share of step (%)',
+      a: shareA,
+      b: shareB,
+      delta: shareB - shareA,
+      relative: shareA ? (shareB - shareA) / shareA : undefined,
+      flagged: false,
+    });
   }
 
   const kernelLines: string[] = [];
@@ -70,12 +78,26 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
     for (const k of kernelsA.slice(0, TOP_KERNELS)) {
       if (namesB.has(k.name)) continue;
       kernelLines.push(`Vanished in ${b.id}: ${shorten(k.name)} (${k.category}, ${k.ms_per_step.toFixed(3)} ms per step in ${a.id}).`);
-      differences.push({ where: `kernel ${shorten(k.name)}`, metric: 'ms per step', a: k.ms_per_step, b: undefined, flagged: true, reading: kernelLines[kernelLines.length - 1] });
+      differences.push({
+        where: `kernel ${shorten(k.name)}`,
+        metric: 'ms per step',
+        a: k.ms_per_step,
+        b: undefined,
+        flagged: true,
+        reading: kernelLines[kernelLines.length - 1],
+      });
     }
     for (const k of kernelsB.slice(0, TOP_KERNELS)) {
       if (namesA.has(k.name)) continue;
       kernelLines.push(`Appeared in ${b.id}: ${shorten(k.name)} (${k.category}, ${k.ms_per_step.toFixed(3)} ms per step).`);
-      differences.push({ where: `kernel ${shorten(k.name)}`, metric: 'ms per step', a: undefined, b: k.ms_per_step, flagged: true, reading: kernelLines[kernelLines.length - 1] });
+      differences.push({
+        where: `kernel ${shorten(k.name)}`,
+        metric: 'ms per step',
+        a: undefined,
+        b: k.ms_per_step,
+        flagged: true,
+        reading: kernelLines[kernelLines.length - 1],
+      });
     }
   } else {
     unmatched.push('At least one profile lists no kernels, so appeared/vanished kernels are not compared.');
@@ -87,13 +109,19 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
     if (summary.length === 1 && summary[0].startsWith('No difference')) summary.length = 0;
     summary.push(...kernelLines);
   }
-  const table = differenceTable('compare-profile', `Profile: ${a.label} (A) vs ${b.label} (B)`, numeric, a, b,
-    `Flagged (▲) when a category moves by more than ${CATEGORY_RELATIVE * 100}% of itself and ${CATEGORY_OF_STEP * 100}% of A's step; the step when it moves by more than ${STEP_RELATIVE * 100}%.`);
+  const table = differenceTable(
+    'compare-profile',
+    `Profile: ${a.label} (A) vs ${b.label} (B)`,
+    numeric,
+    a,
+    b,
+    `Flagged (▲) when a category moves by more than ${CATEGORY_RELATIVE * 100}% of itself and ${CATEGORY_OF_STEP * 100}% of A's step; the step when it moves by more than ${STEP_RELATIVE * 100}%.`,
+  );
   const tables = [table];
   if (kernelLines.length) {
     tables.push({
       id: 'compare-profile-kernels',
-      title: 'Kernels that appeared or vanished (each run\'s top 15 by time per step)',
+      title: "Kernels that appeared or vanished (each run's top 15 by time per step)",
       columns: [{ key: 'line', label: 'kernel', align: 'left' }],
       rows: kernelLines.map((line) => ({ line })),
     });

@@ -18,7 +18,19 @@ export interface ImportedMacroResult {
 }
 
 // Per-request lists (`--save-detailed` adds more) and vLLM's run header: kept out of the level.
-const PER_REQUEST = new Set(['input_lens', 'output_lens', 'ttfts', 'itls', 'latencies', 'start_times', 'queue_times', 'generated_texts', 'errors', 'rps_change_events', 'spec_decode_per_position_acceptance_rates']);
+const PER_REQUEST = new Set([
+  'input_lens',
+  'output_lens',
+  'ttfts',
+  'itls',
+  'latencies',
+  'start_times',
+  'queue_times',
+  'generated_texts',
+  'errors',
+  'rps_change_events',
+  'spec_decode_per_position_acceptance_rates',
+]);
 const HEADER = new Set(['date', 'endpoint_type', 'backend', 'label', 'model_id', 'tokenizer_id', 'num_prompts']);
 const REQUIRED = ['completed', 'duration', 'output_throughput'];
 
@@ -28,7 +40,10 @@ const REQUIRED = ['completed', 'duration', 'output_throughput'];
  */
 export function parseVllmBenchFile(text: string, fileName = 'the file'): Record<string, unknown>[] {
   const trimmed = text.trim();
-  if (!trimmed) throw new ImportError(`${fileName} is empty. Pass the JSON that \`vllm bench serve --save-result\` wrote (in --result-dir, named like vllm-<rate>qps-...json).`);
+  if (!trimmed)
+    throw new ImportError(
+      `${fileName} is empty. Pass the JSON that \`vllm bench serve --save-result\` wrote (in --result-dir, named like vllm-<rate>qps-...json).`,
+    );
   let objects: unknown[];
   try {
     const whole: unknown = JSON.parse(trimmed);
@@ -41,7 +56,9 @@ export function parseVllmBenchFile(text: string, fileName = 'the file'): Record<
       try {
         objects.push(JSON.parse(lines[i]));
       } catch (err) {
-        throw new ImportError(`${fileName} line ${i + 1} is not JSON (${(err as Error).message}). A \`vllm bench serve\` result is one JSON object, or one per line with --append-result.`);
+        throw new ImportError(
+          `${fileName} line ${i + 1} is not JSON (${(err as Error).message}). A \`vllm bench serve\` result is one JSON object, or one per line with --append-result.`,
+        );
       }
     }
   }
@@ -50,7 +67,9 @@ export function parseVllmBenchFile(text: string, fileName = 'the file'): Record<
   results.forEach((r, i) => {
     const missing = REQUIRED.filter((k) => typeof r[k] !== 'number');
     if (missing.length) {
-      throw new ImportError(`${fileName}${results.length > 1 ? ` (result ${i + 1})` : ''} lacks ${missing.join(', ')}: it does not look like a \`vllm bench serve --save-result\` file. Embedding (pooling) benchmarks are not supported.`);
+      throw new ImportError(
+        `${fileName}${results.length > 1 ? ` (result ${i + 1})` : ''} lacks ${missing.join(', ')}: it does not look like a \`vllm bench serve --save-result\` file. Embedding (pooling) benchmarks are not supported.`,
+      );
     }
   });
   return results;
@@ -93,10 +112,14 @@ export function importVllmBench(workspace: string, file: string, now = new Date(
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ImportError(`Cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}. Pass the path of the JSON that \`vllm bench serve --save-result\` wrote.`);
+    throw new ImportError(
+      `Cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}. Pass the path of the JSON that \`vllm bench serve --save-result\` wrote.`,
+    );
   }
   const results = parseVllmBenchFile(text, basename(file));
-  const levels = results.map(levelFromVllm).sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity) || (a.request_rate ?? Infinity) - (b.request_rate ?? Infinity));
+  const levels = results
+    .map(levelFromVllm)
+    .sort((a, b) => (a.max_concurrency ?? Infinity) - (b.max_concurrency ?? Infinity) || (a.request_rate ?? Infinity) - (b.request_rate ?? Infinity));
   const first = results[0];
   const model = typeof first.model_id === 'string' ? first.model_id : undefined;
   const backend = typeof first.backend === 'string' ? first.backend : undefined;

@@ -9,7 +9,8 @@ import { SettingsError } from './target';
 export function parseTraceSettings(rawFamilies: unknown, rawStepAnnotation: unknown, where = 'inferenceBench'): TraceAnalysisOptions {
   const options: TraceAnalysisOptions = {};
   if (rawFamilies !== undefined && rawFamilies !== null) {
-    if (!Array.isArray(rawFamilies)) throw new SettingsError(`${where}.kernelFamilies must be a list such as [{"category": "all-reduce", "pattern": "my_allreduce"}].`);
+    if (!Array.isArray(rawFamilies))
+      throw new SettingsError(`${where}.kernelFamilies must be a list such as [{"category": "all-reduce", "pattern": "my_allreduce"}].`);
     const families: KernelFamilySpec[] = rawFamilies.map((raw, i) => {
       const at = `${where}.kernelFamilies[${i}]`;
       if (typeof raw !== 'object' || raw === null) throw new SettingsError(`${at} must be an object with "category" and "pattern".`);

@@ -121,32 +121,92 @@ function budgetView(b: Budget): DecodeBudgetView {
   const served = b.measured.tpot?.median_ms ?? b.measured.tpot?.mean_ms;
   const step = b.measured.step?.ms;
   if (served !== undefined) {
-    bars.push({ key: 'tpot', label: `served TPOT (c=${b.measured.tpot!.concurrency ?? '∞'})`, kind: 'total', base_ms: 0, ms: served, source: 'macro', note: 'median time per output token, as vllm bench serve computes it' });
+    bars.push({
+      key: 'tpot',
+      label: `served TPOT (c=${b.measured.tpot!.concurrency ?? '∞'})`,
+      kind: 'total',
+      base_ms: 0,
+      ms: served,
+      source: 'macro',
+      note: 'median time per output token, as vllm bench serve computes it',
+    });
   }
   const period = b.gaps.find((g) => g.kind === 'between_steps');
   if (step !== undefined && period) {
-    bars.push({ key: 'between_steps', label: 'GPU idle between steps', kind: 'gap', base_ms: step, ms: period.ms, source: 'profile', note: 'step period minus step, from the trace' });
+    bars.push({
+      key: 'between_steps',
+      label: 'GPU idle between steps',
+      kind: 'gap',
+      base_ms: step,
+      ms: period.ms,
+      source: 'profile',
+      note: 'step period minus step, from the trace',
+    });
   }
   if (served !== undefined && step !== undefined) {
     const from = step + (period?.ms ?? 0);
-    bars.push({ key: 'host_gap', label: period ? 'outside the engine loop' : 'outside the GPU step', kind: 'gap', base_ms: from, ms: served - from, source: 'derived', note: period ? 'served TPOT minus the profiled step period' : 'served TPOT minus profiled step' });
+    bars.push({
+      key: 'host_gap',
+      label: period ? 'outside the engine loop' : 'outside the GPU step',
+      kind: 'gap',
+      base_ms: from,
+      ms: served - from,
+      source: 'derived',
+      note: period ? 'served TPOT minus the profiled step period' : 'served TPOT minus profiled step',
+    });
   }
   if (step !== undefined) {
-    bars.push({ key: 'step', label: 'profiled step', kind: 'total', base_ms: 0, ms: step, source: 'profile', predicted_ms: b.predicted_ms, note: b.predicted_ms !== undefined ? `micro's parts add up to ${ms(b.predicted_ms)}` : undefined });
+    bars.push({
+      key: 'step',
+      label: 'profiled step',
+      kind: 'total',
+      base_ms: 0,
+      ms: step,
+      source: 'profile',
+      predicted_ms: b.predicted_ms,
+      note: b.predicted_ms !== undefined ? `micro's parts add up to ${ms(b.predicted_ms)}` : undefined,
+    });
     let base = 0;
     for (const row of b.rows) {
       if (row.profiled_ms === undefined) continue;
-      bars.push({ key: row.key, label: row.label, kind: 'part', base_ms: base, ms: row.profiled_ms, source: 'profile', predicted_ms: row.predicted_ms, note: row.prediction });
+      bars.push({
+        key: row.key,
+        label: row.label,
+        kind: 'part',
+        base_ms: base,
+        ms: row.profiled_ms,
+        source: 'profile',
+        predicted_ms: row.predicted_ms,
+        note: row.prediction,
+      });
       base += row.profiled_ms;
     }
   } else if (b.predicted_ms !== undefined) {
     let base = 0;
     for (const row of b.rows) {
       if (row.predicted_ms === undefined) continue;
-      bars.push({ key: row.key, label: row.label, kind: 'part', base_ms: base, ms: row.predicted_ms, source: 'micro', predicted_ms: row.predicted_ms, note: row.prediction });
+      bars.push({
+        key: row.key,
+        label: row.label,
+        kind: 'part',
+        base_ms: base,
+        ms: row.predicted_ms,
+        source: 'micro',
+        predicted_ms: row.predicted_ms,
+        note: row.prediction,
+      });
       base += row.predicted_ms;
     }
-    if (served !== undefined) bars.push({ key: 'unpredicted', label: 'not measured by micro', kind: 'gap', base_ms: base, ms: served - base, source: 'derived', note: 'served TPOT minus micro\'s parts' });
+    if (served !== undefined)
+      bars.push({
+        key: 'unpredicted',
+        label: 'not measured by micro',
+        kind: 'gap',
+        base_ms: base,
+        ms: served - base,
+        source: 'derived',
+        note: "served TPOT minus micro's parts",
+      });
   }
   const title = `Decode step at batch ${b.batch}${b.model ? ` — ${b.model.name}, TP=${b.model.tp}` : ''}${b.simulated ? ' (simulator)' : ''}`;
   return { batch: b.batch, title, bars, readings: b.readings, missing: b.missing, runs: b.runs, scope: b.scope, leftOut: b.leftOut, simulated: b.simulated };

@@ -78,14 +78,22 @@ export interface BudgetFigures {
   rankSpread?: { slowest: number; max: number; min: number };
 }
 
-interface RowDef { key: string; label: string; match: (normalized: string) => boolean }
+interface RowDef {
+  key: string;
+  label: string;
+  match: (normalized: string) => boolean;
+}
 
 // First match wins, as in the trace analyzer's kernel families; keys are lowercase with
 // non-alphanumerics removed so "all-reduce", "allreduce" and "nccl_allreduce" all land here.
 const ROW_DEFS: RowDef[] = [
   { key: 'allreduce', label: 'all-reduce', match: (c) => c.includes('allreduce') || c.includes('crossdevicereduce') },
   { key: 'collective', label: 'other collectives', match: (c) => /allgather|reducescatter|sendrecv|alltoall|nccl/.test(c) },
-  { key: 'moe_gemm', label: 'MoE GEMM (routed experts)', match: (c) => c === 'moe' || c.startsWith('moegemm') || c.includes('groupgemm') || c.includes('fusedmoe') },
+  {
+    key: 'moe_gemm',
+    label: 'MoE GEMM (routed experts)',
+    match: (c) => c === 'moe' || c.startsWith('moegemm') || c.includes('groupgemm') || c.includes('fusedmoe'),
+  },
   { key: 'gemm', label: 'GEMM (dense and quantized)', match: (c) => !c.includes('moe') && /gemm|gemv|matmul/.test(c) },
   { key: 'attention', label: 'attention', match: (c) => c.includes('attention') || c === 'attn' },
   { key: 'idle', label: 'idle (gaps between kernels)', match: (c) => c === 'idle' },
@@ -145,9 +153,14 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
 
   // Predicted: micro's isolated kernels at this step's sizes.
   // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
-  const allreduceFloor = model && allReducesPerStep(model) > 0
-    ? (micro ? predictAllReduce(micro, model, batch, rowOf('allreduce'), bases, caveats) : undefined) ?? { calls: allReducesPerStep(model), bytes: decodeMessageBytes(model, batch), worldSize: model.tp }
-    : undefined;
+  const allreduceFloor =
+    model && allReducesPerStep(model) > 0
+      ? ((micro ? predictAllReduce(micro, model, batch, rowOf('allreduce'), bases, caveats) : undefined) ?? {
+          calls: allReducesPerStep(model),
+          bytes: decodeMessageBytes(model, batch),
+          worldSize: model.tp,
+        })
+      : undefined;
   if (micro?.gemm_kernel?.fallback_reason && micro.gemm.length) {
     caveats.push({ kind: 'gemm_fallback', label: micro.gemm_kernel.label, reason: micro.gemm_kernel.fallback_reason });
   }
@@ -194,8 +207,20 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
   }
 
   return {
-    batch, model, micro, tpot, served, rows: ordered, bases, predictedRows, predicted_ms, predicted_rows_profiled_ms,
-    allreduceFloor, gaps, caveats, rankSpread,
+    batch,
+    model,
+    micro,
+    tpot,
+    served,
+    rows: ordered,
+    bases,
+    predictedRows,
+    predicted_ms,
+    predicted_rows_profiled_ms,
+    allreduceFloor,
+    gaps,
+    caveats,
+    rankSpread,
   };
 }
 
@@ -209,27 +234,53 @@ function levelFor(levels: MacroLevelInput[], batch: number): MacroLevelInput | u
   return [...withTpot].sort((a, b) => distance(a) - distance(b))[0];
 }
 
-function predictAllReduce(micro: MicroInput, model: ModelStructure, batch: number, row: BudgetRow, bases: Map<string, PredictionBasis>, caveats: Caveat[]): AllReduceFloor | undefined {
+function predictAllReduce(
+  micro: MicroInput,
+  model: ModelStructure,
+  batch: number,
+  row: BudgetRow,
+  bases: Map<string, PredictionBasis>,
+  caveats: Caveat[],
+): AllReduceFloor | undefined {
   const bytes = decodeMessageBytes(model, batch);
   const calls = allReducesPerStep(model);
-  const reading = readSizeCurve(micro.allreduce.map((p) => ({ x: p.size_bytes, y: p.time_us })), bytes);
+  const reading = readSizeCurve(
+    micro.allreduce.map((p) => ({ x: p.size_bytes, y: p.time_us })),
+    bytes,
+  );
   if (!reading) {
     caveats.push({ kind: 'no_allreduce_points', runId: micro.runId });
     return undefined;
   }
   if (reading.where === 'below' || reading.where === 'above') caveats.push({ kind: 'allreduce_outside', where: reading.where, bytes });
   row.predicted_ms = (calls * reading.value) / 1000;
-  bases.set(row.key, { kind: 'allreduce', calls, perLayer: model.allReducesPerLayer, layers: model.layers, extra: model.extraAllReduces, us: reading.value, bytes });
+  bases.set(row.key, {
+    kind: 'allreduce',
+    calls,
+    perLayer: model.allReducesPerLayer,
+    layers: model.layers,
+    extra: model.extraAllReduces,
+    us: reading.value,
+    bytes,
+  });
   const worldSize = micro.world_size ?? micro.allreduce.find((p) => p.world_size)?.world_size ?? model.tp;
   const measuredBusbw = Math.max(0, ...micro.allreduce.map((p) => p.busbw_gbps ?? 0));
   const busbw = measuredBusbw > 0 ? measuredBusbw : micro.peak_busbw_gbps;
   const peakLabel = measuredBusbw > 0 ? 'measured' : micro.peak_busbw_gbps ? 'datasheet' : undefined;
   // nccl-tests: busbw = algbw * 2(n-1)/n, algbw = bytes / time, so the fastest one call can be is bytes * 2(n-1)/n / busbw.
-  const floorCallUs = busbw && worldSize > 1 ? ((bytes * (2 * (worldSize - 1)) / worldSize) / (busbw * 1e9)) * 1e6 : undefined;
+  const floorCallUs = busbw && worldSize > 1 ? ((bytes * (2 * (worldSize - 1))) / worldSize / (busbw * 1e9)) * 1e6 : undefined;
   return { calls, bytes, microCallUs: reading.value, busbwGbps: busbw, peakLabel, floorCallUs, worldSize, backend: micro.allreduce_backend };
 }
 
-function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, routed: boolean, row: BudgetRow, bases: Map<string, PredictionBasis>, caveats: Caveat[]): void {
+function predictGemms(
+  micro: MicroInput,
+  model: ModelStructure,
+  batch: number,
+  routed: boolean,
+  row: BudgetRow,
+  bases: Map<string, PredictionBasis>,
+  caveats: Caveat[],
+): void {
   const linears = model.linears.filter((l) => Boolean(l.routedExpert) === routed);
   if (!linears.length || !micro.gemm.length) return;
   let total = 0;
@@ -244,7 +295,10 @@ function predictGemms(micro: MicroInput, model: ModelStructure, batch: number, r
       calls = (linear.perStep / model.experts.active) * distinct;
       m = tokensPerExpert;
     }
-    const reading = readLinearCurve(points.map((p) => ({ x: p.m, y: p.time_us })), m);
+    const reading = readLinearCurve(
+      points.map((p) => ({ x: p.m, y: p.time_us })),
+      m,
+    );
     if (!reading) {
       unmeasured.push(linear.name);
       continue;

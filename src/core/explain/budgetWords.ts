@@ -62,7 +62,9 @@ export function gapInWords(g: GapFigure, f: BudgetFigures, period: number | unde
   if (g.kind === 'row_vs_micro') {
     const row = g.row!;
     return {
-      key: `${row.key}_vs_micro`, kind: g.kind, row: row.key,
+      key: `${row.key}_vs_micro`,
+      kind: g.kind,
+      row: row.key,
       name: `${row.label}: in the step vs in isolation`,
       first: `${row.label} (profile)`,
       second: `${row.label} (micro)`,
@@ -81,14 +83,17 @@ function totalsReading(g: GapFigure, f: BudgetFigures, period: number | undefine
   switch (g.kind) {
     case 'host_overhead':
       return d >= 0
-        ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${(tpot.concurrency ?? 2) > 1 ? ', and at this concurrency the longer steps in which other requests\' prompts are prefilled' : ''}${tpot.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
+        ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${(tpot.concurrency ?? 2) > 1 ? ", and at this concurrency the longer steps in which other requests' prompts are prefilled" : ''}${tpot.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
         : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${tpot.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`;
     case 'between_steps':
       return `Between decode steps the GPU sits idle ${ms(d)} (a step starts every ${ms(period!)}, runs ${ms(step)}): the engine's CPU work — scheduling, sampling, preparing the next step's inputs.`;
     case 'step_vs_micro': {
       const unpredicted = f.rows.filter((r) => r.predicted_ms === undefined && r.profiled_ms !== undefined);
       return d >= 0
-        ? `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted.slice(0, 4).map((r) => r.label).join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(f.predictedRows.map((r) => r.gap_ms ?? 0)))}.`
+        ? `The profiled step ${ms(step)} is ${ms(d)} more than micro's parts add up to (${ms(predicted)}): ${ms(sum(unpredicted.map((r) => r.profiled_ms!)))} in categories micro does not measure (${unpredicted
+            .slice(0, 4)
+            .map((r) => r.label)
+            .join(', ')}${unpredicted.length > 4 ? ', ...' : ''}) and ${inIsolation(sum(f.predictedRows.map((r) => r.gap_ms ?? 0)))}.`
         : `Micro's parts add up to ${ms(predicted)}, more than the whole profiled step (${ms(step)}): micro timed slower kernels than the server runs${f.micro?.gemm_kernel?.fallback_reason ? ' (see the caveats)' : ''}, so its predictions bound nothing here.`;
     }
     default:
@@ -103,7 +108,8 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
   if (stepMs !== undefined) {
     const top = f.rows.find((r) => r.key !== 'idle' && r.profiled_ms !== undefined);
     if (top?.key === 'allreduce' && f.allreduceFloor) readings.push(allreduceReading(top, stepMs, f.allreduceFloor));
-    else if (top) readings.push(`${cap(top.label)} takes ${ms(top.profiled_ms!)} of ${ms(stepMs)} per step (${pct(top.share!)}), the largest part of the step.`);
+    else if (top)
+      readings.push(`${cap(top.label)} takes ${ms(top.profiled_ms!)} of ${ms(stepMs)} per step (${pct(top.share!)}), the largest part of the step.`);
     const ar = rows.get('allreduce');
     if (top?.key !== 'allreduce' && ar?.profiled_ms !== undefined && f.allreduceFloor) readings.push(allreduceReading(ar, stepMs, f.allreduceFloor));
     if (f.rankSpread) {
@@ -111,7 +117,9 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
       readings.push(`Rank ${s.slowest} is the slowest at ${ms(s.max)} per step, ${ms(s.max - s.min)} over the fastest: every all-reduce waits for it.`);
     }
   } else if (rows.get('allreduce')?.predicted_ms !== undefined) {
-    readings.push(`Micro predicts ${ms(rows.get('allreduce')!.predicted_ms!)} of all-reduce per step (${rows.get('allreduce')!.prediction}); a profile would show what the step really spends.`);
+    readings.push(
+      `Micro predicts ${ms(rows.get('allreduce')!.predicted_ms!)} of all-reduce per step (${rows.get('allreduce')!.prediction}); a profile would show what the step really spends.`,
+    );
   }
   for (const g of gaps) {
     if (g.kind === 'host_overhead' || g.kind === 'between_steps' || g.kind === 'step_vs_micro') readings.push(g.reading);
@@ -121,25 +129,34 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
     if (g.kind === 'row_vs_micro' && g.row !== 'allreduce') readings.push(g.reading);
   }
   if (stepMs === undefined && f.served !== undefined && f.predicted_ms !== undefined) readings.push(gaps.find((g) => g.kind === 'tpot_vs_micro')!.reading);
-  if (stepMs === undefined && f.served !== undefined && f.predicted_ms === undefined) readings.push(`Served TPOT at concurrency ${f.tpot!.concurrency ?? 'unlimited'}: ${ms(f.served)} per token (${(1000 / f.served).toFixed(1)} tok/s per stream).`);
+  if (stepMs === undefined && f.served !== undefined && f.predicted_ms === undefined)
+    readings.push(
+      `Served TPOT at concurrency ${f.tpot!.concurrency ?? 'unlimited'}: ${ms(f.served)} per token (${(1000 / f.served).toFixed(1)} tok/s per stream).`,
+    );
   return readings;
 }
 
 function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): string {
   const perCall = (row.profiled_ms! / f.calls) * 1000;
-  const parts = [`All-reduce takes ${ms(row.profiled_ms!)} of ${ms(stepMs)} per step (${pct(row.profiled_ms! / stepMs)}): ${f.calls} calls of ${size(f.bytes)}, ${perCall.toFixed(1)} us each`];
+  const parts = [
+    `All-reduce takes ${ms(row.profiled_ms!)} of ${ms(stepMs)} per step (${pct(row.profiled_ms! / stepMs)}): ${f.calls} calls of ${size(f.bytes)}, ${perCall.toFixed(1)} us each`,
+  ];
   if (f.microCallUs === undefined) return `${parts[0]}.`;
   const beyond = row.profiled_ms! - (f.calls * f.microCallUs) / 1000;
   // vLLM's custom all-reduce (cross_device_reduce_*) is not NCCL, which is what micro can time.
   const custom = row.categories.some((c) => c.toLowerCase().replace(/[^a-z]/g, '') === 'allreduce');
   if (custom && f.backend && f.backend !== 'custom') parts[0] += ` (the server runs vLLM's custom all-reduce; micro timed ${f.backend.toUpperCase()}'s)`;
-  parts.push(beyond >= 0
-    ? `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, so ${ms(beyond)} per step is waiting beyond the collective itself (rank skew, synchronisation)`
-    : `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, slower than the step's own (${ms(-beyond)} per step): micro's all-reduce is not the one the server uses`);
+  parts.push(
+    beyond >= 0
+      ? `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, so ${ms(beyond)} per step is waiting beyond the collective itself (rank skew, synchronisation)`
+      : `micro measures ${f.microCallUs.toFixed(1)} us for one in isolation, slower than the step's own (${ms(-beyond)} per step): micro's all-reduce is not the one the server uses`,
+  );
   if (f.floorCallUs !== undefined && f.busbwGbps) {
     const bound = f.microCallUs > 4 * f.floorCallUs ? 'latency, not bandwidth, bounds it' : 'it runs near the bandwidth floor';
     const peak = f.peakLabel === 'measured' ? 'the measured busbw' : 'the datasheet busbw';
-    parts.push(`at ${peak} ${gbps(f.busbwGbps)} GB/s the floor for this message size is ${ms((f.calls * f.floorCallUs) / 1000)} per step (${f.floorCallUs.toFixed(2)} us per call): ${bound}`);
+    parts.push(
+      `at ${peak} ${gbps(f.busbwGbps)} GB/s the floor for this message size is ${ms((f.calls * f.floorCallUs) / 1000)} per step (${f.floorCallUs.toFixed(2)} us per call): ${bound}`,
+    );
   }
   return `${parts.join('; ')}.`;
 }
@@ -156,7 +173,8 @@ function rowGapReading(row: BudgetRow, otherKernel = false): string {
   if (otherKernel && Math.abs(rel) >= 0.1) {
     return `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro, which did not time the server's kernel (see the caveats): rerun micro on the GPU host with the server's Python to compare like for like.`;
   }
-  if (Math.abs(rel) < 0.1) return `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step, ${ms(row.predicted_ms!)} in isolation — the step runs these kernels as fast as micro does.`;
+  if (Math.abs(rel) < 0.1)
+    return `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step, ${ms(row.predicted_ms!)} in isolation — the step runs these kernels as fast as micro does.`;
   return d > 0
     ? `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro (${pct(rel)} slower): look for a different kernel or dtype than micro measured, an unexpected cast, or cold caches.`
     : `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro (${pct(-rel)} faster): the server fuses or batches these kernels better than micro's one-at-a-time timing.`;
@@ -171,24 +189,29 @@ export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelS
   const on = scope ? ` on ${scope.target}` : '';
   if (!inputs.macro) {
     out.push({
-      phase: 'macro', command: `infbench macro${where}${url} --concurrency ${batch}`,
+      phase: 'macro',
+      command: `infbench macro${where}${url} --concurrency ${batch}`,
       action: `Inference Bench: Run Macro Phase${on}, with concurrency ${batch} among its levels`,
       adds: 'the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).',
     });
   }
   if (!inputs.profile) {
     out.push({
-      phase: 'profile', command: `infbench profile${where}${url} --concurrency ${batch}`,
+      phase: 'profile',
+      command: `infbench profile${where}${url} --concurrency ${batch}`,
       action: `Inference Bench: Run Profiler Phase${on}`,
-      adds: 'where the step\'s GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.',
+      adds: "where the step's GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.",
     });
   }
-  const microCommand = model ? `infbench micro${where} --model ${model.name} --tp ${model.tp} --m ${batch}` : `infbench micro${where} --model <preset or config.json> --tp <TP> --m ${batch}`;
+  const microCommand = model
+    ? `infbench micro${where} --model ${model.name} --tp ${model.tp} --m ${batch}`
+    : `infbench micro${where} --model <preset or config.json> --tp <TP> --m ${batch}`;
   if (!inputs.micro) {
     out.push({
-      phase: 'micro', command: microCommand,
+      phase: 'micro',
+      command: microCommand,
       action: `Inference Bench: Run Micro Phase${on}`,
-      adds: 'what all-reduce, the GEMMs and kernel launches cost in isolation at this step\'s sizes, which tells sync waits and launch gaps apart from the kernels\' own time.',
+      adds: "what all-reduce, the GEMMs and kernel launches cost in isolation at this step's sizes, which tells sync waits and launch gaps apart from the kernels' own time.",
     });
   }
   return out;

@@ -73,10 +73,13 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
     for (const id of runIds) {
       const run = all.find((r) => r.info.id === id || r.dir === resolve(id)) ?? all.find((r) => r.info.id.startsWith(id));
       if (!run) {
-        throw new ExplainError(`No run "${id}" in ${workspace}/.inference-bench/runs. List the runs with \`ls .inference-bench/runs\` and pass their folder names to --runs.`);
+        throw new ExplainError(
+          `No run "${id}" in ${workspace}/.inference-bench/runs. List the runs with \`ls .inference-bench/runs\` and pass their folder names to --runs.`,
+        );
       }
       if (run.info.phase === 'probe') throw new ExplainError(`Run ${id} is a probe run; --runs takes macro, micro and profile runs.`);
-      if (chosen[run.info.phase]) throw new ExplainError(`--runs names two ${run.info.phase} runs (${chosen[run.info.phase]!.info.id} and ${run.info.id}); name one per phase.`);
+      if (chosen[run.info.phase])
+        throw new ExplainError(`--runs names two ${run.info.phase} runs (${chosen[run.info.phase]!.info.id} and ${run.info.id}); name one per phase.`);
       chosen[run.info.phase] = run;
     }
     const picked = (['macro', 'profile', 'micro'] as const).map((p) => chosen[p]).filter((r): r is RunFolder => Boolean(r));
@@ -84,7 +87,9 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
     for (const run of picked) {
       const why = mismatch(scope, run);
       if (why) {
-        throw new ExplainError(`--runs mixes servers: ${run.info.phase} run ${run.info.id} measured ${why} (${picked[0].info.phase} run ${picked[0].info.id}). A decode-step budget compares runs of one target, server and model; name runs that measured the same one.`);
+        throw new ExplainError(
+          `--runs mixes servers: ${run.info.phase} run ${run.info.id} measured ${why} (${picked[0].info.phase} run ${picked[0].info.id}). A decode-step budget compares runs of one target, server and model; name runs that measured the same one.`,
+        );
       }
     }
     chosen.scope = scope;
@@ -96,9 +101,7 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
   const usable = (run: RunFolder) => run.info.status === 'completed' && hasResult(run);
   const candidates = all.filter((r) => r.info.phase !== 'probe' && (!options.target || r.info.target === options.target) && usable(r));
   // The newest macro or profile run decides which server is accounted (micro names no server).
-  const anchor = candidates.find((r) => r.info.phase !== 'micro' && !imported(r))
-    ?? candidates.find((r) => r.info.phase !== 'micro')
-    ?? candidates[0];
+  const anchor = candidates.find((r) => r.info.phase !== 'micro' && !imported(r)) ?? candidates.find((r) => r.info.phase !== 'micro') ?? candidates[0];
   if (!anchor) return chosen;
   const scope = runScope(anchor);
   for (const pass of [false, true]) {
@@ -176,15 +179,20 @@ export function explainRuns(selection: ExplainSelection, options: { model?: Mode
   const macroResult = read(selection.macro);
   const microResult = read(selection.micro);
   const profileResult = read(selection.profile);
-  const macro = selection.macro && macroResult !== undefined
-    ? { runId: selection.macro.info.id, simulated: selection.macro.info.simulated, model: modelName(macroResult), levels: macroLevelsFrom(macroResult) }
-    : undefined;
-  const micro = selection.micro && microResult !== undefined
-    ? { ...microInputFrom(selection.micro.info.id, microResult, selection.micro.info.options), simulated: selection.micro.info.simulated || undefined }
-    : undefined;
-  let profile = selection.profile && profileResult !== undefined ? profileInputFrom(selection.profile.info.id, profileResult, selection.profile.info.options) : undefined;
+  const macro =
+    selection.macro && macroResult !== undefined
+      ? { runId: selection.macro.info.id, simulated: selection.macro.info.simulated, model: modelName(macroResult), levels: macroLevelsFrom(macroResult) }
+      : undefined;
+  const micro =
+    selection.micro && microResult !== undefined
+      ? { ...microInputFrom(selection.micro.info.id, microResult, selection.micro.info.options), simulated: selection.micro.info.simulated || undefined }
+      : undefined;
+  let profile =
+    selection.profile && profileResult !== undefined ? profileInputFrom(selection.profile.info.id, profileResult, selection.profile.info.options) : undefined;
   if (selection.profile && profileResult !== undefined && !profile) {
-    throw new ExplainError(`Profile run ${selection.profile.info.id} has a result without a decode-step breakdown (no step time or categories); re-run the profiler or re-analyse its traces.`);
+    throw new ExplainError(
+      `Profile run ${selection.profile.info.id} has a result without a decode-step breakdown (no step time or categories); re-run the profiler or re-analyse its traces.`,
+    );
   }
   if (profile && selection.profile?.info.simulated) profile = { ...profile, simulated: true };
   return buildBudget({ macro, micro, profile, model: options.model, batch: options.batch, scope: selection.scope, leftOut: selection.leftOut });

@@ -28,10 +28,17 @@ export function budgetTables(b: Budget, frontEnd: FrontEnd = 'cli'): ResultTable
     if (tpot.mean_ms !== undefined) totals.rows.push({ what: 'served TPOT, mean', ms: tpot.mean_ms, source: `macro ${b.runs.macro}` });
     if (tpot.p99_ms !== undefined) totals.rows.push({ what: 'served TPOT, p99', ms: tpot.p99_ms, source: `macro ${b.runs.macro}` });
   }
-  if (b.measured.step) totals.rows.push({ what: `profiled step${b.measured.step.steps ? ` (mean of ${b.measured.step.steps} steps)` : ''}`, ms: b.measured.step.ms, source: `profile ${b.runs.profile}` });
-  if (b.predicted_ms !== undefined) totals.rows.push({ what: 'predicted from micro (all-reduce + GEMM + launch)', ms: b.predicted_ms, source: `micro ${b.runs.micro}` });
+  if (b.measured.step)
+    totals.rows.push({
+      what: `profiled step${b.measured.step.steps ? ` (mean of ${b.measured.step.steps} steps)` : ''}`,
+      ms: b.measured.step.ms,
+      source: `profile ${b.runs.profile}`,
+    });
+  if (b.predicted_ms !== undefined)
+    totals.rows.push({ what: 'predicted from micro (all-reduce + GEMM + launch)', ms: b.predicted_ms, source: `micro ${b.runs.micro}` });
   for (const g of b.gaps) {
-    if (g.kind === 'host_overhead' || g.kind === 'step_vs_micro' || g.kind === 'tpot_vs_micro') totals.rows.push({ what: `gap: ${g.name}`, ms: g.ms, source: `${g.first} − ${g.second}` });
+    if (g.kind === 'host_overhead' || g.kind === 'step_vs_micro' || g.kind === 'tpot_vs_micro')
+      totals.rows.push({ what: `gap: ${g.name}`, ms: g.ms, source: `${g.first} − ${g.second}` });
   }
   if (totals.rows.length) tables.push(totals);
 
@@ -43,9 +50,18 @@ export function budgetTables(b: Budget, frontEnd: FrontEnd = 'cli'): ResultTable
       title: 'Where the milliseconds go, per kernel category',
       columns: [
         { key: 'label', label: 'category', align: 'left' },
-        ...(profiled ? [{ key: 'profiled', label: 'profiled ms', digits: 3 }, { key: 'share', label: 'share %', digits: 1 }] : []),
+        ...(profiled
+          ? [
+              { key: 'profiled', label: 'profiled ms', digits: 3 },
+              { key: 'share', label: 'share %', digits: 1 },
+            ]
+          : []),
         ...(predicted
-          ? [{ key: 'predicted', label: 'micro ms', digits: 3 }, ...(profiled ? [{ key: 'gap', label: 'gap ms', digits: 3 }] : []), { key: 'how', label: 'how micro predicts it', align: 'left' as const }]
+          ? [
+              { key: 'predicted', label: 'micro ms', digits: 3 },
+              ...(profiled ? [{ key: 'gap', label: 'gap ms', digits: 3 }] : []),
+              { key: 'how', label: 'how micro predicts it', align: 'left' as const },
+            ]
           : []),
       ],
       rows: b.rows.map((r) => ({
@@ -76,7 +92,12 @@ export function budgetTables(b: Budget, frontEnd: FrontEnd = 'cli'): ResultTable
 
 /** The section id of a target's budget: one per target, so that two targets' budgets stand side by side. */
 export function budgetSectionId(target: string | undefined): string {
-  return target ? `${BUDGET_SECTION_ID}-${target.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}` : BUDGET_SECTION_ID;
+  return target
+    ? `${BUDGET_SECTION_ID}-${target
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, '')}`
+    : BUDGET_SECTION_ID;
 }
 
 /** One line naming the target, server and model every run of the budget measured. */

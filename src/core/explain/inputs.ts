@@ -46,10 +46,24 @@ export interface ProfileInput {
   kernel_names?: string[];
 }
 
-export interface MicroGemmInput { shape: string; m: number; n: number; k: number; time_us: number }
-export interface MicroAllReduceInput { size_bytes: number; time_us: number; busbw_gbps?: number; world_size?: number }
+export interface MicroGemmInput {
+  shape: string;
+  m: number;
+  n: number;
+  k: number;
+  time_us: number;
+}
+export interface MicroAllReduceInput {
+  size_bytes: number;
+  time_us: number;
+  busbw_gbps?: number;
+  world_size?: number;
+}
 /** Launch overhead per kernel, eager (one launch per kernel) or replayed from a CUDA graph. */
-export interface MicroLaunchInput { mode: 'eager' | 'graph'; us_per_kernel: number }
+export interface MicroLaunchInput {
+  mode: 'eager' | 'graph';
+  us_per_kernel: number;
+}
 
 export interface MicroInput {
   runId: string;
@@ -96,11 +110,13 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
   const root: Obj = isObj(result.breakdown) ? { ...result, ...result.breakdown } : result;
   if (isObj(root.overall) && Array.isArray(root.overall.categories)) return fromTraceBreakdown(runId, root, options);
   const ranksRaw = arr(root.ranks).filter(isObj);
-  const ranks = ranksRaw.map((r, i) => ({
-    rank: num(r.rank) ?? i,
-    step_ms: num(r.step_ms) ?? (num(r.step_us) !== undefined ? (r.step_us as number) / 1000 : NaN),
-    by_category_ms: categoriesMs(r),
-  })).filter((r) => Number.isFinite(r.step_ms));
+  const ranks = ranksRaw
+    .map((r, i) => ({
+      rank: num(r.rank) ?? i,
+      step_ms: num(r.step_ms) ?? (num(r.step_us) !== undefined ? (r.step_us as number) / 1000 : NaN),
+      by_category_ms: categoriesMs(r),
+    }))
+    .filter((r) => Number.isFinite(r.step_ms));
   let step_ms = num(root.step_ms) ?? (num(root.step_us) !== undefined ? (root.step_us as number) / 1000 : undefined);
   let byCat = categoriesMs(root);
   if (step_ms === undefined && ranks.length) step_ms = mean(ranks.map((r) => r.step_ms));
@@ -109,14 +125,20 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
     for (const r of ranks) for (const [c, ms] of Object.entries(r.by_category_ms)) byCat[c] = (byCat[c] ?? 0) + ms / ranks.length;
   }
   if (step_ms === undefined || !Object.keys(byCat).length) return undefined;
-  const busy = Object.entries(byCat).filter(([c]) => c !== 'idle').reduce((s, [, ms]) => s + ms, 0);
+  const busy = Object.entries(byCat)
+    .filter(([c]) => c !== 'idle')
+    .reduce((s, [, ms]) => s + ms, 0);
   if (byCat.idle === undefined) byCat.idle = Math.max(0, step_ms - busy);
   const steps = num(root.steps) ?? num(root.decode_steps) ?? num(root.step_count);
   const kernels = arr(root.kernels ?? root.top_kernels).filter(isObj);
   const top_kernels = kernels.map((k) => ({
     name: str(k.name) ?? '?',
     category: str(k.category) ?? 'other',
-    ms_per_step: num(k.ms_per_step) ?? (num(k.total_us) !== undefined && steps ? (k.total_us as number) / 1000 / steps / Math.max(1, ranks.length || 1) : (num(k.mean_us) ?? 0) * (num(k.count) ?? 1) / 1000 / Math.max(1, steps ?? 1)),
+    ms_per_step:
+      num(k.ms_per_step) ??
+      (num(k.total_us) !== undefined && steps
+        ? (k.total_us as number) / 1000 / steps / Math.max(1, ranks.length || 1)
+        : ((num(k.mean_us) ?? 0) * (num(k.count) ?? 1)) / 1000 / Math.max(1, steps ?? 1)),
   }));
   const countPerStep = num(root.kernels_per_step);
   return {
@@ -184,7 +206,9 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
     by_category_ms: byCat,
     ranks: ranks.length ? ranks : undefined,
     kernels_per_step: kernels > 0 ? kernels : undefined,
-    top_kernels: perStep.size ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms })) : undefined,
+    top_kernels: perStep.size
+      ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms }))
+      : undefined,
     kernel_names: names.size ? [...names] : undefined,
   };
 }
@@ -214,23 +238,28 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     ...arr(r[key]).filter(isObj),
     ...points.filter((p) => p.kind === kind).map((p) => (isObj(p.point) ? p.point : p)),
   ];
-  const gemm = ofKind('gemm', 'gemm').map((p) => ({
-    shape: str(p.shape) ?? str(p.name) ?? `${p.n}x${p.k}`,
-    m: num(p.m) ?? NaN,
-    n: num(p.n) ?? NaN,
-    k: num(p.k) ?? NaN,
-    time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
-  })).filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
+  const gemm = ofKind('gemm', 'gemm')
+    .map((p) => ({
+      shape: str(p.shape) ?? str(p.name) ?? `${p.n}x${p.k}`,
+      m: num(p.m) ?? NaN,
+      n: num(p.n) ?? NaN,
+      k: num(p.k) ?? NaN,
+      time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
+    }))
+    .filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
   // The agent times each size eagerly and replayed from a CUDA graph; vLLM decodes from CUDA graphs,
   // so the graph times are the ones a decode step sees where they exist.
   const arPoints = ofKind('allreduce', 'allreduce');
   const graphOnly = arPoints.some((p) => p.mode === 'graph');
-  const allreduce = arPoints.filter((p) => !graphOnly || p.mode === 'graph').map((p) => ({
-    size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
-    time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
-    busbw_gbps: num(p.busbw_gbps),
-    world_size: num(p.world_size),
-  })).filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
+  const allreduce = arPoints
+    .filter((p) => !graphOnly || p.mode === 'graph')
+    .map((p) => ({
+      size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
+      time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
+      busbw_gbps: num(p.busbw_gbps),
+      world_size: num(p.world_size),
+    }))
+    .filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
   const launch: MicroLaunchInput[] = [];
   for (const p of ofKind('launch', 'launch')) {
     const mode = /graph/i.test(String(p.mode ?? p.variant ?? p.name ?? '')) ? 'graph' : 'eager';

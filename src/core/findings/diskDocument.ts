@@ -1,4 +1,20 @@
-import { accessSync, BigIntStats, chmodSync, closeSync, constants, existsSync, fstatSync, linkSync, openSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  BigIntStats,
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  linkSync,
+  openSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { FindingsUpdate } from '../campaign/phaseContext';
 import { ProbeInfo, renderSkeleton } from './skeleton';
@@ -12,7 +28,10 @@ import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
-  constructor(message: string, readonly level: 'warn' | 'error') {
+  constructor(
+    message: string,
+    readonly level: 'warn' | 'error',
+  ) {
     super(message);
   }
 }
@@ -89,7 +108,7 @@ function assertWritable(file: string, st: BigIntStats): void {
   if (!writable) {
     throw new FindingsDiskError(
       `The findings document ${file} is read-only (mode ${(Number(st.mode) & 0o777).toString(8).padStart(3, '0')}), so it is left unchanged. ` +
-      `Make it writable (chmod u+w ${file}) to have results written into it; the results are in the run folder either way.`,
+        `Make it writable (chmod u+w ${file}) to have results written into it; the results are in the run folder either way.`,
       'error',
     );
   }

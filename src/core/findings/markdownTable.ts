@@ -3,7 +3,10 @@ import { displayWidth, padEndTo, padStartTo } from './displayWidth';
 
 /** A cell's text made safe for one table cell: pipes escaped, line breaks flattened. */
 function escapeCell(text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/\r\n?|\n/g, ' ');
+  return text
+    .replace(/\\/g, '\\\\')
+    .replace(/\|/g, '\\|')
+    .replace(/\r\n?|\n/g, ' ');
 }
 
 function isRightAligned(column: TableColumn, values: unknown[]): boolean {
@@ -21,7 +24,12 @@ export function renderMarkdownTable(table: ResultTable): string {
   const header = table.columns.map((c) => escapeCell(c.label));
   const body = table.rows.map((row) => table.columns.map((c) => escapeCell(formatCell(row[c.key], c))));
   const widths = header.map((h, i) => Math.max(3, displayWidth(h), ...body.map((r) => displayWidth(r[i]))));
-  const right = table.columns.map((c) => isRightAligned(c, table.rows.map((r) => r[c.key])));
+  const right = table.columns.map((c) =>
+    isRightAligned(
+      c,
+      table.rows.map((r) => r[c.key]),
+    ),
+  );
   const pad = (s: string, i: number) => (right[i] ? padStartTo(s, widths[i]) : padEndTo(s, widths[i]));
   const line = (cells: string[]) => `| ${cells.map(pad).join(' | ')} |`;
   const rule = `| ${widths.map((w, i) => (right[i] ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;

@@ -60,5 +60,7 @@ export function renderUpdateLines(update: FindingsUpdate, options: RenderOptions
 
 /** The region content as text, every line ended by `eol`. */
 export function renderUpdate(update: FindingsUpdate, eol: string, options: RenderOptions = {}): string {
-  return renderUpdateLines(update, options).map((l) => l + eol).join('');
+  return renderUpdateLines(update, options)
+    .map((l) => l + eol)
+    .join('');
 }

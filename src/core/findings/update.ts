@@ -135,7 +135,7 @@ function offsetOfLine(text: string, lines: Line[], line: number): number {
 
 /** Moves an offset that falls inside any region (the tool's or an edited one) to just after it. */
 function outsideRegions(parsed: ParsedRegions, offset: number): number {
-  for (let moved = true; moved; ) {
+  for (let moved = true; moved;) {
     moved = false;
     for (const r of parsed.regions) {
       if (offset > r.start && offset < r.end) {

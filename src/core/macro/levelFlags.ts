@@ -24,7 +24,7 @@ export function levelCut(level: MacroLevelSummary, stopped?: 'cancelled' | 'inte
   const cancelled = level.cancelled === true;
   // A level that ran every planned request is whole, even when the Cancel came right after it.
   if (planned !== undefined ? done >= planned : !cancelled) return undefined;
-  const reason = cancelled ? 'cancelled' : stopped ?? 'stopped';
+  const reason = cancelled ? 'cancelled' : (stopped ?? 'stopped');
   return { reason, done, planned };
 }
 
@@ -35,7 +35,9 @@ export function levelLimits(level: MacroLevelSummary, hostCores?: number): Level
   const lagP99 = num(lag?.p99);
   if (lagP99 !== undefined && lagP99 > LAG_P99_LIMIT_MS) {
     limits.push({
-      by: 'client_lag', value: lagP99, threshold: LAG_P99_LIMIT_MS,
+      by: 'client_lag',
+      value: lagP99,
+      threshold: LAG_P99_LIMIT_MS,
       figure: `client scheduling lag p99 ${lagP99.toFixed(lagP99 >= 100 ? 0 : 1)} ms`,
       reading: `the load generator sent requests up to ${lagP99.toFixed(0)} ms late (p99), so the server saw less load than the level names`,
     });
@@ -47,16 +49,20 @@ export function levelLimits(level: MacroLevelSummary, hostCores?: number): Level
     const perProcess = percent / workers;
     if (perProcess > CPU_PER_PROCESS_LIMIT_PERCENT) {
       limits.push({
-        by: 'client_cpu', value: perProcess, threshold: CPU_PER_PROCESS_LIMIT_PERCENT,
+        by: 'client_cpu',
+        value: perProcess,
+        threshold: CPU_PER_PROCESS_LIMIT_PERCENT,
         figure: `client CPU ${perProcess.toFixed(0)}% of a core${workers > 1 ? ` in each of ${workers} processes` : ''}`,
         reading: 'the load generator was busy near a full core, so it may have been the bottleneck; raise its workers',
       });
     }
     if (hostCores && percent / 100 > HOST_CPU_LIMIT_SHARE * hostCores) {
       limits.push({
-        by: 'host_cpu', value: percent / 100, threshold: HOST_CPU_LIMIT_SHARE * hostCores,
+        by: 'host_cpu',
+        value: percent / 100,
+        threshold: HOST_CPU_LIMIT_SHARE * hostCores,
         figure: `load generator on ${(percent / 100).toFixed(1)} of the host's ${hostCores} cores`,
-        reading: 'the load generator took most of the host\'s CPU, leaving the server short of it',
+        reading: "the load generator took most of the host's CPU, leaving the server short of it",
       });
     }
   }

@@ -83,7 +83,10 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
     if (levels.some((c) => !Number.isInteger(c))) throw new MacroOptionsError('concurrency levels must be whole numbers, for example 1,8,32.');
     args.push('--concurrency', levels.join(','));
   }
-  for (const [name, v] of [['input length', o.inputLen], ['output length', o.outputLen]] as const) {
+  for (const [name, v] of [
+    ['input length', o.inputLen],
+    ['output length', o.outputLen],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1) throw new MacroOptionsError(`${name} must be a whole number of tokens, at least 1; got ${v}.`);
   }
   if (o.model) args.push('--model', o.model);
@@ -110,17 +113,23 @@ export function macroDataset(o: MacroOptions): { name?: MacroDataset; path?: str
 
 function datasetArgs(o: MacroOptions): string[] {
   const { name, path } = macroDataset(o);
-  if (o.promptsFile && o.dataset && o.dataset !== 'jsonl') throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
-  if (o.promptsFile && o.datasetPath && o.datasetPath !== o.promptsFile) throw new MacroOptionsError('the prompts file and the dataset path name different files; give one of them.');
+  if (o.promptsFile && o.dataset && o.dataset !== 'jsonl')
+    throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
+  if (o.promptsFile && o.datasetPath && o.datasetPath !== o.promptsFile)
+    throw new MacroOptionsError('the prompts file and the dataset path name different files; give one of them.');
   if (name === 'random' && o.datasetPath) throw new MacroOptionsError(`random prompts take no dataset file; got ${o.datasetPath}.`);
   if (name && name !== 'random' && !path) throw new MacroOptionsError(`the ${name} dataset needs its file's path on the host.`);
   if (o.rangeRatio !== undefined) {
-    if (!(o.rangeRatio >= 0 && o.rangeRatio < 1)) throw new MacroOptionsError(`range ratio must be at least 0 and below 1, for example 0.25; got ${o.rangeRatio}.`);
-    if (o.rangeRatio > 0 && name !== 'random') throw new MacroOptionsError('range ratio applies to random prompts only: a dataset\'s prompts keep their own lengths.');
+    if (!(o.rangeRatio >= 0 && o.rangeRatio < 1))
+      throw new MacroOptionsError(`range ratio must be at least 0 and below 1, for example 0.25; got ${o.rangeRatio}.`);
+    if (o.rangeRatio > 0 && name !== 'random')
+      throw new MacroOptionsError("range ratio applies to random prompts only: a dataset's prompts keep their own lengths.");
   }
   if (o.sharegptOutputLen !== undefined) {
-    if (!Number.isInteger(o.sharegptOutputLen) || o.sharegptOutputLen < 1) throw new MacroOptionsError(`ShareGPT output length must be a whole number of tokens, at least 1; got ${o.sharegptOutputLen}.`);
-    if (name !== 'sharegpt') throw new MacroOptionsError('a ShareGPT output length applies to the sharegpt dataset only; for random prompts give the output length.');
+    if (!Number.isInteger(o.sharegptOutputLen) || o.sharegptOutputLen < 1)
+      throw new MacroOptionsError(`ShareGPT output length must be a whole number of tokens, at least 1; got ${o.sharegptOutputLen}.`);
+    if (name !== 'sharegpt')
+      throw new MacroOptionsError('a ShareGPT output length applies to the sharegpt dataset only; for random prompts give the output length.');
   }
   const args: string[] = [];
   if (o.promptsFile) args.push('--prompts-file', o.promptsFile);
@@ -145,7 +154,7 @@ export function datasetText(o: MacroOptions): string {
   const { name, path } = macroDataset(o);
   if (name === 'jsonl') return `prompts from ${path}`;
   if (name === 'sharegpt') {
-    return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : 'each with its second turn\'s output length'}`;
+    return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : "each with its second turn's output length"}`;
   }
   if (path) return `prompts from ${path}`;
   const input = o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen;

@@ -47,7 +47,10 @@ export function simulatorScriptPath(): string {
     join(process.cwd(), 'simulator', 'vllm_sim.py'),
   ];
   const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`The simulator (simulator/vllm_sim.py) was not found next to this build; looked in ${candidates.join(', ')}. Run from a checkout of the repository.`);
+  if (!found)
+    throw new Error(
+      `The simulator (simulator/vllm_sim.py) was not found next to this build; looked in ${candidates.join(', ')}. Run from a checkout of the repository.`,
+    );
   return found;
 }
 

@@ -35,8 +35,10 @@ export function macroHeadline(levels: readonly MacroLevelSummary[]): string | un
   if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1`);
   const peak = done.reduce((a, b) => (b.output_throughput > a.output_throughput ? b : a));
   // A peak the load generator itself limited is the client's ceiling, not the server's: say so beside it.
-  if (done.length > 1 || !tpot) parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}${peak.limits?.length ? ' (load generator limited)' : ''}`);
-  const failed = done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0 && isWholeLevel(l)).reduce((n, l) => n + (l.failed ?? 0), 0);
+  if (done.length > 1 || !tpot)
+    parts.push(`peak ${thousands(peak.output_throughput)} tok/s at ${levelLabel(peak)}${peak.limits?.length ? ' (load generator limited)' : ''}`);
+  const failed =
+    done.reduce((n, l) => n + (l.failed ?? 0), 0) + levels.filter((l) => l.completed === 0 && isWholeLevel(l)).reduce((n, l) => n + (l.failed ?? 0), 0);
   if (failed) parts.push(`${failed} failed`);
   if (cut.length) parts.push(`${cut.map(levelLabel).join(', ')} cut short`);
   return parts.join(' · ');
@@ -57,7 +59,8 @@ export function levelFlagLines(levels: readonly MacroLevelSummary[]): string[] {
   const lines: string[] = [];
   for (const l of levels) {
     // The load generator's own ceiling, said with the figure that shows it, so that it never reads as the server slowing down.
-    if (l.limits?.length) lines.push(`⚠ ${levelLabel(l)}: limited by the load generator, not the server — ${l.limits.map((x) => `${x.figure} (${x.reading})`).join('; ')}.`);
+    if (l.limits?.length)
+      lines.push(`⚠ ${levelLabel(l)}: limited by the load generator, not the server — ${l.limits.map((x) => `${x.figure} (${x.reading})`).join('; ')}.`);
     if (l.cut) lines.push(`⚠ ${levelLabel(l)} was ${cutText(l.cut)}: its row measured less load than it names, and no headline quotes it.`);
   }
   return lines;
@@ -73,7 +76,12 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
     { key: 'completed', label: 'OK', digits: 0 },
     { key: 'failed', label: 'Failed', digits: 0 },
     { key: 'duration', label: 'Duration s', digits: 2 },
-    ...(varied ? [{ key: 'mean_input_tokens', label: 'Prompt tok mean', digits: 0 }, { key: 'mean_output_tokens', label: 'Output tok mean', digits: 0 }] : []),
+    ...(varied
+      ? [
+          { key: 'mean_input_tokens', label: 'Prompt tok mean', digits: 0 },
+          { key: 'mean_output_tokens', label: 'Output tok mean', digits: 0 },
+        ]
+      : []),
     { key: 'mean_ttft_ms', label: 'TTFT mean ms', digits: 1 },
     { key: 'p50_ttft_ms', label: 'TTFT p50', digits: 1 },
     { key: 'p99_ttft_ms', label: 'TTFT p99', digits: 1 },

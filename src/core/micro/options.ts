@@ -74,7 +74,8 @@ export function microAgentArgs(options: MicroOptions, serverUrl?: string): strin
   }
   if (options.allowBusy) args.push('--allow-busy');
   if (options.busyThreshold !== undefined) {
-    if (!(options.busyThreshold > 0 && options.busyThreshold <= 1)) throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
+    if (!(options.busyThreshold > 0 && options.busyThreshold <= 1))
+      throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
     args.push('--busy-threshold', String(options.busyThreshold));
   }
   if (options.skip?.length) {
@@ -83,8 +84,11 @@ export function microAgentArgs(options: MicroOptions, serverUrl?: string): strin
     args.push('--skip', options.skip.join(','));
   }
   const numeric: [keyof MicroOptions, string][] = [
-    ['repeats', '--repeats'], ['launchKernels', '--launch-kernels'], ['arWorldSize', '--ar-world-size'],
-    ['arMaxBytes', '--ar-max-bytes'], ['hidden', '--hidden'],
+    ['repeats', '--repeats'],
+    ['launchKernels', '--launch-kernels'],
+    ['arWorldSize', '--ar-world-size'],
+    ['arMaxBytes', '--ar-max-bytes'],
+    ['hidden', '--hidden'],
   ];
   for (const [key, flag] of numeric) {
     const v = positiveInteger(options[key] as number | undefined, flag.slice(2));

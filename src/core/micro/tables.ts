@@ -34,10 +34,12 @@ export function microHeadline(points: MicroPoint[]): string | undefined {
   const launch = ofKind(points, 'launch');
   const eager = launch.find((p) => p.mode === 'eager');
   const graph = launch.find((p) => p.mode === 'graph');
-  if (eager && graph) parts.push(`launch ${Number(eager.us_per_kernel).toFixed(1)} µs eager vs ${Number(graph.us_per_kernel).toFixed(1)} µs per kernel from a CUDA graph`);
+  if (eager && graph)
+    parts.push(`launch ${Number(eager.us_per_kernel).toFixed(1)} µs eager vs ${Number(graph.us_per_kernel).toFixed(1)} µs per kernel from a CUDA graph`);
   const ar = ofKind(points, 'allreduce').filter((p) => p.source === 'decode');
   const arFirst = ar.find((p) => p.mode === 'graph') ?? ar[0];
-  if (arFirst && Number(arFirst.world_size) > 1) parts.push(`all-reduce ${formatBytes(Number(arFirst.bytes))} ${Number(arFirst.us).toFixed(1)} µs (${arFirst.mode})`);
+  if (arFirst && Number(arFirst.world_size) > 1)
+    parts.push(`all-reduce ${formatBytes(Number(arFirst.bytes))} ${Number(arFirst.us).toFixed(1)} µs (${arFirst.mode})`);
   return parts.length ? parts.join(' · ') : undefined;
 }
 
@@ -93,8 +95,14 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
   const gemmNote = [context.kernel ? `Kernel: ${context.kernel}.` : '', context.timing ?? ''].filter(Boolean).join(' ');
   const time = pivot(points, 'micro-gemm-us', 'GEMM time (µs) by shape and M', (p) => num(p.us), 1, gemmNote || undefined);
   if (time) tables.push(time);
-  const bw = pivot(points, 'micro-gemm-bw', 'GEMM achieved TB/s (% of measured peak bandwidth)', (p) => withPercent(p.tbps, p.pct_peak_bw, 2), 2,
-    'Bytes: weights + activations + output, read or written once per call.');
+  const bw = pivot(
+    points,
+    'micro-gemm-bw',
+    'GEMM achieved TB/s (% of measured peak bandwidth)',
+    (p) => withPercent(p.tbps, p.pct_peak_bw, 2),
+    2,
+    'Bytes: weights + activations + output, read or written once per call.',
+  );
   if (bw) tables.push(bw);
   const flops = pivot(points, 'micro-gemm-flops', 'GEMM achieved TFLOP/s (% of measured peak compute)', (p) => withPercent(p.tflops, p.pct_peak_flops, 1), 1);
   if (flops) tables.push(flops);
@@ -109,14 +117,20 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
       bySize.set(size, entry);
     }
     const first = ar[0];
-    const rows = [...bySize.entries()].sort((a, b) => a[0] - b[0]).map(([size, e]) => {
-      const best = e.graph ?? e.eager!;
-      return {
-        size: formatBytes(size), bytes: size, m: num((e.eager ?? e.graph)?.m) ?? null,
-        eager_us: num(e.eager?.us), graph_us: num(e.graph?.us),
-        algbw: num(best.algbw_gbps), busbw: num(best.busbw_gbps),
-      };
-    });
+    const rows = [...bySize.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([size, e]) => {
+        const best = e.graph ?? e.eager!;
+        return {
+          size: formatBytes(size),
+          bytes: size,
+          m: num((e.eager ?? e.graph)?.m) ?? null,
+          eager_us: num(e.eager?.us),
+          graph_us: num(e.graph?.us),
+          algbw: num(best.algbw_gbps),
+          busbw: num(best.busbw_gbps),
+        };
+      });
     tables.push({
       id: ALLREDUCE_TABLE_ID,
       title: `All-reduce (${String(first.backend)}, ${String(first.world_size)} ${Number(first.world_size) === 1 ? 'process' : 'processes'}, ${String(first.dtype)})`,
@@ -128,8 +142,12 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
         ...ALLREDUCE_BANDWIDTH_COLUMNS,
       ],
       rows,
-      note: ['busbw = algbw × 2(n−1)/n as nccl-tests; bandwidths from the graph time where there is one. Decode sizes are M × hidden × 2 bytes.',
-        context.allreduceNote ?? ''].filter(Boolean).join(' '),
+      note: [
+        'busbw = algbw × 2(n−1)/n as nccl-tests; bandwidths from the graph time where there is one. Decode sizes are M × hidden × 2 bytes.',
+        context.allreduceNote ?? '',
+      ]
+        .filter(Boolean)
+        .join(' '),
     });
   }
 
@@ -147,7 +165,10 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
       ],
       rows: launch.map((p) => ({
         mode: p.mode === 'graph' ? 'CUDA graph replay' : 'eager',
-        wall: num(p.us_per_kernel), gpu: num(p.gpu_us_per_kernel), cpu: num(p.cpu_us_per_launch), kernels: num(p.kernels),
+        wall: num(p.us_per_kernel),
+        gpu: num(p.gpu_us_per_kernel),
+        cpu: num(p.cpu_us_per_launch),
+        kernels: num(p.kernels),
       })),
       note: String(launch[0].note ?? ''),
     });
@@ -158,15 +179,27 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
 /** The typed lists the results view draws (GEMM and all-reduce charts, the bandwidth line). */
 export function microChartData(points: MicroPoint[], gpu?: string): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; peak: GpuPeak } {
   const gemm = ofKind(points, 'gemm').map((p) => ({
-    shape: String(p.shape), m: Number(p.m), n: Number(p.n), k: Number(p.k), time_us: Number(p.us),
-    tbps: num(p.tbps), tflops: num(p.tflops), backend: typeof p.kernel === 'string' ? p.kernel : undefined,
+    shape: String(p.shape),
+    m: Number(p.m),
+    n: Number(p.n),
+    k: Number(p.k),
+    time_us: Number(p.us),
+    tbps: num(p.tbps),
+    tflops: num(p.tflops),
+    backend: typeof p.kernel === 'string' ? p.kernel : undefined,
   }));
   // vLLM decodes from CUDA graphs, so the graph-captured time is the one to draw where there is one.
   const ar = ofKind(points, 'allreduce');
   const hasGraph = ar.some((p) => p.mode === 'graph');
-  const allreduce = ar.filter((p) => !hasGraph || p.mode === 'graph').map((p) => ({
-    size_bytes: Number(p.bytes), time_us: Number(p.us), algbw_gbps: num(p.algbw_gbps), busbw_gbps: Number(p.busbw_gbps), world_size: num(p.world_size),
-  }));
+  const allreduce = ar
+    .filter((p) => !hasGraph || p.mode === 'graph')
+    .map((p) => ({
+      size_bytes: Number(p.bytes),
+      time_us: Number(p.us),
+      algbw_gbps: num(p.algbw_gbps),
+      busbw_gbps: Number(p.busbw_gbps),
+      world_size: num(p.world_size),
+    }));
   const copy = ofKind(points, 'peak').find((p) => p.what === 'copy');
   return { gemm, allreduce, peak: { gpu, memory_tbps: copy ? num(copy.tbps) : undefined } };
 }

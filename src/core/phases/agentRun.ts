@@ -77,8 +77,12 @@ export async function runAgentCommand<C extends AgentCommand>(
     (noise) => run.appendNoise(scrub(`[stdout] ${noise}\n`)),
     (hello) => refuse(helloProblem(hello, command, where)),
   );
-  const handle = transport.exec(agentArgv(agent, command, args, ['--heartbeat-timeout', String(HEARTBEAT_TIMEOUT_S)]),
-    { signal: options.signal, env: options.env, stdin: options.stdin, keepStdinOpen: true });
+  const handle = transport.exec(agentArgv(agent, command, args, ['--heartbeat-timeout', String(HEARTBEAT_TIMEOUT_S)]), {
+    signal: options.signal,
+    env: options.env,
+    stdin: options.stdin,
+    keepStdinOpen: true,
+  });
   const heartbeat = setInterval(() => handle.stdin.write('\n'), HEARTBEAT_MS);
   let stderrTail = '';
   handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
@@ -116,7 +120,8 @@ export async function runAgentCommand<C extends AgentCommand>(
     reason = exit.error.message;
   } else if (events.length === 0 && (exit.code === NOT_FOUND || exit.code === NOT_EXECUTABLE)) {
     status = 'failed';
-    reason = `The Python interpreter "${agent.python}" ${exit.code === NOT_FOUND ? 'was not found' : 'could not be run'} on ${transport.label}` +
+    reason =
+      `The Python interpreter "${agent.python}" ${exit.code === NOT_FOUND ? 'was not found' : 'could not be run'} on ${transport.label}` +
       `${said ? ` (${said})` : ''}. Pass the path of a Python 3 there with --python (for example --python /usr/bin/python3 or the server's venv), or set the target's "python" setting.`;
   } else if (done === true) {
     status = 'completed';

@@ -35,7 +35,11 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   const live = new Map<number, MacroLevelSummary>();
   const requests: MacroRequestPoint[] = [];
   const summary: RunSummary = {
-    id: run.info.id, phase: 'macro', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running',
+    id: run.info.id,
+    phase: 'macro',
+    target: ctx.target.name,
+    startedAt: run.info.startedAt,
+    status: 'running',
     macro: { levels: [], requests },
   };
   // The server as the agent found it (its `server` event, then the result's).
@@ -72,7 +76,14 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         break;
       case 'macro.request': {
         const r = event.record;
-        requests.push({ level: event.level, start_s: r.run_s ?? r.start_s ?? 0, ok: r.ok === true, ttft_ms: r.ttft_ms, e2el_ms: r.e2el_ms, tpot_ms: r.tpot_ms });
+        requests.push({
+          level: event.level,
+          start_s: r.run_s ?? r.start_s ?? 0,
+          ok: r.ok === true,
+          ttft_ms: r.ttft_ms,
+          e2el_ms: r.e2el_ms,
+          tpot_ms: r.tpot_ms,
+        });
         if (requests.length > MAX_REQUEST_POINTS) requests.splice(0, requests.length - MAX_REQUEST_POINTS);
         publish(false);
         break;
@@ -155,7 +166,9 @@ function findingsUpdate(
   // The agent marks a level's counts 'client' or 'mixed' when the server sent no usage for some requests.
   const clientCounted = levels.some((l) => ['client', 'mixed'].includes((l.token_count as { source?: string } | undefined)?.source ?? 'usage'));
   if (clientCounted) {
-    lines.push('Token counts: the server sent no `usage`, so output tokens are the client\'s count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.');
+    lines.push(
+      "Token counts: the server sent no `usage`, so output tokens are the client's count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.",
+    );
   }
   lines.push(...levelFlagLines(levels));
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';

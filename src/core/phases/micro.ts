@@ -49,7 +49,12 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   const points: MicroPoint[] = [];
   const info: RunContext = { failures: [], warnings: [] };
   const summary: RunSummary = {
-    id: run.info.id, phase: 'micro', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running', micro: { points },
+    id: run.info.id,
+    phase: 'micro',
+    target: ctx.target.name,
+    startedAt: run.info.startedAt,
+    status: 'running',
+    micro: { points },
   };
   let lastView = 0;
   let lastFindings = 0;

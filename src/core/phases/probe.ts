@@ -92,7 +92,11 @@ export function gpuTable(r: ProbeResult): ResultTable {
       used: mib(d.memory_used_mib),
       total: mib(d.memory_total_mib),
       util: d.utilization_pct,
-      procs: r.gpus.processes.filter((p) => p.gpu_index === d.index).map((p) => `${p.process_name} (pid ${p.pid}, ${((p.used_memory_mib ?? 0) / 1024).toFixed(1)} GiB)`).join(', ') || '—',
+      procs:
+        r.gpus.processes
+          .filter((p) => p.gpu_index === d.index)
+          .map((p) => `${p.process_name} (pid ${p.pid}, ${((p.used_memory_mib ?? 0) / 1024).toFixed(1)} GiB)`)
+          .join(', ') || '—',
     })),
     note: r.gpus.available ? `driver ${r.gpus.devices[0]?.driver_version ?? '?'}` : (r.gpus.error ?? undefined),
   };
@@ -103,7 +107,9 @@ export function probeSummaryLines(r: ProbeResult): string[] {
   const s = r.server;
   const lines: string[] = [];
   lines.push(`Host ${r.host} · Python ${r.python.version} (${r.python.executable})`);
-  const pkgs = Object.entries(r.packages).map(([name, v]) => `${name} ${v ?? '—'}`).join(', ');
+  const pkgs = Object.entries(r.packages)
+    .map(([name, v]) => `${name} ${v ?? '—'}`)
+    .join(', ');
   lines.push(`Packages: ${pkgs}`);
   if (!s.reachable) {
     lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
@@ -112,15 +118,22 @@ export function probeSummaryLines(r: ProbeResult): string[] {
     if (s.auth?.required) lines.push(`  API key: ${s.error ?? 'this server wants an API key'}`);
     for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
     const p = s.profiler;
-    lines.push(`  profiler: ${p.enabled === true ? (p.kind === 'cuda' ? 'CUDA profiler (no torch traces)' : 'enabled') : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`);
-    if (s.parallel) lines.push(`  parallel: tp ${s.parallel.tp} × pp ${s.parallel.pp} × dp ${s.parallel.dp}${s.parallel.dp_attention ? ' (DP attention)' : ''}: ${s.parallel.ranks} rank(s) write traces`);
+    lines.push(
+      `  profiler: ${p.enabled === true ? (p.kind === 'cuda' ? 'CUDA profiler (no torch traces)' : 'enabled') : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`,
+    );
+    if (s.parallel)
+      lines.push(
+        `  parallel: tp ${s.parallel.tp} × pp ${s.parallel.pp} × dp ${s.parallel.dp}${s.parallel.dp_attention ? ' (DP attention)' : ''}: ${s.parallel.ranks} rank(s) write traces`,
+      );
   }
   if (s.command_line) lines.push(`  command (pid ${s.pid}): ${s.command_line.join(' ')}`);
   if (!r.gpus.available) lines.push(`GPUs: ${r.gpus.error}`);
   else {
     for (const d of r.gpus.devices) {
       const procs = r.gpus.processes.filter((p) => p.gpu_index === d.index);
-      lines.push(`GPU ${d.index}: ${d.name}, ${fmtGiB(d.memory_used_mib)} / ${fmtGiB(d.memory_total_mib)} GiB used, ${d.utilization_pct ?? '?'}% busy${procs.length ? ` — ${procs.map((p) => `${p.process_name} pid ${p.pid}`).join(', ')}` : ''}`);
+      lines.push(
+        `GPU ${d.index}: ${d.name}, ${fmtGiB(d.memory_used_mib)} / ${fmtGiB(d.memory_total_mib)} GiB used, ${d.utilization_pct ?? '?'}% busy${procs.length ? ` — ${procs.map((p) => `${p.process_name} pid ${p.pid}`).join(', ')}` : ''}`,
+      );
     }
   }
   return lines;

@@ -33,14 +33,22 @@ export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<Target
     simulated: server.reachable && !!server.simulated,
     serverVersion: server.version ?? undefined,
     model: server.models[0]?.id ?? undefined,
-    gpus: r.gpus.devices.map((d) => ({ index: d.index, name: d.name, memoryUsedMiB: d.memory_used_mib ?? undefined, memoryTotalMiB: d.memory_total_mib ?? undefined })),
+    gpus: r.gpus.devices.map((d) => ({
+      index: d.index,
+      name: d.name,
+      memoryUsedMiB: d.memory_used_mib ?? undefined,
+      memoryTotalMiB: d.memory_total_mib ?? undefined,
+    })),
     probedAt,
     detail: r.gpus.available ? undefined : (r.gpus.error ?? 'no GPUs seen'),
   };
 }
 
 /** Each target's state from its newest completed probe among the stored runs (read without blocking), for the sidebar after a reload. */
-export async function newestProbeStates(workspace: string, probeRuns: { id: string; target: string; startedAt: string; status: string }[]): Promise<Map<string, Partial<TargetState>>> {
+export async function newestProbeStates(
+  workspace: string,
+  probeRuns: { id: string; target: string; startedAt: string; status: string }[],
+): Promise<Map<string, Partial<TargetState>>> {
   const states = new Map<string, Partial<TargetState>>();
   for (const run of [...probeRuns].sort((a, b) => b.startedAt.localeCompare(a.startedAt))) {
     if (states.has(run.target) || run.status !== 'completed') continue;

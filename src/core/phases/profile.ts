@@ -150,11 +150,19 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
       (t.frontend ? frontend : local).push(to);
     }
   } catch (err) {
-    return finish('failed', `Copying the traces from ${ctx.transport.label} failed: ${err instanceof Error ? err.message : String(err)}. They are still on the host (see events.jsonl); analyse them there with infbench analyze, or fetch them and run it here.`, undefined, local);
+    return finish(
+      'failed',
+      `Copying the traces from ${ctx.transport.label} failed: ${err instanceof Error ? err.message : String(err)}. They are still on the host (see events.jsonl); analyse them there with infbench analyze, or fetch them and run it here.`,
+      undefined,
+      local,
+    );
   }
   if (skipped.length) ctx.log.warn(`profile: ${skipped.length} trace(s) sit on other hosts and were not fetched: ${skipped.join(', ')}`);
-  if (frontend.length) ctx.log.info(`profile: the API server's CPU-only trace is kept in the run folder (${frontend.map((f) => basename(f)).join(', ')}), not in the per-rank breakdown`);
-  if (!local.length) return finish('failed', 'Only the API server\'s CPU-only trace came back, no rank\'s: see the run log (events.jsonl).', undefined, frontend);
+  if (frontend.length)
+    ctx.log.info(
+      `profile: the API server's CPU-only trace is kept in the run folder (${frontend.map((f) => basename(f)).join(', ')}), not in the per-rank breakdown`,
+    );
+  if (!local.length) return finish('failed', "Only the API server's CPU-only trace came back, no rank's: see the run log (events.jsonl).", undefined, frontend);
 
   let breakdown: TraceBreakdown;
   try {
@@ -169,7 +177,8 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
       },
     });
   } catch (err) {
-    if (ctx.signal?.aborted) return finish('cancelled', 'Cancelled during the analysis; the traces are in the run folder (infbench analyze reads them).', undefined, local);
+    if (ctx.signal?.aborted)
+      return finish('cancelled', 'Cancelled during the analysis; the traces are in the run folder (infbench analyze reads them).', undefined, local);
     return finish('failed', `Analysing the traces failed: ${err instanceof Error ? err.message : String(err)}`, undefined, local);
   }
   if (skipped.length) breakdown.warnings.push(`${skipped.length} trace(s) on other hosts were not analysed: ${skipped.join(', ')}`);
@@ -180,7 +189,13 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   return finish('completed', undefined, breakdown, local);
 }
 
-function findingsUpdate(run: RunFolder, summary: RunSummary, capture: ProfileCapture | undefined, breakdown: TraceBreakdown | undefined, traces: number): FindingsUpdate {
+function findingsUpdate(
+  run: RunFolder,
+  summary: RunSummary,
+  capture: ProfileCapture | undefined,
+  breakdown: TraceBreakdown | undefined,
+  traces: number,
+): FindingsUpdate {
   const lines: string[] = [];
   const server: Partial<ProfileCapture['server']> = capture?.server ?? {};
   const workload: Partial<ProfileCapture['workload']> = capture?.workload ?? {};
@@ -192,5 +207,10 @@ function findingsUpdate(run: RunFolder, summary: RunSummary, capture: ProfileCap
   if (summary.simulated) lines.push('⚠ **Simulator**: these traces come from the inference-bench simulator (a known timing model), not a real model server.');
   if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
   for (const w of breakdown?.warnings ?? []) lines.push(`Note: ${w}`);
-  return { sectionId: `profile-${run.info.id}`, heading: `Where the decode step goes — ${summary.target}`, lines, tables: breakdown ? breakdownTables(breakdown) : [] };
+  return {
+    sectionId: `profile-${run.info.id}`,
+    heading: `Where the decode step goes — ${summary.target}`,
+    lines,
+    tables: breakdown ? breakdownTables(breakdown) : [],
+  };
 }

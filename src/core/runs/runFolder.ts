@@ -1,4 +1,20 @@
-import { accessSync, appendFileSync, closeSync, constants, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  accessSync,
+  appendFileSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
@@ -42,7 +58,10 @@ export function resultPath(dir: string): string {
 
 /** A run folder (or a file the run writes) that cannot be written; the message says where and what to do. */
 export class RunStorageError extends Error {
-  constructor(message: string, readonly code: string | undefined) {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
     super(message);
     this.name = 'RunStorageError';
   }
@@ -55,11 +74,17 @@ export function storageProblem(err: unknown, path: string): RunStorageError {
   const raw = err instanceof Error ? err.message : String(err);
   switch (code) {
     case 'ENOSPC':
-      return new RunStorageError(`Disk full at ${path}: no space left on the device that holds ${dirname(path)}. Free some space there (or pass --workspace DIR on another disk) and run again.`, code);
+      return new RunStorageError(
+        `Disk full at ${path}: no space left on the device that holds ${dirname(path)}. Free some space there (or pass --workspace DIR on another disk) and run again.`,
+        code,
+      );
     case 'EDQUOT':
       return new RunStorageError(`Disk quota exceeded at ${path}. Free some of your space there (or pass --workspace DIR elsewhere) and run again.`, code);
     case 'EROFS':
-      return new RunStorageError(`${dirname(path)} is on a read-only file system, so ${path} cannot be written. Pass --workspace DIR with a writable folder.`, code);
+      return new RunStorageError(
+        `${dirname(path)} is on a read-only file system, so ${path} cannot be written. Pass --workspace DIR with a writable folder.`,
+        code,
+      );
     case 'EACCES':
     case 'EPERM':
       return new RunStorageError(`No permission to write ${path}. Pass --workspace DIR with a folder you can write to.`, code);
@@ -77,7 +102,10 @@ export class RunFolder {
   /** The first write that failed (a full disk, say); from then on nothing more is written. */
   private storageFailure?: RunStorageError;
 
-  private constructor(readonly dir: string, private meta: RunMeta) {}
+  private constructor(
+    readonly dir: string,
+    private meta: RunMeta,
+  ) {}
 
   static create(workspace: string, phase: PhaseName, target: string, options: Record<string, unknown>, now = new Date()): RunFolder {
     const stamp = now.toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
@@ -254,14 +282,15 @@ export function writeAtomic(path: string, content: string): void {
 
 /** Why the run folder could not be made: a read-only workspace says so (mkdir reports ENOENT on a read-only mount). */
 function workspaceProblem(err: unknown, workspace: string, dir: string): RunStorageError {
-  if (!existsSync(workspace)) return new RunStorageError(`The workspace folder ${workspace} does not exist. Create it, or pass --workspace DIR with an existing folder.`, 'ENOENT');
+  if (!existsSync(workspace))
+    return new RunStorageError(`The workspace folder ${workspace} does not exist. Create it, or pass --workspace DIR with an existing folder.`, 'ENOENT');
   try {
     accessSync(workspace, constants.W_OK);
   } catch (access) {
     const code = (access as NodeJS.ErrnoException).code;
     return new RunStorageError(
       `The workspace folder ${workspace} is read-only${code === 'EROFS' ? ' (a read-only file system)' : ''}, so the run folder ${dir} cannot be made there. ` +
-      'Run from a writable folder, or pass --workspace DIR (the extension: open a writable folder).',
+        'Run from a writable folder, or pass --workspace DIR (the extension: open a writable folder).',
       code,
     );
   }

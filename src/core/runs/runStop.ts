@@ -6,7 +6,10 @@ import { RunStatus } from './runFolder';
  * terminal) is `interrupted`. A plain abort() counts as the user's cancel.
  */
 export class RunStop extends Error {
-  constructor(readonly status: Extract<RunStatus, 'cancelled' | 'interrupted'>, message: string) {
+  constructor(
+    readonly status: Extract<RunStatus, 'cancelled' | 'interrupted'>,
+    message: string,
+  ) {
     super(message);
     this.name = 'RunStop';
   }

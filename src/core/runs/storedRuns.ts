@@ -17,7 +17,15 @@ export function saveRunView(workspace: string, run: RunSummary): void {
 
 /** The summary of a stored run: the saved view if there is one, else built from meta.json and result.json (runs made by the CLI). */
 export function storedSummary(info: RunMeta, view: RunSummary | undefined, result: Record<string, unknown> | undefined): RunSummary {
-  const base: RunSummary = { id: info.id, phase: info.phase, target: info.target, startedAt: info.startedAt, status: info.status, reason: info.reason, simulated: info.simulated };
+  const base: RunSummary = {
+    id: info.id,
+    phase: info.phase,
+    target: info.target,
+    startedAt: info.startedAt,
+    status: info.status,
+    reason: info.reason,
+    simulated: info.simulated,
+  };
   // meta.json has the final word on status: the view may have been saved mid-run.
   if (view) return { ...view, ...base, headline: view.headline, simulated: view.simulated ?? info.simulated };
   if (!result) return base;
@@ -98,7 +106,10 @@ export class StoredRuns {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    const dirs = names.sort().reverse().map((name) => join(root!, name));
+    const dirs = names
+      .sort()
+      .reverse()
+      .map((name) => join(root!, name));
     const found = await Promise.all(dirs.map((dir) => this.summaryOf(dir)));
     const listed = found.filter((r): r is RunSummary => r !== undefined);
     const kept = new Set(dirs);

@@ -23,8 +23,7 @@ export async function analyzeTraceFile(path: string, fallbackRank: number, optio
     if ('collected' in parts) {
       collected = { trace: parts.collected, summary };
       collectedInOnePass = true;
-    }
-    else if (!('fallback' in parts)) return assembleRank(parts, options.topKernels);
+    } else if (!('fallback' in parts)) return assembleRank(parts, options.topKernels);
   }
   if (!collected) {
     const collector = new TraceCollector();
@@ -41,8 +40,14 @@ export async function analyzeTraceFile(path: string, fallbackRank: number, optio
 
 function factsOf(file: string, fallbackRank: number, summary: SourceSummary): RankFileFacts {
   return {
-    file, fallbackRank, metadata: summary.metadata, events: summary.events, jsonBytes: summary.bytes,
-    fileBytes: summary.fileBytes, compressed: summary.compressed, truncated: summary.truncated,
+    file,
+    fallbackRank,
+    metadata: summary.metadata,
+    events: summary.events,
+    jsonBytes: summary.bytes,
+    fileBytes: summary.fileBytes,
+    compressed: summary.compressed,
+    truncated: summary.truncated,
   };
 }
 

@@ -45,7 +45,9 @@ function analyzeOne(script: { file: string; execArgv: string[] }, input: TraceWo
       else finish(() => reject(m.formatError ? new TraceFormatError(`${input.path}: ${m.message}`, 0) : new Error(`${input.path}: ${m.message}`)));
     });
     worker.on('error', (err) => finish(() => reject(new Error(`The trace analysis worker failed on ${input.path}: ${err.message}`))));
-    worker.on('exit', (code) => finish(() => reject(new Error(`The trace analysis worker stopped (exit code ${code}) before finishing ${input.path}; it may have run out of memory.`))));
+    worker.on('exit', (code) =>
+      finish(() => reject(new Error(`The trace analysis worker stopped (exit code ${code}) before finishing ${input.path}; it may have run out of memory.`))),
+    );
   });
 }
 
@@ -53,7 +55,11 @@ function analyzeOne(script: { file: string; execArgv: string[] }, input: TraceWo
  * Analyses trace files (one per rank) in worker threads, so that the caller's thread (the
  * extension host) stays responsive; files go to separate workers in parallel.
  */
-export async function analyzeTracesInWorker(paths: readonly string[], options: TraceAnalysisOptions = {}, run: WorkerAnalysisOptions = {}): Promise<TraceBreakdown> {
+export async function analyzeTracesInWorker(
+  paths: readonly string[],
+  options: TraceAnalysisOptions = {},
+  run: WorkerAnalysisOptions = {},
+): Promise<TraceBreakdown> {
   if (run.signal?.aborted) throw new Error('Trace analysis was cancelled.');
   const classifier = new KernelClassifier(options.extraFamilies); // validates the user's patterns before any worker starts
   const script = workerScript();

@@ -1,7 +1,19 @@
 import { badTimesWarning, CollectedTrace, RuntimeKind } from './collect';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { StepConfidence, StepFinding, StepKind } from './steps';
-import { CategoryShare, Distribution, FrontEndTrace, KernelStat, LaunchStats, RankBreakdown, RankSkew, StepGroupBreakdown, StepSource, TRACE_BREAKDOWN_VERSION, TraceBreakdown } from './types';
+import {
+  CategoryShare,
+  Distribution,
+  FrontEndTrace,
+  KernelStat,
+  LaunchStats,
+  RankBreakdown,
+  RankSkew,
+  StepGroupBreakdown,
+  StepSource,
+  TRACE_BREAKDOWN_VERSION,
+  TraceBreakdown,
+} from './types';
 
 /** The category of all-reduce, whichever library ran it (families.ts puts NCCL's and vLLM's custom kernels in it). */
 const ALL_REDUCE_CATEGORY = 'all-reduce';
@@ -46,7 +58,15 @@ export interface StepAggregate {
  * several streams overlap, the kernel that started first keeps the overlap (as vLLM's nsys tool
  * does); what no kernel covers is idle.
  */
-export function aggregateStep(label: string, kind: StepKind | undefined, count: number, ts: (i: number) => number, dur: (i: number) => number, nameId: (i: number) => number, category: readonly string[]): StepAggregate {
+export function aggregateStep(
+  label: string,
+  kind: StepKind | undefined,
+  count: number,
+  ts: (i: number) => number,
+  dur: (i: number) => number,
+  nameId: (i: number) => number,
+  category: readonly string[],
+): StepAggregate {
   let start = Infinity;
   let end = -Infinity;
   for (let i = 0; i < count; i++) {
@@ -150,14 +170,27 @@ function groupBreakdown(all: StepAggregate[], kind: StepKind, folded?: FoldedSte
   }
   const categories: CategoryShare[] = [];
   for (const [category, [attributed, raw, kernels]] of totals) {
-    categories.push({ category, msPerStep: attributed / 1000 / count, sharePct: spanUs > 0 ? (100 * attributed) / spanUs : 0, rawMsPerStep: raw / 1000 / count, kernelsPerStep: kernels / count });
+    categories.push({
+      category,
+      msPerStep: attributed / 1000 / count,
+      sharePct: spanUs > 0 ? (100 * attributed) / spanUs : 0,
+      rawMsPerStep: raw / 1000 / count,
+      kernelsPerStep: kernels / count,
+    });
   }
   categories.sort((a, b) => b.msPerStep - a.msPerStep);
   return { count, stepMs: distribution(stepMs), periodMs: distribution(periods), categories };
 }
 
 /** Per-name statistics merged over steps of one kind. */
-function stepKernelStats(all: StepAggregate[], kind: StepKind, names: readonly string[], category: readonly string[], limit: number, folded?: FoldedSteps): KernelStat[] {
+function stepKernelStats(
+  all: StepAggregate[],
+  kind: StepKind,
+  names: readonly string[],
+  category: readonly string[],
+  limit: number,
+  folded?: FoldedSteps,
+): KernelStat[] {
   const merged = new Map<number, [number, number, number, number]>();
   for (const [id, v] of folded?.byName ?? []) merged.set(id, [...v]);
   for (const a of all) {
@@ -176,7 +209,12 @@ function stepKernelStats(all: StepAggregate[], kind: StepKind, names: readonly s
   return statsFrom(merged, names, category, limit);
 }
 
-export function statsFrom(byName: Map<number, [number, number, number, number]>, names: readonly string[], category: readonly string[], limit: number): KernelStat[] {
+export function statsFrom(
+  byName: Map<number, [number, number, number, number]>,
+  names: readonly string[],
+  category: readonly string[],
+  limit: number,
+): KernelStat[] {
   const stats: KernelStat[] = [];
   for (const [id, [count, total, min, max]] of byName) {
     stats.push({ name: names[id], category: category[id], count, totalMs: total / 1000, meanUs: total / count, minUs: min, maxUs: max });
@@ -235,7 +273,13 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
       queue[queued++] = k.ts[i] - r.ts[byCorr[at]];
     }
   }
-  return { launches, graphLaunches, launchCallUs: distribution(calls.subarray(0, launches)), launchToStartUs: distribution(queue.subarray(0, queued)), syncMs: syncUs / 1000 };
+  return {
+    launches,
+    graphLaunches,
+    launchCallUs: distribution(calls.subarray(0, launches)),
+    launchToStartUs: distribution(queue.subarray(0, queued)),
+    syncMs: syncUs / 1000,
+  };
 }
 
 export const CUT_STEP_WARNING = 'The file was cut: its last step, cut with it, is left out of the breakdown.';
@@ -285,7 +329,15 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
   const category = categoriesOf(trace, classifier);
   const aggregates = steps.steps.map((step) => {
     const ks = step.kernels;
-    return aggregateStep(step.label, step.kind, ks.length, (i) => k.ts[ks[i]], (i) => k.dur[ks[i]], (i) => k.name[ks[i]], category);
+    return aggregateStep(
+      step.label,
+      step.kind,
+      ks.length,
+      (i) => k.ts[ks[i]],
+      (i) => k.dur[ks[i]],
+      (i) => k.name[ks[i]],
+      category,
+    );
   });
   aggregates.sort((a, b) => a.start - b.start);
   const warnings = [...steps.warnings];
@@ -313,10 +365,29 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
     }
   }
   return {
-    file: input.file, fallbackRank: input.fallbackRank, metadata: input.metadata, events: input.events, jsonBytes: input.jsonBytes,
-    fileBytes: input.fileBytes, compressed: input.compressed, truncated: input.truncated,
-    source: steps.source, annotation: steps.annotation, stepWriter: steps.writer, confidence: steps.confidence, steps: aggregates, names: k.names, category, kernelTotals: totals,
-    launch: launchStats(trace), kernels: k.count, kernelUs, firstTs: first, lastEnd: last, kernelsOutside: steps.kernelsOutside, warnings,
+    file: input.file,
+    fallbackRank: input.fallbackRank,
+    metadata: input.metadata,
+    events: input.events,
+    jsonBytes: input.jsonBytes,
+    fileBytes: input.fileBytes,
+    compressed: input.compressed,
+    truncated: input.truncated,
+    source: steps.source,
+    annotation: steps.annotation,
+    stepWriter: steps.writer,
+    confidence: steps.confidence,
+    steps: aggregates,
+    names: k.names,
+    category,
+    kernelTotals: totals,
+    launch: launchStats(trace),
+    kernels: k.count,
+    kernelUs,
+    firstTs: first,
+    lastEnd: last,
+    kernelsOutside: steps.kernelsOutside,
+    warnings,
     analysis: 'in-memory',
   };
 }
@@ -375,7 +446,8 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
   const decode = groupBreakdown(p.steps, 'decode', p.folded?.decode);
   const mixed = groupBreakdown(p.steps, 'mixed', p.folded?.mixed);
   const warnings = [...p.warnings];
-  if (p.kernels > 0 && decode.count === 0 && p.source !== 'none') warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
+  if (p.kernels > 0 && decode.count === 0 && p.source !== 'none')
+    warnings.push('No decode step was found in this trace: was a decode workload running while the profiler was on?');
   return {
     file: p.file,
     rank,
@@ -474,8 +546,14 @@ export function combineRanks(all: RankBreakdown[], categoryOrder: string[]): Tra
     const busy = withDecode.map((r) => ({ rank: r.rank, busyMs: r.decode.categories.reduce((a, c) => a + c.rawMsPerStep, 0) }));
     const busiest = busy.reduce((a, b) => (b.busyMs > a.busyMs ? b : a));
     skew = {
-      stepMsByRank: byRank, minMs: min.stepMs, maxMs: max.stepMs, spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0, slowestRank: max.rank, fastestRank: min.rank,
-      busyMsByRank: busy, busiestRank: busiest.rank,
+      stepMsByRank: byRank,
+      minMs: min.stepMs,
+      maxMs: max.stepMs,
+      spreadPct: min.stepMs > 0 ? (100 * (max.stepMs - min.stepMs)) / min.stepMs : 0,
+      slowestRank: max.rank,
+      fastestRank: min.rank,
+      busyMsByRank: busy,
+      busiestRank: busiest.rank,
     };
   }
 
@@ -512,7 +590,8 @@ function headlineOf(ranks: RankBreakdown[], withDecode: RankBreakdown[], categor
   const how = `steps from ${methods.join(' / ')}`;
   if (!n) {
     const none = ranks.find((r) => r.stepSource === 'none' && r.totals.kernels > 0);
-    if (none) return `Steps not found: no step annotations and no repeating forward pass in ${none.totals.kernels} kernels (${ms(none.totals.kernelMs)} ms of GPU time); profile through the server, whose steps are named, or give the step annotation.`;
+    if (none)
+      return `Steps not found: no step annotations and no repeating forward pass in ${none.totals.kernels} kernels (${ms(none.totals.kernelMs)} ms of GPU time); profile through the server, whose steps are named, or give the step annotation.`;
     return 'No decode steps found in the trace(s).';
   }
   const scope = `${n} rank${n === 1 ? '' : 's'}, ${steps} decode step${steps === 1 ? '' : 's'}; ${how}`;
@@ -524,8 +603,13 @@ function headlineOf(ranks: RankBreakdown[], withDecode: RankBreakdown[], categor
     const kernelsPerStep = categories.reduce((a, c) => a + c.kernelsPerStep, 0);
     const launchUs = withDecode.map((r) => r.launch?.launchCallUs?.median).filter((v): v is number => v !== undefined);
     const launch = launchUs.length ? `, launch call median ${(launchUs.reduce((a, b) => a + b, 0) / launchUs.length).toFixed(1)} us` : '';
-    return `${prefix}GPU idle ${idle.sharePct.toFixed(1)}% of a ${ms(stepMs)} ms decode step: bound by the CPU and kernel launches (${kernelsPerStep.toFixed(0)} kernels per step${launch})` +
-      (top ? `; largest kernel category ${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms)` : '') + ` (${scope})`;
+    return (
+      `${prefix}GPU idle ${idle.sharePct.toFixed(1)}% of a ${ms(stepMs)} ms decode step: bound by the CPU and kernel launches (${kernelsPerStep.toFixed(0)} kernels per step${launch})` +
+      (top ? `; largest kernel category ${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms)` : '') +
+      ` (${scope})`
+    );
   }
-  return top ? `${prefix}${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms) of a ${ms(stepMs)} ms decode step (${scope})` : `${prefix}${ms(stepMs)} ms decode step, all idle (${scope})`;
+  return top
+    ? `${prefix}${top.category} ${top.sharePct.toFixed(1)}% (${ms(top.msPerStep)} ms) of a ${ms(stepMs)} ms decode step (${scope})`
+    : `${prefix}${ms(stepMs)} ms decode step, all idle (${scope})`;
 }

@@ -92,7 +92,8 @@ export interface CollectedTrace {
  */
 export function runtimeKind(name: string): RuntimeKind | undefined {
   if (/^(cuda|cu|hip)GraphLaunch/.test(name)) return RuntimeKind.GraphLaunch;
-  if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel|^hip(Ext)?(Module)?LaunchKernel|^hipLaunchCooperativeKernel/.test(name)) return RuntimeKind.KernelLaunch;
+  if (/^cu(da)?LaunchKernel|^cu(da)?LaunchCooperativeKernel|^hip(Ext)?(Module)?LaunchKernel|^hipLaunchCooperativeKernel/.test(name))
+    return RuntimeKind.KernelLaunch;
   if (/^(cu(da)?|hip)Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
   if (/Synchronize$/.test(name)) return RuntimeKind.Sync;
   return undefined;
@@ -126,7 +127,13 @@ export class RuntimeKindCache {
 export function hasBadTime(e: EventView): boolean {
   const cat = e.cat;
   const gpu = cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset;
-  const used = gpu || cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver || cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation || cat === EventCat.PythonFunction;
+  const used =
+    gpu ||
+    cat === EventCat.CudaRuntime ||
+    cat === EventCat.CudaDriver ||
+    cat === EventCat.UserAnnotation ||
+    cat === EventCat.GpuUserAnnotation ||
+    cat === EventCat.PythonFunction;
   if (!used) return false;
   // GPU work without a duration is as unusable as one with a broken duration.
   if (!Number.isFinite(e.ts) || (gpu && Number.isNaN(e.dur))) return true;

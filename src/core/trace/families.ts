@@ -47,7 +47,9 @@ export class KernelClassifier {
       try {
         re = new RegExp(spec.pattern, spec.flags ?? '');
       } catch (err) {
-        throw new Error(`The kernel family "${spec.category}" has an invalid pattern /${spec.pattern}/: ${(err as Error).message}. Fix it in the inferenceBench.kernelFamilies setting.`);
+        throw new Error(
+          `The kernel family "${spec.category}" has an invalid pattern /${spec.pattern}/: ${(err as Error).message}. Fix it in the inferenceBench.kernelFamilies setting.`,
+        );
       }
       this.families.push({ category: spec.category, re });
     }

@@ -28,12 +28,21 @@ export function breakdownTables(b: TraceBreakdown): ResultTable[] {
       { key: 'raw', label: 'raw ms (overlap twice)', align: 'right', digits: 3 },
       { key: 'kernels', label: 'kernels per step', align: 'right', digits: 1 },
     ],
-    rows: o.categories.map((c) => ({ category: c.category, ms: c.msPerStep, pct: c.sharePct, raw: c.category === IDLE_CATEGORY ? null : c.rawMsPerStep, kernels: c.category === IDLE_CATEGORY ? null : c.kernelsPerStep })),
+    rows: o.categories.map((c) => ({
+      category: c.category,
+      ms: c.msPerStep,
+      pct: c.sharePct,
+      raw: c.category === IDLE_CATEGORY ? null : c.rawMsPerStep,
+      kernels: c.category === IDLE_CATEGORY ? null : c.kernelsPerStep,
+    })),
     note: `${stepNote}; steps from ${sources}. Overlapping kernels count once, for the one that started first; idle is GPU time with no kernel running.`,
   });
   if (b.ranks.length > 1) {
     const withSteps = b.ranks.filter((r) => r.decode.count > 0);
-    const columns: TableColumn[] = [{ key: 'category', label: 'category', align: 'left' }, ...withSteps.map((r) => ({ key: `r${r.rank}`, label: `rank ${r.rank} %`, align: 'right' as const, digits: 1 }))];
+    const columns: TableColumn[] = [
+      { key: 'category', label: 'category', align: 'left' },
+      ...withSteps.map((r) => ({ key: `r${r.rank}`, label: `rank ${r.rank} %`, align: 'right' as const, digits: 1 })),
+    ];
     const rows = o.categories.map((c) => {
       const row: Record<string, string | number | null> = { category: c.category };
       for (const r of withSteps) row[`r${r.rank}`] = r.decode.categories.find((x) => x.category === c.category)?.sharePct ?? 0;
@@ -42,7 +51,15 @@ export function breakdownTables(b: TraceBreakdown): ResultTable[] {
     const stepRow: Record<string, string | number | null> = { category: 'step ms' };
     for (const r of withSteps) stepRow[`r${r.rank}`] = r.decode.stepMs?.mean ?? null;
     rows.push(stepRow);
-    tables.push({ id: 'profile-ranks', title: 'Share of the decode step per rank (%)', columns, rows, note: b.skew ? `Rank skew: slowest rank ${b.skew.slowestRank} ${b.skew.maxMs.toFixed(3)} ms, fastest rank ${b.skew.fastestRank} ${b.skew.minMs.toFixed(3)} ms per step (${b.skew.spreadPct.toFixed(1)}% spread)${busiestNote(b)}.` : undefined });
+    tables.push({
+      id: 'profile-ranks',
+      title: 'Share of the decode step per rank (%)',
+      columns,
+      rows,
+      note: b.skew
+        ? `Rank skew: slowest rank ${b.skew.slowestRank} ${b.skew.maxMs.toFixed(3)} ms, fastest rank ${b.skew.fastestRank} ${b.skew.minMs.toFixed(3)} ms per step (${b.skew.spreadPct.toFixed(1)}% spread)${busiestNote(b)}.`
+        : undefined,
+    });
   }
   const first = b.ranks.find((r) => r.decode.count > 0) ?? b.ranks[0];
   if (first) tables.push(topKernelTable(first));
@@ -71,7 +88,9 @@ export function topKernelTable(r: RankBreakdown, limit = 10): ResultTable {
       { key: 'min', label: 'min us', align: 'right', digits: 2 },
       { key: 'max', label: 'max us', align: 'right', digits: 2 },
     ],
-    rows: r.topKernels.slice(0, limit).map((k) => ({ name: shortKernelName(k.name, 60), category: k.category, count: k.count, total: k.totalMs, mean: k.meanUs, min: k.minUs, max: k.maxUs })),
+    rows: r.topKernels
+      .slice(0, limit)
+      .map((k) => ({ name: shortKernelName(k.name, 60), category: k.category, count: k.count, total: k.totalMs, mean: k.meanUs, min: k.minUs, max: k.maxUs })),
     note: `${fileName(r.file)}: ${r.decode.count} decode steps.`,
   };
 }
@@ -85,7 +104,9 @@ export function renderBreakdownText(b: TraceBreakdown): string {
       `rank ${r.rank}${r.rankName ? ` (${r.rankName})` : ''}: ${fileName(r.file)} (${(r.totals.jsonBytes / 1e6).toFixed(1)} MB JSON, ${r.totals.kernels} kernels${r.device ? `, ${r.device}` : ''}); ` +
         `steps from ${r.stepMethod ?? r.stepSource}${r.stepConfidence && r.stepConfidence !== 'exact' ? ` (${r.stepConfidence})` : ''}: ${r.decode.count} decode, ${r.prefill.count} prefill${r.mixed ? `, ${r.mixed.count} mixed` : ''}` +
         (d ? `; decode step median ${d.median.toFixed(3)} ms, mean ${d.mean.toFixed(3)} ms` : '') +
-        (r.launch?.launchCallUs ? `; launch call median ${r.launch.launchCallUs.median.toFixed(1)} us over ${r.launch.launches} launches (${r.launch.graphLaunches} graph)` : '') +
+        (r.launch?.launchCallUs
+          ? `; launch call median ${r.launch.launchCallUs.median.toFixed(1)} us over ${r.launch.launches} launches (${r.launch.graphLaunches} graph)`
+          : '') +
         '\n',
     );
   }

@@ -20,7 +20,10 @@ export const enum EventCat {
 
 /** Thrown for input that is not a trace, or not JSON; `offset` is the byte where reading stopped. */
 export class TraceFormatError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(message);
     this.name = 'TraceFormatError';
   }
@@ -173,7 +176,10 @@ export class TraceJsonReader {
     this.run();
     const pending = this.buf.length - this.pos;
     if (pending > TraceJsonReader.MAX_META_VALUE && this.state !== 'events' && this.state !== 'afterEvent') {
-      throw new TraceFormatError(`The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`, this.base + this.pos);
+      throw new TraceFormatError(
+        `The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`,
+        this.base + this.pos,
+      );
     }
   }
 
@@ -192,7 +198,10 @@ export class TraceJsonReader {
     this.run();
     const used = this.pos;
     if (length - used > TraceJsonReader.MAX_META_VALUE && this.state !== 'events' && this.state !== 'afterEvent') {
-      throw new TraceFormatError(`The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`, this.base + this.pos);
+      throw new TraceFormatError(
+        `The top-level value "${this.currentKey}" is larger than 64 MB and is not traceEvents; this does not look like a Kineto trace.`,
+        this.base + this.pos,
+      );
     }
     // What is left is the caller's to move: from here on this reader's view of it is the copy.
     this.buf = Buffer.from(this.buf.subarray(used));
@@ -211,7 +220,10 @@ export class TraceJsonReader {
     if (this.state !== 'done') {
       const inEvents = this.state === 'events' || this.state === 'afterEvent';
       if (!this.sawTraceEvents && !inEvents) {
-        throw new TraceFormatError(`The JSON document ends early (at byte ${bytesRead}) before any "traceEvents" array: this is not a complete trace.`, bytesRead);
+        throw new TraceFormatError(
+          `The JSON document ends early (at byte ${bytesRead}) before any "traceEvents" array: this is not a complete trace.`,
+          bytesRead,
+        );
       }
       const partial = this.buf.length - this.pos;
       truncated = inEvents
@@ -482,7 +494,8 @@ export class TraceJsonReader {
           }
           // CPU ops (most of a real trace's events) and other categories are only counted: skip
           // the rest of the object without reading its keys. torch writes "cat" second.
-          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
+          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other)
+            return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
           end = se + 1;
         }
       } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {

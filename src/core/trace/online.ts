@@ -123,7 +123,10 @@ class StepTrack {
   /** Sums of closed steps whose kind was known by then, so that a step costs a few numbers once closed. */
   readonly folded: Record<StepKind, FoldedSteps> = { decode: newFolded(), prefill: newFolded(), mixed: newFolded() };
 
-  constructor(readonly category: readonly string[], private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined) {}
+  constructor(
+    readonly category: readonly string[],
+    private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined,
+  ) {}
 
   /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
   addRange(label: string, kind: StepKind | undefined, ts: number, end: number): OnlineStep | undefined {
@@ -170,7 +173,15 @@ class StepTrack {
     const b = step.buffer!;
     const n = b.ts.length;
     const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => b.ts[x] - b.ts[y] || x - y);
-    step.aggregate = aggregateStep(step.label, step.kind, n, (i) => b.ts[order[i]], (i) => b.dur[order[i]], (i) => b.name[order[i]], this.category);
+    step.aggregate = aggregateStep(
+      step.label,
+      step.kind,
+      n,
+      (i) => b.ts[order[i]],
+      (i) => b.dur[order[i]],
+      (i) => b.name[order[i]],
+      this.category,
+    );
     b.ts.length = 0;
     b.dur.length = 0;
     b.name.length = 0;
@@ -262,7 +273,10 @@ export class OnlineAnalyzer {
 
   constructor(options: TraceAnalysisOptions = {}) {
     this.classifier = new KernelClassifier(options.extraFamilies);
-    this.patterns = [...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }] : []), ...BUILTIN_PATTERNS];
+    this.patterns = [
+      ...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }] : []),
+      ...BUILTIN_PATTERNS,
+    ];
     this.tracks = this.patterns.map(() => undefined);
   }
 
@@ -443,7 +457,13 @@ export class OnlineAnalyzer {
     if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
     const launch: LaunchStats | null = this.runtimeSeen
-      ? { launches: this.launchCount, graphLaunches: this.graphLaunches, launchCallUs: this.launchCalls.distribution(), launchToStartUs: this.launchToStart.distribution(), syncMs: this.syncUs / 1000 }
+      ? {
+          launches: this.launchCount,
+          graphLaunches: this.graphLaunches,
+          launchCallUs: this.launchCalls.distribution(),
+          launchToStartUs: this.launchToStart.distribution(),
+          syncMs: this.syncUs / 1000,
+        }
       : null;
     return {
       ...base,

@@ -4,7 +4,14 @@ import { KernelStat, ProfileSummary, RunSummary } from '../../shared/results';
 /** True for the trace analyser's result (what the profiler phase and Analyze Trace File produce). */
 export function isTraceBreakdown(value: unknown): value is TraceBreakdown {
   const v = value as Partial<TraceBreakdown> | undefined;
-  return !!v && typeof v === 'object' && Array.isArray(v.ranks) && Array.isArray(v.categoryOrder) && typeof v.overall === 'object' && v.ranks.every((r) => typeof r === 'object' && r !== null && 'decode' in r);
+  return (
+    !!v &&
+    typeof v === 'object' &&
+    Array.isArray(v.ranks) &&
+    Array.isArray(v.categoryOrder) &&
+    typeof v.overall === 'object' &&
+    v.ranks.every((r) => typeof r === 'object' && r !== null && 'decode' in r)
+  );
 }
 
 /**
@@ -23,12 +30,22 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
     for (const k of r.topKernels) {
       const m = merged.get(k.name);
       if (!m) {
-        merged.set(k.name, { k: { name: k.name, category: k.category, count: k.count, total_us: k.totalMs * 1000, mean_us: k.meanUs, min_us: k.minUs, max_us: k.maxUs }, steps });
+        merged.set(k.name, {
+          k: { name: k.name, category: k.category, count: k.count, total_us: k.totalMs * 1000, mean_us: k.meanUs, min_us: k.minUs, max_us: k.maxUs },
+          steps,
+        });
         continue;
       }
       const total = m.k.total_us + k.totalMs * 1000;
       const count = m.k.count + k.count;
-      m.k = { ...m.k, count, total_us: total, mean_us: count ? total / count : 0, min_us: Math.min(m.k.min_us, k.minUs), max_us: Math.max(m.k.max_us, k.maxUs) };
+      m.k = {
+        ...m.k,
+        count,
+        total_us: total,
+        mean_us: count ? total / count : 0,
+        min_us: Math.min(m.k.min_us, k.minUs),
+        max_us: Math.max(m.k.max_us, k.maxUs),
+      };
       m.steps += steps;
     }
   }
@@ -45,17 +62,28 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
   const overall = overallStepUs
     ? { step_us: overallStepUs, by_category: Object.fromEntries(b.overall.categories.map((c) => [c.category, c.msPerStep * 1000])) }
     : undefined;
-  const kernelsByRank = b.ranks.filter((r) => r.decode.count > 0).map((r) => {
-    const steps = r.decode.count;
-    const stepUs = r.decode.stepMs ? r.decode.stepMs.mean * 1000 : 0;
-    return {
-      rank: r.rank,
-      kernels: r.topKernels.map((k) => ({
-        name: k.name, category: k.category, count: k.count / steps, total_us: (k.totalMs * 1000) / steps, mean_us: k.meanUs, min_us: k.minUs, max_us: k.maxUs,
-        share: stepUs ? (k.totalMs * 1000) / steps / stepUs : undefined, rank: r.rank,
-      })).sort((a, c) => c.total_us - a.total_us),
-    };
-  });
+  const kernelsByRank = b.ranks
+    .filter((r) => r.decode.count > 0)
+    .map((r) => {
+      const steps = r.decode.count;
+      const stepUs = r.decode.stepMs ? r.decode.stepMs.mean * 1000 : 0;
+      return {
+        rank: r.rank,
+        kernels: r.topKernels
+          .map((k) => ({
+            name: k.name,
+            category: k.category,
+            count: k.count / steps,
+            total_us: (k.totalMs * 1000) / steps,
+            mean_us: k.meanUs,
+            min_us: k.minUs,
+            max_us: k.maxUs,
+            share: stepUs ? (k.totalMs * 1000) / steps / stepUs : undefined,
+            rank: r.rank,
+          }))
+          .sort((a, c) => c.total_us - a.total_us),
+      };
+    });
   return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count, overall, kernelsByRank };
 }
 
@@ -65,8 +93,14 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
  */
 export function viewableRun(run: RunSummary): RunSummary {
   const p = run.profile as unknown;
-  if (isTraceBreakdown(p)) return { ...run, headline: run.headline ?? p.headline, profile: { ...profileSummaryOf(p), breakdownHeadline: p.headline, warnings: p.warnings } };
+  if (isTraceBreakdown(p))
+    return { ...run, headline: run.headline ?? p.headline, profile: { ...profileSummaryOf(p), breakdownHeadline: p.headline, warnings: p.warnings } };
   const nested = (p as { breakdown?: unknown } | undefined)?.breakdown;
-  if (isTraceBreakdown(nested)) return { ...run, headline: run.headline ?? nested.headline, profile: { ...(p as object), ...profileSummaryOf(nested), breakdown: undefined, breakdownHeadline: nested.headline } };
+  if (isTraceBreakdown(nested))
+    return {
+      ...run,
+      headline: run.headline ?? nested.headline,
+      profile: { ...(p as object), ...profileSummaryOf(nested), breakdown: undefined, breakdownHeadline: nested.headline },
+    };
   return run;
 }

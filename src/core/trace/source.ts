@@ -100,9 +100,10 @@ export async function readTraceFile(path: string, onEvent: (event: EventView) =>
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR') {
-      gzipProblem = code === 'Z_BUF_ERROR'
-        ? 'the gzip stream is cut short (the file was copied or written only in part)'
-        : `the gzip data is corrupt (${(err as Error).message})`;
+      gzipProblem =
+        code === 'Z_BUF_ERROR'
+          ? 'the gzip stream is cut short (the file was copied or written only in part)'
+          : `the gzip data is corrupt (${(err as Error).message})`;
     } else {
       throw err;
     }

@@ -73,7 +73,11 @@ export const BUILTIN_PATTERNS: StepPattern[] = [
   },
   // torch.profiler's schedule marks each prof.step() as ProfilerStep#k (torch/profiler/profiler.py).
   { re: /^ProfilerStep#\d+$/, kindOf: byName, writer: "torch's ProfilerStep" },
-  { re: /execute_model|model_forward|forward_batch|run_batch|forward_(decode|extend|idle)|decode_step|prefill_step|^(decode|prefill)$/i, kindOf: byName, writer: 'step annotation' },
+  {
+    re: /execute_model|model_forward|forward_batch|run_batch|forward_(decode|extend|idle)|decode_step|prefill_step|^(decode|prefill)$/i,
+    kindOf: byName,
+    writer: 'step annotation',
+  },
   // vLLM's VLLM_CUSTOM_SCOPES_FOR_PROFILING scopes (vllm/v1/utils.py record_function_or_nullcontext):
   // the forward of each step, when the trace names nothing better.
   { re: /^gpu_model_runner: forward$/, kindOf: () => undefined, writer: "vLLM's gpu_model_runner scope" },
@@ -252,7 +256,12 @@ export interface RepeatingSteps {
  * launched once per layer recur at a shorter one. The longest distance at which some kernel keeps
  * recurring across the trace is the pass; each pass starts at the earliest such kernel.
  */
-export function findRepeatingSteps(nameOf: (o: number) => number, durOf: (o: number) => number, n: number, nameText: (id: number) => string = () => ''): RepeatingSteps | undefined {
+export function findRepeatingSteps(
+  nameOf: (o: number) => number,
+  durOf: (o: number) => number,
+  n: number,
+  nameText: (id: number) => string = () => '',
+): RepeatingSteps | undefined {
   if (n < 8) return undefined;
   const lastAt = new Map<number, number>();
   const firstAt = new Map<number, number>();
@@ -331,7 +340,7 @@ export function findRepeatingSteps(nameOf: (o: number) => number, durOf: (o: num
   for (let o = 0; o < start && !shared; o++) shared = lastAt.get(nameOf(o))! >= start;
   const ownPreamble = !shared && preambleUs >= 0.5 * passUs;
   for (let o = 0; o < n; o++) {
-    if (nameOf(o) === anchor && o > start || (ownPreamble && o === start && o > 0)) {
+    if ((nameOf(o) === anchor && o > start) || (ownPreamble && o === start && o > 0)) {
       steps.push(current);
       current = { kind: 'decode', label: `pass ${steps.length + 1}`, kernels: [] };
     }
@@ -342,7 +351,13 @@ export function findRepeatingSteps(nameOf: (o: number) => number, durOf: (o: num
 }
 
 /** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
-function assignByLaunch(trace: CollectedTrace, order: Uint32Array, launches: LaunchIndex, ranges: Annotation[], steps: Step[]): { outside: number; unlaunched: number } {
+function assignByLaunch(
+  trace: CollectedTrace,
+  order: Uint32Array,
+  launches: LaunchIndex,
+  ranges: Annotation[],
+  steps: Step[],
+): { outside: number; unlaunched: number } {
   const k = trace.kernels;
   const starts = ranges.map((a) => a.ts);
   let outside = 0;
@@ -372,7 +387,13 @@ function assignByLaunch(trace: CollectedTrace, order: Uint32Array, launches: Lau
 export function findSteps(trace: CollectedTrace, order: Uint32Array, options: TraceAnalysisOptions = {}): StepFinding {
   const warnings: string[] = [];
   const k = trace.kernels;
-  if (k.count === 0) return { source: 'none', steps: [], kernelsOutside: 0, warnings: ['The trace holds no GPU kernels: was the profiler started with CUDA activities, and did the server run any request while it was on?'] };
+  if (k.count === 0)
+    return {
+      source: 'none',
+      steps: [],
+      kernelsOutside: 0,
+      warnings: ['The trace holds no GPU kernels: was the profiler started with CUDA activities, and did the server run any request while it was on?'],
+    };
   const patterns: StepPattern[] = [];
   if (options.stepAnnotation) patterns.push({ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' });
   patterns.push(...BUILTIN_PATTERNS);
@@ -406,7 +427,15 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       if (!pending.length) continue;
       settleKinds(trace, pending);
       if (gpu) warnings.push('Steps come from GPU-side annotations only (no CPU annotation matched): nested annotations may cover part of a step.');
-      return { source: gpu ? 'gpu-annotation' : 'annotation', annotation: pattern.re.source, steps: pending.map((p) => p.step), kernelsOutside: outside, warnings, confidence: gpu ? 'likely' : 'exact', writer: pattern.writer };
+      return {
+        source: gpu ? 'gpu-annotation' : 'annotation',
+        annotation: pattern.re.source,
+        steps: pending.map((p) => p.step),
+        kernelsOutside: outside,
+        warnings,
+        confidence: gpu ? 'likely' : 'exact',
+        writer: pattern.writer,
+      };
     }
   }
 
@@ -419,8 +448,18 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     const found = steps.filter((s) => s.kernels.length);
     if (found.length >= 2) {
       settleKindsByShape(trace, found);
-      warnings.push(`No step annotations: one step per outermost module forward (${ranges[0].name.replace(MODULE_FORWARD, '')}), the first larger pass taken as the prefill; sampling kernels outside the forward are left out.`);
-      return { source: 'module-forward', annotation: MODULE_FORWARD.source, steps: found, kernelsOutside: outside, warnings, confidence: 'likely', writer: MODULE_PATTERN.writer };
+      warnings.push(
+        `No step annotations: one step per outermost module forward (${ranges[0].name.replace(MODULE_FORWARD, '')}), the first larger pass taken as the prefill; sampling kernels outside the forward are left out.`,
+      );
+      return {
+        source: 'module-forward',
+        annotation: MODULE_FORWARD.source,
+        steps: found,
+        kernelsOutside: outside,
+        warnings,
+        confidence: 'likely',
+        writer: MODULE_PATTERN.writer,
+      };
     }
   }
 
@@ -437,7 +476,12 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       graphCorrToStep.set(r.correlation[gi], s);
     });
   }
-  const repeats = findRepeatingSteps((o) => k.name[order[o]], (o) => k.dur[order[o]], order.length, (id) => k.names[id]);
+  const repeats = findRepeatingSteps(
+    (o) => k.name[order[o]],
+    (o) => k.dur[order[o]],
+    order.length,
+    (id) => k.names[id],
+  );
   if (repeats && !(graphStarts.length && graphStarts.length === repeats.steps.length)) {
     // From positions in start order to kernel indices, in place: a second array per step would be a copy of every kernel.
     const steps = repeats.steps;
@@ -447,7 +491,9 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     warnings.push(
       `No step annotations: steps cut where the kernel sequence repeats (a pass of ${repeats.period} kernels, each starting at ${shortKernelName(k.names[repeats.anchor], 48)}, ` +
         `${(100 * repeats.periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
-        (graphStarts.length ? ` The ${graphStarts.length} CUDA graph launches are ${(graphStarts.length / steps.length).toFixed(1)} per step (piecewise graphs), so they do not mark steps.` : ''),
+        (graphStarts.length
+          ? ` The ${graphStarts.length} CUDA graph launches are ${(graphStarts.length / steps.length).toFixed(1)} per step (piecewise graphs), so they do not mark steps.`
+          : ''),
     );
     return { source: 'repeating-pattern', steps, kernelsOutside: 0, warnings, confidence };
   }
@@ -468,12 +514,18 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       if (s >= 0) steps[s].kernels.push(ki);
       else outside++;
     }
-    warnings.push(repeats ? 'No step annotations: one step per cudaGraphLaunch (the kernel sequence repeats once per launch).' : 'No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.');
+    warnings.push(
+      repeats
+        ? 'No step annotations: one step per cudaGraphLaunch (the kernel sequence repeats once per launch).'
+        : 'No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.',
+    );
     const pending = steps.filter((s) => s.kernels.length).map((step) => ({ step, kind: undefined as StepKind | undefined }));
     settleKinds(trace, pending);
     return { source: 'cuda-graph', steps: pending.map((p) => p.step), kernelsOutside: outside, warnings, confidence: repeats ? 'likely' : 'unsure' };
   }
 
-  warnings.push('No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence: the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.');
+  warnings.push(
+    'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence: the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.',
+  );
   return { source: 'none', steps: [], kernelsOutside: k.count, warnings, confidence: 'unsure' };
 }

@@ -22,5 +22,6 @@ analyzeTraceFile(input.path, input.fallbackRank, input.options, {
   onProgress: (fileBytesRead, fileBytes) => post({ type: 'progress', fileBytesRead, fileBytes }),
 }).then(
   (rank) => post({ type: 'result', rank }),
-  (err: unknown) => post({ type: 'error', message: err instanceof Error ? err.message : String(err), formatError: err instanceof Error && err.name === 'TraceFormatError' }),
+  (err: unknown) =>
+    post({ type: 'error', message: err instanceof Error ? err.message : String(err), formatError: err instanceof Error && err.name === 'TraceFormatError' }),
 );

@@ -63,7 +63,10 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
   const text = existsSync(configFile) ? expandIncludes(readFileSync(configFile, 'utf8'), join(home, '.ssh'), home, 0) : '';
   const parsed = SSHConfig.parse(text);
   const localUser = safeUserName(env);
-  const computed = parsed.compute({ Host: alias, ...(options.user ? { User: options.user } : {}) }, { ignoreCase: true, matchExec: false }) as Record<string, string | string[]>;
+  const computed = parsed.compute({ Host: alias, ...(options.user ? { User: options.user } : {}) }, { ignoreCase: true, matchExec: false }) as Record<
+    string,
+    string | string[]
+  >;
   const first = (key: string): string | undefined => {
     const v = computed[key];
     if (v === undefined) return undefined;
@@ -80,8 +83,7 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
   const user = options.user ?? first('user') ?? localUser;
   const tokens = { h: hostName, p: String(port), r: user, home, localUser };
   const explicitIdentities = (computed['identityfile'] as string[] | undefined) ?? [];
-  const identityFiles = (explicitIdentities.length ? explicitIdentities : DEFAULT_IDENTITIES.map((f) => `~/.ssh/${f}`))
-    .map((f) => expandPath(f, tokens));
+  const identityFiles = (explicitIdentities.length ? explicitIdentities : DEFAULT_IDENTITIES.map((f) => `~/.ssh/${f}`)).map((f) => expandPath(f, tokens));
   const agentSetting = first('identityagent');
   let identityAgent: string | undefined;
   if (agentSetting === undefined || agentSetting === 'SSH_AUTH_SOCK') identityAgent = env.SSH_AUTH_SOCK || undefined;
@@ -102,7 +104,9 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
     identityAgent,
     proxyJump: proxyJumpText && proxyJumpText.toLowerCase() !== 'none' ? parseProxyJump(proxyJumpText) : [],
     userKnownHostsFiles: (knownHosts.length ? knownHosts : ['~/.ssh/known_hosts', '~/.ssh/known_hosts2']).map((f) => expandPath(f, tokens)),
-    globalKnownHostsFiles: (globalKnownHosts.length ? globalKnownHosts : ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2']).map((f) => expandPath(f, tokens)),
+    globalKnownHostsFiles: (globalKnownHosts.length ? globalKnownHosts : ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2']).map((f) =>
+      expandPath(f, tokens),
+    ),
     proxyCommand: proxyCommand && proxyCommand.toLowerCase() !== 'none' ? proxyCommand : undefined,
     serverAliveInterval: toInt(first('serveraliveinterval')) ?? 0,
     serverAliveCountMax: toInt(first('serveralivecountmax')) ?? 3,
@@ -113,25 +117,29 @@ export function resolveSshConfig(alias: string, options: ResolveOptions = {}): R
 
 /** `jump1,bob@jump2:2200,[::1]:22` → hops in the order they are dialled. */
 export function parseProxyJump(text: string): JumpSpec[] {
-  return text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
-    const spec = part.replace(/^ssh:\/\//, '');
-    const at = spec.lastIndexOf('@');
-    const user = at >= 0 ? spec.slice(0, at) : undefined;
-    let rest = at >= 0 ? spec.slice(at + 1) : spec;
-    let port: number | undefined;
-    const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(rest);
-    if (bracket) {
-      rest = bracket[1];
-      port = bracket[2] ? Number(bracket[2]) : undefined;
-    } else {
-      const m = /^([^:]+):(\d+)$/.exec(rest);
-      if (m) {
-        rest = m[1];
-        port = Number(m[2]);
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const spec = part.replace(/^ssh:\/\//, '');
+      const at = spec.lastIndexOf('@');
+      const user = at >= 0 ? spec.slice(0, at) : undefined;
+      let rest = at >= 0 ? spec.slice(at + 1) : spec;
+      let port: number | undefined;
+      const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(rest);
+      if (bracket) {
+        rest = bracket[1];
+        port = bracket[2] ? Number(bracket[2]) : undefined;
+      } else {
+        const m = /^([^:]+):(\d+)$/.exec(rest);
+        if (m) {
+          rest = m[1];
+          port = Number(m[2]);
+        }
       }
-    }
-    return { host: rest, user, port };
-  });
+      return { host: rest, user, port };
+    });
 }
 
 interface Tokens {
@@ -145,13 +153,20 @@ interface Tokens {
 function expandTokens(value: string, t: Tokens): string {
   return value.replace(/%([%hprud])/g, (_, c: string) => {
     switch (c) {
-      case '%': return '%';
-      case 'h': return t.h;
-      case 'p': return t.p;
-      case 'r': return t.r;
-      case 'u': return t.localUser;
-      case 'd': return t.home;
-      default: return _;
+      case '%':
+        return '%';
+      case 'h':
+        return t.h;
+      case 'p':
+        return t.p;
+      case 'r':
+        return t.r;
+      case 'u':
+        return t.localUser;
+      case 'd':
+        return t.home;
+      default:
+        return _;
     }
   });
 }
@@ -246,7 +261,12 @@ function globFiles(pattern: string): string[] {
         if (existsSync(p)) next.push(p);
         continue;
       }
-      const re = new RegExp(`^${part.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+      const re = new RegExp(
+        `^${part
+          .replace(/[.+^${}()|\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.')}$`,
+      );
       let names: string[] = [];
       try {
         names = readdirSync(base);

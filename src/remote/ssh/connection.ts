@@ -47,7 +47,15 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 20_000;
 const DEFAULT_KEEPALIVE_MS = 15_000;
 const RECONNECT_DELAYS_MS = [1000, 2000, 4000, 8000, 16000];
 // The host-key algorithms ssh2 speaks, in its default order; those known_hosts holds go first.
-const HOST_KEY_ALGORITHMS = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'] as const;
+const HOST_KEY_ALGORITHMS = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+] as const;
 
 /**
  * One SSH connection to one target, shared by every command run there. Resolves the alias through
@@ -65,7 +73,10 @@ export class SshConnection extends EventEmitter {
   private reconnectTimer?: NodeJS.Timeout;
   readonly label: string;
 
-  constructor(readonly endpoint: SshEndpoint, private readonly hooks: SshHooks = {}) {
+  constructor(
+    readonly endpoint: SshEndpoint,
+    private readonly hooks: SshHooks = {},
+  ) {
     super();
     // Every transport sharing this connection listens for state changes.
     this.setMaxListeners(0);
@@ -104,9 +115,20 @@ export class SshConnection extends EventEmitter {
   /** One SFTP session per connection, opened on first use. */
   sftp(): Promise<SFTPWrapper> {
     if (!this.sftpPromise) {
-      const attempt = this.connect().then((client) => new Promise<SFTPWrapper>((resolve, reject) => {
-        client.sftp((err, sftp) => (err ? reject(new Error(`Could not start SFTP on ${this.endpoint.host}: ${err.message}. Check that the server's sshd_config has a "Subsystem sftp" line.`)) : resolve(sftp)));
-      }));
+      const attempt = this.connect().then(
+        (client) =>
+          new Promise<SFTPWrapper>((resolve, reject) => {
+            client.sftp((err, sftp) =>
+              err
+                ? reject(
+                    new Error(
+                      `Could not start SFTP on ${this.endpoint.host}: ${err.message}. Check that the server's sshd_config has a "Subsystem sftp" line.`,
+                    ),
+                  )
+                : resolve(sftp),
+            );
+          }),
+      );
       this.sftpPromise = attempt;
       attempt.catch(() => {
         if (this.sftpPromise === attempt) this.sftpPromise = undefined;
@@ -179,7 +201,11 @@ export class SshConnection extends EventEmitter {
     try {
       cfg = resolveSshConfig(this.endpoint.host, { ...base, user: this.endpoint.user, port: this.endpoint.port });
     } catch (err) {
-      throw new SshError('config', `Could not read the ssh config for ${this.endpoint.host}: ${err instanceof Error ? err.message : String(err)}`, this.endpoint.host);
+      throw new SshError(
+        'config',
+        `Could not read the ssh config for ${this.endpoint.host}: ${err instanceof Error ? err.message : String(err)}`,
+        this.endpoint.host,
+      );
     }
     const hops: Client[] = [];
     try {
@@ -205,7 +231,13 @@ export class SshConnection extends EventEmitter {
   private dial(cfg: ResolvedSshConfig, sock: Duplex | undefined, via: string | undefined): Promise<Client> {
     const where = `${cfg.user}@${cfg.hostName}:${cfg.port}${cfg.alias !== cfg.hostName ? ` (${cfg.alias})` : ''}${via ? ` via ${via}` : ''}`;
     if (cfg.proxyCommand && !sock) {
-      return Promise.reject(new SshError('config', `"${cfg.alias}" uses ProxyCommand (${cfg.proxyCommand}) in the ssh config, which Inference Bench does not run. Reach it with ProxyJump instead, or run VS Code on a machine that reaches ${cfg.hostName} directly.`, cfg.alias));
+      return Promise.reject(
+        new SshError(
+          'config',
+          `"${cfg.alias}" uses ProxyCommand (${cfg.proxyCommand}) in the ssh config, which Inference Bench does not run. Reach it with ProxyJump instead, or run VS Code on a machine that reaches ${cfg.hostName} directly.`,
+          cfg.alias,
+        ),
+      );
     }
     const timeoutMs = this.endpoint.connectTimeoutMs ?? (cfg.connectTimeout ? cfg.connectTimeout * 1000 : DEFAULT_CONNECT_TIMEOUT_MS);
     return new Promise<Client>((resolve, reject) => {
@@ -214,7 +246,11 @@ export class SshConnection extends EventEmitter {
       let failure: SshError | undefined;
       let settled = false;
       const timer = new PausableTimer(timeoutMs, () => {
-        failure ??= new SshError('timeout', `No SSH answer from ${where} within ${Math.round(timeoutMs / 1000)} s. The host may be down or behind a firewall, or need a ProxyJump in ~/.ssh/config; \`ssh -v ${cfg.alias}\` shows where it stops.`, cfg.alias);
+        failure ??= new SshError(
+          'timeout',
+          `No SSH answer from ${where} within ${Math.round(timeoutMs / 1000)} s. The host may be down or behind a firewall, or need a ProxyJump in ~/.ssh/config; \`ssh -v ${cfg.alias}\` shows where it stops.`,
+          cfg.alias,
+        );
         client.destroy();
       });
       const finish = (err?: SshError) => {
@@ -234,7 +270,16 @@ export class SshConnection extends EventEmitter {
         }
         finish(failure ?? translateError(err, cfg, where, tried));
       });
-      client.on('close', () => finish(failure ?? new SshError('unreachable', `The SSH server at ${where} closed the connection before login. Check that it accepts connections from here (\`ssh -v ${cfg.alias}\`).`, cfg.alias)));
+      client.on('close', () =>
+        finish(
+          failure ??
+            new SshError(
+              'unreachable',
+              `The SSH server at ${where} closed the connection before login. Check that it accepts connections from here (\`ssh -v ${cfg.alias}\`).`,
+              cfg.alias,
+            ),
+        ),
+      );
 
       const methods = this.authMethods(cfg, tried, timer);
       const knownTypes = knownKeyTypes([...cfg.userKnownHostsFiles, ...cfg.globalKnownHostsFiles], cfg.hostName, cfg.port);
@@ -277,14 +322,18 @@ export class SshConnection extends EventEmitter {
       case 'known':
         return;
       case 'revoked':
-        throw new SshError('host-key-revoked', `The host key of ${check.hostName} (${check.fingerprint}) is marked @revoked in ${check.file} line ${check.line}; refusing to connect. Ask the machine's administrator for its current key.`, cfg.alias);
+        throw new SshError(
+          'host-key-revoked',
+          `The host key of ${check.hostName} (${check.fingerprint}) is marked @revoked in ${check.file} line ${check.line}; refusing to connect. Ask the machine's administrator for its current key.`,
+          cfg.alias,
+        );
       case 'changed': {
         const known = check.known.map((k) => `${k.keyType} ${k.fingerprint} (${k.file} line ${k.line})`).join(', ');
         throw new SshError(
           'host-key-changed',
           `The host key of ${check.hostName} has CHANGED: the server now offers ${check.keyType} ${check.fingerprint}, but known_hosts holds ${known}. ` +
-          'Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect. ' +
-          `If you know why it changed, remove the old key with \`${removeKeyCommand(check.known[0].file, cfg.hostName, cfg.port)}\` and connect again.`,
+            'Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect. ' +
+            `If you know why it changed, remove the old key with \`${removeKeyCommand(check.known[0].file, cfg.hostName, cfg.port)}\` and connect again.`,
           cfg.alias,
         );
       }
@@ -294,7 +343,13 @@ export class SshConnection extends EventEmitter {
         if (!trusted && policy !== 'yes' && this.hooks.onUnknownHostKey) {
           timer.pause();
           try {
-            trusted = await this.hooks.onUnknownHostKey({ hostName: check.hostName, alias: cfg.alias, keyType: check.keyType, fingerprint: check.fingerprint, knownHostsFile });
+            trusted = await this.hooks.onUnknownHostKey({
+              hostName: check.hostName,
+              alias: cfg.alias,
+              keyType: check.keyType,
+              fingerprint: check.fingerprint,
+              knownHostsFile,
+            });
           } finally {
             timer.resume();
           }
@@ -303,7 +358,7 @@ export class SshConnection extends EventEmitter {
           throw new SshError(
             'host-key-unknown',
             `The host key of ${check.hostName} is not in ${cfg.userKnownHostsFiles.join(' or ')} (${check.keyType} ${check.fingerprint}). ` +
-            `Check the fingerprint with the machine's owner, then trust it (the CLI: --accept-new-host-key; or connect once with \`ssh ${cfg.alias}\` and answer yes).`,
+              `Check the fingerprint with the machine's owner, then trust it (the CLI: --accept-new-host-key; or connect once with \`ssh ${cfg.alias}\` and answer yes).`,
             cfg.alias,
           );
         }
@@ -378,7 +433,14 @@ export class SshConnection extends EventEmitter {
 function forward(hop: Client, to: ResolvedSshConfig, hopCfg: ResolvedSshConfig): Promise<Duplex> {
   return new Promise((resolve, reject) => {
     hop.forwardOut('127.0.0.1', 0, to.hostName, to.port, (err, stream) => {
-      if (err) reject(new SshError('unreachable', `The jump host ${hopCfg.alias} could not open a connection to ${to.hostName}:${to.port}: ${err.message}. Check the HostName and Port of ${to.alias} as seen from ${hopCfg.alias}, and that AllowTcpForwarding is on there.`, to.alias));
+      if (err)
+        reject(
+          new SshError(
+            'unreachable',
+            `The jump host ${hopCfg.alias} could not open a connection to ${to.hostName}:${to.port}: ${err.message}. Check the HostName and Port of ${to.alias} as seen from ${hopCfg.alias}, and that AllowTcpForwarding is on there.`,
+            to.alias,
+          ),
+        );
       else resolve(stream);
     });
   });
@@ -392,23 +454,43 @@ function translateError(err: Error & { level?: string; code?: string }, cfg: Res
     return new SshError(
       'auth',
       `Could not log in to ${where}: the server refused every key offered. ${keys} ` +
-      `Next: add your public key to ~${cfg.user}/.ssh/authorized_keys on the host, or name the right key with IdentityFile for "${cfg.alias}" in ~/.ssh/config; \`ssh -v ${cfg.alias}\` shows what ssh itself offers.`,
+        `Next: add your public key to ~${cfg.user}/.ssh/authorized_keys on the host, or name the right key with IdentityFile for "${cfg.alias}" in ~/.ssh/config; \`ssh -v ${cfg.alias}\` shows what ssh itself offers.`,
       cfg.alias,
     );
   }
   switch (err.code) {
     case 'ECONNREFUSED':
-      return new SshError('unreachable', `Could not reach ${where}: connection refused, so nothing listens on port ${cfg.port}. Check HostName and Port for "${cfg.alias}" in ~/.ssh/config and that sshd runs on the host.`, cfg.alias);
+      return new SshError(
+        'unreachable',
+        `Could not reach ${where}: connection refused, so nothing listens on port ${cfg.port}. Check HostName and Port for "${cfg.alias}" in ~/.ssh/config and that sshd runs on the host.`,
+        cfg.alias,
+      );
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return new SshError('unreachable', `Could not reach ${where}: the name ${cfg.hostName} does not resolve. Check HostName for "${cfg.alias}" in ~/.ssh/config, or your DNS / VPN.`, cfg.alias);
+      return new SshError(
+        'unreachable',
+        `Could not reach ${where}: the name ${cfg.hostName} does not resolve. Check HostName for "${cfg.alias}" in ~/.ssh/config, or your DNS / VPN.`,
+        cfg.alias,
+      );
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
-      return new SshError('unreachable', `Could not reach ${where}: no route to the host. Check your network or VPN, or whether it needs a ProxyJump.`, cfg.alias);
+      return new SshError(
+        'unreachable',
+        `Could not reach ${where}: no route to the host. Check your network or VPN, or whether it needs a ProxyJump.`,
+        cfg.alias,
+      );
     case 'ETIMEDOUT':
-      return new SshError('timeout', `Could not reach ${where}: the TCP connection timed out. The host may be down or behind a firewall; \`ssh -v ${cfg.alias}\` shows where it stops.`, cfg.alias);
+      return new SshError(
+        'timeout',
+        `Could not reach ${where}: the TCP connection timed out. The host may be down or behind a firewall; \`ssh -v ${cfg.alias}\` shows where it stops.`,
+        cfg.alias,
+      );
     case 'ECONNRESET':
-      return new SshError('unreachable', `The connection to ${where} was reset during the handshake. The server may limit connections (MaxStartups) or block this address.`, cfg.alias);
+      return new SshError(
+        'unreachable',
+        `The connection to ${where} was reset during the handshake. The server may limit connections (MaxStartups) or block this address.`,
+        cfg.alias,
+      );
     default:
       return new SshError('unreachable', `SSH to ${where} failed: ${err.message}. \`ssh -v ${cfg.alias}\` may say more.`, cfg.alias);
   }
@@ -421,7 +503,10 @@ class PausableTimer {
   private startedAt = 0;
   private stopped = false;
 
-  constructor(ms: number, private readonly onTimeout: () => void) {
+  constructor(
+    ms: number,
+    private readonly onTimeout: () => void,
+  ) {
     this.remaining = ms;
     this.resume();
   }
@@ -436,10 +521,13 @@ class PausableTimer {
   resume(): void {
     if (this.stopped || this.timer) return;
     this.startedAt = Date.now();
-    this.timer = setTimeout(() => {
-      this.stopped = true;
-      this.onTimeout();
-    }, Math.max(0, this.remaining));
+    this.timer = setTimeout(
+      () => {
+        this.stopped = true;
+        this.onTimeout();
+      },
+      Math.max(0, this.remaining),
+    );
   }
 
   stop(): void {

@@ -12,13 +12,13 @@ export type HostKeyCheck =
   | { status: 'known' }
   | { status: 'unknown'; hostName: string; fingerprint: string; keyType: string }
   | {
-    status: 'changed';
-    hostName: string;
-    fingerprint: string;
-    keyType: string;
-    /** The fingerprints known_hosts holds for this host, with where each was found. */
-    known: { fingerprint: string; keyType: string; file: string; line: number }[];
-  }
+      status: 'changed';
+      hostName: string;
+      fingerprint: string;
+      keyType: string;
+      /** The fingerprints known_hosts holds for this host, with where each was found. */
+      known: { fingerprint: string; keyType: string; file: string; line: number }[];
+    }
   | { status: 'revoked'; hostName: string; fingerprint: string; file: string; line: number };
 
 interface Entry {
@@ -72,7 +72,10 @@ export function checkHostKey(files: readonly string[], host: string, port: numbe
 /** The key types known_hosts holds for a host, so the client can ask the server for those first (as ssh does). */
 export function knownKeyTypes(files: readonly string[], host: string, port: number): string[] {
   const hostName = knownHostsName(host, port);
-  const types = files.flatMap((f) => readEntries(f)).filter((e) => e.marker === undefined && entryMatches(e.patterns, hostName)).map((e) => e.keyType);
+  const types = files
+    .flatMap((f) => readEntries(f))
+    .filter((e) => e.marker === undefined && entryMatches(e.patterns, hostName))
+    .map((e) => e.keyType);
   return [...new Set(types)];
 }
 
@@ -132,6 +135,11 @@ function entryMatches(patterns: string, hostName: string): boolean {
 }
 
 function globMatch(pattern: string, text: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
   return re.test(text);
 }

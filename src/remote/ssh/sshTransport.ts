@@ -117,16 +117,18 @@ export class SshTransport implements Transport {
       stderr,
       done,
       cancel: () => {
-        cancelling ??= this.track((async () => {
-          await startedPromise;
-          if (!channel) return;
-          await this.killGroup(runId, 'TERM');
-          const finished = await settlesWithin(done, 3000);
-          if (!finished) await this.killGroup(runId, 'KILL');
-          await settlesWithin(done, 5000);
-          // Children that ignored SIGTERM or outlived the leader still share the group.
-          await this.killGroup(runId, 'KILL', true);
-        })());
+        cancelling ??= this.track(
+          (async () => {
+            await startedPromise;
+            if (!channel) return;
+            await this.killGroup(runId, 'TERM');
+            const finished = await settlesWithin(done, 3000);
+            if (!finished) await this.killGroup(runId, 'KILL');
+            await settlesWithin(done, 5000);
+            // Children that ignored SIGTERM or outlived the leader still share the group.
+            await this.killGroup(runId, 'KILL', true);
+          })(),
+        );
         return cancelling;
       },
     };
@@ -185,7 +187,8 @@ export class SshTransport implements Transport {
     await sftpMkdirP(sftp, posix.dirname(remotePath), this.connection.label);
     await new Promise<void>((resolve, reject) => {
       sftp.fastPut(localPath, remotePath, { concurrency: SFTP_CONCURRENCY, chunkSize: SFTP_CHUNK_BYTES }, (err) =>
-        err ? reject(new Error(`Upload of ${localPath} to ${this.connection.label}:${remotePath} failed: ${err.message}`)) : resolve());
+        err ? reject(new Error(`Upload of ${localPath} to ${this.connection.label}:${remotePath} failed: ${err.message}`)) : resolve(),
+      );
     });
   }
 
@@ -198,7 +201,10 @@ export class SshTransport implements Transport {
     const sftp = await this.connection.sftp();
     await new Promise<void>((resolve, reject) => {
       sftp.fastGet(remotePath, localPath, { concurrency: SFTP_CONCURRENCY, chunkSize: SFTP_CHUNK_BYTES }, (err) =>
-        err ? reject(new Error(`Download of ${this.connection.label}:${remotePath} failed: ${err.message}. Check that the file exists and is readable there.`)) : resolve());
+        err
+          ? reject(new Error(`Download of ${this.connection.label}:${remotePath} failed: ${err.message}. Check that the file exists and is readable there.`))
+          : resolve(),
+      );
     });
   }
 
@@ -221,12 +227,16 @@ export class SshTransport implements Transport {
         stream.stderr.on('data', (b: Buffer) => errText.push(b));
         let code: number | null = null;
         stream.on('exit', (c: number | null) => (code = c));
-        const transfer = direction === 'upload'
-          ? (stream.resume(), pipeline(createReadStream(localPath), stream))
-          : (stream.end(), pipeline(stream, createWriteStream(localPath)));
+        const transfer =
+          direction === 'upload'
+            ? (stream.resume(), pipeline(createReadStream(localPath), stream))
+            : (stream.end(), pipeline(stream, createWriteStream(localPath)));
         Promise.all([transfer, new Promise<void>((r) => stream.on('close', () => r()))]).then(() => {
           if (code === 0) resolve();
-          else reject(new Error(`The ${direction} of ${remotePath} on ${this.label} failed (exit code ${code ?? 'none'}): ${Buffer.concat(errText).toString().trim()}`));
+          else
+            reject(
+              new Error(`The ${direction} of ${remotePath} on ${this.label} failed (exit code ${code ?? 'none'}): ${Buffer.concat(errText).toString().trim()}`),
+            );
         }, reject);
       });
     });
@@ -238,9 +248,13 @@ async function sftpMkdirP(sftp: SFTPWrapper, dir: string, where: string): Promis
   const isDir = (p: string) => new Promise<boolean>((resolve) => sftp.stat(p, (err, st) => resolve(!err && st.isDirectory())));
   if (dir === '' || dir === '.' || dir === '/' || (await isDir(dir))) return;
   await sftpMkdirP(sftp, posix.dirname(dir), where);
-  await new Promise<void>((resolve, reject) => sftp.mkdir(dir, (err) => {
-    if (!err) return resolve();
-    // Made by someone else meanwhile is fine.
-    void isDir(dir).then((ok) => (ok ? resolve() : reject(new Error(`Could not create ${dir} on ${where}: ${err.message}. Check that the folder above it exists and is writable.`))));
-  }));
+  await new Promise<void>((resolve, reject) =>
+    sftp.mkdir(dir, (err) => {
+      if (!err) return resolve();
+      // Made by someone else meanwhile is fine.
+      void isDir(dir).then((ok) =>
+        ok ? resolve() : reject(new Error(`Could not create ${dir} on ${where}: ${err.message}. Check that the folder above it exists and is writable.`)),
+      );
+    }),
+  );
 }

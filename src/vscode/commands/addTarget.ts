@@ -54,7 +54,9 @@ async function pickHost(): Promise<HostPick | undefined> {
   ];
   return vscode.window.showQuickPick(items, {
     title: 'Add Target',
-    placeHolder: hostItems.length ? 'Select an SSH host from ~/.ssh/config, or another machine' : 'Where does the inference server run? (~/.ssh/config names no Host yet)',
+    placeHolder: hostItems.length
+      ? 'Select an SSH host from ~/.ssh/config, or another machine'
+      : 'Where does the inference server run? (~/.ssh/config names no Host yet)',
     matchOnDescription: true,
   });
 }
@@ -80,14 +82,29 @@ export async function addTargetCommand(log: vscode.LogOutputChannel): Promise<Ta
   const raw: Record<string, unknown> = { kind: where.value === 'local' ? 'local' : 'ssh' };
   if (where.value === 'alias') raw.host = where.alias;
   if (where.value === 'manual') {
-    const host = await vscode.window.showInputBox({ title: 'Add Target: SSH host', prompt: 'user@host[:port] (a Host alias from ~/.ssh/config works too)', ignoreFocusOut: true, validateInput: (v) => (v.trim() ? undefined : 'Enter a host') });
+    const host = await vscode.window.showInputBox({
+      title: 'Add Target: SSH host',
+      prompt: 'user@host[:port] (a Host alias from ~/.ssh/config works too)',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'Enter a host'),
+    });
     if (!host) return undefined;
     Object.assign(raw, splitSshAddress(host));
   }
-  const serverUrl = await vscode.window.showInputBox({ title: 'Add Target: server URL', prompt: "The inference server's URL as seen from that machine", value: 'http://127.0.0.1:8000', ignoreFocusOut: true });
+  const serverUrl = await vscode.window.showInputBox({
+    title: 'Add Target: server URL',
+    prompt: "The inference server's URL as seen from that machine",
+    value: 'http://127.0.0.1:8000',
+    ignoreFocusOut: true,
+  });
   if (serverUrl === undefined) return undefined;
   raw.serverUrl = serverUrl;
-  const python = await vscode.window.showInputBox({ title: 'Add Target: Python', prompt: 'The Python interpreter there (the one with PyTorch and vLLM)', value: 'python3', ignoreFocusOut: true });
+  const python = await vscode.window.showInputBox({
+    title: 'Add Target: Python',
+    prompt: 'The Python interpreter there (the one with PyTorch and vLLM)',
+    value: 'python3',
+    ignoreFocusOut: true,
+  });
   if (python === undefined) return undefined;
   raw.python = python;
   const names = new Set(readSettings().targets.map((t) => t.name));

@@ -14,7 +14,12 @@ const TARGET_LABEL = 'trace files';
  * category per decode step, in worker threads, with no server or target. The result becomes a
  * profile run (saved in the workspace when one is open) shown in the results and kernel views.
  */
-export async function analyzeTraceCommand(controller: RunController, log: vscode.LogOutputChannel, show: (runId: string) => void, arg?: unknown): Promise<RunSummary | undefined> {
+export async function analyzeTraceCommand(
+  controller: RunController,
+  log: vscode.LogOutputChannel,
+  show: (runId: string) => void,
+  arg?: unknown,
+): Promise<RunSummary | undefined> {
   let files: string[];
   if (arg instanceof vscode.Uri) files = [arg.fsPath];
   else if (Array.isArray(arg) && arg.every((a) => typeof a === 'string')) files = arg as string[];
@@ -45,7 +50,11 @@ export async function analyzeTraceCommand(controller: RunController, log: vscode
   const abort = new AbortController();
   try {
     const breakdown = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Inference Bench: analysing ${files.map((f) => path.basename(f)).join(', ')}`, cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: `Inference Bench: analysing ${files.map((f) => path.basename(f)).join(', ')}`,
+        cancellable: true,
+      },
       async (progress, token) => {
         token.onCancellationRequested(() => abort.abort());
         const read = new Map<string, { done: number; total: number }>();
@@ -55,7 +64,13 @@ export async function analyzeTraceCommand(controller: RunController, log: vscode
           onProgress: (file, done, total) => {
             read.set(file, { done, total });
             const all = [...read.values()];
-            const pct = Math.floor((100 * all.reduce((s, r) => s + r.done, 0)) / Math.max(1, all.reduce((s, r) => s + r.total, 0)));
+            const pct = Math.floor(
+              (100 * all.reduce((s, r) => s + r.done, 0)) /
+                Math.max(
+                  1,
+                  all.reduce((s, r) => s + r.total, 0),
+                ),
+            );
             if (pct > lastPct) progress.report({ increment: pct - lastPct, message: `${pct}% of the file bytes read` });
             lastPct = Math.max(lastPct, pct);
           },

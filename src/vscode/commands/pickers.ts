@@ -14,7 +14,10 @@ export async function pickTarget(arg: unknown, title: string): Promise<Target | 
     if (named) return named;
   }
   if (!settings.targets.length) {
-    const pick = await vscode.window.showWarningMessage(`Inference Bench: no target configured${settings.problems.length ? ` (${settings.problems[0]})` : ''}. Add the machine where the inference server runs first.`, 'Add Target');
+    const pick = await vscode.window.showWarningMessage(
+      `Inference Bench: no target configured${settings.problems.length ? ` (${settings.problems[0]})` : ''}. Add the machine where the inference server runs first.`,
+      'Add Target',
+    );
     if (pick) await vscode.commands.executeCommand('inferenceBench.addTarget');
     return undefined;
   }
@@ -36,7 +39,12 @@ export async function pickRun(arg: unknown, candidates: RunSummary[], title: str
     return undefined;
   }
   const picked = await vscode.window.showQuickPick(
-    candidates.map((r) => ({ label: `${r.phase} · ${r.target}`, description: `${new Date(r.startedAt).toLocaleString()} · ${r.status}${r.simulated ? ' · simulator' : ''}`, detail: r.headline, run: r })),
+    candidates.map((r) => ({
+      label: `${r.phase} · ${r.target}`,
+      description: `${new Date(r.startedAt).toLocaleString()} · ${r.status}${r.simulated ? ' · simulator' : ''}`,
+      detail: r.headline,
+      run: r,
+    })),
     { title, placeHolder: 'Which run?', matchOnDescription: true, matchOnDetail: true },
   );
   return picked?.run;

@@ -18,14 +18,20 @@ export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
   return [
     vscode.commands.registerCommand('inferenceBench.runMacro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.macro, arg, options)),
     vscode.commands.registerCommand('inferenceBench.runMicro', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.micro, arg, options)),
-    vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown, options?: unknown) => runPhaseCommand(controller, runners.profile, arg, options)),
+    vscode.commands.registerCommand('inferenceBench.runProfile', (arg?: unknown, options?: unknown) =>
+      runPhaseCommand(controller, runners.profile, arg, options),
+    ),
     vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, runners.probe, arg, {})),
     vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, runners, arg)),
     vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),
     vscode.commands.registerCommand('inferenceBench.inspectKernels', async (arg?: unknown) => {
-      const run = await pickRun(arg, (await controller.refreshRuns()).filter((r) => r.phase === 'profile'), 'Inspect Kernel Breakdown');
+      const run = await pickRun(
+        arg,
+        (await controller.refreshRuns()).filter((r) => r.phase === 'profile'),
+        'Inspect Kernel Breakdown',
+      );
       if (run) await deps.inspectKernels(run.id);
     }),
   ];

@@ -4,7 +4,12 @@ import { RunController } from '../runs/runController';
 import { PHASE_ORDER, PhaseRunner, PhaseRunners, RunnablePhase } from '../../core/campaign/phaseRunner';
 import { pickTarget } from './pickers';
 
-const PHASE_TITLES: Record<RunnablePhase, string> = { probe: 'Probe Target', macro: 'Run Macro Phase', micro: 'Run Micro Phase', profile: 'Run Profiler Phase' };
+const PHASE_TITLES: Record<RunnablePhase, string> = {
+  probe: 'Probe Target',
+  macro: 'Run Macro Phase',
+  micro: 'Run Micro Phase',
+  profile: 'Run Profiler Phase',
+};
 
 /**
  * Run one phase on a target: options from a quick pick (or given as the command's second argument,
@@ -15,7 +20,8 @@ export async function runPhaseCommand(controller: RunController, runner: PhaseRu
   const target = await pickTarget(arg, PHASE_TITLES[phase]);
   if (!target) return undefined;
   if (runner.needsGpusFree && !(await confirmGpusFree(runner.title, target.name))) return undefined;
-  const options = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : await runner.pickOptions(target, false);
+  const options =
+    given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as Record<string, unknown>) } : await runner.pickOptions(target, false);
   if (!options) return undefined;
   // The probe only feeds the sidebar and the findings header; the phases bring the results up beside the findings.
   if (phase !== 'probe') {
@@ -62,7 +68,9 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
       continue;
     }
     if (!run || run.status !== 'completed') {
-      void vscode.window.showWarningMessage(`Inference Bench: Run All Phases stopped after the ${runner.phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''}`.trim());
+      void vscode.window.showWarningMessage(
+        `Inference Bench: Run All Phases stopped after the ${runner.phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''}`.trim(),
+      );
       return;
     }
   }

@@ -20,7 +20,9 @@ export async function compareRunsCommand(controller: RunController, arg: unknown
   if (!first) return;
   const others = runs.filter((r) => r.phase === first.phase && r.id !== first.id);
   if (!others.length) {
-    void vscode.window.showInformationMessage(`Inference Bench: there is no other ${first.phase} run to compare with. Run the ${first.phase} phase again, then compare.`);
+    void vscode.window.showInformationMessage(
+      `Inference Bench: there is no other ${first.phase} run to compare with. Run the ${first.phase} phase again, then compare.`,
+    );
     return;
   }
   const second = await pickRun(undefined, others, `Compare ${first.phase} run with…`);

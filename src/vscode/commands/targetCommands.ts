@@ -24,7 +24,12 @@ export async function editTargetCommand(arg: unknown): Promise<Target | undefine
     ...(target.kind === 'ssh' ? [{ label: 'SSH host', description: describeTarget(target), field: 'host' as const }] : []),
     { label: 'Server URL', description: target.serverUrl, field: 'serverUrl' },
     { label: 'Python', description: target.python, field: 'python' },
-    { label: 'Command prefix', description: target.commandPrefix?.join(' ') ?? 'none', detail: 'put before every command there, for example docker exec -i vllm', field: 'commandPrefix' },
+    {
+      label: 'Command prefix',
+      description: target.commandPrefix?.join(' ') ?? 'none',
+      detail: 'put before every command there, for example docker exec -i vllm',
+      field: 'commandPrefix',
+    },
     { label: 'Name', description: target.name, field: 'name' },
     { label: '$(json) Edit in settings.json', field: 'json' },
     ...(target.kind === 'ssh' ? [{ label: '$(gear) Open SSH Config File', field: 'sshConfig' as const }] : []),
@@ -63,7 +68,11 @@ export async function editTargetCommand(arg: unknown): Promise<Target | undefine
     if (words.length) next.commandPrefix = words;
     else delete next.commandPrefix;
   } else {
-    const others = new Set(readSettings().targets.map((t) => t.name).filter((n) => n !== target.name));
+    const others = new Set(
+      readSettings()
+        .targets.map((t) => t.name)
+        .filter((n) => n !== target.name),
+    );
     const v = await ask('The name the sidebar, the runs and the findings use (runs already made keep the old name)', target.name, (x) =>
       !x.trim() ? 'Enter a name' : others.has(x.trim()) ? `A target named "${x.trim()}" exists already` : undefined,
     );
@@ -87,7 +96,10 @@ export async function removeTargetCommand(arg: unknown, controller: RunControlle
   const running = controller.isRunning(target.name);
   const answer = await vscode.window.showWarningMessage(
     `Remove the target "${target.name}" (${describeTarget(target)})?`,
-    { modal: true, detail: `${running ? 'Its running phase is stopped. ' : ''}Its runs stay in the workspace, listed under "Other runs"; the SSH config is not touched.` },
+    {
+      modal: true,
+      detail: `${running ? 'Its running phase is stopped. ' : ''}Its runs stay in the workspace, listed under "Other runs"; the SSH config is not touched.`,
+    },
     'Remove',
   );
   if (answer !== 'Remove') return false;
@@ -109,13 +121,20 @@ export async function connectTargetCommand(arg: unknown, connections: Connection
   const target = await pickTarget(arg, 'Connect to which target?');
   if (!target) return false;
   try {
-    const connection = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Connecting to ${target.name}` }, () => connections.connect(target));
+    const connection = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Connecting to ${target.name}` }, () =>
+      connections.connect(target),
+    );
     await connection.release();
     return true;
   } catch (err) {
-    void vscode.window.showErrorMessage(`Inference Bench: could not connect to ${target.name} (${describeTarget(target)}): ${err instanceof Error ? err.message : String(err)}`, 'Edit Target').then((pick) => {
-      if (pick) void vscode.commands.executeCommand('inferenceBench.editTarget', target.name);
-    });
+    void vscode.window
+      .showErrorMessage(
+        `Inference Bench: could not connect to ${target.name} (${describeTarget(target)}): ${err instanceof Error ? err.message : String(err)}`,
+        'Edit Target',
+      )
+      .then((pick) => {
+        if (pick) void vscode.commands.executeCommand('inferenceBench.editTarget', target.name);
+      });
     return false;
   }
 }

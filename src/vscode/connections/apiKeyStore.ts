@@ -22,7 +22,9 @@ export class ApiKeyStore {
     if (value === undefined) return;
     if (value.trim()) await this.secrets.store(secretKey(targetName), value.trim());
     else await this.secrets.delete(secretKey(targetName));
-    void vscode.window.showInformationMessage(value.trim() ? `Inference Bench: API key for ${targetName} stored.` : `Inference Bench: API key for ${targetName} forgotten.`);
+    void vscode.window.showInformationMessage(
+      value.trim() ? `Inference Bench: API key for ${targetName} stored.` : `Inference Bench: API key for ${targetName} forgotten.`,
+    );
   }
 }
 

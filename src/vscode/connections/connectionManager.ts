@@ -64,7 +64,11 @@ export class ConnectionManager implements vscode.Disposable {
   /** Hosts whose last attempt failed, with why; cleared by the next attempt. */
   private readonly failed = new Map<string, HostConnectionState>();
 
-  constructor(secrets: vscode.SecretStorage, private readonly log: vscode.LogOutputChannel, private readonly agentPath: string = bundledAgentPath()) {
+  constructor(
+    secrets: vscode.SecretStorage,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly agentPath: string = bundledAgentPath(),
+  ) {
     this.passphrases = new PassphraseStore(secrets);
   }
 
@@ -155,7 +159,7 @@ export class ConnectionManager implements vscode.Disposable {
 
   private openHost(key: string, target: Target): HostEntry {
     this.failed.delete(key);
-    const label = target.kind === 'local' ? 'this machine' : target.host ?? target.name;
+    const label = target.kind === 'local' ? 'this machine' : (target.host ?? target.name);
     const entry: HostEntry = { key, channels: new Map(), users: 0, state: 'connecting', hooks: {} };
     entry.hooks = {
       onUnknownHostKey: (prompt) => askTrustHostKey(prompt, target.name),

@@ -20,7 +20,9 @@ export class PassphraseStore {
     }
     const value = await vscode.window.showInputBox({
       title: `Inference Bench: passphrase for ${keyFile}`,
-      prompt: previousWasWrong ? 'That passphrase did not unlock the key; try again.' : 'The SSH key is encrypted. The passphrase is kept in the OS keychain (VS Code SecretStorage).',
+      prompt: previousWasWrong
+        ? 'That passphrase did not unlock the key; try again.'
+        : 'The SSH key is encrypted. The passphrase is kept in the OS keychain (VS Code SecretStorage).',
       password: true,
       ignoreFocusOut: true,
     });

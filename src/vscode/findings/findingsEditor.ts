@@ -64,7 +64,8 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
   /** The document's path, or an error that says how to get one. */
   path(): string {
     const file = this.resolvePath();
-    if (!file) throw new Error('Inference Bench: open a folder first; the findings document (setting inferenceBench.findingsDocument) lives in the workspace folder.');
+    if (!file)
+      throw new Error('Inference Bench: open a folder first; the findings document (setting inferenceBench.findingsDocument) lives in the workspace folder.');
     return file;
   }
 
@@ -101,7 +102,9 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
       await vscode.commands.executeCommand('vscode.openWith', uri, MARKDOWN_PREVIEW, { viewColumn: textColumn + 1, preserveFocus: true, preview: false });
     } catch (err) {
       // VS Code's built-in Markdown extension disabled: the text editor alone still works.
-      this.log.warn(`Could not open a preview of the findings document (is the built-in Markdown extension enabled?): ${err instanceof Error ? err.message : String(err)}`);
+      this.log.warn(
+        `Could not open a preview of the findings document (is the built-in Markdown extension enabled?): ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 

@@ -15,7 +15,9 @@ export async function insertResultHere(tables: () => LabeledTable[] | Promise<La
   }
   const choices = await tables();
   if (!choices.length) {
-    void vscode.window.showInformationMessage('Inference Bench: there are no result tables yet. Run a phase (macro, micro or profiler) first; its tables then appear here.');
+    void vscode.window.showInformationMessage(
+      'Inference Bench: there are no result tables yet. Run a phase (macro, micro or profiler) first; its tables then appear here.',
+    );
     return false;
   }
   const picked = await vscode.window.showQuickPick(

@@ -17,20 +17,35 @@ const edit = (t: Target) => `Inference Bench: Edit Target... on ${t.name}`;
 // bare flag is the fallback.
 const REWRITES: Rewrite[] = [
   // "Run `infbench micro` on the GPU host": the command palette entry that runs it on this target.
-  { pattern: /`infbench (macro|micro|profile|probe)\b[^`]*`|\binfbench (macro|micro|profile|probe)\b(?: --[a-z-]+(?: [^\s,;)]+)?)*/g, replace: (t, m) => `Inference Bench: ${PHASE_COMMANDS[/infbench (\w+)/.exec(m)![1]]} on ${t.name}` },
-  { pattern: /give its URL as seen from this host with --url/g, replace: (t) => `set the target's server URL (now ${t.serverUrl}) to its URL as seen from ${where(t)}, with ${edit(t)}` },
-  { pattern: /point --url at the vLLM\/SGLang server behind it/g, replace: (t) => `set target ${t.name}'s server URL to the vLLM/SGLang server behind it, with ${edit(t)}` },
-  { pattern: /infbench --api-key KEY \(or \$INFBENCH_API_KEY, or \$OPENAI_API_KEY[^)]*\)/g, replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}` },
+  {
+    pattern: /`infbench (macro|micro|profile|probe)\b[^`]*`|\binfbench (macro|micro|profile|probe)\b(?: --[a-z-]+(?: [^\s,;)]+)?)*/g,
+    replace: (t, m) => `Inference Bench: ${PHASE_COMMANDS[/infbench (\w+)/.exec(m)![1]]} on ${t.name}`,
+  },
+  {
+    pattern: /give its URL as seen from this host with --url/g,
+    replace: (t) => `set the target's server URL (now ${t.serverUrl}) to its URL as seen from ${where(t)}, with ${edit(t)}`,
+  },
+  {
+    pattern: /point --url at the vLLM\/SGLang server behind it/g,
+    replace: (t) => `set target ${t.name}'s server URL to the vLLM/SGLang server behind it, with ${edit(t)}`,
+  },
+  {
+    pattern: /infbench --api-key KEY \(or \$INFBENCH_API_KEY, or \$OPENAI_API_KEY[^)]*\)/g,
+    replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}`,
+  },
   { pattern: /--api-key-stdin|(?:pass |with )?--api-key KEY/g, replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}` },
   { pattern: /`infbench analyze TRACE\.\.\.` \(or Analyze Trace File\.\.\. in VS Code\)/g, replace: () => 'Inference Bench: Analyze Trace File...' },
-  { pattern: /for example --python [^\s.]+(?:\.\d+)*\.?/g, replace: (t) => `set the target's Python (now ${t.python}) to the interpreter that has PyTorch, with ${edit(t)}.` },
+  {
+    pattern: /for example --python [^\s.]+(?:\.\d+)*\.?/g,
+    replace: (t) => `set the target's Python (now ${t.python}) to the interpreter that has PyTorch, with ${edit(t)}.`,
+  },
   { pattern: /(?:pass |with |give )?--python(?: PATH)?/g, replace: (t) => `the target's Python (now ${t.python}; change it with ${edit(t)})` },
   { pattern: /(?:pass |with |give )?--url(?: URL)?/g, replace: (t) => `the target's server URL (now ${t.serverUrl}; change it with ${edit(t)})` },
   { pattern: /--request-timeout(?: SECONDS)?/g, replace: () => 'the inferenceBench.requestTimeout setting' },
   { pattern: /--allow-busy/g, replace: () => 'answering "Run anyway" when asked' },
   { pattern: /raise --workers/g, replace: () => 'run the level again with fewer requests in flight, or run the CLI with more --workers' },
   { pattern: /--accept-new-host-key/g, replace: () => 'accepting the host key when asked' },
-  { pattern: /\(?--trace-dir(?:, sent as output_dir)?\)?/g, replace: () => '(the trace folder: the server\'s own torch_profiler_dir)' },
+  { pattern: /\(?--trace-dir(?:, sent as output_dir)?\)?/g, replace: () => "(the trace folder: the server's own torch_profiler_dir)" },
 ];
 
 function where(t: Target): string {

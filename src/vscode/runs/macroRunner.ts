@@ -19,7 +19,10 @@ const WORKLOADS: Workload[] = [
 ];
 
 function parseList(text: string): number[] {
-  return text.split(/[\s,]+/).filter(Boolean).map((x) => (/^inf$/i.test(x) ? Infinity : Number(x)));
+  return text
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map((x) => (/^inf$/i.test(x) ? Infinity : Number(x)));
 }
 
 /** How many requests each level sends, as the agent decides when nothing is given. */
@@ -36,7 +39,9 @@ export function describeWorkload(o: MacroOptions): string {
     : `concurrency ${(o.concurrency ?? DEFAULT_MACRO_OPTIONS.concurrency).join(', ')}`;
   const data = datasetText(o);
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
-  return [load, perLevel(o), data, slos.length ? `goodput SLOs ${slos.map(([k, v]) => `${k.toUpperCase()} ≤ ${v} ms`).join(', ')}` : ''].filter(Boolean).join('; ');
+  return [load, perLevel(o), data, slos.length ? `goodput SLOs ${slos.map(([k, v]) => `${k.toUpperCase()} ≤ ${v} ms`).join(', ')}` : '']
+    .filter(Boolean)
+    .join('; ');
 }
 
 /** What a level's size was typed as: a request count ("64") or a duration ("30s"). */
@@ -50,7 +55,10 @@ function parseLevelSize(text: string): Pick<MacroOptions, 'requests' | 'duration
 
 /** Goodput SLOs typed as `vllm bench serve --goodput` takes them: "ttft:500 tpot:50 e2el:10000". */
 function parseSlos(text: string): MacroOptions['goodput'] | undefined | 'invalid' {
-  const parts = text.trim().split(/[\s,]+/).filter(Boolean);
+  const parts = text
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean);
   if (!parts.length) return undefined;
   const out: NonNullable<MacroOptions['goodput']> = {};
   for (const p of parts) {
@@ -84,7 +92,8 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
       prompt: 'Requests in flight at each level, comma-separated',
       value: (last.requestRate?.length ? DEFAULT_MACRO_OPTIONS.concurrency : (last.concurrency ?? DEFAULT_MACRO_OPTIONS.concurrency)).join(', '),
       ignoreFocusOut: true,
-      validateInput: (v) => (parseList(v).length && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Whole numbers above 0, for example 1, 8, 32'),
+      validateInput: (v) =>
+        parseList(v).length && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Whole numbers above 0, for example 1, 8, 32',
     });
     if (levels === undefined) return undefined;
     options.concurrency = parseList(levels);
@@ -121,9 +130,18 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   const hostName = target.kind === 'local' ? 'this machine' : target.host;
   const dataset = await vscode.window.showQuickPick(
     [
-      { label: 'Random prompts', detail: 'of a given length, or each its own within a range, as vllm bench serve --dataset-name random', source: 'random' as const },
+      {
+        label: 'Random prompts',
+        detail: 'of a given length, or each its own within a range, as vllm bench serve --dataset-name random',
+        source: 'random' as const,
+      },
       { label: 'A JSONL file of prompts on the host', detail: 'one {"prompt": ...} per line (--prompts-file)', source: 'jsonl' as const },
-      { label: 'A ShareGPT file on the host', detail: 'conversations as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn\'s length the output length', source: 'sharegpt' as const },
+      {
+        label: 'A ShareGPT file on the host',
+        detail:
+          "conversations as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn's length the output length",
+        source: 'sharegpt' as const,
+      },
     ].sort((a, b) => Number(b.source === lastDataset.name) - Number(a.source === lastDataset.name)),
     { title: title('dataset'), placeHolder: 'Which prompts?' },
   );
@@ -131,10 +149,11 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   if (dataset.source !== 'random') {
     const file = await vscode.window.showInputBox({
       title: title(dataset.source === 'jsonl' ? 'prompts file' : 'ShareGPT file'),
-      prompt: dataset.source === 'jsonl'
-        ? `The JSONL file's path on ${hostName}`
-        : `The ShareGPT JSON file's path on ${hostName} (for example ShareGPT_V3_unfiltered_cleaned_split.json)`,
-      value: lastDataset.name === dataset.source ? lastDataset.path ?? '' : '',
+      prompt:
+        dataset.source === 'jsonl'
+          ? `The JSONL file's path on ${hostName}`
+          : `The ShareGPT JSON file's path on ${hostName} (for example ShareGPT_V3_unfiltered_cleaned_split.json)`,
+      value: lastDataset.name === dataset.source ? (lastDataset.path ?? '') : '',
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() ? undefined : 'A path on the host'),
     });
@@ -148,7 +167,7 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   if (dataset.source === 'sharegpt') {
     const out = await vscode.window.showInputBox({
       title: title('output tokens'),
-      prompt: 'Output tokens per request; empty for each conversation\'s own (its second turn\'s length; --sharegpt-output-len)',
+      prompt: "Output tokens per request; empty for each conversation's own (its second turn's length; --sharegpt-output-len)",
       value: last.sharegptOutputLen !== undefined ? String(last.sharegptOutputLen) : '',
       ignoreFocusOut: true,
       validateInput: (v) => (!v.trim() || (Number.isInteger(Number(v)) && Number(v) > 0) ? undefined : 'A whole number above 0, or empty'),
@@ -158,10 +177,11 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   } else {
     const lengths = await vscode.window.showInputBox({
       title: title('prompt and output tokens'),
-      prompt: dataset.source === 'jsonl' ? 'Output tokens per request (the prompts are the file\'s); prompt tokens are ignored' : 'Prompt tokens, output tokens',
+      prompt: dataset.source === 'jsonl' ? "Output tokens per request (the prompts are the file's); prompt tokens are ignored" : 'Prompt tokens, output tokens',
       value: `${last.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen}, ${last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen}`,
       ignoreFocusOut: true,
-      validateInput: (v) => (parseList(v).length === 2 && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Two whole numbers, for example 256, 128'),
+      validateInput: (v) =>
+        parseList(v).length === 2 && parseList(v).every((n) => Number.isInteger(n) && n > 0) ? undefined : 'Two whole numbers, for example 256, 128',
     });
     if (lengths === undefined) return undefined;
     [options.inputLen, options.outputLen] = parseList(lengths);
@@ -169,7 +189,8 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   if (dataset.source === 'random') {
     const range = await vscode.window.showInputBox({
       title: title('length range'),
-      prompt: 'Range ratio r: each request\'s prompt and output lengths drawn uniformly from len × (1 − r) to len × (1 + r) (--random-range-ratio); 0 keeps them fixed',
+      prompt:
+        "Range ratio r: each request's prompt and output lengths drawn uniformly from len × (1 − r) to len × (1 + r) (--random-range-ratio); 0 keeps them fixed",
       value: String(last.rangeRatio ?? 0),
       ignoreFocusOut: true,
       validateInput: (v) => (Number(v) >= 0 && Number(v) < 1 ? undefined : 'A number from 0 to below 1, for example 0.25'),
@@ -180,7 +201,9 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   const slos = await vscode.window.showInputBox({
     title: title('goodput SLOs'),
     prompt: 'Goodput counts the requests that meet every SLO, in ms, for example ttft:500 tpot:50 (empty for none)',
-    value: Object.entries(last.goodput ?? {}).map(([k, v]) => `${k}:${v}`).join(' '),
+    value: Object.entries(last.goodput ?? {})
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' '),
     ignoreFocusOut: true,
     validateInput: (v) => (parseSlos(v) === 'invalid' ? 'Pairs such as ttft:500 tpot:50 e2el:10000 (milliseconds)' : undefined),
   });
@@ -208,15 +231,32 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
       const last = memory.get<Remembered>(key(target));
       type Item = vscode.QuickPickItem & { options?: MacroOptions; custom?: boolean };
       const items: Item[] = [
-        ...(last ? [{ label: `$(history) Again: ${last.label}`, detail: describeWorkload(last.options), description: `last run on ${target.name}`, options: last.options }] : []),
+        ...(last
+          ? [
+              {
+                label: `$(history) Again: ${last.label}`,
+                detail: describeWorkload(last.options),
+                description: `last run on ${target.name}`,
+                options: last.options,
+              },
+            ]
+          : []),
         ...WORKLOADS.map((w): Item => ({ label: w.label, detail: describeWorkload(w.options), options: w.options })),
-        { label: 'Custom…', detail: 'concurrency or request rate, requests or seconds per level, dataset (random, JSONL, ShareGPT), lengths and their range, goodput SLOs', custom: true },
+        {
+          label: 'Custom…',
+          detail: 'concurrency or request rate, requests or seconds per level, dataset (random, JSONL, ShareGPT), lengths and their range, goodput SLOs',
+          custom: true,
+        },
       ];
-      const picked = await vscode.window.showQuickPick(items, { title: `Run Macro Phase on ${target.name}`, placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`, matchOnDetail: true });
+      const picked = await vscode.window.showQuickPick(items, {
+        title: `Run Macro Phase on ${target.name}`,
+        placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`,
+        matchOnDetail: true,
+      });
       if (!picked) return undefined;
       const options = picked.custom ? await customWorkload(target, last?.options ?? {}) : { ...picked.options };
       if (!options) return undefined;
-      const label = picked.custom ? 'Custom' : (picked.label.startsWith('$(history)') ? last!.label : picked.label);
+      const label = picked.custom ? 'Custom' : picked.label.startsWith('$(history)') ? last!.label : picked.label;
       await memory.update(key(target), { label, options } satisfies Remembered);
       return { ...options } as Record<string, unknown>;
     },

@@ -23,8 +23,16 @@ export const microRunner: PhaseRunner = {
   async pickOptions(target, defaults) {
     if (defaults) return { model: 'kimi-k2.5', tp: 8 };
     const picked = await vscode.window.showQuickPick(
-      [...MODELS.map((m) => ({ ...m, description: `TP ${m.tp}` })), { label: 'The model the server runs', detail: "Shapes from the config.json of the model the server at the target's URL loaded", description: '', tp: 8 }],
-      { title: `Run Micro Phase on ${target.name}`, placeHolder: 'Which model\'s GEMM shapes?', matchOnDetail: true },
+      [
+        ...MODELS.map((m) => ({ ...m, description: `TP ${m.tp}` })),
+        {
+          label: 'The model the server runs',
+          detail: "Shapes from the config.json of the model the server at the target's URL loaded",
+          description: '',
+          tp: 8,
+        },
+      ],
+      { title: `Run Micro Phase on ${target.name}`, placeHolder: "Which model's GEMM shapes?", matchOnDetail: true },
     );
     if (!picked) return undefined;
     const tp = await vscode.window.showInputBox({

@@ -4,7 +4,11 @@ import { newestProbeStates, stateFromProbe } from '../../core/phases/probeState'
 import { TargetStates } from '../views/targetState';
 
 /** After a reload the sidebar shows each target as its newest stored probe saw it. */
-export async function restoreProbedStates(workspace: string | undefined, probeRuns: { id: string; target: string; startedAt: string; status: string }[], states: TargetStates): Promise<void> {
+export async function restoreProbedStates(
+  workspace: string | undefined,
+  probeRuns: { id: string; target: string; startedAt: string; status: string }[],
+  states: TargetStates,
+): Promise<void> {
   if (!workspace) return;
   for (const [target, state] of await newestProbeStates(workspace, probeRuns)) {
     // A probe that finished while the stored ones were read is newer: it keeps its row.

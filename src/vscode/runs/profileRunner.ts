@@ -4,7 +4,11 @@ import { readSettings } from '../settings';
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
 
 const WORKLOADS = [
-  { label: 'Decode batch of 4', detail: '4 requests decoding at once, 48 tokens each (about 48 decode steps profiled)', options: { concurrency: 4, outputLen: 48 } },
+  {
+    label: 'Decode batch of 4',
+    detail: '4 requests decoding at once, 48 tokens each (about 48 decode steps profiled)',
+    options: { concurrency: 4, outputLen: 48 },
+  },
   { label: 'Single stream', detail: 'one request, 48 tokens: the decode step that single-stream tok/s measures', options: { concurrency: 1, outputLen: 48 } },
   { label: 'Decode batch of 32', detail: '32 requests decoding at once, 48 tokens each', options: { concurrency: 32, outputLen: 48 } },
 ];
@@ -21,7 +25,11 @@ export const profileRunner: PhaseRunner = {
     if (defaults) return { ...WORKLOADS[0].options };
     const picked = await vscode.window.showQuickPick(
       WORKLOADS.map((w) => ({ ...w, description: '' })),
-      { title: `Run Profiler Phase on ${target.name}`, placeHolder: `The server at ${target.serverUrl} must run with its profiler enabled (vLLM: --profiler-config)`, matchOnDetail: true },
+      {
+        title: `Run Profiler Phase on ${target.name}`,
+        placeHolder: `The server at ${target.serverUrl} must run with its profiler enabled (vLLM: --profiler-config)`,
+        matchOnDetail: true,
+      },
     );
     return picked ? { ...picked.options } : undefined;
   },

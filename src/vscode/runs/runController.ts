@@ -53,7 +53,11 @@ export class RunController extends Disposable implements RunsSource {
   private readonly lastSaved = new Map<string, number>();
   findingsTarget: FindingsTarget | undefined;
 
-  constructor(private readonly connect: Connector, private readonly log: vscode.LogOutputChannel, private readonly apiKeys?: { get(target: string): Thenable<string | undefined> }) {
+  constructor(
+    private readonly connect: Connector,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly apiKeys?: { get(target: string): Thenable<string | undefined> },
+  ) {
     super();
     // A window closed or reloaded mid-run: the runs stop in order (remote processes killed, folders
     // marked interrupted) as far as the time VS Code gives allows; the agents' heartbeat covers the rest.
@@ -165,7 +169,16 @@ export class RunController extends Disposable implements RunsSource {
             };
             // The server's API key (Set Server API Key...), from SecretStorage; handed to the agent on stdin.
             const apiKey = (await this.apiKeys?.get(target.name)) || undefined;
-            const ctx: PhaseContext = { target, transport: connection.transport, agent: connection.agent, workspace, sink, log: this.log, signal: active.abort.signal, apiKey };
+            const ctx: PhaseContext = {
+              target,
+              transport: connection.transport,
+              agent: connection.agent,
+              workspace,
+              sink,
+              log: this.log,
+              signal: active.abort.signal,
+              apiKey,
+            };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
             const ended: RunSummary | undefined = last;

@@ -33,22 +33,30 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   private readonly changed = this._register(new vscode.EventEmitter<TreeNode | undefined>());
   readonly onDidChangeTreeData = this.changed.event;
 
-  constructor(private readonly runs: RunController, private readonly states: TargetStates, private readonly connections: Pick<ConnectionManager, 'hostState' | 'onDidChangeState'>) {
+  constructor(
+    private readonly runs: RunController,
+    private readonly states: TargetStates,
+    private readonly connections: Pick<ConnectionManager, 'hostState' | 'onDidChangeState'>,
+  ) {
     super();
     this._register(connections.onDidChangeState(() => this.refresh()));
-    this._register(vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('inferenceBench')) this.refresh();
-    }));
+    this._register(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('inferenceBench')) this.refresh();
+      }),
+    );
     this._register(runs.onDidChangeRuns(() => this.refresh()));
     this._register(states.onDidChange(() => this.refresh()));
     // A live run's headline changes as it goes; redraw at most twice a second.
     let timer: NodeJS.Timeout | undefined;
-    this._register(runs.onDidChangeRun(() => {
-      timer ??= setTimeout(() => {
-        timer = undefined;
-        this.refresh();
-      }, 500);
-    }));
+    this._register(
+      runs.onDidChangeRun(() => {
+        timer ??= setTimeout(() => {
+          timer = undefined;
+          this.refresh();
+        }, 500);
+      }),
+    );
     this._register({ dispose: () => clearTimeout(timer) });
   }
 
@@ -124,14 +132,31 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         // The release without its local build tag (0.11.0, not 0.11.0+cu128), so it fits; the tooltip has it whole.
         const release = state?.serverVersion?.split('+')[0];
         const server = state?.serverKind ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}` : undefined;
-        const connectionLabel = { connected: 'connected', failed: 'connection failed', connecting: 'connecting…', reconnecting: 'reconnecting…', disconnected: 'not connected' }[connection];
+        const connectionLabel = {
+          connected: 'connected',
+          failed: 'connection failed',
+          connecting: 'connecting…',
+          reconnecting: 'reconnecting…',
+          disconnected: 'not connected',
+        }[connection];
         // The server goes in the label and the model in the description, so a narrow sidebar still shows what runs there.
         const item = new vscode.TreeItem(server ? `${connectionLabel} · ${server}` : connectionLabel);
         item.id = `state:${node.target.name}`;
-        item.description = state?.model ?? (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
-        item.iconPath = new vscode.ThemeIcon(connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'disconnected' ? 'debug-disconnect' : 'loading~spin');
+        item.description =
+          state?.model ??
+          (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
+        item.iconPath = new vscode.ThemeIcon(
+          connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'disconnected' ? 'debug-disconnect' : 'loading~spin',
+        );
         item.tooltip =
-          [connection === 'failed' ? `connection failed: ${detail}` : detail, state?.detail, server && `server: ${state?.serverKind}${state?.serverVersion ? ` ${state.serverVersion}` : ''}${state?.simulated ? ' (simulator)' : ''} at ${node.target.serverUrl}`, state?.model && `model: ${state.model}`, state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`]
+          [
+            connection === 'failed' ? `connection failed: ${detail}` : detail,
+            state?.detail,
+            server &&
+              `server: ${state?.serverKind}${state?.serverVersion ? ` ${state.serverVersion}` : ''}${state?.simulated ? ' (simulator)' : ''} at ${node.target.serverUrl}`,
+            state?.model && `model: ${state.model}`,
+            state?.probedAt && `probed ${new Date(state.probedAt).toLocaleString()}`,
+          ]
             .filter(Boolean)
             .join('\n') || undefined;
         item.command = { command: 'inferenceBench.probeTarget', title: 'Probe Target', arguments: [node.target.name] };
@@ -159,7 +184,9 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const item = new vscode.TreeItem(`${PHASE_LABEL[run.phase] ?? run.phase}${run.headline ? `: ${run.headline}` : ''}`);
         item.id = `run:${run.id}`;
         item.description = `${new Date(run.startedAt).toLocaleString()}${run.status === 'completed' ? '' : ` · ${run.status}`}${run.simulated ? ' · simulator' : ''}`;
-        item.iconPath = new vscode.ThemeIcon(run.status === 'completed' ? 'pass' : run.status === 'running' ? 'sync~spin' : run.status === 'cancelled' ? 'circle-slash' : 'warning');
+        item.iconPath = new vscode.ThemeIcon(
+          run.status === 'completed' ? 'pass' : run.status === 'running' ? 'sync~spin' : run.status === 'cancelled' ? 'circle-slash' : 'warning',
+        );
         const root = workspaceRoot();
         item.tooltip = [run.headline, run.reason, root ? path.relative(root, runDir(root, run.id)) : run.id].filter(Boolean).join('\n');
         item.contextValue = `run.${run.phase}`;

@@ -24,20 +24,29 @@ export class BreakdownViewProvider extends Disposable implements vscode.WebviewV
   private ready = false;
   private runId: string | undefined;
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly source: RunsSource, private readonly log: vscode.LogOutputChannel) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly source: RunsSource,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
     super();
-    this._register(source.onDidChangeRun((run) => {
-      if (run.phase === 'profile' && (!this.runId || run.id === this.runId) && breakdownOf(run)) {
-        this.runId = run.id;
-        this.send();
-      }
-    }));
+    this._register(
+      source.onDidChangeRun((run) => {
+        if (run.phase === 'profile' && (!this.runId || run.id === this.runId) && breakdownOf(run)) {
+          this.runId = run.id;
+          this.send();
+        }
+      }),
+    );
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     this.ready = false;
-    view.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')] };
+    view.webview.options = {
+      enableScripts: true,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
+    };
     view.webview.html = webviewHtml(view.webview, this.extensionUri, 'Kernel breakdown', 'breakdown');
     view.onDidChangeVisibility(() => {
       if (!view.visible) this.ready = false;

@@ -39,7 +39,12 @@ export class ResultsPanel extends Disposable {
     let view = ResultsPanel.current;
     if (!view) {
       // The second column: the findings document takes the first, so that both stay in sight while a run goes.
-      const panel = vscode.window.createWebviewPanel(ResultsPanel.viewType, 'Inference Bench Results', { viewColumn: vscode.ViewColumn.Two, preserveFocus: true }, ResultsPanel.options(deps.extensionUri));
+      const panel = vscode.window.createWebviewPanel(
+        ResultsPanel.viewType,
+        'Inference Bench Results',
+        { viewColumn: vscode.ViewColumn.Two, preserveFocus: true },
+        ResultsPanel.options(deps.extensionUri),
+      );
       view = ResultsPanel.current = new ResultsPanel(panel, deps);
     } else view.panel.reveal(undefined, true);
     if (runId) view.select(runId, compareRunId);
@@ -65,18 +70,25 @@ export class ResultsPanel extends Disposable {
     };
   }
 
-  private constructor(private readonly panel: vscode.WebviewPanel, private readonly deps: ResultsPanelDeps) {
+  private constructor(
+    private readonly panel: vscode.WebviewPanel,
+    private readonly deps: ResultsPanelDeps,
+  ) {
     super();
     this._register(panel);
     panel.webview.html = webviewHtml(panel.webview, deps.extensionUri, 'Inference Bench Results', 'results');
-    this._register(panel.onDidDispose(() => {
-      if (ResultsPanel.current === this) ResultsPanel.current = undefined;
-      this.dispose();
-    }));
-    this._register(panel.onDidChangeViewState(() => {
-      // A hidden webview is torn down; when it shows again it asks for a snapshot with `ready`.
-      if (!panel.visible) this.visibleAndReady = false;
-    }));
+    this._register(
+      panel.onDidDispose(() => {
+        if (ResultsPanel.current === this) ResultsPanel.current = undefined;
+        this.dispose();
+      }),
+    );
+    this._register(
+      panel.onDidChangeViewState(() => {
+        // A hidden webview is torn down; when it shows again it asks for a snapshot with `ready`.
+        if (!panel.visible) this.visibleAndReady = false;
+      }),
+    );
     this._register(panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m)));
     this._register(deps.source.onDidChangeRun((run) => this.runUpdated(run)));
     // A finished run changes the decode-step budget (it accounts the newest macro, micro and profile runs).
@@ -118,7 +130,10 @@ export class ResultsPanel extends Disposable {
       trimmedRunIds.push(r.id);
       return { ...r, macro: r.macro && { levels: r.macro.levels }, micro: r.micro && { ...r.micro, points: [] } };
     });
-    this.post({ type: 'snapshot', snapshot: { runs: light, selectedRunId: this.selectedRunId, compareRunId: this.compareRunId, trimmedRunIds, budget: this.budget() } });
+    this.post({
+      type: 'snapshot',
+      snapshot: { runs: light, selectedRunId: this.selectedRunId, compareRunId: this.compareRunId, trimmedRunIds, budget: this.budget() },
+    });
   }
 
   private budget() {

@@ -14,7 +14,9 @@ import { closeAllEditors, sleep, waitFor, workspaceFolder } from '../helpers';
 // real editors; only the phases are left out: the updates are the ones a macro or profiler run sends.
 
 function regionContent(text: string, sectionId: string): string {
-  const r = parseRegions(text).regions.filter((x) => x.id === markerId(sectionId) && x.intact).pop();
+  const r = parseRegions(text)
+    .regions.filter((x) => x.id === markerId(sectionId) && x.intact)
+    .pop();
   assert.ok(r, `no region for ${sectionId} in:\n${text}`);
   return text.slice(r.contentStart, r.contentEnd);
 }

@@ -38,7 +38,9 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
     const starting = startSimulator({ stepBaseMs: 2, stepPerSeqMs: 0.02, prefillPerTokenMs: 0.001 });
     process.chdir(cwd);
     sim = await starting;
-    await vscode.workspace.getConfiguration('inferenceBench').update('targets', [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
+    await vscode.workspace
+      .getConfiguration('inferenceBench')
+      .update('targets', [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
   });
 
   after(async () => {
@@ -54,15 +56,24 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
     assert.ok(run, 'the command returned no run');
     assert.equal(run.status, 'completed', run.reason);
     assert.equal(run.simulated, true, 'a run against the simulator must say so');
-    assert.deepEqual(run.macro!.levels.map((l) => l.max_concurrency), [1, 8, 32, 64]);
+    assert.deepEqual(
+      run.macro!.levels.map((l) => l.max_concurrency),
+      [1, 8, 32, 64],
+    );
     assert.match(run.headline ?? '', /tok\/s/);
     const completed = run.macro!.levels.reduce((n, l) => n + l.completed, 0);
     assert.ok(run.macro!.requests!.filter((r) => r.ok).length >= completed, 'fewer request points than completed requests');
     // What a reload draws: the saved view has the same levels.
     const saved = JSON.parse(readFileSync(join(runFolder(run.id), 'view.json'), 'utf8')) as RunSummary;
-    assert.deepEqual(saved.macro!.levels.map((l) => l.output_throughput), run.macro!.levels.map((l) => l.output_throughput));
+    assert.deepEqual(
+      saved.macro!.levels.map((l) => l.output_throughput),
+      run.macro!.levels.map((l) => l.output_throughput),
+    );
     // The results panel came up for the run.
-    assert.ok(allTabs().some((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('inferenceBench.results')), 'no results panel');
+    assert.ok(
+      allTabs().some((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('inferenceBench.results')),
+      'no results panel',
+    );
     // The findings document gained the run's section.
     const findings = join(workspaceFolder(), 'k25b6000bench1.md');
     const text = await waitFor('the macro section in the findings document', () => {
@@ -76,13 +87,19 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
   it('Stop cancels a sweep part-way and keeps the levels that finished', async () => {
     const root = join(workspaceFolder(), '.inference-bench', 'runs');
     const before = new Set(existsSync(root) ? readdirSync(root) : []);
-    const running = vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.runMacro', TARGET, { concurrency: [1, 2, 4, 8, 16, 32, 64, 128, 256] });
+    const running = vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.runMacro', TARGET, {
+      concurrency: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+    });
     // Stop once the new run has finished its first level.
-    const folder = await waitFor('the first finished level of the new run', () => {
-      const fresh = (existsSync(root) ? readdirSync(root) : []).find((d) => d.endsWith('-macro') && !before.has(d));
-      const events = fresh ? join(root, fresh, 'events.jsonl') : undefined;
-      return events && existsSync(events) && readFileSync(events, 'utf8').includes('"partial":false') ? join(root, fresh!) : undefined;
-    }, 60_000);
+    const folder = await waitFor(
+      'the first finished level of the new run',
+      () => {
+        const fresh = (existsSync(root) ? readdirSync(root) : []).find((d) => d.endsWith('-macro') && !before.has(d));
+        const events = fresh ? join(root, fresh, 'events.jsonl') : undefined;
+        return events && existsSync(events) && readFileSync(events, 'utf8').includes('"partial":false') ? join(root, fresh!) : undefined;
+      },
+      60_000,
+    );
     await vscode.commands.executeCommand('inferenceBench.stop');
     const run = await running;
     assert.ok(run);
@@ -102,14 +119,25 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
     const profiled = await starting;
     try {
       const name = 'sim-profiled';
-      await vscode.workspace.getConfiguration('inferenceBench').update('targets', [{ name, kind: 'local', serverUrl: profiled.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
+      await vscode.workspace
+        .getConfiguration('inferenceBench')
+        .update('targets', [{ name, kind: 'local', serverUrl: profiled.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
       const root = join(workspaceFolder(), '.inference-bench', 'runs');
       const before = new Set(existsSync(root) ? readdirSync(root) : []);
       await vscode.commands.executeCommand('inferenceBench.runAll', name);
-      const made = readdirSync(root).filter((d) => !before.has(d)).sort();
+      const made = readdirSync(root)
+        .filter((d) => !before.has(d))
+        .sort();
       const phases = made.map((d) => JSON.parse(readFileSync(join(root, d, 'meta.json'), 'utf8')) as { phase: string; status: string; reason?: string });
-      assert.deepEqual(phases.map((p) => p.phase), ['probe', 'macro', 'micro', 'profile'], 'the phases in order');
-      assert.deepEqual(phases.filter((p) => p.phase !== 'micro').map((p) => p.status), ['completed', 'completed', 'completed']);
+      assert.deepEqual(
+        phases.map((p) => p.phase),
+        ['probe', 'macro', 'micro', 'profile'],
+        'the phases in order',
+      );
+      assert.deepEqual(
+        phases.filter((p) => p.phase !== 'micro').map((p) => p.status),
+        ['completed', 'completed', 'completed'],
+      );
       // Micro runs on the CPU where the extension host's python3 has PyTorch; where it has none it
       // says so, and the profiler still runs after it.
       const micro = phases.find((p) => p.phase === 'micro')!;

@@ -19,7 +19,7 @@ const ref = (id: string) => ({ id, label: id });
 const workspace = () => mkdtempSync(join(tmpdir(), 'ib-compare-'));
 
 describe('importing a vllm bench serve result', () => {
-  it('keeps vLLM\'s numbers under the same names, one level per result, without the per-request lists', () => {
+  it("keeps vLLM's numbers under the same names, one level per result, without the per-request lists", () => {
     const raw = JSON.parse(readFileSync(C1, 'utf8'));
     const [level] = parseVllmBenchFile(readFileSync(C1, 'utf8')).map(levelFromVllm);
     assert.equal(level.max_concurrency, 1);
@@ -41,7 +41,10 @@ describe('importing a vllm bench serve result', () => {
     assert.equal(reopened.info.options.imported_from, 'kimi-sim-sweep.jsonl');
     const result = reopened.readResult<{ levels: { max_concurrency: number; p90_e2el_ms?: number }[]; source: string }>()!;
     assert.equal(result.source, 'vllm bench serve');
-    assert.deepEqual(result.levels.map((l) => l.max_concurrency), [1, 4, 16]);
+    assert.deepEqual(
+      result.levels.map((l) => l.max_concurrency),
+      [1, 4, 16],
+    );
     assert.ok(typeof result.levels[0].p90_e2el_ms === 'number', '--metric-percentiles 50,90,99 fields come through');
     assert.equal(RunFolder.list(ws)[0].info.id, run.info.id);
   });
@@ -50,7 +53,10 @@ describe('importing a vllm bench serve result', () => {
     const ws = workspace();
     const bad = join(ws, 'bad.json');
     writeFileSync(bad, '{"date": "20261201-000000", "completed": 3}\n');
-    assert.throws(() => importVllmBench(ws, bad), (e: Error) => e instanceof ImportError && /lacks duration, output_throughput/.test(e.message));
+    assert.throws(
+      () => importVllmBench(ws, bad),
+      (e: Error) => e instanceof ImportError && /lacks duration, output_throughput/.test(e.message),
+    );
     writeFileSync(bad, '{"completed": 1, "duration": 2, "output_throughput": 3}\n{oops\n');
     assert.throws(() => importVllmBench(ws, bad), /line 2 is not JSON/);
     assert.throws(() => importVllmBench(ws, join(ws, 'missing.json')), /Cannot read .*missing\.json: ENOENT/);
@@ -79,7 +85,12 @@ describe('comparing macro runs', () => {
 
   it('flags an 8% slower TPOT and the lower throughput that comes with it, naming the better run', () => {
     const a = levels(C1);
-    const slower = a.map((l) => ({ ...l, median_tpot_ms: (l.median_tpot_ms as number) * 1.08, mean_tpot_ms: (l.mean_tpot_ms as number) * 1.08, output_throughput: (l.output_throughput as number) / 1.08 }));
+    const slower = a.map((l) => ({
+      ...l,
+      median_tpot_ms: (l.median_tpot_ms as number) * 1.08,
+      mean_tpot_ms: (l.mean_tpot_ms as number) * 1.08,
+      output_throughput: (l.output_throughput as number) / 1.08,
+    }));
     const c = compareMacro(ref('before'), a, ref('after'), slower);
     const tpot = c.differences.find((d) => d.metric === 'TPOT median (ms)')!;
     assert.equal(tpot.flagged, true);
@@ -139,13 +150,26 @@ describe('comparing micro runs', () => {
   it('flags a GEMM 10% slower but not a 0.5 us wobble on a 3 us kernel', () => {
     const base: MicroInput = {
       runId: 'a',
-      gemm: [{ shape: 'moe.gate_up', m: 1, n: 512, k: 7168, time_us: 20 }, { shape: 'moe.down', m: 1, n: 7168, k: 256, time_us: 3 }],
+      gemm: [
+        { shape: 'moe.gate_up', m: 1, n: 512, k: 7168, time_us: 20 },
+        { shape: 'moe.down', m: 1, n: 7168, k: 256, time_us: 3 },
+      ],
       allreduce: [{ size_bytes: 14336, time_us: 40 }],
       launch: [{ mode: 'graph', us_per_kernel: 1 }],
     };
-    const after: MicroInput = { ...base, runId: 'b', gemm: [{ ...base.gemm[0], time_us: 22 }, { ...base.gemm[1], time_us: 3.5 }] };
+    const after: MicroInput = {
+      ...base,
+      runId: 'b',
+      gemm: [
+        { ...base.gemm[0], time_us: 22 },
+        { ...base.gemm[1], time_us: 3.5 },
+      ],
+    };
     const c = compareMicro(ref('A'), base, ref('B'), after);
-    assert.deepEqual(c.differences.filter((d) => d.flagged).map((d) => d.where), ['GEMM moe.gate_up 512x7168 M=1']);
+    assert.deepEqual(
+      c.differences.filter((d) => d.flagged).map((d) => d.where),
+      ['GEMM moe.gate_up 512x7168 M=1'],
+    );
     assert.match(c.summary[0], /GEMM moe\.gate_up 512x7168 M=1: 20\.0 → 22\.0 us \(\+10\.0%\): A is faster/);
   });
 });
@@ -157,7 +181,10 @@ describe('comparing run folders', () => {
     const micro = RunFolder.create(ws, 'micro', 'local', {});
     micro.writeResult({ points: [] });
     micro.finish('completed');
-    assert.throws(() => compareRunFolders(macro, micro), (e: Error) => e instanceof CompareError && /compare two runs of the same phase .*infbench explain/.test(e.message));
+    assert.throws(
+      () => compareRunFolders(macro, micro),
+      (e: Error) => e instanceof CompareError && /compare two runs of the same phase .*infbench explain/.test(e.message),
+    );
   });
 
   it('finds runs by a unique start of their id and explains a missing one', () => {

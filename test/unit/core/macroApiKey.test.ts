@@ -36,7 +36,14 @@ describe('macro phase with an API key', () => {
     const { transport, seen } = recordingTransport();
     const secret = 'sk-very-secret-123';
     await runMacroPhase(
-      { target: { name: 't', kind: 'local', serverUrl: 'http://127.0.0.1:9', python: 'python3' }, transport, agent: { python: 'python3', path: 'agent.pyz', hash: 'x' }, workspace, sink: nullSink, log: silentLogger },
+      {
+        target: { name: 't', kind: 'local', serverUrl: 'http://127.0.0.1:9', python: 'python3' },
+        transport,
+        agent: { python: 'python3', path: 'agent.pyz', hash: 'x' },
+        workspace,
+        sink: nullSink,
+        log: silentLogger,
+      },
       { concurrency: [1], apiKey: secret },
     );
     assert.equal(seen.length, 1);

@@ -31,7 +31,10 @@ describe('stored runs as the views draw them', () => {
     run.finish('completed');
     const charts = microCharts((await readStoredRun(run.dir))!) as LineChartSpec[];
     const time = charts.find((c) => c.id.endsWith('gemm-time'))!;
-    assert.deepEqual(time.series[0].points, [{ x: 1, y: 6.1 }, { x: 8, y: 6.4 }]);
+    assert.deepEqual(time.series[0].points, [
+      { x: 1, y: 6.1 },
+      { x: 8, y: 6.4 },
+    ]);
     const bw = charts.find((c) => c.id.endsWith('gemm-bw'))!;
     assert.match(bw.series.find((s) => s.reference)!.label, /NVIDIA H200 peak 4.1 TB\/s/);
     assert.deepEqual(charts.find((c) => c.id.endsWith('allreduce-busbw'))!.series[0].points, [{ x: 14336, y: 2.6 }]);
@@ -57,7 +60,15 @@ describe('stored runs as the views draw them', () => {
 
   it('prefers the view saved while the run went, with the final status from meta.json', async () => {
     const run = RunFolder.create(workspace, 'macro', 'box', {});
-    saveRunView(workspace, { id: run.info.id, phase: 'macro', target: 'box', startedAt: run.info.startedAt, status: 'running', headline: 'decode 57 tok/s at c=1', macro: { levels: [] } });
+    saveRunView(workspace, {
+      id: run.info.id,
+      phase: 'macro',
+      target: 'box',
+      startedAt: run.info.startedAt,
+      status: 'running',
+      headline: 'decode 57 tok/s at c=1',
+      macro: { levels: [] },
+    });
     run.finish('interrupted', 'The connection dropped mid-run.');
     const summary = (await readStoredRun(run.dir))!;
     assert.equal(summary.status, 'interrupted');
@@ -87,11 +98,22 @@ describe('stored runs listed for the sidebar', () => {
     micro.writeResult({ headline: 'GEMM 1.2 TB/s', points: [] });
     micro.finish('completed');
     const macro = RunFolder.create(workspace, 'macro', 'box', {}, at(2));
-    saveRunView(workspace, { id: macro.info.id, phase: 'macro', target: 'box', startedAt: macro.info.startedAt, status: 'running', headline: 'decode 57 tok/s at c=1', macro: { levels: [] } });
+    saveRunView(workspace, {
+      id: macro.info.id,
+      phase: 'macro',
+      target: 'box',
+      startedAt: macro.info.startedAt,
+      status: 'running',
+      headline: 'decode 57 tok/s at c=1',
+      macro: { levels: [] },
+    });
     RunFolder.create(workspace, 'probe', 'other', {}, at(3)).finish('failed', 'no GPUs');
     writeFileSync(join(runsRoot(workspace), 'notes.txt'), 'not a run');
     assert.equal(await stored.refresh(), true);
-    assert.deepEqual(stored.runs.map((r) => r.id), RunFolder.list(workspace).map((r) => r.info.id));
+    assert.deepEqual(
+      stored.runs.map((r) => r.id),
+      RunFolder.list(workspace).map((r) => r.info.id),
+    );
     for (const run of stored.runs) assert.deepEqual(run, await readStoredRun(join(runsRoot(workspace), run.id)));
     assert.equal(stored.runs[1].headline, 'decode 57 tok/s at c=1');
     assert.equal(stored.runs[2].headline, 'GEMM 1.2 TB/s');
@@ -103,10 +125,19 @@ describe('stored runs listed for the sidebar', () => {
     mkdirSync(cut);
     writeFileSync(metaPath(cut), '{"id": "being-written-macro", "phase": "ma');
     await stored.refresh();
-    assert.deepEqual(stored.runs.map((r) => r.id), [whole.info.id]);
-    writeFileSync(metaPath(cut), JSON.stringify({ id: 'being-written-macro', phase: 'macro', target: 'box', startedAt: at(2).toISOString(), status: 'running', options: {} }));
+    assert.deepEqual(
+      stored.runs.map((r) => r.id),
+      [whole.info.id],
+    );
+    writeFileSync(
+      metaPath(cut),
+      JSON.stringify({ id: 'being-written-macro', phase: 'macro', target: 'box', startedAt: at(2).toISOString(), status: 'running', options: {} }),
+    );
     assert.equal(await stored.refresh(), true);
-    assert.deepEqual(stored.runs.map((r) => r.id), ['being-written-macro', whole.info.id]);
+    assert.deepEqual(
+      stored.runs.map((r) => r.id),
+      ['being-written-macro', whole.info.id],
+    );
   });
 
   it('reads a folder again only when its files changed, and drops a folder that was removed', async () => {
@@ -124,7 +155,10 @@ describe('stored runs listed for the sidebar', () => {
     assert.equal(stored.runs[1], firstBefore);
     rmSync(first.dir, { recursive: true });
     assert.equal(await stored.refresh(), true);
-    assert.deepEqual(stored.runs.map((r) => r.id), [second.info.id]);
+    assert.deepEqual(
+      stored.runs.map((r) => r.id),
+      [second.info.id],
+    );
   });
 
   it('gives calls that come while a read goes one read after it, which sees what each of them would have', async () => {
@@ -143,7 +177,10 @@ describe('stored runs listed for the sidebar', () => {
   it('restores each target from its newest completed probe', async () => {
     const probe = (target: string, s: number, status: 'completed' | 'failed', model: string) => {
       const run = RunFolder.create(workspace, 'probe', target, {}, at(s));
-      run.writeResult({ server: { reachable: true, kind: 'vllm', version: '0.11.0', models: [{ id: model }] }, gpus: { available: true, devices: [{ index: 0, name: 'NVIDIA H200', memory_used_mib: 1024, memory_total_mib: 143771 }] } });
+      run.writeResult({
+        server: { reachable: true, kind: 'vllm', version: '0.11.0', models: [{ id: model }] },
+        gpus: { available: true, devices: [{ index: 0, name: 'NVIDIA H200', memory_used_mib: 1024, memory_total_mib: 143771 }] },
+      });
       run.finish(status);
     };
     probe('box', 1, 'completed', 'old-model');
@@ -151,7 +188,10 @@ describe('stored runs listed for the sidebar', () => {
     probe('box', 3, 'failed', 'failed-model');
     probe('other', 4, 'completed', 'other-model');
     await stored.refresh();
-    const states = await newestProbeStates(workspace, stored.runs.filter((r) => r.phase === 'probe'));
+    const states = await newestProbeStates(
+      workspace,
+      stored.runs.filter((r) => r.phase === 'probe'),
+    );
     assert.deepEqual([...states.keys()].sort(), ['box', 'other']);
     assert.equal(states.get('box')!.model, 'new-model');
     assert.equal(states.get('box')!.serverKind, 'vLLM');

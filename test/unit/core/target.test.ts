@@ -11,11 +11,19 @@ describe('target settings', () => {
 
   it('accepts a container prefix as a string or an argv list', () => {
     assert.deepEqual(parseTarget({ name: 'a', host: 'h', commandPrefix: 'docker exec -i vllm' }).commandPrefix, ['docker', 'exec', '-i', 'vllm']);
-    assert.deepEqual(parseTarget({ name: 'a', host: 'h', commandPrefix: ['docker', 'exec', '-i', 'my vllm'] }).commandPrefix, ['docker', 'exec', '-i', 'my vllm']);
+    assert.deepEqual(parseTarget({ name: 'a', host: 'h', commandPrefix: ['docker', 'exec', '-i', 'my vllm'] }).commandPrefix, [
+      'docker',
+      'exec',
+      '-i',
+      'my vllm',
+    ]);
   });
 
   it('names the field that is wrong', () => {
-    assert.throws(() => parseTarget({ host: 'h' }), (e: Error) => e instanceof SettingsError && /"name" is missing/.test(e.message));
+    assert.throws(
+      () => parseTarget({ host: 'h' }),
+      (e: Error) => e instanceof SettingsError && /"name" is missing/.test(e.message),
+    );
     assert.throws(() => parseTarget({ name: 'a', kind: 'ssh' }), /needs "host"/);
     assert.throws(() => parseTarget({ name: 'a', host: 'h', port: 70000 }), /"port" must be a number/);
     assert.throws(() => parseTarget({ name: 'a', host: 'h', serverUrl: 'not a url' }), /"serverUrl" is not a URL/);

@@ -35,7 +35,11 @@ function profileResult(ranks = 8, stepMs = STEP_MS) {
   const byCategory = Object.fromEntries(Object.entries(SIM_MS).map(([c, ms]) => [c, ms * 1000]));
   return {
     categories: Object.keys(SIM_MS),
-    ranks: Array.from({ length: ranks }, (_, rank) => ({ rank, step_us: stepMs * 1000, by_category: { ...byCategory, idle: (stepMs - STEP_MS + IDLE_MS) * 1000 } })),
+    ranks: Array.from({ length: ranks }, (_, rank) => ({
+      rank,
+      step_us: stepMs * 1000,
+      by_category: { ...byCategory, idle: (stepMs - STEP_MS + IDLE_MS) * 1000 },
+    })),
     kernels: [],
     steps: 50,
     kernels_per_step: 1200,
@@ -59,11 +63,17 @@ function microResult(): MicroInput {
       { size_bytes: 16384, time_us: 40, busbw_gbps: 0.72 },
       { size_bytes: big, time_us: bigUs, busbw_gbps: 360 },
     ],
-    launch: [{ mode: 'eager', us_per_kernel: 4 }, { mode: 'graph', us_per_kernel: 1 }],
+    launch: [
+      { mode: 'eager', us_per_kernel: 4 },
+      { mode: 'graph', us_per_kernel: 1 },
+    ],
   };
 }
 
-const macro = (tpot: number, concurrency = 1) => ({ runId: 'macro-1', levels: [{ max_concurrency: concurrency, median_tpot_ms: tpot, mean_tpot_ms: tpot + 0.1, p99_tpot_ms: tpot + 1 }] });
+const macro = (tpot: number, concurrency = 1) => ({
+  runId: 'macro-1',
+  levels: [{ max_concurrency: concurrency, median_tpot_ms: tpot, mean_tpot_ms: tpot + 0.1, p99_tpot_ms: tpot + 1 }],
+});
 
 describe('decode-step budget', () => {
   it('says all-reduce takes 11.17 ms of the simulated 21.7 ms step, and the profiled parts add up to the step', () => {
@@ -94,7 +104,7 @@ describe('decode-step budget', () => {
     assert.ok(b.readings[0].includes('6.25 ms per step is waiting beyond the collective itself'));
   });
 
-  it('predicts GEMMs at the step\'s M and routed experts at the tokens each expert sees', () => {
+  it("predicts GEMMs at the step's M and routed experts at the tokens each expert sees", () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, micro: microResult() });
     // Dense: 61 x 4 attention + 60 x 3 shared/router + dense MLP 2 + lm_head 1 = 427 GEMMs x 3 us.
     assert.ok(Math.abs(b.rows.find((r) => r.key === 'gemm')!.predicted_ms! - (427 * 3) / 1000) < 1e-9);
@@ -117,14 +127,18 @@ describe('decode-step budget', () => {
     assert.ok(b.readings[0].includes('123 calls of 56 KiB'));
   });
 
-  it('predicts nothing from a micro run made on a CPU, but still counts the step\'s all-reduces from its model', () => {
+  it("predicts nothing from a micro run made on a CPU, but still counts the step's all-reduces from its model", () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, micro: { ...microResult(), on_cpu: true } });
     assert.ok(b.rows.every((r) => r.predicted_ms === undefined));
     assert.equal(b.predicted_ms, undefined);
     assert.equal(b.readings[0], 'All-reduce takes 11.17 ms of 21.70 ms per step (51.5%): 123 calls of 14 KiB, 90.8 us each.');
     assert.match(b.caveats.join('\n'), /ran on a CPU .*nothing is predicted from them/);
     assert.equal(b.runs.micro, 'micro-1');
-    assert.deepEqual(b.missing.map((m) => m.phase), ['macro'], 'micro ran, so it is not missing');
+    assert.deepEqual(
+      b.missing.map((m) => m.phase),
+      ['macro'],
+      'micro ran, so it is not missing',
+    );
   });
 
   it('names the gap between served TPOT and the profiled step as time outside the GPU', () => {
@@ -132,15 +146,36 @@ describe('decode-step budget', () => {
     const gap = b.gaps.find((g) => g.key === 'host_overhead')!;
     assert.ok(Math.abs(gap.ms - 0.3) < 1e-9);
     assert.match(gap.reading, /Served TPOT 22\.00 ms vs profiled step 21\.70 ms: 0\.30 ms per token \(1\.4%\) is spent outside the GPU step/);
-    assert.deepEqual(b.missing.map((m) => m.phase), ['micro']);
+    assert.deepEqual(
+      b.missing.map((m) => m.phase),
+      ['micro'],
+    );
   });
 
   it('uses the macro level at the profiled batch, and says so when only another concurrency exists', () => {
     const profile = { ...profileInputFrom('p', profileResult())!, batch: 8 };
-    const exact = buildBudget({ profile, macro: { runId: 'm', levels: [{ max_concurrency: 1, median_tpot_ms: 21.7 }, { max_concurrency: 8, median_tpot_ms: 23.1 }] } });
+    const exact = buildBudget({
+      profile,
+      macro: {
+        runId: 'm',
+        levels: [
+          { max_concurrency: 1, median_tpot_ms: 21.7 },
+          { max_concurrency: 8, median_tpot_ms: 23.1 },
+        ],
+      },
+    });
     assert.equal(exact.measured.tpot!.median_ms, 23.1);
     assert.equal(exact.caveats.length, 0);
-    const near = buildBudget({ profile, macro: { runId: 'm', levels: [{ max_concurrency: 1, median_tpot_ms: 21.7 }, { max_concurrency: 16, median_tpot_ms: 24.9 }] } });
+    const near = buildBudget({
+      profile,
+      macro: {
+        runId: 'm',
+        levels: [
+          { max_concurrency: 1, median_tpot_ms: 21.7 },
+          { max_concurrency: 16, median_tpot_ms: 24.9 },
+        ],
+      },
+    });
     assert.equal(near.measured.tpot!.concurrency, 16);
     assert.match(near.caveats.join('\n'), /no level at concurrency 8; its nearest, 16, stands in/);
   });
@@ -153,10 +188,13 @@ describe('decode-step budget', () => {
     assert.match(b.readings.join('\n'), /21\.70 ms per token \(46\.1 tok\/s per stream\)/);
   });
 
-  it('without a profile, draws micro\'s parts and what micro leaves unexplained of the served TPOT', () => {
+  it("without a profile, draws micro's parts and what micro leaves unexplained of the served TPOT", () => {
     const b = buildBudget({ macro: macro(21.7), micro: microResult() });
     const parts = b.view.bars.filter((x) => x.kind === 'part');
-    assert.deepEqual(parts.map((p) => p.source), parts.map(() => 'micro'));
+    assert.deepEqual(
+      parts.map((p) => p.source),
+      parts.map(() => 'micro'),
+    );
     const unpredicted = b.view.bars.find((x) => x.key === 'unpredicted')!;
     assert.ok(Math.abs(unpredicted.base_ms + unpredicted.ms - 21.7) < 1e-9);
   });
@@ -164,7 +202,10 @@ describe('decode-step budget', () => {
   it('gives the waterfall bars that stack to the step, and a gap bar from the step to the TPOT', () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, macro: macro(22.0), micro: microResult() });
     const bars = b.view.bars;
-    assert.deepEqual(bars.slice(0, 3).map((x) => x.key), ['tpot', 'host_gap', 'step']);
+    assert.deepEqual(
+      bars.slice(0, 3).map((x) => x.key),
+      ['tpot', 'host_gap', 'step'],
+    );
     const parts = bars.filter((x) => x.kind === 'part');
     for (let i = 1; i < parts.length; i++) assert.ok(Math.abs(parts[i].base_ms - (parts[i - 1].base_ms + parts[i - 1].ms)) < 1e-9);
     const last = parts[parts.length - 1];
@@ -187,7 +228,10 @@ describe('decode-step budget', () => {
     const update = budgetFindings(b);
     assert.equal(update.heading, 'Decode-step budget at batch 1');
     assert.equal((placeOf(update.sectionId) as { title?: string }).title, 'Where the milliseconds go');
-    assert.deepEqual(update.tables.map((t) => t.id), ['budget-totals', 'budget-categories', 'budget-missing']);
+    assert.deepEqual(
+      update.tables.map((t) => t.id),
+      ['budget-totals', 'budget-categories', 'budget-missing'],
+    );
     const md = renderMarkdownTable(update.tables[1]);
     assert.match(md, /\| all-reduce +\| +11\.170 \| +51\.5 \| +4\.920 \| +6\.250 \|/);
     assert.match(update.lines.join('\n'), /^All-reduce takes 11\.17 ms/);
@@ -206,14 +250,20 @@ describe('decode-step budget', () => {
 
 describe('reading micro curves between measured sizes', () => {
   it('interpolates all-reduce time log-log between sizes, holds below the range and scales above it', () => {
-    const pts = [{ x: 1024, y: 10 }, { x: 4096, y: 40 }];
+    const pts = [
+      { x: 1024, y: 10 },
+      { x: 4096, y: 40 },
+    ];
     assert.equal(readSizeCurve(pts, 2048)!.value.toFixed(6), (20).toFixed(6));
     assert.deepEqual(readSizeCurve(pts, 512), { value: 10, where: 'below' });
     assert.deepEqual(readSizeCurve(pts, 8192), { value: 80, where: 'above' });
   });
 
   it('interpolates GEMM time linearly in M and holds the nearest M outside the range', () => {
-    const pts = [{ x: 1, y: 3 }, { x: 8, y: 6.5 }];
+    const pts = [
+      { x: 1, y: 3 },
+      { x: 8, y: 6.5 },
+    ];
     assert.equal(readLinearCurve(pts, 4)!.value, 3 + (3 / 7) * 3.5);
     assert.equal(readLinearCurve(pts, 64)!.value, 6.5);
   });
@@ -238,7 +288,7 @@ describe('budget inputs from phase results', () => {
     assert.equal(input.model?.name, 'kimi-k2.5', 'a model name with a preset gives the structure');
   });
 
-  it('reads the micro agent\'s result: flat points, graph all-reduce times preferred, the model\'s shapes and counts', () => {
+  it("reads the micro agent's result: flat points, graph all-reduce times preferred, the model's shapes and counts", () => {
     // Field names as agent/infbench_agent/micro.py writes them (`us`, `bytes`, `mode`, `per_step`).
     const input = microInputFrom('m', {
       device: { name: 'NVIDIA H200', kind: 'gpu' },
@@ -258,7 +308,11 @@ describe('budget inputs from phase results', () => {
         { kind: 'peak', what: 'copy', tbps: 4.3 },
       ],
     });
-    assert.deepEqual(input.allreduce.map((p) => p.time_us), [12], 'CUDA-graph all-reduce times, as vLLM decodes');
+    assert.deepEqual(
+      input.allreduce.map((p) => p.time_us),
+      [12],
+      'CUDA-graph all-reduce times, as vLLM decodes',
+    );
     assert.equal(input.gemm[0].time_us, 6.5);
     assert.equal(input.world_size, 8);
     assert.equal(input.gpu, 'NVIDIA H200');
@@ -272,7 +326,14 @@ describe('budget inputs from phase results', () => {
   });
 
   it('reads a breakdown given in milliseconds per category and fills idle from the step', () => {
-    const p = profileInputFrom('p', { step_ms: 10, categories: [{ category: 'gemm', ms: 6 }, { category: 'attention', ms: 3 }], batch: 2 })!;
+    const p = profileInputFrom('p', {
+      step_ms: 10,
+      categories: [
+        { category: 'gemm', ms: 6 },
+        { category: 'attention', ms: 3 },
+      ],
+      batch: 2,
+    })!;
     assert.equal(p.batch, 2);
     assert.equal(p.by_category_ms.idle, 1);
   });

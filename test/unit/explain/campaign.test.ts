@@ -7,7 +7,14 @@ import { PhaseName, RunFolder } from '../../../src/core/runs/runFolder';
 
 const ws = () => mkdtempSync(join(tmpdir(), 'ib-explain-'));
 
-function run(workspace: string, phase: PhaseName, at: string, result: unknown, status: 'completed' | 'failed' = 'completed', options: Record<string, unknown> = {}): RunFolder {
+function run(
+  workspace: string,
+  phase: PhaseName,
+  at: string,
+  result: unknown,
+  status: 'completed' | 'failed' = 'completed',
+  options: Record<string, unknown> = {},
+): RunFolder {
   const r = RunFolder.create(workspace, phase, 'sim', options, new Date(at));
   if (result !== undefined) r.writeResult(result);
   r.finish(status);
@@ -15,7 +22,11 @@ function run(workspace: string, phase: PhaseName, at: string, result: unknown, s
 }
 
 const macroResult = (tpot: number) => ({ levels: [{ max_concurrency: 1, request_rate: null, completed: 8, median_tpot_ms: tpot, mean_tpot_ms: tpot }] });
-const profileResult = { ranks: [{ rank: 0, step_us: 20_000, by_category: { 'all-reduce': 10_000, gemm: 6_000, idle: 4_000 } }], categories: ['all-reduce', 'gemm', 'idle'], kernels: [] };
+const profileResult = {
+  ranks: [{ rank: 0, step_us: 20_000, by_category: { 'all-reduce': 10_000, gemm: 6_000, idle: 4_000 } }],
+  categories: ['all-reduce', 'gemm', 'idle'],
+  kernels: [],
+};
 
 describe('choosing the runs a budget is built from', () => {
   it('takes the newest completed run of each phase, skipping failed ones and runs without a result', () => {
@@ -45,7 +56,12 @@ describe('choosing the runs a budget is built from', () => {
 
   it('sets the profile beside the newest macro run that ran its batch, not merely the newest macro run', () => {
     const w = ws();
-    const sweep = run(w, 'macro', '2026-12-01T10:00:00Z', { levels: [{ max_concurrency: 4, completed: 16, median_tpot_ms: 22.3 }, { max_concurrency: 16, completed: 64, median_tpot_ms: 24.7 }] });
+    const sweep = run(w, 'macro', '2026-12-01T10:00:00Z', {
+      levels: [
+        { max_concurrency: 4, completed: 16, median_tpot_ms: 22.3 },
+        { max_concurrency: 16, completed: 64, median_tpot_ms: 24.7 },
+      ],
+    });
     run(w, 'macro', '2026-12-01T11:00:00Z', macroResult(21.7));
     run(w, 'profile', '2026-12-01T12:00:00Z', { ...profileResult, capture: { workload: { concurrency: 4 } } });
     const chosen = selectRuns(w);
@@ -61,7 +77,10 @@ describe('choosing the runs a budget is built from', () => {
     const old = run(w, 'macro', '2026-12-01T10:00:00Z', macroResult(21));
     const other = run(w, 'macro', '2026-12-01T11:00:00Z', macroResult(22));
     assert.equal(selectRuns(w, [old.info.id]).macro?.info.id, old.info.id);
-    assert.throws(() => selectRuns(w, [old.info.id, other.info.id]), (e: Error) => e instanceof ExplainError && /names two macro runs/.test(e.message));
+    assert.throws(
+      () => selectRuns(w, [old.info.id, other.info.id]),
+      (e: Error) => e instanceof ExplainError && /names two macro runs/.test(e.message),
+    );
     assert.throws(() => selectRuns(w, ['2025-nothing']), /No run "2025-nothing"/);
   });
 
@@ -74,16 +93,22 @@ describe('choosing the runs a budget is built from', () => {
     return r;
   };
 
-  it('never sets one target\'s macro run beside another target\'s profile, and names the missing phase for this target', () => {
+  it("never sets one target's macro run beside another target's profile, and names the missing phase for this target", () => {
     const w = ws();
     const real = onTarget(w, 'macro', '2026-12-01T10:00:00Z', { ...macroResult(20), server: { model: 'llama' } }, 'box', 'http://127.0.0.1:8000');
-    const sim = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'kimi-sim', simulated: true }, 'sim', 'http://127.0.0.1:9000', { concurrency: 1 });
+    const sim = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'kimi-sim', simulated: true }, 'sim', 'http://127.0.0.1:9000', {
+      concurrency: 1,
+    });
 
     const forBox = explainRuns(selectRuns(w, undefined, { target: 'box' }));
     assert.equal(forBox.runs.macro, real.info.id);
-    assert.equal(forBox.runs.profile, undefined, 'the simulator\'s profile belongs to another target');
+    assert.equal(forBox.runs.profile, undefined, "the simulator's profile belongs to another target");
     assert.deepEqual(forBox.scope, { target: 'box', url: 'http://127.0.0.1:8000', model: 'llama' });
-    assert.equal(forBox.gaps.find((g) => g.key === 'host_overhead'), undefined, 'no TPOT-vs-step gap across servers');
+    assert.equal(
+      forBox.gaps.find((g) => g.key === 'host_overhead'),
+      undefined,
+      'no TPOT-vs-step gap across servers',
+    );
     assert.doesNotMatch(forBox.readings.join('\n'), /profiler slowed/);
     const profileHole = forBox.missing.find((m) => m.phase === 'profile')!;
     assert.equal(profileHole.command, 'infbench profile --target box --url http://127.0.0.1:8000 --concurrency 1');
@@ -95,7 +120,10 @@ describe('choosing the runs a budget is built from', () => {
     assert.equal(newest.scope?.target, 'sim');
     assert.equal(newest.runs.macro, undefined);
     assert.equal(newest.simulated, true);
-    assert.deepEqual(newest.missing.map((m) => m.phase), ['macro', 'micro']);
+    assert.deepEqual(
+      newest.missing.map((m) => m.phase),
+      ['macro', 'micro'],
+    );
     assert.match(newest.view.missing[0].action, /Run Macro Phase on sim/);
   });
 
@@ -103,14 +131,22 @@ describe('choosing the runs a budget is built from', () => {
     const w = ws();
     const macro8000 = onTarget(w, 'macro', '2026-12-01T10:00:00Z', { ...macroResult(20), server: { model: 'llama' } }, 'box', 'http://127.0.0.1:8000');
     onTarget(w, 'macro', '2026-12-01T10:30:00Z', { ...macroResult(30), server: { model: 'qwen' } }, 'box', 'http://127.0.0.1:8000');
-    const profile9000 = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:9000', { concurrency: 1 });
+    const profile9000 = onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:9000', {
+      concurrency: 1,
+    });
     const b = explainRuns(selectRuns(w));
     assert.equal(b.scope?.url, 'http://127.0.0.1:9000');
     assert.equal(b.runs.macro, undefined, 'both macro runs measured the server on port 8000');
-    assert.throws(() => selectRuns(w, [macro8000.info.id, profile9000.info.id]),
-      (e: Error) => e instanceof ExplainError && /--runs mixes servers: profile run .* measured server http:\/\/127\.0\.0\.1:9000, not http:\/\/127\.0\.0\.1:8000/.test(e.message));
+    assert.throws(
+      () => selectRuns(w, [macro8000.info.id, profile9000.info.id]),
+      (e: Error) =>
+        e instanceof ExplainError &&
+        /--runs mixes servers: profile run .* measured server http:\/\/127\.0\.0\.1:9000, not http:\/\/127\.0\.0\.1:8000/.test(e.message),
+    );
     // Same URL, another model served there later: the older llama run is the one that matches.
-    const llamaProfile = onTarget(w, 'profile', '2026-12-01T12:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:8000', { concurrency: 1 });
+    const llamaProfile = onTarget(w, 'profile', '2026-12-01T12:00:00Z', { ...profileResult, model: 'llama' }, 'box', 'http://127.0.0.1:8000', {
+      concurrency: 1,
+    });
     const same = explainRuns(selectRuns(w));
     assert.equal(same.runs.profile, llamaProfile.info.id);
     assert.equal(same.runs.macro, macro8000.info.id, 'the newer macro run measured qwen, not llama');
@@ -119,10 +155,18 @@ describe('choosing the runs a budget is built from', () => {
 
   it('takes no TPOT from a level that was cut short', () => {
     const w = ws();
-    onTarget(w, 'macro', '2026-12-01T10:00:00Z', { levels: [
-      { max_concurrency: 1, completed: 8, median_tpot_ms: 20 },
-      { max_concurrency: 4, completed: 3, median_tpot_ms: 99, partial: true },
-    ] }, 'box');
+    onTarget(
+      w,
+      'macro',
+      '2026-12-01T10:00:00Z',
+      {
+        levels: [
+          { max_concurrency: 1, completed: 8, median_tpot_ms: 20 },
+          { max_concurrency: 4, completed: 3, median_tpot_ms: 99, partial: true },
+        ],
+      },
+      'box',
+    );
     onTarget(w, 'profile', '2026-12-01T11:00:00Z', { ...profileResult, capture: { workload: { concurrency: 4 } } }, 'box');
     const b = explainRuns(selectRuns(w));
     assert.equal(b.measured.tpot?.concurrency, 1, 'the cut c=4 level does not stand for batch 4');
@@ -134,8 +178,14 @@ describe('choosing the runs a budget is built from', () => {
     const w = ws();
     run(w, 'profile', '2026-12-01T09:00:00Z', profileResult, 'completed', { concurrency: 1 });
     const view = budgetViewForWorkspace(w)!;
-    assert.deepEqual(view.bars.map((b) => b.key), ['step', 'allreduce', 'gemm', 'idle']);
-    assert.deepEqual(view.missing.map((m) => m.phase), ['macro', 'micro']);
+    assert.deepEqual(
+      view.bars.map((b) => b.key),
+      ['step', 'allreduce', 'gemm', 'idle'],
+    );
+    assert.deepEqual(
+      view.missing.map((m) => m.phase),
+      ['macro', 'micro'],
+    );
   });
 
   it('reports a profile result with no decode-step breakdown instead of inventing one', () => {

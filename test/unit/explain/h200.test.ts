@@ -13,7 +13,10 @@ const MICRO = join(__dirname, '..', '..', 'fixtures', 'explain');
 
 /** The result event of an agent event log. */
 function agentResult(file: string): Record<string, unknown> {
-  const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; result?: Record<string, unknown> });
+  const lines = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; result?: Record<string, unknown> });
   return lines.find((e) => e.type === 'result')!.result!;
 }
 
@@ -38,7 +41,7 @@ const CAPTURED_LLAMA: ModelStructure = {
 };
 
 describe('decode-step budget on real H200 captures', () => {
-  it('predicts the traced step\'s GEMM time from micro\'s isolated GEMMs to within 5%', async () => {
+  it("predicts the traced step's GEMM time from micro's isolated GEMMs to within 5%", async () => {
     const breakdown = await analyzeTraceFiles([join(TRACES, 'llama_cudagraph_decode.pt.trace.json.gz')]);
     const profile = profileInputFrom('llama-trace', breakdown, { concurrency: 4 })!;
     const micro = microInputFrom('llama-micro', agentResult(join(MICRO, 'micro-llama-h200.jsonl')));
@@ -49,8 +52,20 @@ describe('decode-step budget on real H200 captures', () => {
     // 17 GEMMs per step at M = 4 (plus cuBLAS split-K reductions in the trace), ~0.19 ms on both sides.
     assert.ok(gemm.profiled_ms! > 0.15 && gemm.profiled_ms! < 0.25, `traced GEMM ${gemm.profiled_ms} ms per step`);
     const rel = Math.abs(gemm.gap_ms!) / gemm.profiled_ms!;
-    assert.ok(rel < 0.05, `micro predicts ${gemm.predicted_ms!.toFixed(4)} ms, the trace shows ${gemm.profiled_ms!.toFixed(4)} ms (${(rel * 100).toFixed(1)}% apart)`);
-    assert.deepEqual(gemm.terms!.map((t) => [t.name, t.calls, t.m]), [['qkv', 4, 4], ['o_proj', 4, 4], ['gate_up', 4, 4], ['down', 4, 4], ['lm_head', 1, 4]]);
+    assert.ok(
+      rel < 0.05,
+      `micro predicts ${gemm.predicted_ms!.toFixed(4)} ms, the trace shows ${gemm.profiled_ms!.toFixed(4)} ms (${(rel * 100).toFixed(1)}% apart)`,
+    );
+    assert.deepEqual(
+      gemm.terms!.map((t) => [t.name, t.calls, t.m]),
+      [
+        ['qkv', 4, 4],
+        ['o_proj', 4, 4],
+        ['gate_up', 4, 4],
+        ['down', 4, 4],
+        ['lm_head', 1, 4],
+      ],
+    );
     assert.match(gemm.prediction!, /^M = 4: 17 GEMMs over 5 shapes, most in gate_up 4 x \d+\.\d us$/);
     assert.ok(!b.rows.some((r) => r.key === 'allreduce'), 'no tensor parallelism, no all-reduce row');
     assert.ok(!b.caveats.some((c) => /all-reduce/.test(c)));
@@ -64,7 +79,7 @@ describe('decode-step budget on real H200 captures', () => {
     assert.ok(Math.abs(total - profile.step_ms) < 1e-6);
   });
 
-  it('names the eager trace\'s idle time as more than launch overhead, from the same micro run', async () => {
+  it("names the eager trace's idle time as more than launch overhead, from the same micro run", async () => {
     const breakdown = await analyzeTraceFiles([join(TRACES, 'llama_eager_decode.pt.trace.json.gz')]);
     const profile = profileInputFrom('llama-eager', breakdown, { concurrency: 4 })!;
     const micro = microInputFrom('llama-micro', agentResult(join(MICRO, 'micro-llama-h200.jsonl')));
@@ -78,7 +93,7 @@ describe('decode-step budget on real H200 captures', () => {
     assert.ok(Math.abs(gemm.gap_ms!) / gemm.profiled_ms! < 0.05);
   });
 
-  it('says when micro timed a fallback kernel instead of the server\'s (no vLLM, so no Marlin)', () => {
+  it("says when micro timed a fallback kernel instead of the server's (no vLLM, so no Marlin)", () => {
     const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
     assert.equal(micro.model?.name, 'kimi-k2.5');
     assert.equal(micro.model?.layers, 61);

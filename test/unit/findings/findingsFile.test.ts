@@ -13,8 +13,8 @@ function recordingLog(): Logger & { lines: string[] } {
   return { lines, trace: push('trace'), debug: push('debug'), info: push('info'), warn: push('warn'), error: push('error') };
 }
 
-describe('findings document on disk (the CLI\'s sink)', () => {
-  it('creates the skeleton once, then keeps the user\'s edits made between updates', () => {
+describe("findings document on disk (the CLI's sink)", () => {
+  it("creates the skeleton once, then keeps the user's edits made between updates", () => {
     const dir = mkdtempSync(join(tmpdir(), 'ib-findings-'));
     const path = join(dir, 'k25b6000bench1.md');
     const doc = new FindingsFile(path, recordingLog(), () => new Date('2026-12-01T10:00:00Z'));
@@ -33,7 +33,7 @@ describe('findings document on disk (the CLI\'s sink)', () => {
     assert.deepEqual(readdirSync(dir), ['k25b6000bench1.md'], 'no temp file is left behind');
   });
 
-  it('writes through a symlink and keeps the file\'s permissions', () => {
+  it("writes through a symlink and keeps the file's permissions", () => {
     const dir = mkdtempSync(join(tmpdir(), 'ib-findings-'));
     const real = join(dir, 'real.md');
     writeFileSync(real, '# Mine\n\n## Macro\n\n');

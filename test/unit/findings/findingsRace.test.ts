@@ -59,7 +59,7 @@ cycle();
 describe('findings document on disk while another program saves it', function () {
   this.timeout(60_000);
 
-  it('never replaces the user\'s document with a read that caught an editor mid-save', async () => {
+  it("never replaces the user's document with a read that caught an editor mid-save", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
     const path = join(dir, 'doc.md');
     writeFileSync(path, USER_DOC);
@@ -105,7 +105,7 @@ describe('findings document on disk while another program saves it', function ()
     assert.deepEqual(readdirSync(dir), ['doc.md']);
   });
 
-  it('does not take a document emptied a moment ago as the user\'s intent', () => {
+  it("does not take a document emptied a moment ago as the user's intent", () => {
     const dir = mkdtempSync(join(tmpdir(), 'ib-findings-empty-'));
     const path = join(dir, 'doc.md');
     writeFileSync(path, USER_DOC);

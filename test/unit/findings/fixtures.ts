@@ -19,7 +19,10 @@ export function macroUpdate(rows: number, sectionId = 'macro-2026-12-01_10-00-00
   return {
     sectionId,
     heading: 'Macro run 2026-12-01 10:00 UTC (simulator)',
-    lines: ['Single-stream decode 57.1 tok/s at c=1.', 'Target local · server simulator 1.0 · run folder `.inference-bench/runs/2026-12-01_10-00-00-000-macro`'],
+    lines: [
+      'Single-stream decode 57.1 tok/s at c=1.',
+      'Target local · server simulator 1.0 · run folder `.inference-bench/runs/2026-12-01_10-00-00-000-macro`',
+    ],
     tables: [table],
   };
 }
@@ -33,8 +36,16 @@ export function profileUpdate(sectionId = 'profile-2026-12-01_11-00-00-000'): Fi
       {
         id: 'breakdown',
         title: 'Decode step by category',
-        columns: [{ key: 'cat', label: 'category', align: 'left' }, { key: 'ms', label: 'ms / step' }, { key: 'pct', label: '% of step', digits: 1 }],
-        rows: [{ cat: 'all-reduce', ms: 11.17, pct: 51.5 }, { cat: 'MoE GEMM', ms: 6.2, pct: 28.6 }, { cat: 'idle', ms: 1.1, pct: 5.1 }],
+        columns: [
+          { key: 'cat', label: 'category', align: 'left' },
+          { key: 'ms', label: 'ms / step' },
+          { key: 'pct', label: '% of step', digits: 1 },
+        ],
+        rows: [
+          { cat: 'all-reduce', ms: 11.17, pct: 51.5 },
+          { cat: 'MoE GEMM', ms: 6.2, pct: 28.6 },
+          { cat: 'idle', ms: 1.1, pct: 5.1 },
+        ],
       },
     ],
   };

@@ -34,8 +34,14 @@ describe('markdown tables for the findings document', () => {
     const table: ResultTable = {
       id: 't',
       title: 'Top kernels',
-      columns: [{ key: 'name', label: 'kernel', align: 'left' }, { key: 'ms', label: 'ms' }],
-      rows: [{ name: 'a|b kernel', ms: 1.5 }, { name: 'line\nbreak', ms: 2 }],
+      columns: [
+        { key: 'name', label: 'kernel', align: 'left' },
+        { key: 'ms', label: 'ms' },
+      ],
+      rows: [
+        { name: 'a|b kernel', ms: 1.5 },
+        { name: 'line\nbreak', ms: 2 },
+      ],
     };
     const html = new MarkdownIt().render(renderMarkdownTable(table));
     assert.match(html, /<td>a\|b kernel<\/td>/);
@@ -52,19 +58,33 @@ describe('markdown tables for the findings document', () => {
     const table: ResultTable = {
       id: 't',
       title: 'Kernels',
-      columns: [{ key: 'name', label: 'category', align: 'left' }, { key: 'ms', label: 'ms / step' }],
-      rows: [{ name: '注意力', ms: 1.25 }, { name: 'all-reduce 🚀', ms: 11.17 }, { name: 'café', ms: 0.5 }],
+      columns: [
+        { key: 'name', label: 'category', align: 'left' },
+        { key: 'ms', label: 'ms / step' },
+      ],
+      rows: [
+        { name: '注意力', ms: 1.25 },
+        { name: 'all-reduce 🚀', ms: 11.17 },
+        { name: 'café', ms: 0.5 },
+      ],
     };
     const lines = renderMarkdownTable(table).split('\n');
     const widths = lines.map(displayWidth);
-    assert.ok(widths.every((w) => w === widths[0]), `rows of unequal display width: ${widths.join(', ')}`);
+    assert.ok(
+      widths.every((w) => w === widths[0]),
+      `rows of unequal display width: ${widths.join(', ')}`,
+    );
   });
 
   it('left-aligns text columns when the table does not say, and keeps a column still empty on the right', () => {
     const table: ResultTable = {
       id: 't',
       title: '',
-      columns: [{ key: 'k', label: 'kind' }, { key: 'v', label: 'value' }, { key: 'cpu', label: 'CPU' }],
+      columns: [
+        { key: 'k', label: 'kind' },
+        { key: 'v', label: 'value' },
+        { key: 'cpu', label: 'CPU' },
+      ],
       rows: [{ k: 'gemm', v: 3, cpu: null }],
     };
     const lines = renderMarkdownTable(table).split('\n');

@@ -15,17 +15,55 @@ const STEPS = 30;
 const SECTION_IDS = ['macro-r1', 'macro-r2', 'micro-r1', 'profile-r1', 'budget-r1', 'campaign', 'other-r1'];
 
 const USER_LINES = [
-  '# Findings: k25b6000bench1', '## Macro: serving benchmark', '## Micro', '## Profiler', '## Where the milliseconds go', '## Notes',
-  '### my subsection', 'Title', '=====', 'Sub', '---', '', '', '', '   ', 'Plain prose about TPOT.', '注意力 kernels 🚀 café e\u0301',
-  '| a | b |', '| - | - |', '| 1 | 2 |', '```', '## Macro inside a fence?', '> quoted', '- item', '<!-- a comment of my own -->',
-  '<!-- inference-bench:end id=macro-r1 -->', '<!-- inference-bench:begin id=macro-r2 v=1 hash=000000000000 -->', 'tab\there',
+  '# Findings: k25b6000bench1',
+  '## Macro: serving benchmark',
+  '## Micro',
+  '## Profiler',
+  '## Where the milliseconds go',
+  '## Notes',
+  '### my subsection',
+  'Title',
+  '=====',
+  'Sub',
+  '---',
+  '',
+  '',
+  '',
+  '   ',
+  'Plain prose about TPOT.',
+  '注意力 kernels 🚀 café e\u0301',
+  '| a | b |',
+  '| - | - |',
+  '| 1 | 2 |',
+  '```',
+  '## Macro inside a fence?',
+  '> quoted',
+  '- item',
+  '<!-- a comment of my own -->',
+  '<!-- inference-bench:end id=macro-r1 -->',
+  '<!-- inference-bench:begin id=macro-r2 v=1 hash=000000000000 -->',
+  'tab\there',
 ];
 const SNIPPETS = ['x', 'hello ', '\n', '\r\n', '\n\n', '## Macro\n', '## Notes\n', '👍🏽', 'ü', '| 9 |', '```\n', '<!--', '-->', ' ', '\t'];
-const PROSE = ['Decode 57.1 tok/s at c=1.', 'all-reduce 51.5% of a step', '🚀 fast', '| pipe | in prose |', 'ünïcödé', '`code` and **bold**', '<!-- inference-bench:end id=macro-r1 -->'];
+const PROSE = [
+  'Decode 57.1 tok/s at c=1.',
+  'all-reduce 51.5% of a step',
+  '🚀 fast',
+  '| pipe | in prose |',
+  'ünïcödé',
+  '`code` and **bold**',
+  '<!-- inference-bench:end id=macro-r1 -->',
+];
 
 function randomTable(rng: Random): ResultTable {
-  const columns = [{ key: 'name', label: rng.pick(['kernel', 'category', '名前']), align: 'left' as const }, { key: 'ms', label: 'ms', digits: rng.int(4) }];
-  const rows = Array.from({ length: rng.int(5) }, () => ({ name: rng.pick(['gemm', 'all|reduce', '注意力', 'idle 😴', '']), ms: rng.chance(0.1) ? null : rng.next() * 100 }));
+  const columns = [
+    { key: 'name', label: rng.pick(['kernel', 'category', '名前']), align: 'left' as const },
+    { key: 'ms', label: 'ms', digits: rng.int(4) },
+  ];
+  const rows = Array.from({ length: rng.int(5) }, () => ({
+    name: rng.pick(['gemm', 'all|reduce', '注意力', 'idle 😴', '']),
+    ms: rng.chance(0.1) ? null : rng.next() * 100,
+  }));
   return { id: `t${rng.int(3)}`, title: rng.pick(['Top kernels', 'By size', '']), columns, rows, note: rng.chance(0.3) ? 'simulator' : undefined };
 }
 
@@ -175,7 +213,9 @@ describe('findings document: randomized property', () => {
       const rng = new Random(seed);
       let text = randomDocument(rng);
       // The skeleton's campaign header is the tool's; a random document holds only the user's text.
-      let spans: Span[] = parseRegions(text).regions.filter((r) => r.intact).map((r) => ({ start: r.start, end: r.end }));
+      let spans: Span[] = parseRegions(text)
+        .regions.filter((r) => r.intact)
+        .map((r) => ({ start: r.start, end: r.end }));
       const written = new Set<string>();
       for (let step = 0; step < STEPS; step++) {
         const where = `seed ${seed}, step ${step} (replay: INFBENCH_FINDINGS_SEED=${seed} INFBENCH_FINDINGS_SCENARIOS=1)`;
@@ -188,7 +228,10 @@ describe('findings document: randomized property', () => {
         }
         const update = randomUpdate(rng);
         const before = text;
-        const result = applyFindingsUpdate(before, update, { now: new Date(Date.UTC(2026, 11, 1, 10, 0, step)), previouslyWritten: written.has(update.sectionId) });
+        const result = applyFindingsUpdate(before, update, {
+          now: new Date(Date.UTC(2026, 11, 1, 10, 0, step)),
+          previouslyWritten: written.has(update.sectionId),
+        });
         updates++;
         written.add(update.sectionId);
         assert.equal(applyTextEdits(before, result.edits), result.text, `edits do not produce the text, ${where}`);
@@ -204,12 +247,21 @@ describe('findings document: randomized property', () => {
         assert.equal(result.text.startsWith('\ufeff'), before.startsWith('\ufeff'), `the byte-order mark moved, ${where}`);
         spans = newSpans;
         // The update landed: an intact region of that id holds every row of every table.
-        const region = parseRegions(result.text).regions.filter((r) => r.id === markerId(update.sectionId) && r.intact).pop();
+        const region = parseRegions(result.text)
+          .regions.filter((r) => r.id === markerId(update.sectionId) && r.intact)
+          .pop();
         assert.ok(region, `no region for ${update.sectionId}, ${where}`);
-        assert.ok(spans.some((sp) => sp.start === region.start && sp.end === region.end), `the update landed outside the tool's spans, ${where}`);
+        assert.ok(
+          spans.some((sp) => sp.start === region.start && sp.end === region.end),
+          `the update landed outside the tool's spans, ${where}`,
+        );
         const content = result.text.slice(region.contentStart, region.contentEnd).replace(/\r\n/g, '\n');
         for (const table of update.tables) assert.ok(content.includes(renderMarkdownTable(table)), `a table is missing, ${where}`);
-        assert.deepEqual(applyFindingsUpdate(result.text, update, { now: new Date(Date.UTC(2026, 11, 1, 10, 0, step)), previouslyWritten: true }).edits, [], `not idempotent, ${where}`);
+        assert.deepEqual(
+          applyFindingsUpdate(result.text, update, { now: new Date(Date.UTC(2026, 11, 1, 10, 0, step)), previouslyWritten: true }).edits,
+          [],
+          `not idempotent, ${where}`,
+        );
         text = result.text;
       }
     }

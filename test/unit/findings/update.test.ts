@@ -8,7 +8,9 @@ const NOW = new Date('2026-12-01T10:00:05Z');
 const apply = (text: string, update = macroUpdate(1), previouslyWritten = false) => applyFindingsUpdate(text, update, { now: NOW, previouslyWritten });
 
 function regionText(text: string, sectionId: string, intact = true): string | undefined {
-  const r = parseRegions(text).regions.filter((x) => x.id === markerId(sectionId) && x.intact === intact).pop();
+  const r = parseRegions(text)
+    .regions.filter((x) => x.id === markerId(sectionId) && x.intact === intact)
+    .pop();
   return r && text.slice(r.contentStart, r.contentEnd);
 }
 
@@ -26,8 +28,14 @@ describe('findings document: writing updates', () => {
     assert.match(doc, /^# Findings: k25b6000bench1\n/);
     assert.match(doc, /\*\*Hardware:\*\* 8× NVIDIA H200/);
     const headings = doc.split('\n').filter((l) => l.startsWith('## '));
-    assert.deepEqual(headings, ['## Macro: serving benchmark', '## Micro: kernels and collectives', '## Profiler: one decode step', '## Where the milliseconds go', '## Notes']);
-    assert.equal(parseRegions(doc).regions.filter((r) => r.intact).length, 1, 'only the campaign header is the tool\'s');
+    assert.deepEqual(headings, [
+      '## Macro: serving benchmark',
+      '## Micro: kernels and collectives',
+      '## Profiler: one decode step',
+      '## Where the milliseconds go',
+      '## Notes',
+    ]);
+    assert.equal(parseRegions(doc).regions.filter((r) => r.intact).length, 1, "only the campaign header is the tool's");
   });
 
   it('fills the campaign header in when the probe reports, without touching the rest', () => {
@@ -37,7 +45,7 @@ describe('findings document: writing updates', () => {
     assert.equal(userText(text), userText(doc));
   });
 
-  it('puts a probe\'s environment under the campaign header, and a second target\'s after the first', () => {
+  it("puts a probe's environment under the campaign header, and a second target's after the first", () => {
     const doc = renderSkeleton('b.md');
     const probe = (name: string) => ({ sectionId: `probe-${name}`, heading: `Environment: ${name}`, lines: [`GPUs on ${name}`], tables: [] });
     const text = apply(apply(doc, probe('h200-a')).text, probe('h200-b')).text;
@@ -48,7 +56,7 @@ describe('findings document: writing updates', () => {
     assert.equal(userText(text), userText(doc));
   });
 
-  it('puts the first result at the end of its phase section, after the user\'s paragraph', () => {
+  it("puts the first result at the end of its phase section, after the user's paragraph", () => {
     const doc = renderSkeleton('b.md').replace('## Macro: serving benchmark\n\n', '## Macro: serving benchmark\n\nServer started with --max-num-seqs 256.\n\n');
     const { text, edits } = apply(doc);
     assert.equal(edits.length, 1);
@@ -101,7 +109,7 @@ describe('findings document: writing updates', () => {
     assert.equal(userText(again.text), userText(deleted));
   });
 
-  it('treats a region whose end marker was deleted as the user\'s text', () => {
+  it("treats a region whose end marker was deleted as the user's text", () => {
     const first = apply(renderSkeleton('b.md')).text;
     const broken = first.replace(/<!-- inference-bench:end id=macro[^\n]*\n/, '');
     const result = apply(broken, macroUpdate(2));

@@ -3,16 +3,27 @@ import { AGENT_SCHEMA_VERSION, AGENT_VERSION, HelloEvent, helloProblem } from '.
 import { AgentEventParser } from '../../../src/remote/eventStream';
 
 const hello = (over: Partial<HelloEvent> = {}): HelloEvent => ({
-  v: AGENT_SCHEMA_VERSION, t: 1, type: 'hello', agent_version: AGENT_VERSION, command: 'macro', pid: 1, python: '3.8.18', executable: '/usr/bin/python3', ...over,
+  v: AGENT_SCHEMA_VERSION,
+  t: 1,
+  type: 'hello',
+  agent_version: AGENT_VERSION,
+  command: 'macro',
+  pid: 1,
+  python: '3.8.18',
+  executable: '/usr/bin/python3',
+  ...over,
 });
 
-describe('the agent\'s hello, checked by the host', () => {
-  it('accepts this build\'s agent on the oldest Python it supports', () => {
+describe("the agent's hello, checked by the host", () => {
+  it("accepts this build's agent on the oldest Python it supports", () => {
     assert.equal(helloProblem(hello(), 'macro', 'python3 on gpu-box'), undefined);
   });
 
   it('names the interpreter and the flag when the Python is too old', () => {
-    assert.match(helloProblem(hello({ python: '3.7.16' }), 'macro', 'python3 on gpu-box') ?? '', /needs Python 3\.8 or newer; \/usr\/bin\/python3 is Python 3\.7\.16.*--python/);
+    assert.match(
+      helloProblem(hello({ python: '3.7.16' }), 'macro', 'python3 on gpu-box') ?? '',
+      /needs Python 3\.8 or newer; \/usr\/bin\/python3 is Python 3\.7\.16.*--python/,
+    );
   });
 
   it('says that another build answered when the agent version differs', () => {
@@ -22,10 +33,17 @@ describe('the agent\'s hello, checked by the host', () => {
   it('hands a hello of another schema version over instead of dropping it as noise', () => {
     const seen: unknown[] = [];
     const noise: string[] = [];
-    const parser = new AgentEventParser(() => assert.fail('not an event of this schema'), (l) => noise.push(l), (h) => seen.push(h));
+    const parser = new AgentEventParser(
+      () => assert.fail('not an event of this schema'),
+      (l) => noise.push(l),
+      (h) => seen.push(h),
+    );
     parser.push(`${JSON.stringify({ v: AGENT_SCHEMA_VERSION + 1, type: 'hello', agent_version: '9.0.0', python: '3.12.1' })}\n`);
     assert.equal(seen.length, 1);
-    assert.match(helloProblem(seen[0] as HelloEvent, 'probe', 'python3 on gpu-box') ?? '', new RegExp(`schema ${AGENT_SCHEMA_VERSION + 1} \\(agent 9\\.0\\.0\\), this build speaks schema ${AGENT_SCHEMA_VERSION}`));
+    assert.match(
+      helloProblem(seen[0] as HelloEvent, 'probe', 'python3 on gpu-box') ?? '',
+      new RegExp(`schema ${AGENT_SCHEMA_VERSION + 1} \\(agent 9\\.0\\.0\\), this build speaks schema ${AGENT_SCHEMA_VERSION}`),
+    );
     assert.equal(noise.length, 1);
   });
 });

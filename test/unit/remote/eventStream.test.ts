@@ -5,7 +5,10 @@ import { AgentEvent } from '../../../src/remote/agentProtocol';
 function collect() {
   const events: AgentEvent[] = [];
   const noise: string[] = [];
-  const parser = new AgentEventParser((e) => events.push(e), (n) => noise.push(n));
+  const parser = new AgentEventParser(
+    (e) => events.push(e),
+    (n) => noise.push(n),
+  );
   return { events, noise, parser };
 }
 
@@ -23,8 +26,13 @@ describe('agent event stream', () => {
 
   it('sets aside stray output and JSON that is not an event of this schema', () => {
     const { events, noise, parser } = collect();
-    parser.push('Loading weights...\n{"v":1,"type":"progress","t":1,"done":1,"total":2}\n{"not":"an event"}\n{"v":99,"type":"log"}\n{"v":1,"type":"log" BROKEN\n');
-    assert.deepEqual(events.map((e) => e.type), ['progress']);
+    parser.push(
+      'Loading weights...\n{"v":1,"type":"progress","t":1,"done":1,"total":2}\n{"not":"an event"}\n{"v":99,"type":"log"}\n{"v":1,"type":"log" BROKEN\n',
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['progress'],
+    );
     assert.equal(noise.length, 4);
   });
 
@@ -33,6 +41,9 @@ describe('agent event stream', () => {
     parser.push('{"v":1,"type":"done","t":1,"ok":true}');
     assert.equal(events.length, 0);
     parser.end();
-    assert.deepEqual(events.map((e) => e.type), ['done']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['done'],
+    );
   });
 });

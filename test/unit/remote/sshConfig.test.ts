@@ -25,46 +25,38 @@ describe('ssh config resolution', () => {
   const home = userInfo().homedir; // ssh takes ~ from the password database, not $HOME
   const dir = mkdtempSync(join(tmpdir(), 'ib-sshcfg-'));
   mkdirSync(join(dir, 'conf.d'));
-  writeFileSync(join(dir, 'conf.d', '10-lab.conf'), [
-    'Host lab-*',
-    '  User labuser',
-    '  Port 2200',
-    '  IdentityFile ~/.ssh/lab_key',
-    '',
-  ].join('\n'));
-  writeFileSync(join(dir, 'conf.d', '20-gpu.conf'), [
-    'Host gpu-included',
-    '  HostName 10.1.2.3',
-    '  ProxyJump bastion',
-    '',
-  ].join('\n'));
+  writeFileSync(join(dir, 'conf.d', '10-lab.conf'), ['Host lab-*', '  User labuser', '  Port 2200', '  IdentityFile ~/.ssh/lab_key', ''].join('\n'));
+  writeFileSync(join(dir, 'conf.d', '20-gpu.conf'), ['Host gpu-included', '  HostName 10.1.2.3', '  ProxyJump bastion', ''].join('\n'));
   const config = join(dir, 'config');
-  writeFileSync(config, [
-    `Include ${join(dir, 'conf.d', '*.conf')}`,
-    '',
-    'Host box',
-    '  HostName 10.0.0.5',
-    '  User alice',
-    '  Port 2222',
-    `  IdentityFile ${join(dir, 'id_box')}`,
-    `  IdentityFile ${join(dir, 'id_second')}`,
-    '  ProxyJump jump1,bob@jump2:2200',
-    '  ServerAliveInterval 15',
-    '  ServerAliveCountMax 4',
-    `  UserKnownHostsFile ${join(dir, 'kh1')} ${join(dir, 'kh2')}`,
-    `  IdentityAgent ${join(dir, 'agent.sock')}`,
-    '',
-    'Host *.prod !db.prod',
-    '  User produser',
-    '',
-    'Host lab-* *.prod',
-    '  ServerAliveInterval 30',
-    '  User ignored-because-first-wins',
-    '',
-    'Host *',
-    '  ConnectTimeout 7',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      `Include ${join(dir, 'conf.d', '*.conf')}`,
+      '',
+      'Host box',
+      '  HostName 10.0.0.5',
+      '  User alice',
+      '  Port 2222',
+      `  IdentityFile ${join(dir, 'id_box')}`,
+      `  IdentityFile ${join(dir, 'id_second')}`,
+      '  ProxyJump jump1,bob@jump2:2200',
+      '  ServerAliveInterval 15',
+      '  ServerAliveCountMax 4',
+      `  UserKnownHostsFile ${join(dir, 'kh1')} ${join(dir, 'kh2')}`,
+      `  IdentityAgent ${join(dir, 'agent.sock')}`,
+      '',
+      'Host *.prod !db.prod',
+      '  User produser',
+      '',
+      'Host lab-* *.prod',
+      '  ServerAliveInterval 30',
+      '  User ignored-because-first-wins',
+      '',
+      'Host *',
+      '  ConnectTimeout 7',
+      '',
+    ].join('\n'),
+  );
 
   const env = { SSH_AUTH_SOCK: '/agent/from/env' };
   for (const alias of ['box', 'lab-3', 'web.prod', 'db.prod', 'gpu-included', 'plain-host']) {
@@ -75,8 +67,16 @@ describe('ssh config resolution', () => {
       assert.equal(String(ours.port), ref.get('port'), 'port');
       assert.equal(ours.user, ref.get('user'), 'user');
       const refIdentities = (ref.get('identityfile') ?? '').split(' ').map((f) => f.replace(/^~\//, `${home}/`));
-      assert.deepEqual(ours.identityFiles.filter((f) => !f.endsWith('id_dsa')), refIdentities.filter((f) => !f.endsWith('id_dsa')), 'identityfile');
-      assert.equal(ours.proxyJump.map((j) => `${j.user ? `${j.user}@` : ''}${j.host}${j.port ? `:${j.port}` : ''}`).join(','), ref.get('proxyjump') ?? '', 'proxyjump');
+      assert.deepEqual(
+        ours.identityFiles.filter((f) => !f.endsWith('id_dsa')),
+        refIdentities.filter((f) => !f.endsWith('id_dsa')),
+        'identityfile',
+      );
+      assert.equal(
+        ours.proxyJump.map((j) => `${j.user ? `${j.user}@` : ''}${j.host}${j.port ? `:${j.port}` : ''}`).join(','),
+        ref.get('proxyjump') ?? '',
+        'proxyjump',
+      );
       assert.equal(String(ours.serverAliveInterval), ref.get('serveraliveinterval'), 'serveraliveinterval');
       assert.equal(String(ours.serverAliveCountMax), ref.get('serveralivecountmax'), 'serveralivecountmax');
       assert.equal(ours.userKnownHostsFiles.join(' '), ref.get('userknownhostsfile'), 'userknownhostsfile');

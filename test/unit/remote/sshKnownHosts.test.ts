@@ -53,7 +53,10 @@ describe('known_hosts checking', () => {
     assert.equal(check.status, 'changed');
     if (check.status !== 'changed') return;
     assert.equal(check.fingerprint, fingerprint(b.key.blob));
-    assert.deepEqual(check.known.map((k) => [k.fingerprint, k.file, k.line]), [[fingerprint(a.key.blob), file, 2]]);
+    assert.deepEqual(
+      check.known.map((k) => [k.fingerprint, k.file, k.line]),
+      [[fingerprint(a.key.blob), file, 2]],
+    );
   });
 
   it('refuses a key marked @revoked', () => {

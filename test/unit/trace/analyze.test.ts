@@ -36,7 +36,11 @@ function decodeStep(ar: number, annotation?: string, gapAfter = 500): StepSpec {
     ],
   };
 }
-const prefillStep = (annotation?: string): StepSpec => ({ annotation, gapAfter: 800, kernels: [{ name: 'sm90_xmma_gemm_bf16bf16_bf16f32', at: 0, dur: 1000 }] });
+const prefillStep = (annotation?: string): StepSpec => ({
+  annotation,
+  gapAfter: 800,
+  kernels: [{ name: 'sm90_xmma_gemm_bf16bf16_bf16f32', at: 0, dur: 1000 }],
+});
 
 function rankTrace(ar: number, rank: number, annotate: boolean, distributedInfoLast = false): string {
   const steps = [prefillStep(annotate ? 'execute_new_2_cached_0' : undefined)];
@@ -52,7 +56,9 @@ describe('trace breakdown on real H200 traces', () => {
   for (const name of ['llama_eager_decode', 'llama_cudagraph_decode']) {
     it(`${name}: every kernel's count and total time agree with torch's key_averages() (within 0.01%)`, async () => {
       const b = await analyzeTraceFiles([join(FIXTURES, `${name}.pt.trace.json.gz`)]);
-      const expected = JSON.parse(readFileSync(join(FIXTURES, `${name}.key_averages.json`), 'utf8')) as { events: { name: string; device_type: string; count: number; self_device_time_total_us: number }[] };
+      const expected = JSON.parse(readFileSync(join(FIXTURES, `${name}.key_averages.json`), 'utf8')) as {
+        events: { name: string; device_type: string; count: number; self_device_time_total_us: number }[];
+      };
       const ours = new Map(b.ranks[0].kernelTotals.map((k) => [k.name, k]));
       const annotations = /^(execute_new_\d+_cached_\d+|gpu_model_runner: forward)$/;
       let compared = 0;
@@ -66,7 +72,10 @@ describe('trace breakdown on real H200 traces', () => {
         }
         compared++;
         assert.equal(k.count, row.count, row.name);
-        assert.ok(Math.abs(k.totalMs * 1000 - row.self_device_time_total_us) <= 1e-4 * row.self_device_time_total_us, `${row.name}: ${k.totalMs * 1000} us vs ${row.self_device_time_total_us} us`);
+        assert.ok(
+          Math.abs(k.totalMs * 1000 - row.self_device_time_total_us) <= 1e-4 * row.self_device_time_total_us,
+          `${row.name}: ${k.totalMs * 1000} us vs ${row.self_device_time_total_us} us`,
+        );
       }
       assert.equal(compared, ours.size, 'a kernel in the breakdown that torch does not list');
       assert.ok(compared > 25);
@@ -121,7 +130,10 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
   });
 
   it('reads each rank from distributedInfo wherever it sits, and reports rank skew', () => {
-    assert.deepEqual(both.ranks.map((r) => r.rank), [0, 1]);
+    assert.deepEqual(
+      both.ranks.map((r) => r.rank),
+      [0, 1],
+    );
     assert.equal(both.ranks[1].worldSize, 2);
     assert.ok(both.skew);
     assert.equal(both.skew.slowestRank, 1);
@@ -131,7 +143,10 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
   it('averages categories over ranks and leads with the biggest one', () => {
     assert.ok(Math.abs(share(both.overall, 'all-reduce').msPerStep - 0.075) < 1e-9);
     assert.ok(Math.abs(share(both.overall, 'all-reduce').sharePct - (100 * 0.075) / 0.215) < 1e-9);
-    assert.equal(both.headline, `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% (0.100 ms) of a 0.215 ms decode step (2 ranks, 8 decode steps; steps from vLLM's step annotation)`);
+    assert.equal(
+      both.headline,
+      `gemm ${((100 * 0.1) / 0.215).toFixed(1)}% (0.100 ms) of a 0.215 ms decode step (2 ranks, 8 decode steps; steps from vLLM's step annotation)`,
+    );
     assert.ok(both.allReduce && Math.abs(both.allReduce.msPerStep - 0.075) < 1e-9);
     assert.equal(both.categoryOrder.at(-1), 'idle');
   });
@@ -196,13 +211,18 @@ describe('bad trace inputs', () => {
     const good = rankTrace(50, 0, true);
     // Python's json.dump writes NaN and Infinity as bare tokens; a huge exponent overflows to Infinity.
     const bad = ['NaN', 'Infinity', '-Infinity', '-5.0', '1e999']
-      .map((dur, i) => `{"ph":"X","cat":"kernel","name":"broken_kernel_${i}","pid":0,"tid":7,"ts":${1000 + i},"dur":${dur},"args":{"correlation":${900000 + i}}}`)
+      .map(
+        (dur, i) => `{"ph":"X","cat":"kernel","name":"broken_kernel_${i}","pid":0,"tid":7,"ts":${1000 + i},"dur":${dur},"args":{"correlation":${900000 + i}}}`,
+      )
       .join(',');
     const file = write('bad-times.json', good.replace(/"traceEvents": ?\[/, `"traceEvents": [${bad},`));
     for (const mode of ['auto', 'in-memory'] as const) {
       const b = await analyzeTraceFiles([file], { mode });
       const r = b.ranks[0];
-      assert.ok(r.warnings.some((w) => w.startsWith('5 event(s) with a non-finite or negative time')), r.warnings.join(' | '));
+      assert.ok(
+        r.warnings.some((w) => w.startsWith('5 event(s) with a non-finite or negative time')),
+        r.warnings.join(' | '),
+      );
       assert.ok(!r.kernelTotals.some((k) => k.name.startsWith('broken_kernel')), 'a broken event was counted');
       // Every figure, the warnings (which name what was wrong) aside.
       const figures = JSON.stringify({ ...b, ranks: b.ranks.map((x) => ({ ...x, warnings: [] })) });
@@ -238,7 +258,10 @@ describe('bad trace inputs', () => {
   });
 
   it('refuses JSON that is not a trace', async () => {
-    await assert.rejects(analyzeTraceFiles([write('config.json', '{"model": "x", "tensor_parallel_size": 8}')]), /no "traceEvents" array.*not a Chrome\/Kineto trace/);
+    await assert.rejects(
+      analyzeTraceFiles([write('config.json', '{"model": "x", "tensor_parallel_size": 8}')]),
+      /no "traceEvents" array.*not a Chrome\/Kineto trace/,
+    );
   });
 
   it('refuses a non-trace file in a worker too, naming the file', async () => {
@@ -247,7 +270,9 @@ describe('bad trace inputs', () => {
   });
 
   it('gives an empty breakdown with a reason for a trace without kernels', async () => {
-    const b = await analyzeTraceFiles([write('cpu-only.json', JSON.stringify({ traceEvents: [{ ph: 'X', cat: 'cpu_op', name: 'aten::mm', pid: 1, tid: 1, ts: 1, dur: 5 }] }))]);
+    const b = await analyzeTraceFiles([
+      write('cpu-only.json', JSON.stringify({ traceEvents: [{ ph: 'X', cat: 'cpu_op', name: 'aten::mm', pid: 1, tid: 1, ts: 1, dur: 5 }] })),
+    ]);
     assert.equal(b.headline, 'No decode steps found in the trace(s).');
     assert.equal(b.ranks[0].stepSource, 'none');
     assert.match(b.ranks[0].warnings.join(' '), /no GPU kernels/);

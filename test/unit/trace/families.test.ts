@@ -19,18 +19,24 @@ describe('kernel families', () => {
   const c = new KernelClassifier();
 
   it('sees flash attention inside cutlass names as attention, not GEMM', () => {
-    assert.equal(c.classify('void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<>>>>(flash::FlashAttnFwdSm90::Params)'), 'attention');
+    assert.equal(
+      c.classify('void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<>>>>(flash::FlashAttnFwdSm90::Params)'),
+      'attention',
+    );
     assert.equal(c.classify('cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_3_64x64x128_4x1x1_cga1x1x1_kernel0_0'), 'attention');
     assert.equal(c.classify('void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(Params)'), 'gemm');
   });
 
   it("counts vLLM's custom all-reduce as all-reduce, not compute", () => {
-    assert.equal(c.classify('void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)'), 'all-reduce');
+    assert.equal(
+      c.classify('void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)'),
+      'all-reduce',
+    );
     assert.equal(c.classify('void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(...)'), 'all-reduce');
     assert.equal(c.classify('void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<...>'), 'all-reduce');
   });
 
-  it('splits NCCL kernels by collective, all-reduce in the one all-reduce category with vLLM\'s custom kernels', () => {
+  it("splits NCCL kernels by collective, all-reduce in the one all-reduce category with vLLM's custom kernels", () => {
     assert.equal(c.classify('ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'all-reduce');
     assert.equal(c.classify('void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)'), 'all-reduce');
     assert.equal(c.classify('ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'nccl all-gather');
@@ -40,7 +46,10 @@ describe('kernel families', () => {
   });
 
   it('tells Marlin quantized GEMM and MoE kernels apart from plain GEMM', () => {
-    assert.equal(c.classify('void marlin::Marlin<256, 1, 8, 8, 4, 8, false>(int4 const*, int4 const*, int4*, int4 const*, int, int, int, int, int*)'), 'quantized gemm');
+    assert.equal(
+      c.classify('void marlin::Marlin<256, 1, 8, 8, 4, 8, false>(int4 const*, int4 const*, int4*, int4 const*, int, int, int, int, int*)'),
+      'quantized gemm',
+    );
     assert.equal(c.classify('void marlin_moe_wna16::Marlin<...>(...)'), 'moe gemm');
     assert.equal(c.classify('fused_moe_kernel'), 'moe gemm');
     assert.equal(c.classify('void vllm::moe::moe_align_block_size_kernel<int>(...)'), 'moe routing');
@@ -71,7 +80,10 @@ describe('kernel families', () => {
   });
 
   it("tries the user's families first and keeps their categories in the order", () => {
-    const custom = new KernelClassifier([{ category: 'all-reduce', pattern: 'my_ar_kernel' }, { category: 'sampler', pattern: 'sampling', flags: 'i' }]);
+    const custom = new KernelClassifier([
+      { category: 'all-reduce', pattern: 'my_ar_kernel' },
+      { category: 'sampler', pattern: 'sampling', flags: 'i' },
+    ]);
     assert.equal(custom.classify('void my_ar_kernel<8>()'), 'all-reduce');
     assert.equal(custom.classify('FlashInfer Top-P SAMPLING kernel'), 'sampler');
     assert.ok(custom.categoryOrder.indexOf('sampler') < custom.categoryOrder.indexOf('other'));
@@ -79,6 +91,9 @@ describe('kernel families', () => {
   });
 
   it('names the family and the setting when a user pattern is broken', () => {
-    assert.throws(() => new KernelClassifier([{ category: 'mine', pattern: '(unclosed' }]), /kernel family "mine" has an invalid pattern.*inferenceBench\.kernelFamilies/);
+    assert.throws(
+      () => new KernelClassifier([{ category: 'mine', pattern: '(unclosed' }]),
+      /kernel family "mine" has an invalid pattern.*inferenceBench\.kernelFamilies/,
+    );
   });
 });

@@ -27,14 +27,26 @@ export function kinetoTrace(steps: StepSpec[], opts: { rank?: number; worldSize?
     let end = t;
     const launches: object[] = [];
     const graphCorr = step.graph ? corr++ : -1;
-    if (step.graph) launches.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaGraphLaunch', pid: 1, tid: 1, ts: cpuStart + 1, dur: 5, args: { correlation: graphCorr } });
+    if (step.graph)
+      launches.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaGraphLaunch', pid: 1, tid: 1, ts: cpuStart + 1, dur: 5, args: { correlation: graphCorr } });
     step.kernels.forEach((k, i) => {
       const c = step.graph ? graphCorr : corr++;
-      if (!step.graph) launches.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: cpuStart + 1 + i, dur: 0.5, args: { correlation: c } });
-      events.push({ ph: 'X', cat: k.cat ?? 'kernel', name: k.name, pid: 0, tid: k.stream ?? 7, ts: t + k.at, dur: k.dur, args: { device: 0, stream: k.stream ?? 7, correlation: c } });
+      if (!step.graph)
+        launches.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: cpuStart + 1 + i, dur: 0.5, args: { correlation: c } });
+      events.push({
+        ph: 'X',
+        cat: k.cat ?? 'kernel',
+        name: k.name,
+        pid: 0,
+        tid: k.stream ?? 7,
+        ts: t + k.at,
+        dur: k.dur,
+        args: { device: 0, stream: k.stream ?? 7, correlation: c },
+      });
       end = Math.max(end, t + k.at + k.dur);
     });
-    if (step.annotation) events.push({ ph: 'X', cat: 'user_annotation', name: step.annotation, pid: 1, tid: 1, ts: cpuStart, dur: step.kernels.length + 10, args: {} });
+    if (step.annotation)
+      events.push({ ph: 'X', cat: 'user_annotation', name: step.annotation, pid: 1, tid: 1, ts: cpuStart, dur: step.kernels.length + 10, args: {} });
     events.push(...launches);
     t = end + step.gapAfter;
   }

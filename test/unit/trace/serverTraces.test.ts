@@ -15,7 +15,10 @@ interface Group {
   steps: number;
   gpuUsPerStep?: number;
 }
-const TRUTH = JSON.parse(readFileSync(join(DIR, 'truth.json'), 'utf8')) as Record<string, { gpuEvents: number; prefill?: Group; decode?: Group; mixed?: Group }>;
+const TRUTH = JSON.parse(readFileSync(join(DIR, 'truth.json'), 'utf8')) as Record<
+  string,
+  { gpuEvents: number; prefill?: Group; decode?: Group; mixed?: Group }
+>;
 
 const filesOf = (folder: string) =>
   readdirSync(join(DIR, folder))
@@ -37,9 +40,12 @@ function assertNamedSteps(r: RankBreakdown): void {
   assert.ok(Math.abs(ours - truth) <= 0.01 * truth, `${r.file}: ${ours.toFixed(1)} us of kernels per decode step vs ${truth} us`);
 }
 
-describe('decode steps on real traces in each server\'s shape (H200 captures)', function () {
+describe("decode steps on real traces in each server's shape (H200 captures)", function () {
   this.timeout(120_000);
-  const both: [string, 'auto' | 'in-memory'][] = [['streaming', 'auto'], ['in-memory', 'in-memory']];
+  const both: [string, 'auto' | 'in-memory'][] = [
+    ['streaming', 'auto'],
+    ['in-memory', 'in-memory'],
+  ];
 
   for (const [label, mode] of both) {
     describe(`read ${label}`, () => {
@@ -56,8 +62,11 @@ describe('decode steps on real traces in each server\'s shape (H200 captures)', 
         }
       });
 
-      it('sets the API server\'s CPU-only trace apart: never a rank, no GPU name, not in the skew', () => {
-        assert.deepEqual(vllm.ranks.map((r) => r.rank), [0, 1]);
+      it("sets the API server's CPU-only trace apart: never a rank, no GPU name, not in the skew", () => {
+        assert.deepEqual(
+          vllm.ranks.map((r) => r.rank),
+          [0, 1],
+        );
         assert.equal(vllm.frontEnd?.length, 1);
         assert.match(vllm.frontEnd![0].file, /\.async_llm\./);
         assert.equal(vllm.skew?.stepMsByRank.length, 2);
@@ -74,7 +83,10 @@ describe('decode steps on real traces in each server\'s shape (H200 captures)', 
       it('says the step is bound by the CPU when the GPU idles through most of it', () => {
         const idle = vllm.overall.categories.find((c) => c.category === 'idle')!;
         assert.ok(idle.sharePct > 50);
-        assert.match(vllm.headline, /^GPU idle \d+\.\d% of a [\d.]+ ms decode step: bound by the CPU and kernel launches \(\d+ kernels per step, launch call median [\d.]+ us\)/);
+        assert.match(
+          vllm.headline,
+          /^GPU idle \d+\.\d% of a [\d.]+ ms decode step: bound by the CPU and kernel launches \(\d+ kernels per step, launch call median [\d.]+ us\)/,
+        );
         assert.match(vllm.headline, /steps from vLLM's step annotation\)$/);
       });
 
@@ -106,11 +118,17 @@ describe('decode steps on real traces in each server\'s shape (H200 captures)', 
 
       it('finds each pass of two generate calls in one trace (two prefills), not one step per call', async () => {
         // The real capture twice, the second shifted past the first in time and correlation id.
-        const doc = JSON.parse(gunzipSync(readFileSync(join(DIR, 'generate', 'generate_eager.pt.trace.json.gz'))).toString('utf8')) as { traceEvents: Record<string, unknown>[] };
+        const doc = JSON.parse(gunzipSync(readFileSync(join(DIR, 'generate', 'generate_eager.pt.trace.json.gz'))).toString('utf8')) as {
+          traceEvents: Record<string, unknown>[];
+        };
         const span = Math.max(...doc.traceEvents.map((e) => (typeof e.ts === 'number' ? e.ts + (typeof e.dur === 'number' ? e.dur : 0) : 0)));
         const second = doc.traceEvents.map((e) => {
           const args = e.args as Record<string, unknown> | undefined;
-          return { ...e, ...(typeof e.ts === 'number' ? { ts: e.ts + span } : {}), ...(typeof args?.correlation === 'number' ? { args: { ...args, correlation: args.correlation + 10_000_000 } } : {}) };
+          return {
+            ...e,
+            ...(typeof e.ts === 'number' ? { ts: e.ts + span } : {}),
+            ...(typeof args?.correlation === 'number' ? { args: { ...args, correlation: args.correlation + 10_000_000 } } : {}),
+          };
         });
         const file = join(mkdtempSync(join(tmpdir(), 'ib-two-calls-')), 'two_generate_calls.json');
         writeFileSync(file, JSON.stringify({ ...doc, traceEvents: [...doc.traceEvents, ...second] }));

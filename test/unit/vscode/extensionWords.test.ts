@@ -6,26 +6,41 @@ import { inExtensionWords } from '../../../src/vscode/runs/extensionWords';
 // auth.py, src/core/explain/budget.ts), as a VS Code user would otherwise read them.
 const target: Target = { name: 'b6000', kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: '/opt/venv/bin/python' };
 
-describe('failures in the extension\'s words', () => {
+describe("failures in the extension's words", () => {
   it('turns "point --url at the server" into the target\'s server URL setting, and the analyze CLI into the command', () => {
-    const agent = 'The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise capture a torch profiler trace with the server\'s own tools and break it down with `infbench analyze TRACE...` (or Analyze Trace File... in VS Code).';
+    const agent =
+      "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise capture a torch profiler trace with the server's own tools and break it down with `infbench analyze TRACE...` (or Analyze Trace File... in VS Code).";
     const said = inExtensionWords(agent, target);
     assert.doesNotMatch(said, /--url|infbench analyze/);
     assert.match(said, /set target b6000's server URL to the vLLM\/SGLang server behind it, with Inference Bench: Edit Target\.\.\. on b6000/);
     assert.match(said, /break it down with Inference Bench: Analyze Trace File\.\.\.\.$/);
   });
 
-  it('names the target\'s URL, host and Python where the CLI names flags', () => {
-    assert.equal(inExtensionWords('nothing answers — Start the server, or give its URL as seen from this host with --url.', target),
-      'nothing answers — Start the server, or set the target\'s server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, with Inference Bench: Edit Target... on b6000.');
-    assert.match(inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target), /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/);
-    assert.match(inExtensionWords('give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or $OPENAI_API_KEY as vllm bench serve reads it)', target), /Inference Bench: Set Server API Key\.\.\. on b6000$/);
+  it("names the target's URL, host and Python where the CLI names flags", () => {
+    assert.equal(
+      inExtensionWords('nothing answers — Start the server, or give its URL as seen from this host with --url.', target),
+      "nothing answers — Start the server, or set the target's server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, with Inference Bench: Edit Target... on b6000.",
+    );
+    assert.match(
+      inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target),
+      /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/,
+    );
+    assert.match(
+      inExtensionWords(
+        'give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or $OPENAI_API_KEY as vllm bench serve reads it)',
+        target,
+      ),
+      /Inference Bench: Set Server API Key\.\.\. on b6000$/,
+    );
   });
 
-  it('names the phase command to run instead of a CLI line, and leaves the server\'s own flags alone', () => {
-    assert.equal(inExtensionWords('Run `infbench micro` on the GPU host, with the server\'s Python, to predict the step\'s parts.', target),
-      'Run Inference Bench: Run Micro Phase on b6000 on the GPU host, with the server\'s Python, to predict the step\'s parts.');
-    const restart = 'vLLM answered 404 on /start_profile: restart it with --profiler-config \'{"profiler":"torch"}\' (the key it was started with: --api-key or VLLM_API_KEY).';
+  it("names the phase command to run instead of a CLI line, and leaves the server's own flags alone", () => {
+    assert.equal(
+      inExtensionWords("Run `infbench micro` on the GPU host, with the server's Python, to predict the step's parts.", target),
+      "Run Inference Bench: Run Micro Phase on b6000 on the GPU host, with the server's Python, to predict the step's parts.",
+    );
+    const restart =
+      'vLLM answered 404 on /start_profile: restart it with --profiler-config \'{"profiler":"torch"}\' (the key it was started with: --api-key or VLLM_API_KEY).';
     assert.equal(inExtensionWords(restart, target), restart);
   });
 });

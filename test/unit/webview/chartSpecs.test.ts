@@ -16,8 +16,14 @@ describe('the results view charts', () => {
   it('draws output throughput at every concurrency of the stored sweep, on a log axis', () => {
     const [throughput] = macroCharts(macroRun) as LineChartSpec[];
     const output = throughput.series.find((s) => s.label === 'output tok/s')!;
-    assert.deepEqual(output.points.map((p) => p.x), levels.map((l) => l.max_concurrency));
-    assert.deepEqual(output.points.map((p) => p.y), levels.map((l) => l.output_throughput));
+    assert.deepEqual(
+      output.points.map((p) => p.x),
+      levels.map((l) => l.max_concurrency),
+    );
+    assert.deepEqual(
+      output.points.map((p) => p.y),
+      levels.map((l) => l.output_throughput),
+    );
     assert.equal(throughput.xLog, true);
     assert.equal(throughput.table.rows.length, levels.length);
   });
@@ -28,7 +34,10 @@ describe('the results view charts', () => {
     const rates = levels.slice(0, 3).map((l, i) => ({ ...l, max_concurrency: null, request_rate: i + 1 }));
     const [byRate] = macroCharts({ ...macroRun, macro: { levels: rates } }) as LineChartSpec[];
     assert.equal(byRate.title, 'Throughput vs request rate');
-    assert.deepEqual(byRate.series[0].points.map((p) => p.x), [1, 2, 3]);
+    assert.deepEqual(
+      byRate.series[0].points.map((p) => p.x),
+      [1, 2, 3],
+    );
   });
 
   it('finds the percentiles a run has for TTFT, TPOT and ITL and orders them mean, median, p99', () => {
@@ -40,7 +49,11 @@ describe('the results view charts', () => {
   });
 
   it('overlays a second run dashed, labelled A and B, with both in the table', () => {
-    const other: RunSummary = { ...macroRun, id: 'b', macro: { levels: levels.slice(0, 3).map((l) => ({ ...l, output_throughput: l.output_throughput / 2 })) } };
+    const other: RunSummary = {
+      ...macroRun,
+      id: 'b',
+      macro: { levels: levels.slice(0, 3).map((l) => ({ ...l, output_throughput: l.output_throughput / 2 })) },
+    };
     const [throughput] = macroCharts(macroRun, other) as LineChartSpec[];
     const b = throughput.series.find((s) => s.label === 'B: output tok/s')!;
     assert.equal(b.dashed, true);
@@ -51,7 +64,13 @@ describe('the results view charts', () => {
   });
 
   it('plots every successful request of a run over time, and lists the failed ones only in the table', () => {
-    const requests = Array.from({ length: 10_000 }, (_, i) => ({ level: 0, start_s: i / 100, ttft_ms: 40 + (i % 7), e2el_ms: 4000 + (i % 13), ok: i % 1000 !== 0 }));
+    const requests = Array.from({ length: 10_000 }, (_, i) => ({
+      level: 0,
+      start_s: i / 100,
+      ttft_ms: 40 + (i % 7),
+      e2el_ms: 4000 + (i % 13),
+      ok: i % 1000 !== 0,
+    }));
     const run: RunSummary = { ...macroRun, macro: { levels, requests } };
     const chart = macroCharts(run).find((c) => c.id === 'a-requests') as LineChartSpec;
     assert.equal(chart.series[0].points.length, 9_990);
@@ -60,7 +79,11 @@ describe('the results view charts', () => {
 
   it('draws GEMM bandwidth per shape against the GPU peak, and all-reduce busbw vs size', () => {
     const run: RunSummary = {
-      id: 'm', phase: 'micro', target: 'h200', startedAt: '2026-12-01T00:00:00Z', status: 'completed',
+      id: 'm',
+      phase: 'micro',
+      target: 'h200',
+      startedAt: '2026-12-01T00:00:00Z',
+      status: 'completed',
       micro: {
         points: [],
         gemm: [1, 2, 4, 8].flatMap((m) => [
@@ -73,22 +96,39 @@ describe('the results view charts', () => {
     };
     const charts = microCharts(run) as LineChartSpec[];
     const bw = charts.find((c) => c.id === 'm-gemm-bw')!;
-    assert.deepEqual(bw.series.filter((s) => !s.reference).map((s) => s.label), ['gate_up 512x7168', 'down 7168x256']);
+    assert.deepEqual(
+      bw.series.filter((s) => !s.reference).map((s) => s.label),
+      ['gate_up 512x7168', 'down 7168x256'],
+    );
     const peak = bw.series.find((s) => s.reference)!;
-    assert.deepEqual(peak.points.map((p) => p.y), [4.8, 4.8]);
+    assert.deepEqual(
+      peak.points.map((p) => p.y),
+      [4.8, 4.8],
+    );
     assert.match(peak.label, /H200 peak 4.8 TB\/s/);
     const busbw = charts.find((c) => c.id === 'm-allreduce-busbw')!;
-    assert.deepEqual(busbw.series[0].points, [{ x: 1024, y: 10 }, { x: 65536, y: 20 }, { x: 1048576, y: 30 }]);
+    assert.deepEqual(busbw.series[0].points, [
+      { x: 1024, y: 10 },
+      { x: 65536, y: 20 },
+      { x: 1048576, y: 30 },
+    ]);
     assert.equal(busbw.xLog, true);
   });
 
   it('stacks a decode step by category for each rank, largest category first and idle last', () => {
     const by = (allReduce: number) => ({ 'all-reduce': allReduce, idle: 900, 'quantized GEMM': 3000, attention: 1200 });
     const run: RunSummary = {
-      id: 'p', phase: 'profile', target: 'h200', startedAt: '2026-12-01T00:00:00Z', status: 'completed',
+      id: 'p',
+      phase: 'profile',
+      target: 'h200',
+      startedAt: '2026-12-01T00:00:00Z',
+      status: 'completed',
       profile: {
         categories: ['idle', 'attention', 'quantized GEMM', 'all-reduce'],
-        ranks: [{ rank: 1, step_us: 9100, by_category: by(4000) }, { rank: 0, step_us: 9000, by_category: by(3900) }],
+        ranks: [
+          { rank: 1, step_us: 9100, by_category: by(4000) },
+          { rank: 0, step_us: 9000, by_category: by(3900) },
+        ],
         kernels: [
           { name: 'cross_device_reduce_1stage', category: 'all-reduce', count: 122, total_us: 3900, mean_us: 32, min_us: 20, max_us: 60 },
           { name: 'gptq_marlin_gemm', category: 'quantized GEMM', count: 244, total_us: 3000, mean_us: 12.3, min_us: 8, max_us: 20 },
@@ -105,24 +145,58 @@ describe('the results view charts', () => {
   });
 
   it('names templated C++ kernels by their function and what they wrap, and tells apart kernels that fold to one name', () => {
-    assert.equal(shortKernelName('void cutlass::device_kernel<flash::FlashAttnFwdSm90<cute::tuple<int> > >(flash::Params)'), 'cutlass::device_kernel<flash::FlashAttnFwdSm90…>');
-    assert.equal(shortKernelName('void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, cublasGemvParamsEx<int> >(float)'), 'gemv2T_kernel_val<cublasGemvParamsEx…>');
+    assert.equal(
+      shortKernelName('void cutlass::device_kernel<flash::FlashAttnFwdSm90<cute::tuple<int> > >(flash::Params)'),
+      'cutlass::device_kernel<flash::FlashAttnFwdSm90…>',
+    );
+    assert.equal(
+      shortKernelName('void gemv2T_kernel_val<int, int, __nv_bfloat16, float, 128, cublasGemvParamsEx<int> >(float)'),
+      'gemv2T_kernel_val<cublasGemvParamsEx…>',
+    );
     assert.equal(shortKernelName('ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL');
     assert.equal(shortKernelName('cross_device_reduce_1stage'), 'cross_device_reduce_1stage');
     const k = (name: string) => ({ name, category: 'elementwise', count: 1, total_us: 1, mean_us: 1, min_us: 1, max_us: 1 });
     const table = kernelTable([k('void f<A<int> >(int)'), k('void f<A<float> >(int)'), k('g')], 't');
-    assert.deepEqual(table.rows.map((r) => r.name), ['f<A…> #1', 'f<A…> #2', 'g']);
+    assert.deepEqual(
+      table.rows.map((r) => r.name),
+      ['f<A…> #1', 'f<A…> #2', 'g'],
+    );
     assert.equal(table.rows[1].full_name, 'void f<A<float> >(int)');
   });
 
   it('leaves categories with no time on any rank out of the stacked bar', () => {
-    const run: RunSummary = { id: 'z', phase: 'profile', target: 't', startedAt: '2026-12-01T00:00:00Z', status: 'completed', profile: { categories: ['gemm', 'nccl all-gather', 'idle'], ranks: [{ rank: 0, step_us: 10, by_category: { gemm: 8, 'nccl all-gather': 0, idle: 2 } }], kernels: [] } };
+    const run: RunSummary = {
+      id: 'z',
+      phase: 'profile',
+      target: 't',
+      startedAt: '2026-12-01T00:00:00Z',
+      status: 'completed',
+      profile: {
+        categories: ['gemm', 'nccl all-gather', 'idle'],
+        ranks: [{ rank: 0, step_us: 10, by_category: { gemm: 8, 'nccl all-gather': 0, idle: 2 } }],
+        kernels: [],
+      },
+    };
     const [step] = profileCharts(run) as StackedBarSpec[];
-    assert.deepEqual(step.stacks.map((s) => s.label), ['gemm', 'idle']);
+    assert.deepEqual(
+      step.stacks.map((s) => s.label),
+      ['gemm', 'idle'],
+    );
   });
 
   it('exports a table as CSV with full-precision numbers and quoted text', () => {
-    const csv = tableToCsv({ id: 't', title: 't', columns: [{ key: 'name', label: 'kernel, name', align: 'left' }, { key: 'us', label: 'µs', digits: 1 }], rows: [{ name: 'a"b', us: 1.23456 }, { name: 'c', us: null }] });
+    const csv = tableToCsv({
+      id: 't',
+      title: 't',
+      columns: [
+        { key: 'name', label: 'kernel, name', align: 'left' },
+        { key: 'us', label: 'µs', digits: 1 },
+      ],
+      rows: [
+        { name: 'a"b', us: 1.23456 },
+        { name: 'c', us: null },
+      ],
+    });
     assert.equal(csv, '"kernel, name",µs\r\n"a""b",1.23456\r\nc,\r\n');
   });
 });

@@ -21,10 +21,11 @@ function loadAxis(runs: RunSummary[]): { label: string; key: string } {
 export function statsFor(levels: MacroLevelSummary[], metric: string): string[] {
   const found = new Set<string>();
   const pattern = new RegExp(`^(mean|median|p\\d+(?:\\.\\d+)?)_${metric}_ms$`);
-  for (const l of levels) for (const k of Object.keys(l)) {
-    const m = pattern.exec(k);
-    if (m && finite(l[k]) !== undefined) found.add(m[1]);
-  }
+  for (const l of levels)
+    for (const k of Object.keys(l)) {
+      const m = pattern.exec(k);
+      if (m && finite(l[k]) !== undefined) found.add(m[1]);
+    }
   const rank = (s: string) => (STAT_ORDER.includes(s) ? STAT_ORDER.indexOf(s) : 50 + parseFloat(s.slice(1)));
   // p50 is the median under another name: draw it once.
   if (found.has('median')) found.delete('p50');
@@ -68,12 +69,33 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       { label: seriesLabel('total tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.total_token_throughput })), dashed, colorIndex: 1 },
     );
     const cut = allLevelsSorted(r).filter((l) => l.cut);
-    if (cut.length) throughputSeries.push({ label: seriesLabel('cut short (not joined)', tag, comparing), points: cut.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), marker: 'cut' });
+    if (cut.length)
+      throughputSeries.push({
+        label: seriesLabel('cut short (not joined)', tag, comparing),
+        points: cut.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })),
+        marker: 'cut',
+      });
     // Levels the load generator itself limited: their throughput is the client's ceiling, not the server's.
     const limited = levels.filter((l) => l.limits?.length);
-    if (limited.length) throughputSeries.push({ label: seriesLabel('load generator limited', tag, comparing), points: limited.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), marker: 'limited' });
+    if (limited.length)
+      throughputSeries.push({
+        label: seriesLabel('load generator limited', tag, comparing),
+        points: limited.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })),
+        marker: 'limited',
+      });
     for (const l of allLevelsSorted(r)) {
-      throughputRows.push({ run: tag, load: loadOf(l), state: levelState(l), limited: l.limits?.map((x) => x.figure).join('; ') ?? '', completed: l.completed, failed: l.failed, duration: l.duration, request_throughput: l.request_throughput, output_throughput: l.output_throughput, total_token_throughput: l.total_token_throughput });
+      throughputRows.push({
+        run: tag,
+        load: loadOf(l),
+        state: levelState(l),
+        limited: l.limits?.map((x) => x.figure).join('; ') ?? '',
+        completed: l.completed,
+        failed: l.failed,
+        duration: l.duration,
+        request_throughput: l.request_throughput,
+        output_throughput: l.output_throughput,
+        total_token_throughput: l.total_token_throughput,
+      });
     }
   });
   charts.push({
@@ -102,13 +124,18 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows: throughputRows,
       note: runs.some(({ run: r }) => r.macro?.levels.some((l) => l.limits?.length))
-        ? '▲ marks a level the load generator itself limited (it sent late or ran out of CPU): its throughput is the client\'s ceiling, not the server\'s.'
+        ? "▲ marks a level the load generator itself limited (it sent late or ran out of CPU): its throughput is the client's ceiling, not the server's."
         : undefined,
     },
   });
 
   // Percentiles of each latency metric vs load.
-  for (const [metric, name] of [['ttft', 'TTFT'], ['tpot', 'TPOT'], ['itl', 'ITL'], ['e2el', 'E2E latency']] as const) {
+  for (const [metric, name] of [
+    ['ttft', 'TTFT'],
+    ['tpot', 'TPOT'],
+    ['itl', 'ITL'],
+    ['e2el', 'E2E latency'],
+  ] as const) {
     const stats = [...new Set(runs.flatMap((r) => statsFor(r.run.macro?.levels ?? [], metric)))];
     if (!stats.length) continue;
     const series: Series[] = [];
@@ -117,7 +144,12 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       const levels = levelsSorted(r);
       stats.forEach((stat, i) => {
         const key = `${stat}_${metric}_ms`;
-        series.push({ label: seriesLabel(stat, tag, comparing), points: levels.flatMap((l) => (finite(l[key]) === undefined ? [] : [{ x: loadOf(l)!, y: l[key] as number }])), dashed, colorIndex: i });
+        series.push({
+          label: seriesLabel(stat, tag, comparing),
+          points: levels.flatMap((l) => (finite(l[key]) === undefined ? [] : [{ x: loadOf(l)!, y: l[key] as number }])),
+          dashed,
+          colorIndex: i,
+        });
       });
       for (const l of levels) rows.push({ run: tag, load: loadOf(l), ...Object.fromEntries(stats.map((s) => [s, finite(l[`${s}_${metric}_ms`])])) });
     });
@@ -133,7 +165,11 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       table: {
         id: `macro-${metric}`,
         title: `${name} (ms) per load level`,
-        columns: [...runColumn, { key: 'load', label: axis.key === 'request_rate' ? 'request rate (req/s)' : 'concurrency', digits: axis.key === 'request_rate' ? 2 : 0 }, ...stats.map((s) => ({ key: s, label: s, digits: 2 }))],
+        columns: [
+          ...runColumn,
+          { key: 'load', label: axis.key === 'request_rate' ? 'request rate (req/s)' : 'concurrency', digits: axis.key === 'request_rate' ? 2 : 0 },
+          ...stats.map((s) => ({ key: s, label: s, digits: 2 })),
+        ],
         rows,
       },
     });
@@ -146,10 +182,23 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     runs.forEach(({ run: r, tag, dashed }) => {
       const requests = (r.macro?.requests ?? []).filter((q) => q.ok);
       series.push(
-        { label: seriesLabel('E2E latency', tag, comparing), points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])), dashed, colorIndex: dashed ? 2 : 0, scatter: true },
-        { label: seriesLabel('TTFT', tag, comparing), points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])), dashed, colorIndex: dashed ? 3 : 1, scatter: true },
+        {
+          label: seriesLabel('E2E latency', tag, comparing),
+          points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])),
+          dashed,
+          colorIndex: dashed ? 2 : 0,
+          scatter: true,
+        },
+        {
+          label: seriesLabel('TTFT', tag, comparing),
+          points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])),
+          dashed,
+          colorIndex: dashed ? 3 : 1,
+          scatter: true,
+        },
       );
-      for (const q of r.macro?.requests ?? []) rows.push({ run: tag, start_s: q.start_s, level: q.level, ttft_ms: q.ttft_ms, e2el_ms: q.e2el_ms, ok: q.ok ? 'yes' : 'failed' });
+      for (const q of r.macro?.requests ?? [])
+        rows.push({ run: tag, start_s: q.start_s, level: q.level, ttft_ms: q.ttft_ms, e2el_ms: q.e2el_ms, ok: q.ok ? 'yes' : 'failed' });
     });
     charts.push({
       kind: 'line',
@@ -161,7 +210,14 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       table: {
         id: 'macro-requests',
         title: 'Requests',
-        columns: [...runColumn, { key: 'start_s', label: 'sent at (s)', digits: 3 }, { key: 'level', label: 'level', digits: 0 }, { key: 'ttft_ms', label: 'TTFT (ms)', digits: 1 }, { key: 'e2el_ms', label: 'E2E (ms)', digits: 1 }, { key: 'ok', label: 'ok', align: 'left' }],
+        columns: [
+          ...runColumn,
+          { key: 'start_s', label: 'sent at (s)', digits: 3 },
+          { key: 'level', label: 'level', digits: 0 },
+          { key: 'ttft_ms', label: 'TTFT (ms)', digits: 1 },
+          { key: 'e2el_ms', label: 'E2E (ms)', digits: 1 },
+          { key: 'ok', label: 'ok', align: 'left' },
+        ],
         rows,
       },
     });

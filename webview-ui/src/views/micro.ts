@@ -19,27 +19,55 @@ export function microData(run: RunSummary): { gemm: GemmPoint[]; allreduce: AllR
   const micro = run.micro;
   if (!micro) return { gemm: [], allreduce: [], peak: {} };
   const raw = micro.points ?? [];
-  const gemm = micro.gemm ?? raw.filter((p) => p.kind === 'gemm').flatMap((p): GemmPoint[] => {
-    const m = num(p, 'm', 'M');
-    const time = num(p, 'time_us', 'us', 'median_us');
-    if (m === undefined || time === undefined) return [];
-    return [{ shape: String(p.shape ?? p.name ?? `${p.n}x${p.k}`), m, n: num(p, 'n', 'N') ?? 0, k: num(p, 'k', 'K') ?? 0, time_us: time, tbps: num(p, 'tbps', 'achieved_tbps'), tflops: num(p, 'tflops'), backend: p.backend as string | undefined }];
-  });
-  const allreduce = micro.allreduce ?? raw.filter((p) => p.kind === 'allreduce').flatMap((p): AllReducePoint[] => {
-    const size = num(p, 'size_bytes', 'bytes', 'size');
-    const time = num(p, 'time_us', 'us', 'median_us');
-    const busbw = num(p, 'busbw_gbps', 'busbw');
-    if (size === undefined || time === undefined || busbw === undefined) return [];
-    return [{ size_bytes: size, time_us: time, busbw_gbps: busbw, algbw_gbps: num(p, 'algbw_gbps', 'algbw'), world_size: num(p, 'world_size') }];
-  });
+  const gemm =
+    micro.gemm ??
+    raw
+      .filter((p) => p.kind === 'gemm')
+      .flatMap((p): GemmPoint[] => {
+        const m = num(p, 'm', 'M');
+        const time = num(p, 'time_us', 'us', 'median_us');
+        if (m === undefined || time === undefined) return [];
+        return [
+          {
+            shape: String(p.shape ?? p.name ?? `${p.n}x${p.k}`),
+            m,
+            n: num(p, 'n', 'N') ?? 0,
+            k: num(p, 'k', 'K') ?? 0,
+            time_us: time,
+            tbps: num(p, 'tbps', 'achieved_tbps'),
+            tflops: num(p, 'tflops'),
+            backend: p.backend as string | undefined,
+          },
+        ];
+      });
+  const allreduce =
+    micro.allreduce ??
+    raw
+      .filter((p) => p.kind === 'allreduce')
+      .flatMap((p): AllReducePoint[] => {
+        const size = num(p, 'size_bytes', 'bytes', 'size');
+        const time = num(p, 'time_us', 'us', 'median_us');
+        const busbw = num(p, 'busbw_gbps', 'busbw');
+        if (size === undefined || time === undefined || busbw === undefined) return [];
+        return [{ size_bytes: size, time_us: time, busbw_gbps: busbw, algbw_gbps: num(p, 'algbw_gbps', 'algbw'), world_size: num(p, 'world_size') }];
+      });
   const peakPoint = raw.find((p) => p.kind === 'peak');
-  const peak = micro.peak ?? (peakPoint ? { gpu: peakPoint.gpu as string | undefined, memory_tbps: num(peakPoint, 'memory_tbps'), busbw_gbps: num(peakPoint, 'busbw_gbps') } : {});
+  const peak =
+    micro.peak ??
+    (peakPoint ? { gpu: peakPoint.gpu as string | undefined, memory_tbps: num(peakPoint, 'memory_tbps'), busbw_gbps: num(peakPoint, 'busbw_gbps') } : {});
   return { gemm, allreduce, peak };
 }
 
 function referenceLine(label: string, y: number, xs: number[]): Series | undefined {
   if (!xs.length) return undefined;
-  return { label, points: [{ x: Math.min(...xs), y }, { x: Math.max(...xs), y }], reference: true };
+  return {
+    label,
+    points: [
+      { x: Math.min(...xs), y },
+      { x: Math.max(...xs), y },
+    ],
+    reference: true,
+  };
 }
 
 function ticks(values: number[]): number[] | undefined {
@@ -73,8 +101,14 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
         const points = r.data.gemm.filter((g) => g.shape === shape).sort((a, b) => a.m - b.m);
         if (!points.length) return;
         time.push({ label: seriesLabel(shape, r.tag, comparing), points: points.map((g) => ({ x: g.m, y: g.time_us })), dashed: r.dashed, colorIndex: i });
-        bw.push({ label: seriesLabel(shape, r.tag, comparing), points: points.flatMap((g) => (g.tbps === undefined ? [] : [{ x: g.m, y: g.tbps }])), dashed: r.dashed, colorIndex: i });
-        for (const g of points) rows.push({ run: r.tag, shape, m: g.m, n: g.n, k: g.k, time_us: g.time_us, tbps: g.tbps, tflops: g.tflops, backend: g.backend });
+        bw.push({
+          label: seriesLabel(shape, r.tag, comparing),
+          points: points.flatMap((g) => (g.tbps === undefined ? [] : [{ x: g.m, y: g.tbps }])),
+          dashed: r.dashed,
+          colorIndex: i,
+        });
+        for (const g of points)
+          rows.push({ run: r.tag, shape, m: g.m, n: g.n, k: g.k, time_us: g.time_us, tbps: g.tbps, tflops: g.tflops, backend: g.backend });
       });
     }
     const table = {
@@ -93,11 +127,31 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows,
     };
-    charts.push({ kind: 'line', id: `${run.id}-gemm-time`, title: 'GEMM time vs M (tokens in the step)', xLabel: 'M (tokens in the step)', yLabel: 'time (µs)', xLog: wantsLog(ms), xTicks: ticks(ms), series: time, table });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-gemm-time`,
+      title: 'GEMM time vs M (tokens in the step)',
+      xLabel: 'M (tokens in the step)',
+      yLabel: 'time (µs)',
+      xLog: wantsLog(ms),
+      xTicks: ticks(ms),
+      series: time,
+      table,
+    });
     const peak = runs[0].data.peak.memory_tbps;
     const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'GPU'} peak ${figure(peak)} TB/s`, peak, ms);
     if (bw.some((s) => s.points.length)) {
-      charts.push({ kind: 'line', id: `${run.id}-gemm-bw`, title: 'GEMM achieved memory bandwidth vs M', xLabel: 'M (tokens in the step)', yLabel: 'achieved TB/s', xLog: wantsLog(ms), xTicks: ticks(ms), series: peakLine ? [...bw, peakLine] : bw, table: { ...table, id: 'micro-gemm-bw' } });
+      charts.push({
+        kind: 'line',
+        id: `${run.id}-gemm-bw`,
+        title: 'GEMM achieved memory bandwidth vs M',
+        xLabel: 'M (tokens in the step)',
+        yLabel: 'achieved TB/s',
+        xLog: wantsLog(ms),
+        xTicks: ticks(ms),
+        series: peakLine ? [...bw, peakLine] : bw,
+        table: { ...table, id: 'micro-gemm-bw' },
+      });
     }
   }
 
@@ -108,9 +162,28 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     const rows: Record<string, TableCell>[] = [];
     for (const r of runs) {
       const points = [...r.data.allreduce].sort((a, b) => a.size_bytes - b.size_bytes);
-      time.push({ label: seriesLabel('time', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })), dashed: r.dashed, colorIndex: 0 });
-      bus.push({ label: seriesLabel('busbw', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.busbw_gbps })), dashed: r.dashed, colorIndex: 2 });
-      for (const a of points) rows.push({ run: r.tag, size: formatBytes(a.size_bytes), bytes: a.size_bytes, time_us: a.time_us, algbw: a.algbw_gbps, busbw: a.busbw_gbps, world_size: a.world_size });
+      time.push({
+        label: seriesLabel('time', r.tag, comparing),
+        points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })),
+        dashed: r.dashed,
+        colorIndex: 0,
+      });
+      bus.push({
+        label: seriesLabel('busbw', r.tag, comparing),
+        points: points.map((a) => ({ x: a.size_bytes, y: a.busbw_gbps })),
+        dashed: r.dashed,
+        colorIndex: 2,
+      });
+      for (const a of points)
+        rows.push({
+          run: r.tag,
+          size: formatBytes(a.size_bytes),
+          bytes: a.size_bytes,
+          time_us: a.time_us,
+          algbw: a.algbw_gbps,
+          busbw: a.busbw_gbps,
+          world_size: a.world_size,
+        });
     }
     const table = {
       id: ALLREDUCE_CHART_TABLE_ID,
@@ -124,10 +197,33 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       ],
       rows,
     };
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-time`, title: 'All-reduce time vs message size', xLabel: 'message size', yLabel: 'time (µs)', xLog: true, xFormat: 'bytes', xTicks: ticks(sizes), yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))), series: time, table });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-allreduce-time`,
+      title: 'All-reduce time vs message size',
+      xLabel: 'message size',
+      yLabel: 'time (µs)',
+      xLog: true,
+      xFormat: 'bytes',
+      xTicks: ticks(sizes),
+      yLog: wantsLog(runs.flatMap((r) => r.data.allreduce.map((a) => a.time_us))),
+      series: time,
+      table,
+    });
     const peak = runs[0].data.peak.busbw_gbps;
     const peakLine = peak === undefined ? undefined : referenceLine(`${runs[0].data.peak.gpu ?? 'link'} peak ${figure(peak)} GB/s`, peak, sizes);
-    charts.push({ kind: 'line', id: `${run.id}-allreduce-busbw`, title: 'All-reduce bus bandwidth vs message size', xLabel: 'message size', yLabel: 'busbw (GB/s)', xLog: true, xFormat: 'bytes', xTicks: ticks(sizes), series: peakLine ? [...bus, peakLine] : bus, table: { ...table, id: 'micro-allreduce-busbw' } });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-allreduce-busbw`,
+      title: 'All-reduce bus bandwidth vs message size',
+      xLabel: 'message size',
+      yLabel: 'busbw (GB/s)',
+      xLog: true,
+      xFormat: 'bytes',
+      xTicks: ticks(sizes),
+      series: peakLine ? [...bus, peakLine] : bus,
+      table: { ...table, id: 'micro-allreduce-busbw' },
+    });
   }
   return charts;
 }

@@ -54,7 +54,11 @@ export function shortKernelName(name: string): string {
   const inner = firstArgs
     ?.split(',')
     .map((a) => a.trim())
-    .find((a) => /^[A-Za-z_]/.test(a) && !/^(unsigned |signed |const )?(int|long|short|char|bool|float|double|half|__half|__nv_bfloat16|c10::(BFloat16|Half)|true|false)\b/.test(a));
+    .find(
+      (a) =>
+        /^[A-Za-z_]/.test(a) &&
+        !/^(unsigned |signed |const )?(int|long|short|char|bool|float|double|half|__half|__nv_bfloat16|c10::(BFloat16|Half)|true|false)\b/.test(a),
+    );
   const head = inner?.split(/[<(\s]/)[0];
   const short = (out.trim() || name).replace('<…>', head ? `<${head}…>` : '<…>');
   return short;
@@ -125,7 +129,11 @@ export function profileCharts(run: RunSummary, compare?: RunSummary): ChartSpec[
       table: {
         id: 'profile-step',
         title: 'Decode step time by category (µs)',
-        columns: [{ key: 'rank', label: 'rank', align: 'left' }, { key: 'step_us', label: 'step (µs)', digits: 1 }, ...categories.map((c) => ({ key: c, label: c, digits: 1 }))],
+        columns: [
+          { key: 'rank', label: 'rank', align: 'left' },
+          { key: 'step_us', label: 'step (µs)', digits: 1 },
+          ...categories.map((c) => ({ key: c, label: c, digits: 1 })),
+        ],
         rows,
         note: runs[0].profile.steps ? `averaged over ${runs[0].profile.steps} decode steps` : undefined,
       },
