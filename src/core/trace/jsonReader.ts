@@ -45,6 +45,8 @@ function bytes(s: string): Uint8Array {
   return Buffer.from(s, 'latin1');
 }
 const CAT_NAMES: [Uint8Array, EventCat][] = [
+  // CPU ops first: most of a trace's events are theirs.
+  [bytes('cpu_op'), EventCat.CpuOp],
   [bytes('kernel'), EventCat.Kernel],
   [bytes('gpu_memcpy'), EventCat.GpuMemcpy],
   [bytes('gpu_memset'), EventCat.GpuMemset],
@@ -52,7 +54,6 @@ const CAT_NAMES: [Uint8Array, EventCat][] = [
   [bytes('cuda_driver'), EventCat.CudaDriver],
   [bytes('user_annotation'), EventCat.UserAnnotation],
   [bytes('gpu_user_annotation'), EventCat.GpuUserAnnotation],
-  [bytes('cpu_op'), EventCat.CpuOp],
   [bytes('python_function'), EventCat.PythonFunction],
   // Older Kineto (PyTorch 1.8-1.9) capitalised them; HTA's hta/analyzers/breakdown_analysis.py
   // still counts "Kernel", "Memcpy" and "Memset" as GPU work beside the lower-case ones.
