@@ -357,12 +357,7 @@ describe('live results in code-server (UI)', function () {
       .getByRole('treeitem', { name: new RegExp(TRACE.replace(/\./g, '\\.')) })
       .first()
       .click({ button: 'right' });
-    // The workbench's context menu acts on the key that confirms the highlighted item.
-    await wb.page
-      .getByRole('menuitem', { name: /Analyze Trace File/ })
-      .first()
-      .hover();
-    await wb.page.keyboard.press('Enter');
+    await wb.chooseMenuItem(/Analyze Trace File/);
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     // The view still shows the profiler phase's run (completed, with the same heading) until the
     // analysis run replaces it: wait for the analysis run itself, then for it to complete.
@@ -469,13 +464,13 @@ describe('live results in code-server (UI)', function () {
 
   it('disconnects the shared host from one target\'s context menu: neither is left connected or "connecting…"', async () => {
     await targetRow(SECOND).click({ button: 'right' });
-    await wb.page.getByRole('menuitem', { name: 'Disconnect', exact: true }).click();
+    await wb.chooseMenuItem('Disconnect');
     await poll('both targets not connected', async () => ((await wb.page.getByRole('treeitem', { name: /^not connected/ }).count()) === 2 ? true : undefined));
     assert.equal(await wb.page.getByRole('treeitem', { name: /connecting…/ }).count(), 0);
     await wb.screenshot('live-targets-disconnected-dark');
     // Connect from the other target brings both back.
     await targetRow(TARGET).click({ button: 'right' });
-    await wb.page.getByRole('menuitem', { name: 'Connect', exact: true }).click();
+    await wb.chooseMenuItem('Connect');
     await poll(
       'both targets connected again',
       async () => ((await wb.page.getByRole('treeitem', { name: /^connected/ }).count()) === 2 ? true : undefined),
@@ -485,13 +480,13 @@ describe('live results in code-server (UI)', function () {
 
   it('edits and removes a target from its context menu', async () => {
     await targetRow(SECOND).click({ button: 'right' });
-    await wb.page.getByRole('menuitem', { name: 'Edit Target...', exact: true }).click();
+    await wb.chooseMenuItem('Edit Target...');
     await wb.answer(new RegExp(`^Edit Target: ${SECOND}$`), 'Server URL');
     await wb.answer(/server's URL/, 'http://127.0.0.1:30000');
     await wb.page.getByRole('treeitem', { name: new RegExp(`^${SECOND}, ${TARGET} · http://127\\.0\\.0\\.1:30000$`) }).waitFor();
     await wb.screenshot('live-target-edited-dark');
     await targetRow(SECOND).click({ button: 'right' });
-    await wb.page.getByRole('menuitem', { name: 'Remove Target', exact: true }).click();
+    await wb.chooseMenuItem('Remove Target');
     await wb.page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
     await targetRow(SECOND).waitFor({ state: 'detached' });
     // The host's connection stays for the target still on it.

@@ -73,6 +73,22 @@ export class Workbench {
     await this.page.keyboard.press('Enter');
   }
 
+  /**
+   * Chooses an item of the open context menu as a keyboard user does: the pointer highlights it, Enter
+   * runs it. A mouse click can be lost: VS Code's menu items take mouse-ups only 100 ms after they
+   * render, to avoid accidental clicks (src/vs/base/browser/ui/menu/menu.ts, runOnceToEnableMouseUp),
+   * and a loaded machine stretches that; the menu's Enter key has no such delay.
+   */
+  async chooseMenuItem(name: string | RegExp): Promise<void> {
+    const item = this.page.getByRole('menuitem', typeof name === 'string' ? { name, exact: true } : { name }).first();
+    await item.hover();
+    await poll(`the menu item ${name} highlighted`, async () =>
+      (await item.evaluate((el) => el.closest('.action-item')?.classList.contains('focused') ?? false)) ? true : undefined,
+    );
+    await this.page.keyboard.press('Enter');
+    await item.waitFor({ state: 'detached' });
+  }
+
   /** Waits for a quick-input prompt whose title or placeholder matches, then types `text` (if any) and Enter. */
   async answer(prompt: RegExp, text?: string): Promise<void> {
     await this.quickInput
