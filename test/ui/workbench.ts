@@ -66,10 +66,14 @@ export class Workbench {
     await this.page.keyboard.press('F1');
     await this.inputBox.waitFor();
     await this.page.keyboard.type(title);
-    await this.quickInput
-      .getByRole('option', { name: new RegExp(`^${escapeRegExp(title)}`) })
-      .first()
-      .waitFor();
+    // Enter runs the highlighted row, so wait for it to be this command: the palette opens on the
+    // recently used commands, which may hold this one lower down before the typed filter applies.
+    const wanted = new RegExp(`^${escapeRegExp(title)}`);
+    await poll(`"${title}" highlighted in the command palette`, async () => {
+      const focused = this.quickInput.locator('.monaco-list-row.focused');
+      const label = (await focused.count()) ? await focused.first().getAttribute('aria-label') : null;
+      return label && wanted.test(label) ? true : undefined;
+    });
     await this.page.keyboard.press('Enter');
   }
 
