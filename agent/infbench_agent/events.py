@@ -30,11 +30,13 @@ __all__ = ["AGENT_VERSION", "MIN_PYTHON", "SCHEMA_VERSION", "AgentError", "emit"
 ErrorCode = Literal[
     "allreduce_failed",
     "allreduce_wrong",
+    "alltoall_wrong",
     "bad_arguments",
     "bad_model",
     "bad_option",
     "bad_prompts_file",
     "cancelled",
+    "collective_failed",
     "crash",
     "cuda_profiler",
     "gpus_busy",
@@ -46,6 +48,7 @@ ErrorCode = Literal[
     "nvidia_smi_failed",
     "profiler_disabled",
     "python_too_old",
+    "rank_died",
     "server_down",
     "server_error",
     "server_stalled",
@@ -76,8 +79,8 @@ ALIASES: Dict[str, str] = {
     "LogTopic": " | ".join(f"'{t}'" for t in LOG_TOPICS),
     "ErrorCode": " | ".join(f"'{c}'" for c in ERROR_CODES),
     "ServerKind": "'vllm' | 'sglang' | 'unknown'",
-    "MicroKind": "'gemm' | 'allreduce' | 'launch' | 'peak'",
-    "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture",
+    "MicroKind": "'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak'",
+    "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult",
 }
 # Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
 HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results"}
@@ -188,6 +191,33 @@ STRUCTS: Dict[str, Dict[str, str]] = {
     "MicroDevice": {"name": "string", "kind": "'gpu' | 'cpu'", "*": "unknown"},
     "MicroModel": {"name?": "string", "*": "unknown"},
     "MicroAllreduce": {"backend": "string", "world_size": "number", "note": "string | null"},
+    # collective --plan: the decode-step message sizes and the rendezvous port; a host's run: its ranks' points.
+    "CollectiveResult": {
+        "plan?": "CollectivePlan",
+        "host?": "string",
+        "ranks?": "number",
+        "backend?": "string",
+        "points?": "MicroPointPayload[]",
+        "*": "unknown",
+    },
+    "CollectivePlan": {
+        "model": "string | null",
+        "hidden": "number",
+        "top_k": "number | null",
+        "layers": "number | null",
+        "moe_layers": "number | null",
+        "world_size": "number",
+        "m": "number[]",
+        "allreduce": "CollectiveSize[]",
+        "alltoall": "CollectiveSize[]",
+        "port": "number",
+        "host": "string",
+        "local_ranks": "number",
+        "device": "'cuda' | 'cpu'",
+        # The address this host's SSH session came in on, null outside SSH.
+        "addr": "string | null",
+    },
+    "CollectiveSize": {"m": "number", "bytes": "number", "tokens_per_rank?": "number"},
     "ProfileCapture": {"server": "ServerInfo", "trace_dir": "string", "workload": "ProfileWorkload", "*": "unknown"},
     "ProfileWorkload": {"concurrency": "number", "output_len": "number", "input_len": "number", "*": "unknown"},
 }

@@ -8,6 +8,7 @@ busbw = algbw * 2(n-1)/n, the bandwidth each link must carry in a ring, comparab
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -175,32 +176,15 @@ def worker_main(args: Any) -> int:
     for size in [int(s) for s in args.ar_sizes.split(",") if s]:
         count = max(1, size // 2)
         buf = torch.ones(count, dtype=dtype, device=device)
-        for _ in range(3):
-            dist.all_reduce(buf)
-        sync()
-        dist.barrier()
-        start = time.perf_counter()
-        dist.all_reduce(buf)
-        sync()
-        # Every rank must run the same number of calls, so the count comes from the slowest rank's estimate.
-        first = slowest((time.perf_counter() - start) * 1e6)
-        iters = int(max(5, min(200, 5000 / max(first, 1.0))))
-        samples = []
-        for _ in range(args.repeats):
-            dist.barrier()
-            sync()
-            start = time.perf_counter()
-            for _ in range(iters):
-                dist.all_reduce(buf)
-            sync()
-            samples.append((time.perf_counter() - start) * 1e6 / iters)
-        modes = [("eager", slowest(median(samples)), f"wall clock over {iters} calls, median of {args.repeats}, slowest rank")]
+        call = functools.partial(dist.all_reduce, buf)
+        eager_us, iters = eager_collective_us(dist, call, sync, slowest, args.repeats)
+        modes = [("eager", slowest(eager_us), f"wall clock over {iters} calls, median of {args.repeats}, slowest rank")]
         # With one rank NCCL launches nothing, so a captured graph is empty: no graph figure to give.
         if on_gpu and world > 1:
             modes.append(
                 (
                     "graph",
-                    slowest(_graph_allreduce_us(torch, dist, buf, iters, args.repeats)),
+                    slowest(graph_collective_us(torch, dist, call, iters, args.repeats)),
                     f"CUDA graph of {iters} all-reduces replayed, median of {args.repeats}, slowest rank",
                 )
             )
@@ -227,17 +211,44 @@ def worker_main(args: Any) -> int:
     return 0
 
 
-def _graph_allreduce_us(torch: Any, dist: Any, buf: Any, iters: int, repeats: int) -> float:
+def eager_collective_us(
+    dist: Any, call: Callable[[], Any], sync: Callable[[], None], slowest: Callable[[float], float], repeats: int
+) -> tuple[float, int]:
+    """Median wall-clock microseconds per call of a collective, and the calls per sample; every rank runs the same count."""
+    for _ in range(3):
+        call()
+    sync()
+    dist.barrier()
+    start = time.perf_counter()
+    call()
+    sync()
+    # Every rank must run the same number of calls, so the count comes from the slowest rank's estimate.
+    first = slowest((time.perf_counter() - start) * 1e6)
+    iters = int(max(5, min(200, 5000 / max(first, 1.0))))
+    samples = []
+    for _ in range(repeats):
+        dist.barrier()
+        sync()
+        start = time.perf_counter()
+        for _ in range(iters):
+            call()
+        sync()
+        samples.append((time.perf_counter() - start) * 1e6 / iters)
+    return median(samples), iters
+
+
+def graph_collective_us(torch: Any, dist: Any, call: Callable[[], Any], iters: int, repeats: int) -> float:
+    """Median microseconds per call of a collective captured `iters` times in one CUDA graph (how vLLM decodes)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        dist.all_reduce(buf)
+        call()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(iters):
-            dist.all_reduce(buf)
+            call()
     graph.replay()
     torch.cuda.synchronize()
     samples = []

@@ -14,7 +14,7 @@ AGENT_VERSION = "0.1.0"
 MIN_PYTHON = (3, 8)
 
 
-COMMANDS = ("probe", "macro", "micro", "profile")
+COMMANDS = ("probe", "macro", "micro", "profile", "collective")
 
 
 def refuse_old_python(argv):

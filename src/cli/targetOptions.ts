@@ -4,7 +4,8 @@ import { stderrLogger } from './cliLogger';
 import { FindingsFile, findingsFlagPath } from './findingsFile';
 import { onStopSignals } from './stopSignals';
 import { nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
-import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, Target } from '../core/config/target';
+import { clusterNodes, DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';
+import { NodeConnection } from '../core/phases/collectives';
 import { Logger } from '../core/log';
 import { bundledAgentPath, deployAgent, DeployedAgent } from '../remote/agentDeploy';
 import { openTransport } from '../remote/openTransport';
@@ -24,6 +25,7 @@ export const TARGET_OPTIONS = {
   workspace: { type: 'string' },
   findings: { type: 'string' },
   'api-key': { type: 'string' },
+  'rendezvous-addr': { type: 'string' },
   verbose: { type: 'boolean' },
 } as const;
 
@@ -39,6 +41,7 @@ export interface TargetFlags {
   workspace?: string;
   findings?: string;
   'api-key'?: string;
+  'rendezvous-addr'?: string;
   verbose?: boolean;
 }
 
@@ -46,7 +49,10 @@ export interface TargetFlags {
 export function targetUsage(python = 'Python 3 on the target'): string {
   return `Target:
   --target local|HOST       this machine (default), or an SSH host: a Host alias from ~/.ssh/config,
-                            a host name, or user@host
+                            a host name, or user@host; HOST1,HOST2,... is a cluster (a server across
+                            hosts, the head first): micro then runs its collectives across them all
+  --rendezvous-addr ADDR    a cluster's head as the other hosts reach it (default: the address the
+                            head's SSH session came in on)
   --port N, --user NAME     override the ssh config's Port and User
   --ssh-config FILE         another ssh config file (default ~/.ssh/config)
   --prefix "docker exec -i vllm"   run the agent inside a container on the host
@@ -73,6 +79,17 @@ export function cliTarget(v: TargetFlags): Target {
   const commandPrefix = v.prefix?.trim() ? v.prefix.trim().split(/\s+/) : undefined;
   const python = v.python ?? DEFAULT_PYTHON;
   if (name === 'local') return { name, kind: 'local', serverUrl, python, commandPrefix };
+  if (name.includes(',')) {
+    if (v.port !== undefined)
+      throw new UsageError("--port applies to one host; give a cluster's ports in its hosts' ~/.ssh/config entries (or --ssh-config FILE).");
+    const hosts = name.split(',').map((h) => h.trim());
+    if (hosts.some((h) => !h || h === 'local')) throw new UsageError(`--target ${name}: a cluster is a list of SSH hosts such as node-a,node-b.`);
+    try {
+      return parseTarget({ name, nodes: hosts, user: v.user, serverUrl, python, commandPrefix, rendezvousAddr: v['rendezvous-addr'] }, '--target');
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+  }
   let port: number | undefined;
   if (v.port !== undefined) {
     port = Number(v.port);
@@ -96,6 +113,8 @@ export interface OpenedTarget {
   signal: AbortSignal;
   /** The server's API key from --api-key or the environment; never stored. */
   apiKey?: string;
+  /** A cluster's hosts, connected, the head (transport, agent) first; absent for one host. */
+  nodes?: NodeConnection[];
   close(): Promise<void>;
 }
 
@@ -121,18 +140,30 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
     log: (level, message) => log[level](message),
   };
   const transport = await openTransport({ ...target, configFile: v['ssh-config'] }, hooks);
+  const others: Transport[] = [];
   const abort = new AbortController();
   const stopListening = onStopSignals(abort, stopping);
   const close = async () => {
     // Signals still stop the closing (the last kills on the host) in order; only then they are the default again.
-    await transport.close();
+    await Promise.all([transport, ...others].map((t) => t.close()));
     stopListening();
   };
   try {
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);
     const findings = findingsPath ? new FindingsFile(findingsPath, log) : undefined;
     const apiKey = v['api-key'] || process.env.INFBENCH_API_KEY || process.env.OPENAI_API_KEY || undefined;
-    return { target, transport, agent, workspace, log, findings, signal: abort.signal, apiKey, close };
+    let nodes: NodeConnection[] | undefined;
+    if (target.nodes) {
+      // Every host of a cluster up front: a wrong key or host key on any of them is said before work starts.
+      const [head, ...rest] = clusterNodes(target);
+      nodes = [{ target: head, transport, agent }];
+      for (const node of rest) {
+        const t = await openTransport({ ...node, configFile: v['ssh-config'] }, hooks);
+        others.push(t);
+        nodes.push({ target: node, transport: t, agent: await deployAgent(t, bundledAgentPath(), node.python) });
+      }
+    }
+    return { target, transport, agent, workspace, log, findings, signal: abort.signal, apiKey, nodes, close };
   } catch (err) {
     await close();
     throw err;

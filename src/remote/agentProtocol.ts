@@ -6,6 +6,7 @@ import {
   AGENT_VERSION,
   AgentCommand,
   AgentEvent,
+  CollectiveResult,
   HelloEvent,
   MacroResult,
   MicroResult,
@@ -22,6 +23,7 @@ export interface AgentResults {
   macro: MacroResult;
   micro: MicroResult;
   profile: ProfileCapture;
+  collective: CollectiveResult;
 }
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set<string>(AGENT_EVENT_TYPES);

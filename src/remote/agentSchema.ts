@@ -7,13 +7,13 @@ export const AGENT_VERSION = '0.1.0';
 /** The oldest Python the agent runs on, as [major, minor]. */
 export const MIN_PYTHON: readonly [number, number] = [3, 8];
 
-export type AgentCommand = 'probe' | 'macro' | 'micro' | 'profile';
+export type AgentCommand = 'probe' | 'macro' | 'micro' | 'profile' | 'collective';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogTopic = 'gemm_kernel';
-export type ErrorCode = 'allreduce_failed' | 'allreduce_wrong' | 'bad_arguments' | 'bad_model' | 'bad_option' | 'bad_prompts_file' | 'cancelled' | 'crash' | 'cuda_profiler' | 'gpus_busy' | 'no_gpu' | 'no_model' | 'no_shapes' | 'no_torch' | 'no_traces' | 'nvidia_smi_failed' | 'profiler_disabled' | 'python_too_old' | 'server_down' | 'server_error' | 'server_stalled' | 'server_unreachable' | 'start_profile_failed' | 'start_profile_timeout' | 'stop_profile_failed' | 'stop_timeout' | 'trace_dir_remote' | 'trace_dir_unknown' | 'trace_dir_unresolved' | 'unauthorized' | 'unknown_server' | 'warmup_failed' | 'workers_failed' | 'workload_failed';
+export type ErrorCode = 'allreduce_failed' | 'allreduce_wrong' | 'alltoall_wrong' | 'bad_arguments' | 'bad_model' | 'bad_option' | 'bad_prompts_file' | 'cancelled' | 'collective_failed' | 'crash' | 'cuda_profiler' | 'gpus_busy' | 'no_gpu' | 'no_model' | 'no_shapes' | 'no_torch' | 'no_traces' | 'nvidia_smi_failed' | 'profiler_disabled' | 'python_too_old' | 'rank_died' | 'server_down' | 'server_error' | 'server_stalled' | 'server_unreachable' | 'start_profile_failed' | 'start_profile_timeout' | 'stop_profile_failed' | 'stop_timeout' | 'trace_dir_remote' | 'trace_dir_unknown' | 'trace_dir_unresolved' | 'unauthorized' | 'unknown_server' | 'warmup_failed' | 'workers_failed' | 'workload_failed';
 export type ServerKind = 'vllm' | 'sglang' | 'unknown';
-export type MicroKind = 'gemm' | 'allreduce' | 'launch' | 'peak';
-export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture;
+export type MicroKind = 'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak';
+export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult;
 
 export interface ServerInfo { url: string; kind: ServerKind; version: string | null; model: string | null; simulated: boolean; [field: string]: unknown }
 export interface ProbeResult { host: string; platform: string; python: ProbePython; packages: Record<string, string | null>; cuda_visible_devices: string | null; gpus: ProbeGpus; server: ProbeServer; [field: string]: unknown }
@@ -34,6 +34,9 @@ export interface MicroResult { device: MicroDevice; model: MicroModel | null; ti
 export interface MicroDevice { name: string; kind: 'gpu' | 'cpu'; [field: string]: unknown }
 export interface MicroModel { name?: string; [field: string]: unknown }
 export interface MicroAllreduce { backend: string; world_size: number; note: string | null }
+export interface CollectiveResult { plan?: CollectivePlan; host?: string; ranks?: number; backend?: string; points?: MicroPointPayload[]; [field: string]: unknown }
+export interface CollectivePlan { model: string | null; hidden: number; top_k: number | null; layers: number | null; moe_layers: number | null; world_size: number; m: number[]; allreduce: CollectiveSize[]; alltoall: CollectiveSize[]; port: number; host: string; local_ranks: number; device: 'cuda' | 'cpu'; addr: string | null }
+export interface CollectiveSize { m: number; bytes: number; tokens_per_rank?: number }
 export interface ProfileCapture { server: ServerInfo; trace_dir: string; workload: ProfileWorkload; [field: string]: unknown }
 export interface ProfileWorkload { concurrency: number; output_len: number; input_len: number; [field: string]: unknown }
 

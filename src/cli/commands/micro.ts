@@ -3,7 +3,7 @@ import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../comm
 import { positiveWholeNumber, positiveWholeNumberList } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
-import { microTables } from '../../core/micro/tables';
+import { CollectiveModel, microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
 import { renderTextTable } from '../../shared/table';
 
@@ -129,7 +129,8 @@ export const microCommand: CliCommand = {
       } else {
         const kernel = outcome.points.find((p) => p.kind === 'gemm')?.kernel;
         if (outcome.summary.headline) process.stdout.write(`${outcome.summary.headline}\n\n`);
-        for (const table of microTables(outcome.points, { kernel: typeof kernel === 'string' ? kernel : undefined })) {
+        const model = (result.cluster as { plan?: CollectiveModel } | undefined)?.plan;
+        for (const table of microTables(outcome.points, { kernel: typeof kernel === 'string' ? kernel : undefined, model })) {
           process.stdout.write(`${renderTextTable(table)}\n\n`);
         }
         process.stdout.write(`Run folder: ${outcome.run.dir}${v.out ? `\nResult: ${v.out}` : ''}\n`);
@@ -148,7 +149,8 @@ function pointLine(p: Record<string, unknown>): string {
     case 'gemm':
       return `gemm ${String(p.shape)} M=${String(p.m)}: ${f(p.us)} µs, ${f(p.tbps, 2)} TB/s${typeof p.pct_peak_bw === 'number' ? ` (${f(p.pct_peak_bw, 0)}% of peak)` : ''}`;
     case 'allreduce':
-      return `all-reduce ${String(p.bytes)} B ${String(p.mode)}: ${f(p.us)} µs, busbw ${f(p.busbw_gbps, 2)} GB/s`;
+    case 'alltoall':
+      return `${p.kind === 'alltoall' ? 'all-to-all' : 'all-reduce'}${p.scope ? ` ${String(p.scope)}` : ''} ${String(p.bytes)} B ${String(p.mode)}: ${f(p.us)} µs, busbw ${f(p.busbw_gbps, 2)} GB/s`;
     case 'launch':
       return `launch ${String(p.mode)}: ${f(p.us_per_kernel, 2)} µs per kernel`;
     case 'peak':

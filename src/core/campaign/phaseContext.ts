@@ -2,6 +2,7 @@ import { Target } from '../config/target';
 import { Logger } from '../log';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
+import { NodeConnection } from '../phases/collectives';
 import { RunSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 
@@ -36,6 +37,8 @@ export interface PhaseContext {
   sink: ResultSink;
   log: Logger;
   signal?: AbortSignal;
+  /** Every host of a cluster target, the head (this context's transport) first; absent for one host. */
+  nodes?: NodeConnection[];
   /**
    * The server's API key (a server started with --api-key), for every phase: handed to the agent on
    * stdin, never put on a command line, in an environment or in the run folder.

@@ -32,6 +32,8 @@ export interface MicroOptions {
   arMaxBytes?: number;
   /** Hidden size for decode all-reduce sizes when no model is given. */
   hidden?: number;
+  /** Experts per token for the all-to-all sizes of a cluster when no model is given. */
+  topK?: number;
 }
 
 export const DEFAULT_M = [1, 2, 4, 8, 16, 32, 64, 128, 256];

@@ -1,10 +1,11 @@
 // Micro points as the user reads them: the headline, and tables for the findings document, the
 // results view and the terminal. Points are the agent's `micro.point` payloads (see agent/infbench_agent/micro.py).
 import { AllReducePoint, GemmPoint, GpuPeak } from '../../shared/results';
+import { MicroKind } from '../../remote/agentProtocol';
 import { ALLREDUCE_BANDWIDTH_COLUMNS, ALLREDUCE_SIZE_COLUMNS, ALLREDUCE_TABLE_ID } from '../../shared/microTables';
 import { formatBytes, ResultTable, TableCell, TableColumn } from '../../shared/table';
 
-export type MicroPoint = Record<string, unknown> & { kind: 'gemm' | 'allreduce' | 'launch' | 'peak' };
+export type MicroPoint = Record<string, unknown> & { kind: MicroKind };
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const ofKind = (points: MicroPoint[], kind: MicroPoint['kind']) => points.filter((p) => p.kind === kind);
@@ -68,7 +69,18 @@ function withPercent(value: unknown, pct: unknown, digits: number): TableCell {
   return p === undefined ? v.toFixed(digits) : `${v.toFixed(digits)} (${p.toFixed(0)}%)`;
 }
 
-export function microTables(points: MicroPoint[], context: { kernel?: string; timing?: string; allreduceNote?: string } = {}): ResultTable[] {
+/** What the expert-parallel budget needs of the model: layers that all-reduce, and MoE layers that would all-to-all. */
+export interface CollectiveModel {
+  layers: number | null;
+  moe_layers: number | null;
+  top_k: number | null;
+  hidden: number;
+}
+
+export function microTables(
+  points: MicroPoint[],
+  context: { kernel?: string; timing?: string; allreduceNote?: string; model?: CollectiveModel } = {},
+): ResultTable[] {
   const tables: ResultTable[] = [];
   const peaks = ofKind(points, 'peak');
   if (peaks.length) {
@@ -107,49 +119,19 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
   const flops = pivot(points, 'micro-gemm-flops', 'GEMM achieved TFLOP/s (% of measured peak compute)', (p) => withPercent(p.tflops, p.pct_peak_flops, 1), 1);
   if (flops) tables.push(flops);
 
-  const ar = ofKind(points, 'allreduce');
-  if (ar.length) {
-    const bySize = new Map<number, { eager?: MicroPoint; graph?: MicroPoint }>();
-    for (const p of ar) {
-      const size = Number(p.bytes);
-      const entry = bySize.get(size) ?? {};
-      entry[p.mode === 'graph' ? 'graph' : 'eager'] = p;
-      bySize.set(size, entry);
-    }
-    const first = ar[0];
-    const rows = [...bySize.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([size, e]) => {
-        const best = e.graph ?? e.eager!;
-        return {
-          size: formatBytes(size),
-          bytes: size,
-          m: num((e.eager ?? e.graph)?.m) ?? null,
-          eager_us: num(e.eager?.us),
-          graph_us: num(e.graph?.us),
-          algbw: num(best.algbw_gbps),
-          busbw: num(best.busbw_gbps),
-        };
-      });
-    tables.push({
-      id: ALLREDUCE_TABLE_ID,
-      title: `All-reduce (${String(first.backend)}, ${String(first.world_size)} ${Number(first.world_size) === 1 ? 'process' : 'processes'}, ${String(first.dtype)})`,
-      columns: [
-        ...ALLREDUCE_SIZE_COLUMNS,
-        { key: 'm', label: 'decode M', digits: 0 },
-        { key: 'eager_us', label: 'eager µs', digits: 1 },
-        { key: 'graph_us', label: 'graph µs', digits: 1 },
-        ...ALLREDUCE_BANDWIDTH_COLUMNS,
-      ],
-      rows,
-      note: [
-        'busbw = algbw × 2(n−1)/n as nccl-tests; bandwidths from the graph time where there is one. Decode sizes are M × hidden × 2 bytes.',
-        context.allreduceNote ?? '',
-      ]
-        .filter(Boolean)
-        .join(' '),
-    });
+  // One host's all-reduce, then a cluster's collectives by scope (across hosts, within one).
+  const single = ofKind(points, 'allreduce').filter((p) => p.scope === undefined);
+  if (single.length) tables.push(collectiveTable(single, ALLREDUCE_TABLE_ID, allreduceTitle(single[0]), [ALLREDUCE_NOTE, context.allreduceNote ?? '']));
+  for (const scope of SCOPES) {
+    const ar = ofKind(points, 'allreduce').filter((p) => p.scope === scope);
+    if (ar.length) tables.push(collectiveTable(ar, `${ALLREDUCE_TABLE_ID}-${scope}`, allreduceTitle(ar[0]), [ALLREDUCE_NOTE]));
   }
+  for (const scope of SCOPES) {
+    const a2a = ofKind(points, 'alltoall').filter((p) => p.scope === scope);
+    if (a2a.length) tables.push(collectiveTable(a2a, `micro-alltoall-${scope}`, allreduceTitle(a2a[0]).replace('All-reduce', 'All-to-all'), [ALLTOALL_NOTE]));
+  }
+  const budget = expertParallelBudget(points, context.model);
+  if (budget) tables.push(budget);
 
   const launch = ofKind(points, 'launch');
   if (launch.length) {
@@ -176,6 +158,102 @@ export function microTables(points: MicroPoint[], context: { kernel?: string; ti
   return tables;
 }
 
+const SCOPES = ['inter-node', 'intra-node'] as const;
+const ALLREDUCE_NOTE = 'busbw = algbw × 2(n−1)/n as nccl-tests; bandwidths from the graph time where there is one. Decode sizes are M × hidden × 2 bytes.';
+const ALLTOALL_NOTE =
+  "busbw = algbw × (n−1)/n as nccl-tests' alltoall; bytes are one rank's whole buffer. Decode sizes: each rank holds ⌈M / n⌉ of the step's M tokens " +
+  '(data-parallel attention, as expert-parallel deployments run) and sends each to its top-k experts: ⌈M / n⌉ × top-k × hidden × 2 bytes, once to dispatch and once to combine per MoE layer.';
+
+function allreduceTitle(p: MicroPoint): string {
+  const n = Number(p.world_size);
+  const where = p.scope === 'inter-node' ? ` across ${String(p.nodes)} hosts` : p.scope === 'intra-node' ? ' within one host' : '';
+  return `All-reduce${where} (${String(p.backend)}, ${n} ${n === 1 ? 'process' : 'processes'}, ${String(p.dtype)})`;
+}
+
+/** Times of one collective by size: eager and CUDA-graph side by side, with the decode M each size stands for. */
+function collectiveTable(list: MicroPoint[], id: string, title: string, notes: string[]): ResultTable {
+  const bySize = new Map<number, { eager?: MicroPoint; graph?: MicroPoint }>();
+  for (const p of list) {
+    const size = Number(p.bytes);
+    const entry = bySize.get(size) ?? {};
+    entry[p.mode === 'graph' ? 'graph' : 'eager'] = p;
+    bySize.set(size, entry);
+  }
+  const rows = [...bySize.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([size, e]) => {
+      const best = e.graph ?? e.eager!;
+      const any = (e.eager ?? e.graph)!;
+      const ms = Array.isArray(any.decode_m) && any.decode_m.length > 1 ? any.decode_m.join(', ') : (num(any.m) ?? null);
+      return {
+        size: formatBytes(size),
+        bytes: size,
+        m: ms,
+        eager_us: num(e.eager?.us),
+        graph_us: num(e.graph?.us),
+        algbw: num(best.algbw_gbps),
+        busbw: num(best.busbw_gbps),
+      };
+    });
+  return {
+    id,
+    title,
+    columns: [
+      ...ALLREDUCE_SIZE_COLUMNS,
+      { key: 'm', label: 'decode M', digits: 0 },
+      { key: 'eager_us', label: 'eager µs', digits: 1 },
+      { key: 'graph_us', label: 'graph µs', digits: 1 },
+      ...ALLREDUCE_BANDWIDTH_COLUMNS,
+    ],
+    rows,
+    note: notes.filter(Boolean).join(' '),
+  };
+}
+
+/** The time of a collective at decode M: the graph time where there is one (servers decode from graphs). */
+function decodeTime(list: MicroPoint[], m: number): number | undefined {
+  const at = list.filter((p) => (Array.isArray(p.decode_m) ? p.decode_m.includes(m) : p.m === m));
+  return num((at.find((p) => p.mode === 'graph') ?? at[0])?.us);
+}
+
+/**
+ * Would expert parallelism help? Per decode step at each M: tensor parallelism all-reduces twice per
+ * layer (after attention and after the MLP); expert parallelism all-to-alls twice per MoE layer
+ * (dispatch and combine). Both from this run's measured times across the hosts.
+ */
+export function expertParallelBudget(points: MicroPoint[], model: CollectiveModel | undefined): ResultTable | undefined {
+  if (!model?.layers || !model.moe_layers) return undefined;
+  const scope = points.some((p) => p.scope === 'inter-node') ? 'inter-node' : 'intra-node';
+  const ar = ofKind(points, 'allreduce').filter((p) => p.scope === scope && p.source === 'decode');
+  const a2a = ofKind(points, 'alltoall').filter((p) => p.scope === scope && p.source === 'decode');
+  if (!ar.length || !a2a.length) return undefined;
+  const ms = [...new Set(ar.flatMap((p) => (Array.isArray(p.decode_m) ? (p.decode_m as number[]) : [Number(p.m)])))].sort((a, b) => a - b);
+  const rows = ms.flatMap((m) => {
+    const arUs = decodeTime(ar, m);
+    const a2aUs = decodeTime(a2a, m);
+    if (arUs === undefined || a2aUs === undefined) return [];
+    const tp = (2 * model.layers! * arUs) / 1000;
+    const ep = (2 * model.moe_layers! * a2aUs) / 1000;
+    return [{ m, tp_ms: tp, ep_ms: ep, ratio: ep / tp }];
+  });
+  if (!rows.length) return undefined;
+  const n = Number(ar[0].world_size);
+  return {
+    id: 'micro-ep-budget',
+    title: `Collectives per decode step: tensor-parallel all-reduce vs expert-parallel all-to-all (${n} ranks, ${scope === 'inter-node' ? 'across hosts' : 'one host'})`,
+    columns: [
+      { key: 'm', label: 'decode M', digits: 0 },
+      { key: 'tp_ms', label: `TP all-reduce ms (2 × ${model.layers} layers)`, digits: 3 },
+      { key: 'ep_ms', label: `EP all-to-all ms (2 × ${model.moe_layers} MoE layers)`, digits: 3 },
+      { key: 'ratio', label: 'EP / TP', digits: 2 },
+    ],
+    rows,
+    note:
+      `Measured times at each M's message size (graph time where there is one) × calls per step. TP: M × ${model.hidden} × 2 bytes per all-reduce; ` +
+      `EP: ⌈M / ${n}⌉ tokens × top-${model.top_k ?? '?'} × ${model.hidden} × 2 bytes per rank, dispatch and combine. Attention and expert GEMMs not included.`,
+  };
+}
+
 /** The typed lists the results view draws (GEMM and all-reduce charts, the bandwidth line). */
 export function microChartData(points: MicroPoint[], gpu?: string): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; peak: GpuPeak } {
   const gemm = ofKind(points, 'gemm').map((p) => ({
@@ -189,7 +267,10 @@ export function microChartData(points: MicroPoint[], gpu?: string): { gemm: Gemm
     backend: typeof p.kernel === 'string' ? p.kernel : undefined,
   }));
   // vLLM decodes from CUDA graphs, so the graph-captured time is the one to draw where there is one.
-  const ar = ofKind(points, 'allreduce');
+  // A cluster's chart is of its widest all-reduce: across hosts.
+  const all = ofKind(points, 'allreduce');
+  const scope = all.some((p) => p.scope === 'inter-node') ? 'inter-node' : all.some((p) => p.scope === undefined) ? undefined : 'intra-node';
+  const ar = all.filter((p) => p.scope === scope);
   const hasGraph = ar.some((p) => p.mode === 'graph');
   const allreduce = ar
     .filter((p) => !hasGraph || p.mode === 'graph')

@@ -2,7 +2,7 @@ import { AgentCommand, AgentEvent, AgentResults, ErrorCode, helloProblem } from 
 import { agentArgv, DeployedAgent } from '../../remote/agentDeploy';
 import { AgentEventParser } from '../../remote/eventStream';
 import { Transport } from '../../remote/transport';
-import { RunFolder, RunStatus } from '../runs/runFolder';
+import { AgentLog, RunStatus } from '../runs/runFolder';
 import { stopOf } from '../runs/runStop';
 
 // The agent's stdin stays open and carries an empty line this often; an agent that hears nothing for
@@ -33,8 +33,16 @@ export async function runAgentCommand<C extends AgentCommand>(
   agent: DeployedAgent,
   command: C,
   args: readonly string[],
-  run: RunFolder,
-  options: { signal?: AbortSignal; onEvent?: (event: AgentEvent) => void; env?: Record<string, string>; stdin?: string; apiKey?: string } = {},
+  run: AgentLog,
+  options: {
+    signal?: AbortSignal;
+    onEvent?: (event: AgentEvent) => void;
+    env?: Record<string, string>;
+    stdin?: string;
+    apiKey?: string;
+    /** Leave the run's status to the caller (a run that goes on with more agent commands). */
+    leaveOpen?: boolean;
+  } = {},
 ): Promise<AgentRunOutcome<C>> {
   const events: AgentEvent[] = [];
   // The key goes over stdin: an environment variable or argument would show in the host's process list.
@@ -139,6 +147,6 @@ export async function runAgentCommand<C extends AgentCommand>(
     status = 'failed';
     reason = `${run.storageProblem?.message ?? 'result.json could not be written.'} The events are in events.jsonl.`;
   }
-  run.finish(status, reason);
+  if (!options.leaveOpen) run.finish(status, reason);
   return { status, result, events, errors, reason };
 }

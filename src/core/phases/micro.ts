@@ -5,6 +5,7 @@ import { RunFolder } from '../runs/runFolder';
 import { AgentEvent } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { ClusterCollectivesOutcome, CollectiveOptions, runClusterCollectives } from './collectives';
 
 /** The agent refused because something else holds the GPUs; the front end may ask the user and run again with allowBusy. */
 export interface BusyRefusal {
@@ -32,6 +33,7 @@ interface RunContext {
   timing?: string;
   model?: string;
   allreduceNote?: string;
+  cluster?: ClusterCollectivesOutcome;
   failures: string[];
   warnings: string[];
 }
@@ -44,7 +46,12 @@ interface RunContext {
  * the caller may run again with `allowBusy` once the user consents.
  */
 export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {}): Promise<MicroPhaseOutcome> {
-  const args = microAgentArgs(options, ctx.target.serverUrl);
+  // A cluster: the pieces on the head, the collectives across every host (in place of the head's own all-reduce).
+  const cluster = ctx.nodes && ctx.nodes.length > 1 ? ctx.nodes : undefined;
+  const acrossHosts = cluster !== undefined && !options.skip?.includes('allreduce');
+  const headOptions = { ...options, topK: undefined };
+  if (cluster) headOptions.skip = [...new Set([...(options.skip ?? []), 'allreduce' as const])];
+  const args = microAgentArgs(headOptions, ctx.target.serverUrl);
   const run = RunFolder.create(ctx.workspace, 'micro', ctx.target.name, { ...options, agentArgs: args });
   const points: MicroPoint[] = [];
   const info: RunContext = { failures: [], warnings: [] };
@@ -103,14 +110,40 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, { signal: ctx.signal, onEvent });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, { signal: ctx.signal, onEvent, leaveOpen: acrossHosts });
+  if (acrossHosts) {
+    let status = agent.status;
+    let reason = agent.reason;
+    if (agent.status === 'completed') {
+      const across = await runClusterCollectives(cluster, run, collectiveOptions(options), {
+        log: ctx.log,
+        signal: ctx.signal,
+        rendezvousAddr: ctx.target.rendezvousAddr,
+        serverUrl: ctx.target.serverUrl,
+        apiKey: ctx.apiKey,
+        onPoint: (point) => {
+          points.push(point);
+          publish(false);
+        },
+      });
+      status = across.status;
+      reason = across.reason;
+      info.cluster = across;
+      if (across.status !== 'completed') ctx.log.error(`micro on ${ctx.target.name}: ${across.reason ?? across.status}`);
+    }
+    agent.status = status;
+    agent.reason = reason;
+    const clusterResult = info.cluster && { nodes: info.cluster.nodes, plan: info.cluster.plan, master_addr: info.cluster.masterAddr, status, reason };
+    run.writeResult({ ...(agent.result ?? { partial: true }), points, cluster: clusterResult });
+    run.finish(status, reason);
+  }
   const r = agent.result;
   if (r) {
     info.device = r.device?.name ?? info.device;
     info.model = r.model?.name;
     info.timing = typeof r.timing === 'string' ? r.timing : undefined;
     info.allreduceNote = r.allreduce?.note ?? undefined;
-  } else {
+  } else if (!acrossHosts) {
     // Cancelled, refused or cut off: keep every point that arrived.
     run.writeResult({ points, partial: true, status: agent.status, reason: agent.reason, errors: agent.errors });
   }
@@ -131,6 +164,11 @@ function findingsUpdate(run: RunFolder, summary: RunSummary, points: MicroPoint[
       `${info.kernel ? `, GEMM kernel ${info.kernel}` : ''}${info.timing ? `; ${info.timing}` : ''}. Run \`${run.info.id}\`.`,
   );
   if (info.fallback) lines.push(`Not the server's kernel: ${info.fallback}.`);
+  const cluster = info.cluster;
+  if (cluster?.plan) {
+    const hosts = cluster.nodes.map((n) => `${n.where} (ranks ${n.rankOffset ?? '?'}–${(n.rankOffset ?? 0) + (n.ranks ?? 1) - 1})`).join(', ');
+    lines.push(`Collectives across ${cluster.nodes.length} hosts through torch.distributed (env:// at ${cluster.masterAddr}:${cluster.plan.port}): ${hosts}.`);
+  }
   if (cpu) lines.push('⚠ **CPU only**: no GPU was used; these figures show the code path, not GPU performance.');
   for (const w of info.warnings) lines.push(`⚠ ${w}`);
   for (const f of info.failures) lines.push(`✗ ${f}`);
@@ -139,6 +177,21 @@ function findingsUpdate(run: RunFolder, summary: RunSummary, points: MicroPoint[
     sectionId: `micro-${run.info.id}`,
     heading: `Micro-benchmarks — ${summary.target}`,
     lines,
-    tables: microTables(points, { kernel: info.kernel, allreduceNote: info.allreduceNote }),
+    tables: microTables(points, { kernel: info.kernel, allreduceNote: info.allreduceNote, model: cluster?.plan }),
+  };
+}
+
+/** The cluster collectives' share of the micro options: the same model, M list and device. */
+function collectiveOptions(o: MicroOptions): CollectiveOptions {
+  return {
+    model: o.model,
+    config: o.config,
+    m: o.m,
+    hidden: o.hidden,
+    topK: o.topK,
+    device: o.device === 'cpu' ? 'cpu' : o.device?.startsWith('cuda') ? 'cuda' : 'auto',
+    backend: o.arBackend,
+    localRanks: o.arWorldSize,
+    repeats: o.repeats,
   };
 }

@@ -94,58 +94,14 @@ export function storageProblem(err: unknown, path: string): RunStorageError {
 }
 
 /**
- * One run on disk: `<workspace>/.inference-bench/runs/<time>-<phase>/` with the raw event log
- * (appended line by line as events arrive, so a dropped connection loses nothing), meta.json,
- * result.json and any fetched files such as traces.
+ * What one agent run writes as it goes: its event log (events.jsonl), its stderr (agent.log) and
+ * its result (result.json). A run folder is one; each host of a cluster run has one of its own.
  */
-export class RunFolder {
+export class AgentLog {
   /** The first write that failed (a full disk, say); from then on nothing more is written. */
-  private storageFailure?: RunStorageError;
+  protected storageFailure?: RunStorageError;
 
-  private constructor(
-    readonly dir: string,
-    private meta: RunMeta,
-  ) {}
-
-  static create(workspace: string, phase: PhaseName, target: string, options: Record<string, unknown>, now = new Date()): RunFolder {
-    const stamp = now.toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
-    let id = `${stamp}-${phase}`;
-    for (let n = 2; existsSync(runDir(workspace, id)); n++) id = `${stamp}-${phase}-${n}`;
-    const dir = runDir(workspace, id);
-    try {
-      mkdirSync(dir, { recursive: true });
-    } catch (err) {
-      throw workspaceProblem(err, workspace, dir);
-    }
-    const run = new RunFolder(dir, { id, phase, target, startedAt: now.toISOString(), status: 'running', options });
-    run.saveMeta();
-    if (run.storageFailure) throw run.storageFailure;
-    return run;
-  }
-
-  static open(dir: string): RunFolder {
-    const meta = JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta;
-    return new RunFolder(dir, meta);
-  }
-
-  /** Every run under a workspace, newest first. Folders without a readable meta.json are skipped. */
-  static list(workspace: string): RunFolder[] {
-    const root = runsRoot(workspace);
-    if (!existsSync(root)) return [];
-    const runs: RunFolder[] = [];
-    for (const name of readdirSync(root).sort().reverse()) {
-      try {
-        runs.push(RunFolder.open(join(root, name)));
-      } catch {
-        // not a run folder, or one being created right now
-      }
-    }
-    return runs;
-  }
-
-  get info(): Readonly<RunMeta> {
-    return this.meta;
-  }
+  constructor(readonly dir: string) {}
 
   get eventLogPath(): string {
     return join(this.dir, 'events.jsonl');
@@ -224,12 +180,82 @@ export class RunFolder {
     }
   }
 
+  /** Called once the agent run has ended. */
+  finish(status: RunStatus, reason?: string): void {
+    writeAtomic(join(this.dir, 'status.json'), JSON.stringify({ status, reason }, null, 2));
+  }
+}
+
+/**
+ * One run on disk: `<workspace>/.inference-bench/runs/<time>-<phase>/` with the raw event log
+ * (appended line by line as events arrive, so a dropped connection loses nothing), meta.json,
+ * result.json and any fetched files such as traces.
+ */
+export class RunFolder extends AgentLog {
+  private constructor(
+    dir: string,
+    private meta: RunMeta,
+  ) {
+    super(dir);
+  }
+
+  static create(workspace: string, phase: PhaseName, target: string, options: Record<string, unknown>, now = new Date()): RunFolder {
+    const stamp = now.toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
+    let id = `${stamp}-${phase}`;
+    for (let n = 2; existsSync(runDir(workspace, id)); n++) id = `${stamp}-${phase}-${n}`;
+    const dir = runDir(workspace, id);
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw workspaceProblem(err, workspace, dir);
+    }
+    const run = new RunFolder(dir, { id, phase, target, startedAt: now.toISOString(), status: 'running', options });
+    run.saveMeta();
+    if (run.storageFailure) throw run.storageFailure;
+    return run;
+  }
+
+  static open(dir: string): RunFolder {
+    const meta = JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta;
+    return new RunFolder(dir, meta);
+  }
+
+  /** Every run under a workspace, newest first. Folders without a readable meta.json are skipped. */
+  static list(workspace: string): RunFolder[] {
+    const root = runsRoot(workspace);
+    if (!existsSync(root)) return [];
+    const runs: RunFolder[] = [];
+    for (const name of readdirSync(root).sort().reverse()) {
+      try {
+        runs.push(RunFolder.open(join(root, name)));
+      } catch {
+        // not a run folder, or one being created right now
+      }
+    }
+    return runs;
+  }
+
+  get info(): Readonly<RunMeta> {
+    return this.meta;
+  }
+
   readResult<T = unknown>(): T | undefined {
     if (!existsSync(this.resultPath)) return undefined;
     return JSON.parse(readFileSync(this.resultPath, 'utf8')) as T;
   }
 
-  finish(status: RunStatus, reason?: string, now = new Date()): void {
+  /** The log of one host's agent run inside this run (a cluster run), in `nodes/<name>/`. */
+  nodeLog(name: string): AgentLog {
+    const dir = join(this.dir, 'nodes', name.replace(/[^A-Za-z0-9._-]+/g, '_'));
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      this.storageFailure ??= storageProblem(err, dir);
+    }
+    return new AgentLog(dir);
+  }
+
+  override finish(status: RunStatus, reason?: string, now = new Date()): void {
     this.meta = { ...this.meta, status, reason, finishedAt: now.toISOString() };
     this.saveMeta();
   }

@@ -1,0 +1,442 @@
+"""Collectives across the hosts of a cluster: all-reduce and all-to-all through torch.distributed.
+
+The controller runs one `collective` agent per host, each over that host's own SSH connection. Each
+starts one process per GPU (or --local-ranks on a CPU) with the variables torchrun sets (MASTER_ADDR,
+MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK: torch/distributed/run.py),
+so that the ranks meet through torch.distributed's own env:// rendezvous (a TCPStore on the first
+host) and talk over NCCL on GPUs, gloo on CPUs: no transport of ours between the hosts.
+
+The launcher watches its ranks: one that dies stops the others on this host, and the agent says which
+rank died and how; the controller then stops the other hosts. Global rank 0 (on the first host)
+prints the points.
+
+`--plan` (no PyTorch) gives what every host needs first: the message sizes of a decode step from the
+model's config and a free port on the first host for the rendezvous.
+- All-reduce (tensor parallel): M tokens x hidden x 2 bytes, twice per layer (attention and MLP out).
+- All-to-all (expert parallel): each token goes to its top-k experts and comes back, dispatch and
+  combine once per MoE layer. With the attention data-parallel across the W ranks of the EP group (as
+  vLLM's --enable-expert-parallel with --data-parallel-size, and SGLang's --enable-dp-attention, run
+  DeepSeek-style models) a rank holds ceil(M / W) of the step's M tokens and sends
+  ceil(M / W) x top-k x hidden x 2 bytes each way.
+Columns follow nccl-tests (doc/PERFORMANCE.md): algbw = bytes / time; busbw = algbw x 2(n-1)/n for
+all-reduce and algbw x (n-1)/n for all-to-all, where bytes is one rank's whole buffer.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from typing import Any, Callable, Optional
+
+from infbench_agent import events
+from infbench_agent.events import AgentError
+from infbench_agent.micro_allreduce import SAFE_ENV, agent_command, bus_bandwidth, eager_collective_us, graph_collective_us
+from infbench_agent.models import ModelError, resolve_model
+
+DEFAULT_M = "1,2,4,8,16,32,64,128,256"
+CPU_M = "1,4,16"
+# A rank that dies leaves the others waiting in a collective; the rendezvous itself waits this long for every host.
+RENDEZVOUS_TIMEOUT_S = 120
+# After a rank fails, how long the others may take to report that they lost it before they are stopped.
+FAILURE_GRACE_S = 1.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "All-reduce and all-to-all across hosts (one agent per host), through torch.distributed's env:// rendezvous."
+    p.add_argument("--plan", action="store_true", help="only print the decode-step message sizes and a free rendezvous port (no PyTorch)")
+    p.add_argument("--model", help="a preset, a model folder, or a Hugging Face id in the host's cache (for --plan)")
+    p.add_argument("--config", help="the model's config.json (or its folder) (for --plan)")
+    p.add_argument("--server-url", help="find the model through this server's /v1/models (for --plan)")
+    p.add_argument("--hidden", type=int, default=0, help="hidden size when no model is given (for --plan)")
+    p.add_argument("--top-k", type=int, default=0, help="experts per token when no model is given (for --plan)")
+    p.add_argument("--m", default=None, help=f"token counts M of a decode step (default {DEFAULT_M}; {CPU_M} on a CPU)")
+    p.add_argument("--cpu", action="store_true", help="plan for a CPU run (short M list)")
+    p.add_argument("--world-size", type=int, default=1, help="ranks on all hosts together (--plan with 0: only count this host's)")
+    p.add_argument("--master-addr", default="127.0.0.1", help="the first host's address as the other hosts reach it")
+    p.add_argument("--master-port", type=int, default=0, help="the rendezvous port on the first host (from --plan)")
+    p.add_argument("--node-rank", type=int, default=0, help="this host's place in the cluster (0 = the first host)")
+    p.add_argument("--nodes", type=int, default=1, help="hosts in the cluster")
+    p.add_argument("--rank-offset", type=int, default=0, help="global rank of this host's first process")
+    p.add_argument("--local-ranks", type=int, default=0, help="processes on this host (default: one per GPU; 2 on a CPU)")
+    p.add_argument("--backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
+    p.add_argument("--device", default="auto", help="auto, cuda or cpu")
+    p.add_argument("--ops", default="allreduce,alltoall", help="collectives to time (default allreduce,alltoall)")
+    p.add_argument("--ar-sizes", default="", help="all-reduce message bytes, comma-separated (from --plan)")
+    p.add_argument("--a2a-sizes", default="", help="all-to-all bytes per rank, comma-separated (from --plan)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per point; the median is reported")
+    # Internal: one rank, started by the launcher with torchrun's variables.
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+
+
+def parse_sizes(text: str, flag: str) -> list[int]:
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError as exc:
+        raise AgentError("bad_option", f"{flag} {text!r} is not a list of byte counts.", f"For example {flag} 14336,28672.") from exc
+    if any(s < 2 for s in sizes):
+        raise AgentError("bad_option", f"{flag} {text!r}: sizes must be at least 2 bytes.", f"For example {flag} 14336,28672.")
+    return sizes
+
+
+def free_port() -> int:
+    """A port free on every interface of this host now; the rendezvous binds it moments later."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def plan(args: Any) -> dict:
+    """Decode-step message sizes for the cluster's world size, from the model's config."""
+    from infbench_agent.micro import parse_m_list
+
+    local, device = _local_ranks(args)
+    where = {"port": free_port(), "host": socket.gethostname(), "local_ranks": local, "device": device, "addr": ssh_server_addr()}
+    if args.world_size == 0:
+        # Only this host's part: its ranks and address (the controller adds the hosts up before sizing).
+        empty: list[Any] = []
+        return {
+            "model": None,
+            "hidden": 0,
+            "top_k": None,
+            "layers": None,
+            "moe_layers": None,
+            "world_size": 0,
+            "m": empty,
+            **where,
+            "allreduce": empty,
+            "alltoall": empty,
+        }
+    model = None
+    if args.model or args.config or args.server_url:
+        try:
+            model = resolve_model(args.model, args.config, args.server_url)
+        except ModelError as exc:
+            raise AgentError("bad_model", str(exc), "Pass --model (a preset), --config, or --hidden and --top-k.") from exc
+    config = model.config if model else {}
+    hidden = model.hidden if model else args.hidden
+    if not hidden:
+        raise AgentError("no_model", "No model to size the messages by.", "Pass --model (a preset), --config, or --hidden and --top-k.")
+    if args.device == "cpu":
+        args.cpu = True
+    top_k = int(config.get("num_experts_per_tok") or 0) or args.top_k
+    layers = model.layers if model else 0
+    moe_layers = (
+        max(0, layers - int(config.get("first_k_dense_replace") or 0)) if config.get("n_routed_experts") or config.get("num_experts") else 0
+    )
+    world = max(1, args.world_size)
+    m_values = parse_m_list(args.m or (CPU_M if args.cpu else DEFAULT_M))
+    allreduce = [{"m": m, "bytes": m * hidden * 2} for m in m_values]
+    alltoall = []
+    if top_k:
+        for m in m_values:
+            tokens = math.ceil(m / world)
+            # all_to_all_single splits the buffer evenly between the ranks: round up to a multiple of W elements.
+            count = tokens * top_k * hidden
+            count = int(math.ceil(count / world) * world)
+            alltoall.append({"m": m, "tokens_per_rank": tokens, "bytes": count * 2})
+    return {
+        "model": model.name if model else None,
+        "hidden": hidden,
+        "top_k": top_k or None,
+        "layers": layers or None,
+        "moe_layers": moe_layers or None,
+        "world_size": world,
+        "m": m_values,
+        "allreduce": allreduce,
+        "alltoall": alltoall,
+        **where,
+    }
+
+
+def ssh_server_addr() -> Optional[str]:
+    """This host's address on the interface the controller's SSH session came in on (sshd's SSH_CONNECTION:
+    client address, client port, server address, server port): the address the other nodes most likely reach it by."""
+    parts = os.environ.get("SSH_CONNECTION", "").split()
+    return parts[2] if len(parts) == 4 else None
+
+
+def run(args: Any) -> int:
+    if args.worker:
+        return worker_main(args)
+    if args.plan:
+        events.emit(events.RESULT, result={"plan": plan(args)})
+        return 0
+    return launch(args)
+
+
+def _local_ranks(args: Any) -> tuple[int, str]:
+    """Processes on this host and the device kind, without importing PyTorch (nvidia-smi counts the GPUs)."""
+    if args.device == "cpu":
+        return args.local_ranks or 2, "cpu"
+    gpus = 0
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        gpus = len([line for line in out.stdout.splitlines() if line.strip()]) if out.returncode == 0 else 0
+    except (OSError, subprocess.TimeoutExpired):
+        gpus = 0
+    if args.device.startswith("cuda") and not gpus:
+        raise AgentError("no_gpu", f"--device {args.device}: nvidia-smi lists no GPU on {socket.gethostname()}.", "Pass --device cpu.")
+    if gpus and args.device != "cpu":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            gpus = len([v for v in visible.split(",") if v.strip()])
+        return args.local_ranks or gpus, "cuda"
+    return args.local_ranks or 2, "cpu"
+
+
+def launch(args: Any) -> int:
+    """Starts this host's ranks, forwards global rank 0's points, and stops every rank if one dies."""
+    local, device = _local_ranks(args)
+    if args.rank_offset + local > args.world_size:
+        raise AgentError(
+            "bad_option",
+            f"This host's ranks {args.rank_offset}..{args.rank_offset + local - 1} do not fit in world size {args.world_size}.",
+            "The controller gives each host its rank offset and the world size; pass --local-ranks to match.",
+        )
+    if not args.master_port:
+        raise AgentError("bad_option", "--master-port is missing.", "Run --plan on the first host for a free port.")
+    backend = args.backend if args.backend != "auto" else ("nccl" if device == "cuda" else "gloo")
+    argv, env = agent_command()
+    env.update(SAFE_ENV)
+    env.update(
+        {
+            "MASTER_ADDR": args.master_addr,
+            "MASTER_PORT": str(args.master_port),
+            "WORLD_SIZE": str(args.world_size),
+            "LOCAL_WORLD_SIZE": str(local),
+            "GROUP_RANK": str(args.node_rank),
+        }
+    )
+    host = socket.gethostname()
+    events.log(
+        f"{host}: ranks {args.rank_offset}..{args.rank_offset + local - 1} of {args.world_size} ({backend} on {device}), "
+        f"rendezvous at {args.master_addr}:{args.master_port}."
+    )
+    cmd = argv + [
+        "collective",
+        "--worker",
+        "--nodes",
+        str(args.nodes),
+        "--backend",
+        backend,
+        "--device",
+        device,
+        "--ops",
+        args.ops,
+        "--ar-sizes",
+        args.ar_sizes,
+        "--a2a-sizes",
+        args.a2a_sizes,
+        "--repeats",
+        str(args.repeats),
+    ]
+    procs = []
+    for local_rank in range(local):
+        rank_env = dict(env, RANK=str(args.rank_offset + local_rank), LOCAL_RANK=str(local_rank))
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, env=rank_env, text=True))
+    errors: dict[int, str] = {}
+    points = []
+
+    def read(local_rank: int, stream: Any) -> None:
+        rank = args.rank_offset + local_rank
+        for line in stream:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("type")
+            if kind == events.MICRO_POINT and rank == 0:
+                points.append(event["point"])
+                events.emit(events.MICRO_POINT, kind=event["kind"], point=event["point"])
+            elif kind == events.PROGRESS and rank == 0:
+                events.emit(events.PROGRESS, done=event["done"], total=event["total"], message=str(event.get("message", "")))
+            elif kind == events.LOG and rank == 0:
+                events.log(event["message"], event.get("level", "info"))
+            elif kind == events.ERROR:
+                errors[rank] = str(event.get("message"))
+
+    readers = [threading.Thread(target=read, args=(r, p.stdout), daemon=True) for r, p in enumerate(procs)]
+    for t in readers:
+        t.start()
+    stopping = [False]
+
+    def stop_ranks(signum: int, _frame: Any) -> None:
+        # Cancelled (SIGTERM from the controller or the heartbeat): the ranks go first, then this agent.
+        stopping[0] = True
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+    previous = signal.signal(signal.SIGTERM, stop_ranks)
+    # Exit codes as the ranks ended by themselves, before any was stopped here.
+    ended: dict[int, int] = {}
+    try:
+        first_failure: Optional[float] = None
+        while not stopping[0]:
+            for local_rank, p in enumerate(procs):
+                if local_rank not in ended and p.poll() is not None:
+                    ended[local_rank] = p.returncode
+            if len(ended) == len(procs):
+                break
+            if first_failure is None and any(c != 0 for c in ended.values()):
+                first_failure = time.monotonic()
+            # One rank gone means the others wait in a collective until the timeout: once the ranks that lost
+            # their peer have had a moment to say so, stop the rest.
+            if first_failure is not None and time.monotonic() - first_failure > FAILURE_GRACE_S:
+                break
+            time.sleep(0.05)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for p in procs:
+            p.wait()
+        for t in readers:
+            t.join(timeout=5)
+        signal.signal(signal.SIGTERM, previous)
+    if stopping[0]:
+        raise KeyboardInterrupt
+    failed = {r: c for r, c in ended.items() if c != 0}
+    if failed:
+        # A rank that died without a word (a signal, an out-of-memory kill) is the cause; ranks that
+        # reported an error mostly lost that peer.
+        silent = [r for r in failed if args.rank_offset + r not in errors]
+        if silent:
+            local_rank = silent[0]
+            code = failed[local_rank]
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            raise AgentError(
+                "rank_died",
+                f"Rank {args.rank_offset + local_rank} (local rank {local_rank} on {host}) {how}.",
+                "Its stderr is in the run's log for this host; the other ranks were stopped.",
+            )
+        rank = args.rank_offset + min(failed)
+        raise AgentError(
+            "collective_failed",
+            f"Rank {rank} on {host} failed: {errors[rank]}",
+            "A rank on another host may have died first (the others lose their peer); see each host's log.",
+        )
+    if len(ended) < len(procs):
+        raise AgentError("collective_failed", f"The ranks on {host} did not finish.", "See this host's log.")
+    events.emit(events.RESULT, result={"host": host, "ranks": local, "backend": backend, "device": device, "points": points})
+    return 0
+
+
+def worker_main(args: Any) -> int:
+    """One rank: every collective at every size, over all ranks and (with several hosts) within each host."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    on_gpu = args.device.startswith("cuda")
+    backend = args.backend
+    if on_gpu:
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        device = f"cuda:{torch.cuda.current_device()}"
+    else:
+        device = "cpu"
+    dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=RENDEZVOUS_TIMEOUT_S))
+    # Which host each rank is on, so that each host's ranks form a group of their own.
+    layout: list[Any] = [None] * world
+    dist.all_gather_object(layout, int(os.environ["GROUP_RANK"]))
+    hosts = sorted(set(layout))
+    groups = {h: [r for r in range(world) if layout[r] == h] for h in hosts}
+    # new_group is collective: every rank makes every group, in the same order.
+    local_groups = {h: dist.new_group(ranks) for h, ranks in groups.items()}
+    my_host = layout[rank]
+    scopes: list[tuple[str, Any, int]] = [("inter-node" if len(hosts) > 1 else "intra-node", None, world)]
+    if len(hosts) > 1 and len(groups[my_host]) > 1 and all(len(g) == len(groups[my_host]) for g in groups.values()):
+        scopes.append(("intra-node", local_groups[my_host], len(groups[my_host])))
+    dtype = torch.bfloat16 if backend == "nccl" else torch.float16
+    dtype_name = "bf16" if dtype == torch.bfloat16 else "fp16"
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    sizes = {"allreduce": parse_sizes(args.ar_sizes, "--ar-sizes"), "alltoall": parse_sizes(args.a2a_sizes, "--a2a-sizes")}
+    total = sum(len(sizes[o]) for o in ops if o in sizes) * len(scopes) * (2 if on_gpu else 1)
+    done = 0
+
+    def slowest(us: float) -> float:
+        # Every rank timed the same collectives at once; the slowest rank's time is the collective's time.
+        t = torch.tensor([us], dtype=torch.float64 if backend == "gloo" else torch.float32, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t.item())
+
+    def sync() -> None:
+        if on_gpu:
+            torch.cuda.synchronize()
+
+    check_collectives(torch, dist, ops, world, rank, dtype, device)
+    for op in ops:
+        for scope, group, n in scopes:
+            for size in sizes.get(op, []):
+                count = max(n, size // 2 // n * n) if op == "alltoall" else max(1, size // 2)
+                inp = torch.ones(count, dtype=dtype, device=device)
+                out = torch.empty_like(inp)
+                call: Callable[[], Any]
+                if op == "alltoall":
+                    call = functools.partial(dist.all_to_all_single, out, inp, group=group)
+                else:
+                    call = functools.partial(dist.all_reduce, inp, group=group)
+                eager_us, iters = eager_collective_us(dist, call, sync, slowest, args.repeats)
+                modes = [("eager", slowest(eager_us), f"wall clock over {iters} calls, median of {args.repeats}, slowest rank")]
+                # One NCCL rank all-reduces nothing (an empty graph); an all-to-all still copies its buffer.
+                if on_gpu and (n > 1 or op == "alltoall"):
+                    us = graph_collective_us(torch, dist, call, iters, args.repeats)
+                    modes.append(("graph", slowest(us), f"CUDA graph of {iters} calls replayed, median of {args.repeats}, slowest rank"))
+                for mode, us, how in modes:
+                    algbw = count * 2 / us / 1e3  # GB/s
+                    busbw = bus_bandwidth(algbw, n) if op == "allreduce" else algbw * (n - 1) / n
+                    point = {
+                        "kind": op,
+                        "bytes": count * 2,
+                        "count": count,
+                        "dtype": dtype_name,
+                        "backend": backend,
+                        "world_size": n,
+                        "nodes": len(hosts) if scope == "inter-node" else 1,
+                        "scope": scope,
+                        "mode": mode,
+                        "us": us,
+                        "algbw_gbps": algbw,
+                        "busbw_gbps": busbw,
+                        "timing": how,
+                        "correct": True,
+                    }
+                    done += 1
+                    if rank == 0:
+                        events.emit(events.MICRO_POINT, kind=op, point=point)
+                        events.emit(events.PROGRESS, done=done, total=total, message=f"{op} {scope} {count * 2} B {mode}: {us:.1f} us")
+                del inp, out
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+def check_collectives(torch: Any, dist: Any, ops: list[str], world: int, rank: int, dtype: Any, device: str) -> None:
+    """Known answers before any timing: a wrong collective's speed means nothing."""
+    if "allreduce" in ops:
+        t = torch.full((world * 4,), float(rank + 1), dtype=dtype, device=device)
+        dist.all_reduce(t)
+        expected = world * (world + 1) / 2
+        if abs(float(t[0].item()) - expected) > 1e-3:
+            raise AgentError(
+                "allreduce_wrong", f"all_reduce gave {t[0].item()} where {expected} was due (rank {rank}).", "Run nccl-tests' -c 1."
+            )
+    if "alltoall" in ops:
+        # Chunk j of rank r goes to rank j; rank r then holds chunk r of every rank, in rank order.
+        inp = torch.tensor([float(rank * world + j) for j in range(world)], dtype=torch.float32, device=device)
+        out = torch.empty_like(inp)
+        dist.all_to_all_single(out, inp)
+        want = [float(j * world + rank) for j in range(world)]
+        got = [float(x) for x in out.tolist()]
+        if got != want:
+            raise AgentError("alltoall_wrong", f"all_to_all_single gave {got} where {want} was due (rank {rank}).", "Run nccl-tests' -c 1.")

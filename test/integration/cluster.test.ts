@@ -1,0 +1,252 @@
+import * as assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { PhaseContext } from '../../src/core/campaign/phaseContext';
+import { clusterNodes, parseTarget, Target } from '../../src/core/config/target';
+import { silentLogger } from '../../src/core/log';
+import { MicroPoint } from '../../src/core/micro/tables';
+import { NodeConnection } from '../../src/core/phases/collectives';
+import { runMicroPhase } from '../../src/core/phases/micro';
+import { RunFolder } from '../../src/core/runs/runFolder';
+import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
+import { openTransport } from '../../src/remote/openTransport';
+import { Transport } from '../../src/remote/transport';
+import { makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+
+// A cluster of two "hosts": two OpenSSH servers on loopback, each with its own host key, known_hosts
+// entry and agent cache, reached by their own aliases. The collectives run through torch.distributed's
+// env:// rendezvous with gloo on the CPU (Debian's python3-torch, as scripts/setup-test-env.sh installs),
+// two ranks per host. Both hosts are this machine, so `ps` here sees every rank of both.
+const TORCH_PYTHON = process.env.INFBENCH_TORCH_PYTHON ?? '/usr/bin/python3';
+const HAS_TORCH = spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
+const USER = spawnSync('id', ['-un'], { encoding: 'utf8' }).stdout.trim();
+// qwen3-30b-a3b (the agent's preset, from its published config.json): hidden 2048, top-8 of 128 experts, 48 layers, all MoE.
+const HIDDEN = 2048;
+const TOP_K = 8;
+const LAYERS = 48;
+
+/** Collective worker processes on this machine (both hosts), as ps lists them. */
+function ranksLeft(): string[] {
+  const r = spawnSync('pgrep', ['-af', 'infbench_agent collective|\\.pyz collective'], { encoding: 'utf8' });
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l && !l.includes('pgrep'));
+}
+
+/** The PID of the worker with global rank `rank`, from its environment (torchrun's RANK). */
+function rankPid(rank: number): number | undefined {
+  const pids = spawnSync('pgrep', ['-f', 'collective --worker'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).map(Number);
+  for (const pid of pids) {
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      if (env.includes(`RANK=${rank}`)) return pid;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+(HAS_TORCH ? describe : describe.skip)('a cluster of two hosts over SSH', function () {
+  this.timeout(180_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ib-cluster-'));
+  const sshds: Sshd[] = [];
+  let configFile = '';
+
+  before(async () => {
+    const key = makeKey(dir, 'client_ed25519');
+    for (const name of ['alpha', 'beta']) {
+      const cache = join(dir, `cache-${name}`);
+      mkdirSync(cache, { mode: 0o700 });
+      sshds.push(await startSshd({ authorizedKeys: [key.publicLine], extraConfig: [`SetEnv XDG_CACHE_HOME=${cache}`] }));
+    }
+    const host = (s: Sshd) => ['HostName 127.0.0.1', `Port ${s.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'];
+    configFile = writeClientConfig(
+      join(dir, 'client'),
+      { alpha: host(sshds[0]), beta: host(sshds[1]) },
+      sshds.map((s) => s.knownHostsLine),
+    ).configFile;
+  });
+  after(async () => {
+    for (const s of sshds) await s.stop();
+  });
+  afterEach(async () => {
+    // Whatever a test did, no rank may outlive it on either host.
+    await until(`no collective process left (${ranksLeft().join('; ')})`, () => ranksLeft().length === 0, 5000);
+  });
+
+  /** Connects every node of the cluster target and deploys the agent on each. */
+  async function connect(target: Target): Promise<{ nodes: NodeConnection[]; close: () => Promise<void> }> {
+    const transports: Transport[] = [];
+    const nodes: NodeConnection[] = [];
+    for (const node of clusterNodes(target)) {
+      const transport = await openTransport({ ...node, configFile, home: dir });
+      transports.push(transport);
+      nodes.push({ target: node, transport, agent: await deployAgent(transport, bundledAgentPath(), node.python) });
+    }
+    return { nodes, close: async () => void (await Promise.all(transports.map((t) => t.close()))) };
+  }
+
+  function context(target: Target, nodes: NodeConnection[], workspace: string, signal: AbortSignal, onRun: (points: MicroPoint[]) => void): PhaseContext {
+    return {
+      target,
+      transport: nodes[0].transport,
+      agent: nodes[0].agent,
+      nodes,
+      workspace,
+      log: silentLogger,
+      signal,
+      sink: { runChanged: (run) => onRun((run.micro?.points ?? []) as MicroPoint[]), findings: () => undefined },
+    };
+  }
+
+  it('infbench micro --target alpha,beta: all-reduce and all-to-all across both hosts at the decode sizes of the model, and the EP budget', () => {
+    assert.ok(existsSync('dist/cli.js') && existsSync('dist/agent.pyz'), 'dist/ is missing: run `npm run build` first');
+    const workspace = join(dir, 'cli');
+    mkdirSync(workspace);
+    const m = [1, 4, 16];
+    const r = spawnSync(
+      process.execPath,
+      [
+        resolve('dist/cli.js'),
+        'micro',
+        '--target',
+        'alpha,beta',
+        '--ssh-config',
+        configFile,
+        '--python',
+        TORCH_PYTHON,
+        '--workspace',
+        workspace,
+        '--model',
+        'qwen3-30b-a3b',
+        '--device',
+        'cpu',
+        '--skip',
+        'peak,gemm,launch',
+        '--m',
+        m.join(','),
+        '--ar-world-size',
+        '2',
+        '--repeats',
+        '2',
+      ],
+      { encoding: 'utf8', env: { ...process.env, HOME: dir } },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const [id] = readdirSync(join(workspace, '.inference-bench', 'runs'));
+    const run = RunFolder.open(join(workspace, '.inference-bench', 'runs', id));
+    assert.equal(run.info.status, 'completed', run.info.reason);
+    const result = run.readResult<{ points: MicroPoint[]; cluster: { nodes: { where: string; rankOffset: number; ranks: number }[] } }>()!;
+    assert.deepEqual(
+      result.cluster.nodes.map((n) => [n.rankOffset, n.ranks]),
+      [
+        [0, 2],
+        [2, 2],
+      ],
+    );
+    // Each host's own event log, beside the run's.
+    assert.deepEqual(readdirSync(join(run.dir, 'nodes')).sort(), ['0-alpha', '1-beta']);
+    for (const host of ['0-alpha', '1-beta']) assert.ok(readFileSync(join(run.dir, 'nodes', host, 'events.jsonl'), 'utf8').includes('"type":"done","t":'));
+
+    const world = 4;
+    for (const [kind, scope, n] of [
+      ['allreduce', 'inter-node', world],
+      ['allreduce', 'intra-node', 2],
+      ['alltoall', 'inter-node', world],
+      ['alltoall', 'intra-node', 2],
+    ] as const) {
+      const points = result.points.filter((p) => p.kind === kind && p.scope === scope);
+      // The sizes a decode step moves: M x hidden x 2 for all-reduce; ceil(M / W) tokens x top-k x hidden x 2 per rank for all-to-all.
+      const want = [...new Set(m.map((x) => (kind === 'allreduce' ? x * HIDDEN * 2 : Math.ceil((Math.ceil(x / world) * TOP_K * HIDDEN) / world) * world * 2)))];
+      assert.deepEqual(
+        points.map((p) => p.bytes),
+        want,
+        `${kind} ${scope} sizes`,
+      );
+      for (const p of points) {
+        assert.equal(p.world_size, n);
+        assert.equal(p.backend, 'gloo');
+        const algbw = Number(p.bytes) / Number(p.us) / 1e3;
+        assert.ok(Math.abs(Number(p.algbw_gbps) - algbw) < 1e-9 * algbw + 1e-12);
+        // nccl-tests: all-reduce busbw = algbw x 2(n-1)/n, all-to-all busbw = algbw x (n-1)/n.
+        const factor = kind === 'allreduce' ? (2 * (n - 1)) / n : (n - 1) / n;
+        assert.ok(Math.abs(Number(p.busbw_gbps) - algbw * factor) < 1e-9 * algbw + 1e-12, `${kind} busbw`);
+      }
+    }
+    // The terminal's tables: both collectives across the hosts, and the budget per decode step.
+    assert.match(r.stdout, /All-reduce across 2 hosts \(gloo, 4 processes, fp16\)/);
+    assert.match(r.stdout, /All-to-all across 2 hosts \(gloo, 4 processes, fp16\)/);
+    assert.match(r.stdout, /tensor-parallel all-reduce vs expert-parallel all-to-all \(4 ranks, across hosts\)/);
+    const arAt1 = result.points.find((p) => p.kind === 'allreduce' && p.scope === 'inter-node' && p.m === 1)!;
+    const tpMs = (2 * LAYERS * Number(arAt1.us)) / 1000;
+    const row = r.stdout.split('\n').find((l) => /^\s*1\s/.test(l) && l.includes(tpMs.toFixed(3)));
+    assert.ok(row, `the budget row for M=1 with TP ${tpMs.toFixed(3)} ms:\n${r.stdout}`);
+  });
+
+  it('a rank killed mid-run stops every rank on both hosts, and the run names the host and the rank', async () => {
+    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
+    const { nodes, close } = await connect(target);
+    const workspace = join(dir, 'killed');
+    mkdirSync(workspace);
+    let killed = false;
+    try {
+      const outcome = await runMicroPhase(
+        context(target, nodes, workspace, new AbortController().signal, (points) => {
+          // Once the collectives are under way, rank 3 (beta's second) dies as an out-of-memory kill would end it.
+          if (!killed && points.length >= 1) {
+            const pid = rankPid(3);
+            if (pid) {
+              process.kill(pid, 'SIGKILL');
+              killed = true;
+            }
+          }
+        }),
+        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
+      );
+      assert.ok(killed, 'rank 3 was found and killed');
+      assert.equal(outcome.summary.status, 'failed');
+      assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: Rank 3 \(local rank 1 on .*\) was killed by signal 9/);
+      assert.match(outcome.summary.reason ?? '', /The ranks on ssh alpha.* were stopped with it/);
+      const kept = outcome.run.readResult<{ points: MicroPoint[]; cluster: { status: string } }>()!;
+      assert.ok(kept.points.length >= 1, 'the points measured before the kill are kept');
+      assert.equal(kept.cluster.status, 'failed');
+      assert.equal(RunFolder.open(outcome.run.dir).info.status, 'failed');
+    } finally {
+      await close();
+    }
+  });
+
+  it('Cancel mid-sweep stops the ranks on both hosts and keeps the points measured so far', async () => {
+    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
+    const { nodes, close } = await connect(target);
+    const workspace = join(dir, 'cancelled');
+    mkdirSync(workspace);
+    const abort = new AbortController();
+    try {
+      const outcome = await runMicroPhase(
+        context(target, nodes, workspace, abort.signal, (points) => {
+          if (points.length >= 2) abort.abort();
+        }),
+        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
+      );
+      assert.equal(outcome.summary.status, 'cancelled', outcome.summary.reason);
+      const kept = outcome.run.readResult<{ points: MicroPoint[] }>()!;
+      assert.ok(kept.points.length >= 2 && kept.points.length < 80, `${kept.points.length} points kept`);
+      assert.equal(RunFolder.open(outcome.run.dir).info.status, 'cancelled');
+    } finally {
+      await close();
+    }
+  });
+});
