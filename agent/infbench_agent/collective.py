@@ -361,7 +361,9 @@ def worker_main(args: Any) -> int:
     dtype_name = "bf16" if dtype == torch.bfloat16 else "fp16"
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     sizes = {"allreduce": parse_sizes(args.ar_sizes, "--ar-sizes"), "alltoall": parse_sizes(args.a2a_sizes, "--a2a-sizes")}
-    total = sum(len(sizes[o]) for o in ops if o in sizes) * len(scopes) * (2 if on_gpu else 1)
+    # One NCCL rank all-reduces nothing (an empty graph); an all-to-all still copies its buffer.
+    graphed = lambda op, n: on_gpu and (n > 1 or op == "alltoall")  # noqa: E731
+    total = sum(len(sizes.get(o, [])) * (2 if graphed(o, n) else 1) for o in ops for _, _, n in scopes)
     done = 0
 
     def slowest(us: float) -> float:
@@ -388,8 +390,7 @@ def worker_main(args: Any) -> int:
                     call = functools.partial(dist.all_reduce, inp, group=group)
                 eager_us, iters = eager_collective_us(dist, call, sync, slowest, args.repeats)
                 modes = [("eager", slowest(eager_us), f"wall clock over {iters} calls, median of {args.repeats}, slowest rank")]
-                # One NCCL rank all-reduces nothing (an empty graph); an all-to-all still copies its buffer.
-                if on_gpu and (n > 1 or op == "alltoall"):
+                if graphed(op, n):
                     us = graph_collective_us(torch, dist, call, iters, args.repeats)
                     modes.append(("graph", slowest(us), f"CUDA graph of {iters} calls replayed, median of {args.repeats}, slowest rank"))
                 for mode, us, how in modes:

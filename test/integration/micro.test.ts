@@ -8,7 +8,9 @@ import { Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
 import { microAgentArgs, MicroOptionsError } from '../../src/core/micro/options';
 import { MicroPoint, microHeadline, microTables } from '../../src/core/micro/tables';
+import { decodePoint } from '../../src/core/phases/collectives';
 import { runMicroPhase } from '../../src/core/phases/micro';
+import { CollectivePlan } from '../../src/remote/agentProtocol';
 import { RunFolder } from '../../src/core/runs/runFolder';
 import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { openTransport } from '../../src/remote/openTransport';
@@ -34,6 +36,47 @@ function fixturePoints(file: string): MicroPoint[] {
 
 describe('micro phase', function () {
   this.timeout(120_000);
+
+  describe('cluster collectives on one H200 (world size 1, NCCL), Kimi-K2.5 sizes', () => {
+    const events = (file: string) =>
+      readFileSync(join(FIXTURES, file), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    const plan = events('h200-collective-ws1.plan.jsonl').find((e) => e.type === 'result').result.plan as CollectivePlan;
+    const points = events('h200-collective-ws1.events.jsonl')
+      .filter((e) => e.type === 'micro.point')
+      .map((e) => decodePoint(e.kind, e.point, plan));
+    const byId = new Map(microTables(points, { model: plan }).map((t) => [t.id, t]));
+
+    it('times the all-to-all eager and from a CUDA graph at each decode size, and the all-reduce eager only', () => {
+      const a2a = byId.get('micro-alltoall-intra-node')!;
+      assert.equal(a2a.title, 'All-to-all within one host (nccl, 1 process, bf16)');
+      // ceil(M / 1) tokens x top-8 x 7168 x 2 bytes: one row per M, the graph time under the eager one.
+      assert.deepEqual(
+        a2a.rows.map((r) => r.bytes),
+        plan.m.map((m) => m * 8 * 7168 * 2),
+      );
+      for (const row of a2a.rows) {
+        assert.ok((row.graph_us as number) < (row.eager_us as number), `graph ${row.graph_us} < eager ${row.eager_us}`);
+        assert.equal(row.busbw, 0);
+      }
+      const ar = byId.get('micro-allreduce-intra-node')!;
+      assert.ok(ar.rows.every((r) => r.graph_us === undefined && typeof r.eager_us === 'number'));
+    });
+
+    it('budgets 2 all-reduces per layer against 2 all-to-alls per MoE layer at each M', () => {
+      const budget = byId.get('micro-ep-budget')!;
+      assert.equal(budget.rows.length, plan.m.length);
+      const arAt = (m: number) => points.find((p) => p.kind === 'allreduce' && p.m === m && p.mode === 'eager')!.us as number;
+      const a2aAt = (m: number) => points.find((p) => p.kind === 'alltoall' && p.m === m && p.mode === 'graph')!.us as number;
+      for (const row of budget.rows) {
+        const m = row.m as number;
+        assert.equal(row.tp_ms, (2 * 61 * arAt(m)) / 1000);
+        assert.equal(row.ep_ms, (2 * 60 * a2aAt(m)) / 1000);
+      }
+    });
+  });
 
   describe('tables from a real H200 run (Kimi-K2.5 shapes at TP=8)', () => {
     const points = fixturePoints('h200-kimi-k2.5-tp8.events.jsonl');

@@ -240,7 +240,7 @@ export function expertParallelBudget(points: MicroPoint[], model: CollectiveMode
   const n = Number(ar[0].world_size);
   return {
     id: 'micro-ep-budget',
-    title: `Collectives per decode step: tensor-parallel all-reduce vs expert-parallel all-to-all (${n} ranks, ${scope === 'inter-node' ? 'across hosts' : 'one host'})`,
+    title: `Collectives per decode step: tensor-parallel all-reduce vs expert-parallel all-to-all (${n} rank${n === 1 ? '' : 's'}, ${scope === 'inter-node' ? 'across hosts' : 'one host'})`,
     columns: [
       { key: 'm', label: 'decode M', digits: 0 },
       { key: 'tp_ms', label: `TP all-reduce ms (2 × ${model.layers} layers)`, digits: 3 },

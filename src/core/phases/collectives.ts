@@ -145,12 +145,6 @@ export async function runClusterCollectives(
   hooks.signal?.addEventListener('abort', onUserStop, { once: true });
   let failedFirst: number | undefined;
   let graceTimer: NodeJS.Timeout | undefined;
-  const bytesToM = (list: CollectiveSize[]) => {
-    const map = new Map<number, number[]>();
-    for (const s of list) map.set(s.bytes, [...(map.get(s.bytes) ?? []), s.m]);
-    return map;
-  };
-  const decodeM = { allreduce: bytesToM(plan.allreduce), alltoall: bytesToM(plan.alltoall) };
   let offset = 0;
   const runs = nodes.map((n, i) => {
     const rankOffset = offset;
@@ -168,8 +162,7 @@ export async function runClusterCollectives(
       leaveOpen: true,
       onEvent: (event) => {
         if (event.type === 'micro.point' && (event.kind === 'allreduce' || event.kind === 'alltoall')) {
-          const ms = decodeM[event.kind].get(Number(event.point.bytes));
-          const point: MicroPoint = { ...event.point, kind: event.kind, source: ms ? 'decode' : 'sweep', m: ms?.[0] ?? null, decode_m: ms ?? [] };
+          const point = decodePoint(event.kind, event.point, plan);
           outcome.points.push(point);
           hooks.onPoint?.(point);
         } else if (event.type === 'log') hooks.log[event.level](`collectives on ${n.transport.label}: ${event.message}`);
@@ -202,4 +195,11 @@ export async function runClusterCollectives(
     `${nodes[cause].transport.label} failed: ${r.reason ?? 'no reason given'}` +
       (others.length ? ` The ranks on ${others.map(({ i }) => nodes[i].transport.label).join(', ')} were stopped with it.` : ''),
   );
+}
+
+/** A collective's point with the decode M its size stands for (several M can share one all-to-all size). */
+export function decodePoint(kind: 'allreduce' | 'alltoall', point: Record<string, unknown>, plan: CollectivePlan): MicroPoint {
+  const sizes: CollectiveSize[] = kind === 'allreduce' ? plan.allreduce : plan.alltoall;
+  const ms = sizes.filter((s) => s.bytes === Number(point.bytes)).map((s) => s.m);
+  return { ...point, kind, source: ms.length ? 'decode' : 'sweep', m: ms[0] ?? null, decode_m: ms };
 }
