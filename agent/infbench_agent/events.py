@@ -101,6 +101,8 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "packages": "Record<string, string | null>",
         "cuda_visible_devices": "string | null",
         "gpus": "ProbeGpus",
+        # Older agents have none.
+        "network?": "ProbeNetwork",
         "server": "ProbeServer",
         "*": "unknown",
     },
@@ -112,6 +114,9 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "processes": "ProbeGpuProcess[]",
         "topology": "string | null",
     },
+    "ProbeNetwork": {"rdma": "ProbeRdmaPort[]", "interfaces": "ProbeInterface[]", "env": "Record<string, string>"},
+    "ProbeRdmaPort": {"device": "string", "port": "number | string", "state": "string | null", "rate": "string | null", "link_layer": "string | null"},
+    "ProbeInterface": {"name": "string", "state": "string | null", "speed_mbps": "number | null", "nccl_default": "boolean"},
     "ProbeGpu": {
         "index": "number",
         "name": "string",

@@ -52,8 +52,56 @@ def collect(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str
         "packages": package_versions(PACKAGES),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpus": probe_gpus(timeout),
+        "network": probe_network(),
         "server": probe_server(url, timeout, api_key),
     }
+
+
+# NCCL's own defaults (docs.nvidia.com/deeplearning/nccl, "Environment Variables"): an InfiniBand or
+# RoCE HCA when one is there (NCCL_IB_HCA picks), else sockets over interfaces other than lo and
+# docker* (NCCL_SOCKET_IFNAME picks). These variables decide the path between hosts.
+NCCL_NETWORK_ENV = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_NET", "GLOO_SOCKET_IFNAME")
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def probe_network(sys_class: str = "/sys/class") -> Dict[str, Any]:
+    """The host's links to other hosts, as NCCL would choose among them: RDMA devices, then network interfaces."""
+    rdma = []
+    ib_root = os.path.join(sys_class, "infiniband")
+    for dev in sorted(os.listdir(ib_root)) if os.path.isdir(ib_root) else []:
+        ports_dir = os.path.join(ib_root, dev, "ports")
+        for port in sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else []:
+            base = os.path.join(ports_dir, port)
+            rdma.append(
+                {
+                    "device": dev,
+                    "port": int(port) if port.isdigit() else port,
+                    "state": _read(os.path.join(base, "state")),
+                    "rate": _read(os.path.join(base, "rate")),
+                    "link_layer": _read(os.path.join(base, "link_layer")),
+                }
+            )
+    interfaces = []
+    net_root = os.path.join(sys_class, "net")
+    for name in sorted(os.listdir(net_root)) if os.path.isdir(net_root) else []:
+        speed = _read(os.path.join(net_root, name, "speed"))
+        interfaces.append(
+            {
+                "name": name,
+                "state": _read(os.path.join(net_root, name, "operstate")),
+                "speed_mbps": int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None,
+                # What NCCL's socket transport leaves out unless NCCL_SOCKET_IFNAME says otherwise.
+                "nccl_default": not (name == "lo" or name.startswith("docker")),
+            }
+        )
+    return {"rdma": rdma, "interfaces": interfaces, "env": {k: os.environ[k] for k in NCCL_NETWORK_ENV if k in os.environ}}
 
 
 def package_versions(names: List[str]) -> Dict[str, Optional[str]]:

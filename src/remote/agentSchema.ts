@@ -16,9 +16,12 @@ export type MicroKind = 'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak';
 export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult;
 
 export interface ServerInfo { url: string; kind: ServerKind; version: string | null; model: string | null; simulated: boolean; [field: string]: unknown }
-export interface ProbeResult { host: string; platform: string; python: ProbePython; packages: Record<string, string | null>; cuda_visible_devices: string | null; gpus: ProbeGpus; server: ProbeServer; [field: string]: unknown }
+export interface ProbeResult { host: string; platform: string; python: ProbePython; packages: Record<string, string | null>; cuda_visible_devices: string | null; gpus: ProbeGpus; network?: ProbeNetwork; server: ProbeServer; [field: string]: unknown }
 export interface ProbePython { version: string; executable: string; implementation: string }
 export interface ProbeGpus { available: boolean; error: string | null; devices: ProbeGpu[]; processes: ProbeGpuProcess[]; topology: string | null }
+export interface ProbeNetwork { rdma: ProbeRdmaPort[]; interfaces: ProbeInterface[]; env: Record<string, string> }
+export interface ProbeRdmaPort { device: string; port: number | string; state: string | null; rate: string | null; link_layer: string | null }
+export interface ProbeInterface { name: string; state: string | null; speed_mbps: number | null; nccl_default: boolean }
 export interface ProbeGpu { index: number; name: string; uuid: string; memory_used_mib: number | null; memory_total_mib: number | null; utilization_pct: number | null; driver_version: string }
 export interface ProbeGpuProcess { gpu_uuid: string; gpu_index: number | null; pid: number; process_name: string; used_memory_mib: number | null }
 export interface ProbeServer { url: string; reachable: boolean; healthy: boolean | null; error: string | null; kind: ServerKind; kind_evidence: string | null; simulated: boolean; version: string | null; models: ProbeModel[]; profiler: ProbeProfiler; auth?: ProbeAuth; cwd?: string | null; parallel?: ProbeParallel | null; pid: number | null; command_line: string[] | null; [field: string]: unknown }

@@ -195,6 +195,26 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
     assert.ok(row, `the budget row for M=1 with TP ${tpMs.toFixed(3)} ms:\n${r.stdout}`);
   });
 
+  it('infbench probe --target alpha,beta probes every host over its own connection, each in its own run, with its network', () => {
+    const workspace = join(dir, 'probe');
+    mkdirSync(workspace);
+    const r = spawnSync(
+      process.execPath,
+      [resolve('dist/cli.js'), 'probe', '--target', 'alpha,beta', '--ssh-config', configFile, '--workspace', workspace, '--url', 'http://127.0.0.1:9'],
+      { encoding: 'utf8', env: { ...process.env, HOME: dir } },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^Target alpha,beta \(ssh alpha\)$/m);
+    assert.match(r.stdout, /^Target alpha,beta\/beta \(ssh beta\)$/m);
+    // Each host says which links NCCL would take between hosts (here: no RDMA device, sockets over the interfaces that are up).
+    assert.equal((r.stdout.match(/^Network: (RDMA|no RDMA device \(NCCL uses sockets between hosts\)).*; interfaces up: /gm) ?? []).length, 2);
+    const runs = readdirSync(join(workspace, '.inference-bench', 'runs')).map((id) => RunFolder.open(join(workspace, '.inference-bench', 'runs', id)).info);
+    assert.deepEqual(runs.map((m) => [m.phase, m.target, m.status]).sort(), [
+      ['probe', 'alpha,beta', 'completed'],
+      ['probe', 'alpha,beta/beta', 'completed'],
+    ]);
+  });
+
   it('a rank killed mid-run stops every rank on both hosts, and the run names the host and the rank', async () => {
     const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
     const { nodes, close } = await connect(target);

@@ -1,6 +1,6 @@
 import { CliCommand, parseCommandArgs } from '../command';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { probeSummaryLines, runProbePhase } from '../../core/phases/probe';
+import { probeSummaryLines, runClusterProbe } from '../../core/phases/probe';
 
 const USAGE = `infbench probe — what is on the target: Python and packages, GPUs and who holds them, the server
 
@@ -24,21 +24,23 @@ export const probeCommand: CliCommand = {
     });
     const v = parsed.values;
     const opened = await openCliTarget(v, 'Stopping the probe…');
-    const { target, transport } = opened;
     try {
-      const outcome = await runProbePhase(cliPhaseContext(opened), { timeoutS: v.timeout ? Number(v.timeout) : undefined });
-      if (!outcome.result) {
-        process.stderr.write(
-          `infbench probe: ${outcome.agent.status} on ${transport.label}: ${outcome.agent.reason ?? 'no result'}\nRun folder: ${outcome.run.dir}\n`,
-        );
-        return 1;
+      const outcomes = await runClusterProbe(cliPhaseContext(opened), { timeoutS: v.timeout ? Number(v.timeout) : undefined });
+      const failed = outcomes.filter((o) => !o.result);
+      for (const o of failed) {
+        process.stderr.write(`infbench probe: ${o.agent.status} on ${o.summary.target}: ${o.agent.reason ?? 'no result'}\nRun folder: ${o.run.dir}\n`);
       }
-      if (v.json) process.stdout.write(`${JSON.stringify(outcome.result, null, 2)}\n`);
+      const found = outcomes.filter((o) => o.result);
+      // One host: its result as it was; a cluster: one result per host, the head first.
+      if (v.json) process.stdout.write(`${JSON.stringify(opened.nodes ? found.map((o) => o.result) : found[0]?.result, null, 2)}\n`);
       else
-        process.stdout.write(
-          `${[`Target ${target.name} (${transport.label})`, ...probeSummaryLines(outcome.result), `Run folder: ${outcome.run.dir}`].join('\n')}\n`,
-        );
-      return 0;
+        for (const [i, o] of found.entries()) {
+          const label = opened.nodes?.[outcomes.indexOf(o)]?.transport.label ?? opened.transport.label;
+          process.stdout.write(
+            `${i ? '\n' : ''}${[`Target ${o.summary.target} (${label})`, ...probeSummaryLines(o.result!), `Run folder: ${o.run.dir}`].join('\n')}\n`,
+          );
+        }
+      return failed.length ? 1 : 0;
     } finally {
       await opened.close();
     }

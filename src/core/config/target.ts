@@ -142,5 +142,6 @@ export function isCluster(t: Target): boolean {
 
 export function describeTarget(t: Target): string {
   if (t.kind === 'local') return 'this machine';
+  if (isCluster(t)) return `${t.nodes!.length} hosts: ${t.nodes!.map((n) => `${n.user ? `${n.user}@` : ''}${n.host}${n.port ? `:${n.port}` : ''}`).join(', ')}`;
   return `${t.user ? `${t.user}@` : ''}${t.host}${t.port ? `:${t.port}` : ''}`;
 }

@@ -22,7 +22,25 @@ export interface ProbePhaseOutcome {
  * the server at the target's URL. The result lands in the run folder, the sidebar (runChanged) and
  * the findings document (an Environment section).
  */
-export async function runProbePhase(ctx: PhaseContext, options: { url?: string; timeoutS?: number } = {}): Promise<ProbePhaseOutcome> {
+/**
+ * Probes every host of a cluster, the head first, each over its own connection and in its own run
+ * (target `<cluster>/<host>` for the others): GPUs, who holds them, topology and network per host.
+ * Only the head's probe sets the findings document's header; the server is reached from the head.
+ */
+export async function runClusterProbe(ctx: PhaseContext, options: { timeoutS?: number } = {}): Promise<ProbePhaseOutcome[]> {
+  const [head, ...others] = ctx.nodes ?? [];
+  const outcomes = [await runProbePhase({ ...ctx, nodes: undefined }, options)];
+  if (!head) return outcomes;
+  for (const node of others) {
+    if (ctx.signal?.aborted) break;
+    outcomes.push(
+      await runProbePhase({ ...ctx, target: node.target, transport: node.transport, agent: node.agent, nodes: undefined }, { ...options, node: true }),
+    );
+  }
+  return outcomes;
+}
+
+export async function runProbePhase(ctx: PhaseContext, options: { url?: string; timeoutS?: number; node?: boolean } = {}): Promise<ProbePhaseOutcome> {
   const url = options.url ?? ctx.target.serverUrl;
   const args = ['--url', url, ...(options.timeoutS ? ['--timeout', String(options.timeoutS)] : [])];
   const run = RunFolder.create(ctx.workspace, 'probe', ctx.target.name, { url, agentArgs: args });
@@ -44,8 +62,8 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
       summary.simulated = true;
       run.update({ simulated: true });
     }
-    // The document's header (target, hardware, model, server) comes from the newest probe.
-    ctx.sink.findings(campaignUpdate(probeInfoFrom(result, `${ctx.target.name} (${describeTarget(ctx.target)})`)));
+    // The document's header (target, hardware, model, server) comes from the newest probe of a target's head.
+    if (!options.node) ctx.sink.findings(campaignUpdate(probeInfoFrom(result, `${ctx.target.name} (${describeTarget(ctx.target)})`)));
     ctx.sink.findings(probeFindings(ctx.target.name, run, result));
   }
   ctx.sink.runChanged({ ...summary });
@@ -136,7 +154,21 @@ export function probeSummaryLines(r: ProbeResult): string[] {
       );
     }
   }
+  const network = networkLine(r);
+  if (network) lines.push(network);
   return lines;
+}
+
+/** The links NCCL would take to other hosts: RDMA ports first (its default when present), else the socket interfaces. */
+export function networkLine(r: ProbeResult): string | undefined {
+  const n = r.network;
+  if (!n) return undefined;
+  const rdma = n.rdma.map((p) => `${p.device}:${p.port} ${p.state ?? '?'}${p.rate ? ` ${p.rate}` : ''}${p.link_layer ? ` (${p.link_layer})` : ''}`);
+  const sockets = n.interfaces
+    .filter((i) => i.nccl_default && i.state === 'up')
+    .map((i) => `${i.name}${i.speed_mbps ? ` ${i.speed_mbps >= 1000 ? `${i.speed_mbps / 1000} Gb/s` : `${i.speed_mbps} Mb/s`}` : ''}`);
+  const env = Object.entries(n.env).map(([k, v]) => `${k}=${v}`);
+  return `Network: ${rdma.length ? `RDMA ${rdma.join(', ')}` : 'no RDMA device (NCCL uses sockets between hosts)'}; interfaces up: ${sockets.join(', ') || 'none'}${env.length ? `; ${env.join(' ')}` : ''}`;
 }
 
 function fmtGiB(v: number | null): string {
@@ -152,6 +184,8 @@ function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): Find
     s.reachable && s.profiler.kind === 'cuda' ? `Profiler: vLLM's CUDA profiler — ${s.profiler.evidence}.` : '',
     s.auth?.required ? `API key: ${s.error ?? 'the server wants an API key'}` : '',
   ].filter(Boolean);
+  const network = networkLine(r);
+  if (network) lines.push(network);
   return { sectionId: `probe-${targetName}`, heading: `Environment: ${targetName}`, lines, tables: r.gpus.devices.length ? [gpuTable(r)] : [] };
 }
 

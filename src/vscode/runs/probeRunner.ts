@@ -1,5 +1,5 @@
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
-import { runProbePhase } from '../../core/phases/probe';
+import { runClusterProbe } from '../../core/phases/probe';
 import { newestProbeStates, stateFromProbe } from '../../core/phases/probeState';
 import { TargetStates } from '../views/targetState';
 
@@ -27,9 +27,10 @@ export function probeRunner(states: TargetStates): PhaseRunner {
     needsGpusFree: false,
     pickOptions: async () => ({}),
     async run(ctx) {
-      const outcome = await runProbePhase(ctx);
-      if (outcome.result) states.set(ctx.target.name, stateFromProbe(outcome.result, new Date().toISOString()));
-      return outcome.summary;
+      // A cluster: every host, each under its own name (<cluster>/<host>) in the sidebar.
+      const outcomes = await runClusterProbe(ctx);
+      for (const o of outcomes) if (o.result) states.set(o.summary.target, stateFromProbe(o.result, new Date().toISOString()));
+      return outcomes[0].summary;
     },
   };
 }

@@ -3,12 +3,13 @@ import * as vscode from 'vscode';
 import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
 import { inExtensionWords } from './extensionWords';
-import { Target } from '../../core/config/target';
+import { clusterNodes, Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
-import { Connector } from '../../core/campaign/connection';
+import { Connection, Connector } from '../../core/campaign/connection';
+import { NodeConnection } from '../../core/phases/collectives';
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
@@ -155,7 +156,22 @@ export class RunController extends Disposable implements RunsSource {
           token.onCancellationRequested(() => active.abort.abort());
           progress.report({ message: `connecting to ${target.name}…` });
           const connection = await this.connect(target, active.abort.signal);
+          // A cluster's other hosts, for the phases that work on every host (probe, micro's collectives).
+          const others: Connection[] = [];
           try {
+            const [head, ...rest] = clusterNodes(target);
+            if (rest.length && (runner.phase === 'probe' || runner.phase === 'micro')) {
+              for (const node of rest) {
+                progress.report({ message: `connecting to ${node.host}…` });
+                others.push(await this.connect(node, active.abort.signal));
+              }
+            }
+            const nodes: NodeConnection[] | undefined = others.length
+              ? [
+                  { target: head, transport: connection.transport, agent: connection.agent },
+                  ...others.map((c, i) => ({ target: rest[i], transport: c.transport, agent: c.agent })),
+                ]
+              : undefined;
             const sink: ResultSink = {
               runChanged: (incoming) => {
                 // The core says what to do in the CLI's words (--url); here it is the target's settings.
@@ -178,6 +194,7 @@ export class RunController extends Disposable implements RunsSource {
               log: this.log,
               signal: active.abort.signal,
               apiKey,
+              nodes,
             };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
@@ -190,7 +207,8 @@ export class RunController extends Disposable implements RunsSource {
             }
             return last;
           } finally {
-            await connection.release().catch((err) => this.log.warn(`closing the connection to ${target.name}: ${String(err)}`));
+            for (const c of [connection, ...others])
+              await c.release().catch((err) => this.log.warn(`closing the connection to ${target.name}: ${String(err)}`));
           }
         },
       );

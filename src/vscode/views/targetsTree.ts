@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { describeTarget, Target } from '../../core/config/target';
+import { clusterNodes, describeTarget, isCluster, Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { RunController } from '../runs/runController';
@@ -13,12 +13,19 @@ import { TargetStates } from './targetState';
 export type TreeNode =
   | { kind: 'target'; target: Target }
   | { kind: 'state'; target: Target }
+  /** One host of a cluster target; its GPUs under it. */
+  | { kind: 'node'; target: Target; node: Target; index: number }
   | { kind: 'gpu'; target: Target; gpu: GpuState }
   | { kind: 'runsRoot'; target?: Target }
   | { kind: 'run'; run: RunSummary }
   | { kind: 'problem'; message: string };
 
 const PHASE_LABEL: Record<string, string> = { macro: 'Macro', micro: 'Micro', profile: 'Profiler', probe: 'Probe' };
+
+/** Every name a run's target can have: the targets' own, and each cluster host's (`<cluster>/<host>`). */
+function targetNames(targets: Target[]): Set<string> {
+  return new Set(targets.flatMap((t) => clusterNodes(t).map((n) => n.name)));
+}
 
 function gib(mib: number): string {
   return (mib / 1024).toFixed(1);
@@ -71,7 +78,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
       const settings = readSettings();
       // With nothing configured the welcome view shows instead of an empty tree.
       if (!settings.targets.length && !settings.problems.length && !runs.length) return [];
-      const names = new Set(settings.targets.map((t) => t.name));
+      const names = targetNames(settings.targets);
       const orphans = runs.some((r) => !names.has(r.target));
       return [
         ...settings.problems.map((message): TreeNode => ({ kind: 'problem', message })),
@@ -82,14 +89,20 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
     switch (node.kind) {
       case 'target': {
         const state = this.states.get(node.target.name);
+        // A cluster: its hosts under it, each with its own GPUs; its runs include each host's probes.
+        const own = targetNames([node.target]);
         return [
           { kind: 'state', target: node.target },
-          ...(state?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.target, gpu })),
-          ...runs.filter((r) => r.target === node.target.name).map((run): TreeNode => ({ kind: 'run', run })),
+          ...(isCluster(node.target)
+            ? clusterNodes(node.target).map((n, index): TreeNode => ({ kind: 'node', target: node.target, node: n, index }))
+            : (state?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.target, gpu }))),
+          ...runs.filter((r) => own.has(r.target)).map((run): TreeNode => ({ kind: 'run', run })),
         ];
       }
+      case 'node':
+        return (this.states.get(node.node.name)?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.node, gpu }));
       case 'runsRoot': {
-        const names = new Set(readSettings().targets.map((t) => t.name));
+        const names = targetNames(readSettings().targets);
         return runs.filter((r) => !names.has(r.target)).map((run): TreeNode => ({ kind: 'run', run }));
       }
       default:
@@ -160,6 +173,27 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
             .filter(Boolean)
             .join('\n') || undefined;
         item.command = { command: 'inferenceBench.probeTarget', title: 'Probe Target', arguments: [node.target.name] };
+        return item;
+      }
+      case 'node': {
+        const state = this.states.get(node.node.name);
+        const { state: connection } = this.connections.hostState(node.node);
+        const gpus = state?.gpus ?? [];
+        const item = new vscode.TreeItem(
+          node.node.host ?? node.node.name,
+          gpus.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+        );
+        item.id = `node:${node.target.name}:${node.index}`;
+        const busy = gpus.filter((g) => g.memoryTotalMiB && (g.memoryUsedMiB ?? 0) / g.memoryTotalMiB > 0.5).length;
+        item.description = [
+          node.index === 0 ? 'head' : `node ${node.index}`,
+          connection === 'connected' ? 'connected' : connection === 'failed' ? 'connection failed' : undefined,
+          gpus.length ? `${gpus.length}× ${gpus[0].name}${busy ? `, ${busy} busy` : ''}` : state?.probedAt ? 'no GPU seen' : undefined,
+        ]
+          .filter(Boolean)
+          .join(' · ');
+        item.iconPath = new vscode.ThemeIcon('server');
+        item.tooltip = `${describeTarget(node.node)}${node.index === 0 ? '\nthe head: the server URL is reached from here, and the rendezvous of the collectives runs here' : ''}${state?.probedAt ? `\nprobed ${new Date(state.probedAt).toLocaleString()}` : '\nProbe the target to see its GPUs'}`;
         return item;
       }
       case 'gpu': {
