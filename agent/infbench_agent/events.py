@@ -115,7 +115,13 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "topology": "string | null",
     },
     "ProbeNetwork": {"rdma": "ProbeRdmaPort[]", "interfaces": "ProbeInterface[]", "env": "Record<string, string>"},
-    "ProbeRdmaPort": {"device": "string", "port": "number | string", "state": "string | null", "rate": "string | null", "link_layer": "string | null"},
+    "ProbeRdmaPort": {
+        "device": "string",
+        "port": "number | string",
+        "state": "string | null",
+        "rate": "string | null",
+        "link_layer": "string | null",
+    },
     "ProbeInterface": {"name": "string", "state": "string | null", "speed_mbps": "number | null", "nccl_default": "boolean"},
     "ProbeGpu": {
         "index": "number",
