@@ -66,6 +66,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settle-seconds", type=float, default=3.0, help="a trace file counts as written once its size holds this long")
     p.add_argument("--settle-timeout", type=float, default=900.0, help="seconds to wait for all trace files to appear and settle")
     p.add_argument("--expect-ranks", type=int, default=None, help="trace files to wait for (default: from the server's command line)")
+    p.add_argument(
+        "--nodes", type=int, default=1, help="hosts the server spans: each writes its own ranks' traces (the head waits for its share)"
+    )
+    p.add_argument(
+        "--collect-since",
+        type=float,
+        default=None,
+        metavar="EPOCH",
+        help="on another host of a multi-node server: only collect the trace files written in --trace-dir since EPOCH "
+        "(this host's clock), without driving the server",
+    )
     auth.add_arguments(p)
 
 
@@ -437,7 +448,26 @@ def start_profile(
     return status, text, None, box
 
 
+def collect_since(args: argparse.Namespace) -> int:
+    """Another host's part of a multi-node profile: its ranks' trace files, written since the capture began."""
+    if not args.trace_dir:
+        raise events.AgentError("trace_dir_unknown", "--collect-since needs --trace-dir.", "The head's capture names the folder.")
+    trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
+    before = {p: v for p, v in list_traces(trace_dir).items() if v[1] < args.collect_since}
+    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for this host's trace files in {trace_dir}")
+    host = socket.gethostname()
+    for path in wait_for_new_traces(trace_dir, before, args.expect_ranks, args.settle_seconds, args.settle_timeout):
+        frontend = is_frontend_trace(path)
+        extra = {"frontend": True} if frontend else {}
+        events.emit(
+            events.PROFILE_TRACE, path=path, rank=None if frontend else rank_of(path), bytes=os.path.getsize(path), host=host, **extra
+        )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.collect_since is not None:
+        return collect_since(args)
     base = args.url.rstrip("/")
     api_key = auth.resolve_api_key(args)
     server = probe_server(args.url, 5.0, api_key)
@@ -524,6 +554,9 @@ def run(args: argparse.Namespace) -> int:
             body["output_dir"] = trace_dir
     sizes = parallel_sizes(argv, kind)
     expect = args.expect_ranks or (sizes["ranks"] if sizes else None)
+    if expect and args.nodes > 1 and not args.expect_ranks:
+        # A multi-node server: each host writes its own ranks' traces; this one waits for its share.
+        expect = -(-expect // args.nodes)
     if sizes and not args.expect_ranks and (sizes["dp"] > 1 or sizes["pp"] > 1):
         events.log(
             f"expecting {expect} trace files: tp {sizes['tp']} x pp {sizes['pp']} x dp "

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PhaseContext } from '../../src/core/campaign/phaseContext';
+import { startSimulator } from '../../src/core/macro/simulator';
 import { clusterNodes, parseTarget, Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
 import { MicroPoint } from '../../src/core/micro/tables';
@@ -213,6 +214,50 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
       ['probe', 'alpha,beta', 'completed'],
       ['probe', 'alpha,beta/beta', 'completed'],
     ]);
+  });
+
+  it("infbench profile --target alpha,beta collects each host's traces over its own connection, each rank once", async () => {
+    // The simulated server writes both ranks' traces in one folder, which both hosts see (one machine):
+    // a trace folder shared by the hosts, as an NFS mount is. Beta finds the same files and each is fetched once.
+    const traceDir = join(dir, 'traces');
+    const sim = await startSimulator({ port: 0, profilerDir: traceDir, worldSize: 2 });
+    const workspace = join(dir, 'profile');
+    mkdirSync(workspace);
+    try {
+      const r = spawnSync(
+        process.execPath,
+        [
+          resolve('dist/cli.js'),
+          'profile',
+          '--target',
+          'alpha,beta',
+          '--ssh-config',
+          configFile,
+          '--workspace',
+          workspace,
+          '--url',
+          sim.url,
+          '--concurrency',
+          '2',
+          '--output-len',
+          '16',
+        ],
+        { encoding: 'utf8', env: { ...process.env, HOME: dir } },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      const [id] = readdirSync(join(workspace, '.inference-bench', 'runs'));
+      const run = join(workspace, '.inference-bench', 'runs', id);
+      // Beta looked in the same folder on its side and reported the files the head had.
+      const beta = readFileSync(join(run, 'nodes', '1-beta', 'events.jsonl'), 'utf8');
+      assert.equal((beta.match(/"type":"profile.trace"/g) ?? []).length, 2);
+      assert.match(r.stderr, /is the file the head reported \(a shared folder\); fetched once/);
+      const traces = readdirSync(join(run, 'traces')).sort();
+      assert.equal(traces.length, 2, traces.join(', '));
+      const result = JSON.parse(readFileSync(join(run, 'result.json'), 'utf8')) as { ranks: { rank: number }[] };
+      assert.deepEqual(result.ranks.map((x) => x.rank).sort(), [0, 1]);
+    } finally {
+      await sim.stop();
+    }
   });
 
   it('a rank killed mid-run stops every rank on both hosts, and the run names the host and the rank', async () => {

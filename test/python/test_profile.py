@@ -120,3 +120,27 @@ class ProfileAgainstSimulatorTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CollectOnAnotherHostTest(unittest.TestCase):
+    """`profile --collect-since`: another host of a multi-node server reports its own ranks' new trace files."""
+
+    def test_reports_the_files_written_since_the_capture_began_and_not_older_ones(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            old = os.path.join(d, "dp0_pp0_tp0_dcp0_ep0_rank0.1700000000000.pt.trace.json.gz")
+            with gzip.open(old, "wt") as f:
+                f.write("{}")
+            os.utime(old, (1_700_000_000, 1_700_000_000))
+            since = 1_700_000_100.0
+            new = [os.path.join(d, f"dp0_pp0_tp{r}_dcp0_ep0_rank{r}.1700000200000.pt.trace.json.gz") for r in (2, 3)]
+            for path in new:
+                with gzip.open(path, "wt") as f:
+                    f.write('{"traceEvents": []}')
+            found = run_agent("--collect-since", str(since), "--trace-dir", d, "--expect-ranks", "2", "--settle-seconds", "0.5")
+            traces = [e for e in found if e["type"] == "profile.trace"]
+            self.assertEqual(sorted((t["path"], t["rank"]) for t in traces), [(new[0], 2), (new[1], 3)])
+            self.assertTrue(found[-1]["ok"])
+
+    def test_needs_the_folder(self) -> None:
+        found = run_agent("--collect-since", "1")
+        self.assertEqual(next(e for e in found if e["type"] == "error")["code"], "trace_dir_unknown")

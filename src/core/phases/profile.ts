@@ -8,6 +8,7 @@ import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
 import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { execText, Transport } from '../../remote/transport';
 
 export interface ProfileOptions {
   /** Requests decoding at once during the profile (the decode batch); default 4. */
@@ -41,9 +42,11 @@ interface RemoteTrace {
   host?: string;
   /** vLLM's API-server trace (CPU only, no rank): kept in the run folder, not in the per-rank breakdown. */
   frontend?: boolean;
+  /** Which of a cluster's hosts holds it (0, the head, for one host). */
+  node: number;
 }
 
-export function profileAgentArgs(options: ProfileOptions, url: string): string[] {
+export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1): string[] {
   const args = ['--url', url];
   const add = (flag: string, v: string | number | undefined) => {
     if (v !== undefined) args.push(flag, String(v));
@@ -55,6 +58,7 @@ export function profileAgentArgs(options: ProfileOptions, url: string): string[]
   add('--trace-dir', options.traceDir);
   add('--expect-ranks', options.expectRanks);
   add('--stop-timeout', options.stopTimeoutS);
+  if (nodes > 1) add('--nodes', nodes);
   return args;
 }
 
@@ -65,7 +69,8 @@ export function profileAgentArgs(options: ProfileOptions, url: string): string[]
  * findings document.
  */
 export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions = {}): Promise<ProfilePhaseOutcome> {
-  const args = profileAgentArgs(options, ctx.target.serverUrl);
+  const nodes = ctx.nodes && ctx.nodes.length > 1 ? ctx.nodes : [];
+  const args = profileAgentArgs(options, ctx.target.serverUrl, nodes.length);
   const run = RunFolder.create(ctx.workspace, 'profile', ctx.target.name, { ...options, url: ctx.target.serverUrl, agentArgs: args });
   const summary: RunSummary = { id: run.info.id, phase: 'profile', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running' };
   const remote: RemoteTrace[] = [];
@@ -94,7 +99,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         if (event.message) ctx.log.debug(`profile: ${event.message}`);
         break;
       case 'profile.trace':
-        remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host, frontend: event.frontend });
+        remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host, frontend: event.frontend, node: 0 });
         ctx.log.info(`profile: trace of rank ${event.rank ?? '?'} ready: ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB)`);
         break;
       case 'error':
@@ -106,6 +111,16 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   };
 
   ctx.sink.runChanged({ ...summary });
+  // A multi-node server: every host writes its own ranks' traces. Each host's clock before the capture
+  // tells its new files from old ones (the hosts' clocks need not agree).
+  const clocks = await Promise.all(
+    nodes.slice(1).map((n) =>
+      hostClock(n.transport, n.agent.python).catch((err) => {
+        ctx.log.warn(`profile: ${err instanceof Error ? err.message : String(err)}; that host's traces are not collected.`);
+        return undefined;
+      }),
+    ),
+  );
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent, apiKey: ctx.apiKey });
   const capture = agent.result;
   const finish = (status: RunStatus, reason?: string, breakdown?: TraceBreakdown, traces: string[] = []): ProfilePhaseOutcome => {
@@ -126,27 +141,56 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   };
 
   if (agent.status !== 'completed') return finish(agent.status, agent.reason);
+  if (nodes.length > 1 && capture) {
+    publish('collect', `collecting the trace files of ${nodes.length - 1} more host(s)`);
+    const collected = await Promise.all(
+      nodes.slice(1).map((n, i) => {
+        if (clocks[i] === undefined) return { status: 'failed' as const, reason: 'its clock could not be read' };
+        const collectArgs = ['--collect-since', String(clocks[i]), '--trace-dir', capture.trace_dir];
+        if (typeof capture.expected_ranks === 'number') collectArgs.push('--expect-ranks', String(capture.expected_ranks));
+        return runAgentCommand(n.transport, n.agent, 'profile', collectArgs, run.nodeLog(`${i + 1}-${n.target.host ?? n.target.name}`), {
+          signal: ctx.signal,
+          onEvent: (event) => {
+            if (event.type !== 'profile.trace') return;
+            // A trace folder on a shared file system (NFS, as clusters often mount) shows every host every rank's file: each once.
+            if (remote.some((t) => t.path === event.path && t.bytes === event.bytes)) {
+              ctx.log.info(`profile: ${event.path} on ${n.transport.label} is the file the head reported (a shared folder); fetched once`);
+              return;
+            }
+            remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host, frontend: event.frontend, node: i + 1 });
+          },
+        });
+      }),
+    );
+    const lost = collected.map((c, i) => ({ c, i })).filter(({ c }) => c.status !== 'completed');
+    if (ctx.signal?.aborted) return finish('cancelled', "Cancelled while collecting the other hosts' traces; the capture is in events.jsonl.");
+    // One host without its traces still leaves the others' breakdown: said, not fatal.
+    for (const { c, i } of lost) ctx.log.warn(`profile: no traces from ${nodes[i + 1].transport.label}: ${c.reason ?? c.status}`);
+  }
   if (!remote.length) return finish('failed', 'The agent finished but reported no trace file; see the run log (events.jsonl).');
 
-  // Copy the traces into the run folder. Every event names its host, so traces of a multi-node
-  // server can be told apart; this transport reaches the agent's host only.
-  const hosts = new Set(remote.map((t) => t.host ?? ''));
+  // Copy the traces into the run folder, each over its own host's connection. Every event names its
+  // host, so traces of a multi-node server are told apart; a host no connection reaches is skipped.
+  const hosts = new Set(remote.map((t) => `${t.node}:${t.host ?? ''}`));
   const firstHost = remote[0].host ?? '';
   const local: string[] = [];
   const frontend: string[] = [];
   const skipped: string[] = [];
+  const localNode = new Map<string, number>();
   mkdirSync(join(run.dir, 'traces'), { recursive: true });
   try {
     for (const [i, t] of remote.entries()) {
       if (ctx.signal?.aborted) return finish('cancelled', 'Cancelled while fetching the traces; the capture is in events.jsonl.', undefined, local);
-      if ((t.host ?? '') !== firstHost) {
+      if (t.node === 0 && (t.host ?? '') !== firstHost) {
         skipped.push(`${t.host}:${t.path}`);
         continue;
       }
-      const name = hosts.size > 1 ? `${t.host}-${basename(t.path)}` : basename(t.path);
+      const transport = t.node === 0 ? ctx.transport : nodes[t.node].transport;
+      const name = hosts.size > 1 ? `node${t.node}-${t.host ?? 'host'}-${basename(t.path)}` : basename(t.path);
       const to = join(run.dir, 'traces', name);
-      publish('fetch', `fetching trace ${i + 1} of ${remote.length} (${(t.bytes / 1e6).toFixed(1)} MB) from ${ctx.transport.label}`);
-      await ctx.transport.download(t.path, to);
+      publish('fetch', `fetching trace ${i + 1} of ${remote.length} (${(t.bytes / 1e6).toFixed(1)} MB) from ${transport.label}`);
+      await transport.download(t.path, to);
+      localNode.set(to, t.node);
       (t.frontend ? frontend : local).push(to);
     }
   } catch (err) {
@@ -182,6 +226,14 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     return finish('failed', `Analysing the traces failed: ${err instanceof Error ? err.message : String(err)}`, undefined, local);
   }
   if (skipped.length) breakdown.warnings.push(`${skipped.length} trace(s) on other hosts were not analysed: ${skipped.join(', ')}`);
+  if (nodes.length > 1) {
+    const byNode = nodeSkew(
+      breakdown,
+      (file) => localNode.get(file),
+      nodes.map((n) => n.transport.label),
+    );
+    if (byNode) breakdown.warnings.push(byNode);
+  }
   const server = capture?.server;
   const result = { ...breakdown, simulated: summary.simulated || server?.simulated === true || undefined, model: server?.model ?? undefined, capture };
   writeFileSync(join(run.dir, 'breakdown.json'), `${JSON.stringify(breakdown, null, 2)}\n`);
@@ -213,4 +265,37 @@ function findingsUpdate(
     lines,
     tables: breakdown ? breakdownTables(breakdown) : [],
   };
+}
+
+/** The host's clock (seconds since the epoch), read there: new trace files are the ones written after it. */
+async function hostClock(transport: Transport, python: string): Promise<number> {
+  const { stdout, result } = await execText(transport, [python, '-c', 'import time; print(time.time())']);
+  const t = Number(stdout.trim());
+  if (result.code !== 0 || !Number.isFinite(t)) throw new Error(`Could not read the clock of ${transport.label} with ${python}: exit code ${result.code}.`);
+  return t;
+}
+
+/** "Skew by host: ..." — each host's mean decode step over its ranks, the slowest named; undefined for one host or no decode steps. */
+export function nodeSkew(breakdown: TraceBreakdown, nodeOf: (file: string) => number | undefined, labels: string[]): string | undefined {
+  const perNode = new Map<number, { ranks: number[]; stepMs: number[] }>();
+  for (const r of breakdown.ranks) {
+    const node = nodeOf(r.file);
+    const ms = r.decode.stepMs?.mean;
+    if (node === undefined || ms === undefined) continue;
+    const entry = perNode.get(node) ?? { ranks: [], stepMs: [] };
+    entry.ranks.push(r.rank);
+    entry.stepMs.push(ms);
+    perNode.set(node, entry);
+  }
+  if (perNode.size < 2) return undefined;
+  const rows = [...perNode.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([node, e]) => ({ node, ranks: e.ranks.sort((a, b) => a - b), ms: e.stepMs.reduce((a, b) => a + b, 0) / e.stepMs.length }));
+  const slowest = rows.reduce((a, b) => (b.ms > a.ms ? b : a));
+  const fastest = rows.reduce((a, b) => (b.ms < a.ms ? b : a));
+  const spread = (100 * (slowest.ms - fastest.ms)) / fastest.ms;
+  return (
+    `Skew by host: ${rows.map((r) => `${labels[r.node] ?? `host ${r.node}`} (ranks ${r.ranks.join(', ')}) ${r.ms.toFixed(2)} ms per decode step`).join('; ')}` +
+    (spread >= 1 ? ` — ${labels[slowest.node] ?? `host ${slowest.node}`} is ${spread.toFixed(0)}% slower.` : '.')
+  );
 }

@@ -156,11 +156,11 @@ export class RunController extends Disposable implements RunsSource {
           token.onCancellationRequested(() => active.abort.abort());
           progress.report({ message: `connecting to ${target.name}…` });
           const connection = await this.connect(target, active.abort.signal);
-          // A cluster's other hosts, for the phases that work on every host (probe, micro's collectives).
+          // A cluster's other hosts, for the phases that work on every host (probe, micro's collectives, each host's traces).
           const others: Connection[] = [];
           try {
             const [head, ...rest] = clusterNodes(target);
-            if (rest.length && (runner.phase === 'probe' || runner.phase === 'micro')) {
+            if (rest.length && runner.phase !== 'macro') {
               for (const node of rest) {
                 progress.report({ message: `connecting to ${node.host}…` });
                 others.push(await this.connect(node, active.abort.signal));
