@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
-import { KeyPair, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 
 // Every way the CLI can be stopped mid-run, against a real OpenSSH sshd on loopback: Ctrl-C,
 // SIGTERM (a CI timeout), SIGHUP (a closed terminal) and a network path that dies without a word.
@@ -205,20 +205,3 @@ describe('stopping the CLI mid-run over SSH', function () {
     }
   });
 });
-
-/** The sshd processes below the listener (per-connection monitors and their session children). */
-function sshdSessionTree(server: Sshd): number[] {
-  const out: number[] = [];
-  const walk = (pid: number) => {
-    const r = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
-    for (const child of r.stdout.trim().split('\n').filter(Boolean).map(Number)) {
-      const comm = spawnSync('ps', ['-o', 'comm=', '-p', String(child)], { encoding: 'utf8' }).stdout.trim();
-      if (comm === 'sshd') {
-        out.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(server.process.pid!);
-  return out;
-}

@@ -14,7 +14,7 @@ import { RunFolder } from '../../src/core/runs/runFolder';
 import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { openTransport } from '../../src/remote/openTransport';
 import { Transport } from '../../src/remote/transport';
-import { makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 
 // A cluster of two "hosts": two OpenSSH servers on loopback, each with its own host key, known_hosts
 // entry and agent cache, reached by their own aliases. The collectives run through torch.distributed's
@@ -288,6 +288,32 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
       assert.ok(kept.points.length >= 1, 'the points measured before the kill are kept');
       assert.equal(kept.cluster.status, 'failed');
       assert.equal(RunFolder.open(outcome.run.dir).info.status, 'failed');
+    } finally {
+      await close();
+    }
+  });
+
+  it('a dropped connection to one host stops every rank on both hosts, and the run says which connection dropped', async () => {
+    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
+    const { nodes, close } = await connect(target);
+    const workspace = join(dir, 'dropped');
+    mkdirSync(workspace);
+    let dropped = false;
+    try {
+      const outcome = await runMicroPhase(
+        context(target, nodes, workspace, new AbortController().signal, (points) => {
+          // Beta's sshd sessions die (a host rebooted, a link reset): its connection goes, the host keeps running.
+          if (!dropped && points.length >= 1) {
+            dropped = true;
+            for (const pid of sshdSessionTree(sshds[1])) process.kill(pid, 'SIGKILL');
+          }
+        }),
+        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
+      );
+      assert.ok(dropped);
+      assert.equal(outcome.summary.status, 'interrupted', outcome.summary.reason);
+      assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: The connection to ssh beta.* dropped mid-run/);
+      assert.ok(outcome.run.readResult<{ points: MicroPoint[] }>()!.points.length >= 1, 'the points measured before the drop are kept');
     } finally {
       await close();
     }

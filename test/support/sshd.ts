@@ -1,6 +1,6 @@
 // A private OpenSSH server on 127.0.0.1 for the integration tests: its own host key, its own
 // authorized keys, a free port, stopped by its PID. Nothing of the machine's own sshd is touched.
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -139,4 +139,21 @@ export function writeClientConfig(dir: string, hosts: Record<string, string[]>, 
   const configFile = join(dir, 'config');
   writeFileSync(configFile, lines.join('\n'));
   return { dir, configFile, knownHosts };
+}
+
+/** The sshd processes below the listener (per-connection monitors and their session children). */
+export function sshdSessionTree(server: Sshd): number[] {
+  const out: number[] = [];
+  const walk = (pid: number) => {
+    const r = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+    for (const child of r.stdout.trim().split('\n').filter(Boolean).map(Number)) {
+      const comm = spawnSync('ps', ['-o', 'comm=', '-p', String(child)], { encoding: 'utf8' }).stdout.trim();
+      if (comm === 'sshd') {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(server.process.pid!);
+  return out;
 }

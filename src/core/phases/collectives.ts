@@ -54,6 +54,9 @@ export interface ClusterCollectivesOutcome {
 // After the first host fails, the others get this long to say why before they are stopped: a rank
 // that died is seen first on its own host, its peers elsewhere only lose the connection.
 const FAILURE_GRACE_MS = 3000;
+const STOPPED_WITH = 'Stopped because';
+/** A host this run stopped because another failed. */
+const stoppedByUs = (r: AgentRunOutcome) => r.reason?.startsWith(STOPPED_WITH) === true;
 
 /**
  * All-reduce and all-to-all across the hosts of a cluster, through torch.distributed's own env://
@@ -170,7 +173,7 @@ export async function runClusterCollectives(
     }).then((r: AgentRunOutcome<'collective'>) => {
       if (r.status !== 'completed' && failedFirst === undefined && !stopAll.signal.aborted) {
         failedFirst = i;
-        graceTimer = setTimeout(() => stopAll.abort(new RunStop('interrupted', `Stopped because ${n.transport.label} failed`)), FAILURE_GRACE_MS);
+        graceTimer = setTimeout(() => stopAll.abort(new RunStop('interrupted', `${STOPPED_WITH} ${n.transport.label} failed`)), FAILURE_GRACE_MS);
       }
       return r;
     });
@@ -185,9 +188,20 @@ export async function runClusterCollectives(
     return fail(stop?.status ?? 'cancelled', `${stop?.reason ?? 'Cancelled'}`);
   }
   if (results.every((r) => r.status === 'completed')) return { ...outcome, status: 'completed' };
-  // The cause first: a host whose rank died, then the host that failed first, then any other.
-  const died = results.findIndex((r) => r.errors.some((e) => e.code === 'rank_died'));
-  const cause = died >= 0 ? died : (failedFirst ?? results.findIndex((r) => r.status !== 'completed'));
+  // The cause first: a host whose rank died, then one whose connection went, then one that failed for
+  // a reason of its own; hosts whose ranks only lost their peers elsewhere come last.
+  const lostPeer = (r: AgentRunOutcome) => r.errors.length > 0 && r.errors.every((e) => e.code === 'collective_failed');
+  const rank = (r: AgentRunOutcome) =>
+    r.errors.some((e) => e.code === 'rank_died')
+      ? 0
+      : r.status === 'interrupted' && !stoppedByUs(r)
+        ? 1
+        : r.status !== 'completed' && !lostPeer(r) && !stoppedByUs(r)
+          ? 2
+          : 3;
+  const order = results.map((r, i) => ({ r, i })).filter(({ r }) => r.status !== 'completed');
+  order.sort((a, b) => rank(a.r) - rank(b.r) || (a.i === failedFirst ? -1 : b.i === failedFirst ? 1 : a.i - b.i));
+  const cause = order[0].i;
   const others = results.map((r, i) => ({ r, i })).filter(({ r, i }) => i !== cause && r.status !== 'completed');
   const r = results[cause];
   return fail(
