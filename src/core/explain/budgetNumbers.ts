@@ -76,6 +76,23 @@ export interface BudgetFigures {
   caveats: Caveat[];
   /** The slowest and fastest rank's step, where they differ by more than 2%. */
   rankSpread?: { slowest: number; max: number; min: number };
+  /** What expert parallelism's all-to-alls would cost per step at this batch, from a cluster micro run. */
+  expertParallel?: ExpertParallelFigure;
+}
+
+export interface ExpertParallelFigure {
+  batch: number;
+  worldSize: number;
+  tokensPerRank: number;
+  topK: number;
+  /** Dispatch and combine per MoE layer. */
+  calls: number;
+  bytes: number;
+  callUs: number;
+  ms: number;
+  /** Today's all-reduce per step: profiled where a profile is, else micro's prediction. */
+  allreduceMs?: number;
+  allreduceFrom?: 'profiled' | 'predicted';
 }
 
 interface RowDef {
@@ -206,10 +223,16 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     if (max - min > 0.02 * max) rankSpread = { slowest: ranks.find((r) => r.step_ms === max)!.rank, max, min };
   }
 
+  const ar = rows.get('allreduce');
+  const expertParallel = micro
+    ? predictExpertParallel(micro, batch, ar?.profiled_ms ?? ar?.predicted_ms, ar?.profiled_ms !== undefined ? 'profiled' : 'predicted')
+    : undefined;
+
   return {
     batch,
     model,
     micro,
+    expertParallel,
     tpot,
     served,
     rows: ordered,
@@ -270,6 +293,42 @@ function predictAllReduce(
   // nccl-tests: busbw = algbw * 2(n-1)/n, algbw = bytes / time, so the fastest one call can be is bytes * 2(n-1)/n / busbw.
   const floorCallUs = busbw && worldSize > 1 ? ((bytes * (2 * (worldSize - 1))) / worldSize / (busbw * 1e9)) * 1e6 : undefined;
   return { calls, bytes, microCallUs: reading.value, busbwGbps: busbw, peakLabel, floorCallUs, worldSize, backend: micro.allreduce_backend };
+}
+
+/**
+ * Expert parallelism at the same batch: each of the W ranks holds ceil(batch / W) tokens and sends each
+ * to its top-k experts and back, ceil(batch / W) x top-k x hidden x 2 bytes per all-to-all, rounded up
+ * to a multiple of W elements for all_to_all_single's even split (the sizes the agent's `collective
+ * --plan` gives, agent/infbench_agent/collective.py); dispatch and combine once per MoE layer.
+ */
+function predictExpertParallel(
+  micro: MicroInput,
+  batch: number,
+  allreduceMs: number | undefined,
+  from: 'profiled' | 'predicted',
+): ExpertParallelFigure | undefined {
+  const ep = micro.expertParallel;
+  if (!ep || !micro.alltoall?.length) return undefined;
+  const tokensPerRank = Math.ceil(batch / ep.worldSize);
+  const bytes = Math.ceil((tokensPerRank * ep.topK * ep.hidden) / ep.worldSize) * ep.worldSize * 2;
+  const reading = readSizeCurve(
+    micro.alltoall.map((p) => ({ x: p.size_bytes, y: p.time_us })),
+    bytes,
+  );
+  if (!reading) return undefined;
+  const calls = 2 * ep.moeLayers;
+  return {
+    batch,
+    worldSize: ep.worldSize,
+    tokensPerRank,
+    topK: ep.topK,
+    calls,
+    bytes,
+    callUs: reading.value,
+    ms: (calls * reading.value) / 1000,
+    allreduceMs,
+    allreduceFrom: allreduceMs === undefined ? undefined : from,
+  };
 }
 
 function predictGemms(

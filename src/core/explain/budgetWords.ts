@@ -2,7 +2,7 @@
 // needs it, and the commands that fill in a missing phase.
 import { BudgetMissingPhase } from '../../shared/budget';
 import type { BudgetGap, BudgetInputs, BudgetRow } from './budget';
-import { AllReduceFloor, BudgetFigures, Caveat, GapFigure, GapKind, PredictionBasis, sum } from './budgetNumbers';
+import { AllReduceFloor, BudgetFigures, Caveat, ExpertParallelFigure, GapFigure, GapKind, PredictionBasis, sum } from './budgetNumbers';
 import { ModelStructure } from './modelStructure';
 
 export function caveatText(c: Caveat): string {
@@ -121,6 +121,7 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
       `Micro predicts ${ms(rows.get('allreduce')!.predicted_ms!)} of all-reduce per step (${rows.get('allreduce')!.prediction}); a profile would show what the step really spends.`,
     );
   }
+  if (f.expertParallel) readings.push(expertParallelReading(f.expertParallel, f.micro?.runId));
   for (const g of gaps) {
     if (g.kind === 'host_overhead' || g.kind === 'between_steps' || g.kind === 'step_vs_micro') readings.push(g.reading);
   }
@@ -134,6 +135,19 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
       `Served TPOT at concurrency ${f.tpot!.concurrency ?? 'unlimited'}: ${ms(f.served)} per token (${(1000 / f.served).toFixed(1)} tok/s per stream).`,
     );
   return readings;
+}
+
+/** Would expert parallelism help? Its all-to-alls per step against today's all-reduce, at the same batch. */
+function expertParallelReading(e: ExpertParallelFigure, runId: string | undefined): string {
+  const today =
+    e.allreduceMs === undefined
+      ? ''
+      : `, against ${ms(e.allreduceMs)} of all-reduce per step today (${e.allreduceFrom === 'profiled' ? 'profiled' : "micro's prediction"}): ${e.ms < e.allreduceMs ? `${ms(e.allreduceMs - e.ms)} less` : `${ms(e.ms - e.allreduceMs)} more`}`;
+  return (
+    `Expert parallelism instead, at batch ${e.batch}: ${e.calls} all-to-alls per step (dispatch and combine per MoE layer) of ${size(e.bytes)} ` +
+    `(${e.tokensPerRank} token(s) per rank × top-${e.topK}, ${e.worldSize} ranks) would take ${ms(e.ms)} at ${e.callUs.toFixed(1)} µs each` +
+    `${runId ? ` (micro run ${runId})` : ''}${today}. Attention would then run data-parallel; its cost is not in this figure.`
+  );
 }
 
 function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): string {

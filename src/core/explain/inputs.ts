@@ -72,6 +72,9 @@ export interface MicroInput {
   world_size?: number;
   gemm: MicroGemmInput[];
   allreduce: MicroAllReduceInput[];
+  /** A cluster run's all-to-all at expert-parallel decode sizes (graph times where there are), and what sizes them. */
+  alltoall?: MicroAllReduceInput[];
+  expertParallel?: { moeLayers: number; topK: number; hidden: number; worldSize: number };
   launch: MicroLaunchInput[];
   /** Datasheet or measured peak bus bandwidth, GB/s. */
   peak_busbw_gbps?: number;
@@ -249,17 +252,28 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     .filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
   // The agent times each size eagerly and replayed from a CUDA graph; vLLM decodes from CUDA graphs,
   // so the graph times are the ones a decode step sees where they exist.
-  const arPoints = ofKind('allreduce', 'allreduce');
-  const graphOnly = arPoints.some((p) => p.mode === 'graph');
-  const allreduce = arPoints
-    .filter((p) => !graphOnly || p.mode === 'graph')
-    .map((p) => ({
-      size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
-      time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
-      busbw_gbps: num(p.busbw_gbps),
-      world_size: num(p.world_size),
-    }))
-    .filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
+  // A cluster run times each collective across the hosts and within one: the step's collectives span the hosts.
+  const collective = (kind: string) => {
+    const all = ofKind(kind, kind);
+    const scoped = all.some((p) => p.scope === 'inter-node') ? all.filter((p) => p.scope === 'inter-node') : all;
+    const graphOnly = scoped.some((p) => p.mode === 'graph');
+    return scoped
+      .filter((p) => !graphOnly || p.mode === 'graph')
+      .map((p) => ({
+        size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
+        time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
+        busbw_gbps: num(p.busbw_gbps),
+        world_size: num(p.world_size),
+      }))
+      .filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
+  };
+  const allreduce = collective('allreduce');
+  const alltoall = collective('alltoall');
+  const plan = isObj(r.cluster) && isObj(r.cluster.plan) ? r.cluster.plan : undefined;
+  const expertParallel =
+    plan && alltoall.length && num(plan.moe_layers) && num(plan.top_k) && num(plan.hidden) && num(plan.world_size)
+      ? { moeLayers: plan.moe_layers as number, topK: plan.top_k as number, hidden: plan.hidden as number, worldSize: plan.world_size as number }
+      : undefined;
   const launch: MicroLaunchInput[] = [];
   for (const p of ofKind('launch', 'launch')) {
     const mode = /graph/i.test(String(p.mode ?? p.variant ?? p.name ?? '')) ? 'graph' : 'eager';
@@ -280,6 +294,7 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     world_size,
     gemm,
     allreduce,
+    ...(expertParallel ? { alltoall, expertParallel } : {}),
     launch,
     peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
     gpu: str(device.name) ?? (peak ? str(peak.gpu) : str(r.gpu)),

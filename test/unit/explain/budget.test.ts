@@ -76,6 +76,38 @@ const macro = (tpot: number, concurrency = 1) => ({
 });
 
 describe('decode-step budget', () => {
+  it('weighs expert parallelism at the same batch: the all-to-alls of a cluster micro run against the all-reduce profiled today', () => {
+    // A cluster run's result as runMicroPhase writes it: collectives across and within hosts, and the plan that sized them.
+    // All-to-all by formula: 30 us at any decode size across the hosts (60 us within one, which must not be read).
+    const sizes = [1, 8, 64].map((m) => ({ m, bytes: Math.ceil((Math.ceil(m / 8) * 8 * 7168) / 8) * 8 * 2 }));
+    const points = sizes.flatMap(({ m, bytes }) => [
+      { kind: 'alltoall', scope: 'inter-node', mode: 'graph', bytes, us: 30, world_size: 8, m },
+      { kind: 'alltoall', scope: 'intra-node', mode: 'graph', bytes, us: 60, world_size: 4, m },
+      { kind: 'allreduce', scope: 'inter-node', mode: 'graph', bytes: m * 7168 * 2, us: 40, world_size: 8, m },
+    ]);
+    const result = {
+      points,
+      device: { name: 'NVIDIA H200', kind: 'gpu' },
+      model: { name: 'kimi-k2.5' },
+      cluster: { plan: { moe_layers: 60, top_k: 8, hidden: 7168, world_size: 8, layers: 61 } },
+    };
+    const micro = microInputFrom('micro-cluster', result);
+    assert.deepEqual(
+      micro.alltoall!.map((p) => p.time_us),
+      [30, 30, 30],
+      'the collectives across the hosts are the ones read',
+    );
+    const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, micro });
+    // Batch 1 over 8 ranks: 1 token per rank x top-8 x 7168 x 2 B = 112 KiB per all-to-all; 2 x 60 MoE layers x 30 us = 3.6 ms.
+    const reading = b.readings.find((r) => r.startsWith('Expert parallelism instead'));
+    assert.equal(
+      reading,
+      'Expert parallelism instead, at batch 1: 120 all-to-alls per step (dispatch and combine per MoE layer) of 112 KiB (1 token(s) per rank × top-8, 8 ranks) ' +
+        'would take 3.60 ms at 30.0 µs each (micro run micro-cluster), against 11.17 ms of all-reduce per step today (profiled): 7.57 ms less. ' +
+        'Attention would then run data-parallel; its cost is not in this figure.',
+    );
+  });
+
   it('says all-reduce takes 11.17 ms of the simulated 21.7 ms step, and the profiled parts add up to the step', () => {
     const profile = profileInputFrom('profile-1', profileResult())!;
     const b = buildBudget({ profile, macro: macro(22.0), micro: microResult() });
