@@ -52,7 +52,8 @@ export interface RunSummary {
   /** One line a user reads first: "decode 57.1 tok/s at c=1", "all-reduce 51.5% of a decode step". */
   headline?: string;
   macro?: { levels: MacroLevelSummary[]; requests?: MacroRequestPoint[] };
-  micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; peak?: GpuPeak };
+  /** alltoall: a cluster run's all-to-all at expert-parallel decode sizes, across the hosts. */
+  micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; alltoall?: AllReducePoint[]; peak?: GpuPeak };
   profile?: Record<string, unknown> & Partial<ProfileSummary>;
 }
 

@@ -254,8 +254,11 @@ export function expertParallelBudget(points: MicroPoint[], model: CollectiveMode
   };
 }
 
-/** The typed lists the results view draws (GEMM and all-reduce charts, the bandwidth line). */
-export function microChartData(points: MicroPoint[], gpu?: string): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; peak: GpuPeak } {
+/** The typed lists the results view draws (GEMM, all-reduce and a cluster's all-to-all charts, the bandwidth line). */
+export function microChartData(
+  points: MicroPoint[],
+  gpu?: string,
+): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; alltoall?: AllReducePoint[]; peak: GpuPeak } {
   const gemm = ofKind(points, 'gemm').map((p) => ({
     shape: String(p.shape),
     m: Number(p.m),
@@ -266,13 +269,19 @@ export function microChartData(points: MicroPoint[], gpu?: string): { gemm: Gemm
     tflops: num(p.tflops),
     backend: typeof p.kernel === 'string' ? p.kernel : undefined,
   }));
-  // vLLM decodes from CUDA graphs, so the graph-captured time is the one to draw where there is one.
-  // A cluster's chart is of its widest all-reduce: across hosts.
-  const all = ofKind(points, 'allreduce');
+  const allreduce = chartPoints(ofKind(points, 'allreduce'));
+  const alltoall = chartPoints(ofKind(points, 'alltoall'));
+  const copy = ofKind(points, 'peak').find((p) => p.what === 'copy');
+  return { gemm, allreduce, ...(alltoall.length ? { alltoall } : {}), peak: { gpu, memory_tbps: copy ? num(copy.tbps) : undefined } };
+}
+
+/** A collective's points as a chart draws them: a cluster's widest scope (across hosts), graph times where there are. */
+function chartPoints(all: MicroPoint[]): AllReducePoint[] {
   const scope = all.some((p) => p.scope === 'inter-node') ? 'inter-node' : all.some((p) => p.scope === undefined) ? undefined : 'intra-node';
-  const ar = all.filter((p) => p.scope === scope);
-  const hasGraph = ar.some((p) => p.mode === 'graph');
-  const allreduce = ar
+  const list = all.filter((p) => p.scope === scope);
+  // vLLM decodes from CUDA graphs, so the graph-captured time is the one to draw where there is one.
+  const hasGraph = list.some((p) => p.mode === 'graph');
+  return list
     .filter((p) => !hasGraph || p.mode === 'graph')
     .map((p) => ({
       size_bytes: Number(p.bytes),
@@ -281,6 +290,4 @@ export function microChartData(points: MicroPoint[], gpu?: string): { gemm: Gemm
       busbw_gbps: Number(p.busbw_gbps),
       world_size: num(p.world_size),
     }));
-  const copy = ofKind(points, 'peak').find((p) => p.what === 'copy');
-  return { gemm, allreduce, peak: { gpu, memory_tbps: copy ? num(copy.tbps) : undefined } };
 }

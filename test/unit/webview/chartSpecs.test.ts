@@ -6,6 +6,7 @@ import { tableToCsv } from '../../../webview-ui/src/csv';
 import type { LineChartSpec, StackedBarSpec } from '../../../webview-ui/src/specs';
 import { macroCharts, statsFor } from '../../../webview-ui/src/views/macro';
 import { microCharts } from '../../../webview-ui/src/views/micro';
+import { microChartData, MicroPoint } from '../../../src/core/micro/tables';
 import { categoryOrder, kernelTable, profileCharts, shortKernelName, topKernels } from '../../../webview-ui/src/views/profile';
 
 const runDir = join(__dirname, '..', '..', 'fixtures', 'runs', 'workspace', '.inference-bench', 'runs', '2026-11-30_14-02-11-482-macro');
@@ -113,6 +114,32 @@ describe('the results view charts', () => {
       { x: 1048576, y: 30 },
     ]);
     assert.equal(busbw.xLog, true);
+  });
+
+  it("draws a cluster run's all-to-all across the hosts at each decode size, graph times where there are", () => {
+    const points: MicroPoint[] = [64, 512].flatMap((kib) =>
+      (['eager', 'graph'] as const).flatMap((mode) =>
+        (['inter-node', 'intra-node'] as const).map((scope) => ({
+          kind: 'alltoall' as const,
+          scope,
+          mode,
+          bytes: kib * 1024,
+          us: (mode === 'graph' ? 10 : 30) * (scope === 'inter-node' ? 2 : 1) + kib / 64,
+          busbw_gbps: 1,
+          world_size: scope === 'inter-node' ? 16 : 8,
+        })),
+      ),
+    );
+    const run: RunSummary = { id: 'c', phase: 'micro', target: 'pair', startedAt: '', status: 'completed', micro: { points, ...microChartData(points) } };
+    const chart = (microCharts(run) as LineChartSpec[]).find((c) => c.id === 'c-alltoall-time')!;
+    assert.deepEqual(chart.series[0].points, [
+      { x: 65536, y: 21 },
+      { x: 524288, y: 28 },
+    ]);
+    assert.deepEqual(
+      chart.table.rows.map((r) => r.world_size),
+      [16, 16],
+    );
   });
 
   it('stacks a decode step by category for each rank, largest category first and idle last', () => {

@@ -15,9 +15,9 @@ function num(p: Record<string, unknown>, ...keys: string[]): number | undefined 
 }
 
 /** The micro results of a run, from its typed lists or, failing those, from the raw points by kind. */
-export function microData(run: RunSummary): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; peak: GpuPeak } {
+export function microData(run: RunSummary): { gemm: GemmPoint[]; allreduce: AllReducePoint[]; alltoall: AllReducePoint[]; peak: GpuPeak } {
   const micro = run.micro;
-  if (!micro) return { gemm: [], allreduce: [], peak: {} };
+  if (!micro) return { gemm: [], allreduce: [], alltoall: [], peak: {} };
   const raw = micro.points ?? [];
   const gemm =
     micro.gemm ??
@@ -55,7 +55,7 @@ export function microData(run: RunSummary): { gemm: GemmPoint[]; allreduce: AllR
   const peak =
     micro.peak ??
     (peakPoint ? { gpu: peakPoint.gpu as string | undefined, memory_tbps: num(peakPoint, 'memory_tbps'), busbw_gbps: num(peakPoint, 'busbw_gbps') } : {});
-  return { gemm, allreduce, peak };
+  return { gemm, allreduce, alltoall: micro.alltoall ?? [], peak };
 }
 
 function referenceLine(label: string, y: number, xs: number[]): Series | undefined {
@@ -223,6 +223,49 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       xTicks: ticks(sizes),
       series: peakLine ? [...bus, peakLine] : bus,
       table: { ...table, id: 'micro-allreduce-busbw' },
+    });
+  }
+  // A cluster run: the all-to-all that expert parallelism would run at each decode size, across the hosts.
+  if (runs.some((r) => r.data.alltoall.length)) {
+    const sizes = runs.flatMap((r) => r.data.alltoall.map((a) => a.size_bytes));
+    const rows: Record<string, TableCell>[] = [];
+    const time: Series[] = runs.map((r) => {
+      const points = [...r.data.alltoall].sort((a, b) => a.size_bytes - b.size_bytes);
+      for (const a of points)
+        rows.push({
+          run: r.tag,
+          size: formatBytes(a.size_bytes),
+          bytes: a.size_bytes,
+          time_us: a.time_us,
+          algbw: a.algbw_gbps,
+          busbw: a.busbw_gbps,
+          world_size: a.world_size,
+        });
+      return { label: seriesLabel('time', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })), dashed: r.dashed, colorIndex: 1 };
+    });
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-alltoall-time`,
+      title: 'All-to-all time vs message size (expert-parallel decode sizes)',
+      xLabel: 'bytes per rank',
+      yLabel: 'time (µs)',
+      xLog: true,
+      xFormat: 'bytes',
+      xTicks: ticks(sizes),
+      yLog: wantsLog(runs.flatMap((r) => r.data.alltoall.map((a) => a.time_us))),
+      series: time,
+      table: {
+        id: 'micro-alltoall-timings',
+        title: 'All-to-all timings',
+        columns: [
+          ...runColumn,
+          ...ALLREDUCE_SIZE_COLUMNS,
+          { key: 'time_us', label: 'time (µs)', digits: 2 },
+          ...ALLREDUCE_BANDWIDTH_COLUMNS,
+          { key: 'world_size', label: 'ranks', digits: 0 },
+        ],
+        rows,
+      },
     });
   }
   return charts;
