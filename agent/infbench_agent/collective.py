@@ -38,6 +38,7 @@ from typing import Any, Callable, Optional
 from infbench_agent import events
 from infbench_agent.events import AgentError
 from infbench_agent.micro_allreduce import SAFE_ENV, agent_command, bus_bandwidth, eager_collective_us, graph_collective_us
+from infbench_agent.micro_guard import check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
 DEFAULT_M = "1,2,4,8,16,32,64,128,256"
@@ -71,6 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ar-sizes", default="", help="all-reduce message bytes, comma-separated (from --plan)")
     p.add_argument("--a2a-sizes", default="", help="all-to-all bytes per rank, comma-separated (from --plan)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats per point; the median is reported")
+    p.add_argument("--allow-busy", action="store_true", help="run even when this host's GPUs' memory is mostly taken (--plan)")
+    p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
     # Internal: one rank, started by the launcher with torchrun's variables.
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
 
@@ -97,6 +100,11 @@ def plan(args: Any) -> dict:
     from infbench_agent.micro import parse_m_list
 
     local, device = _local_ranks(args)
+    if device == "cuda":
+        # As micro does, before anything touches a GPU: a server holding this host's GPUs is not disturbed.
+        occupancy = read_occupancy()
+        if occupancy is not None and occupancy.gpus:
+            check_gpus(occupancy, args.busy_threshold, args.allow_busy)
     where = {"port": free_port(), "host": socket.gethostname(), "local_ranks": local, "device": device, "addr": ssh_server_addr()}
     if args.world_size == 0:
         # Only this host's part: its ranks and address (the controller adds the hosts up before sizing).

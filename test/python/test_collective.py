@@ -79,6 +79,17 @@ class PlanTest(unittest.TestCase):
         p = found[-2]["result"]["plan"]
         self.assertEqual((p["addr"], p["local_ranks"], p["device"]), ("10.0.0.1", 2, "cpu"))
 
+    def test_busy_gpus_on_a_host_are_refused_before_anything_starts_there(self):
+        fake_smi = os.path.join(ROOT, "test", "support", "fake-nvidia-smi")
+        code, found = plan("--world-size", "0", extra_env={"PATH": fake_smi + os.pathsep + "/usr/bin:/bin"})
+        self.assertEqual(code, 2)
+        err = next(e for e in found if e["type"] == "error")
+        self.assertEqual(err["code"], "gpus_busy")
+        self.assertIn("VLLM::Worker_TP0", err["message"])
+        code, found = plan("--world-size", "0", "--allow-busy", extra_env={"PATH": fake_smi + os.pathsep + "/usr/bin:/bin"})
+        self.assertEqual(code, 0)
+        self.assertEqual(found[-2]["result"]["plan"]["device"], "cuda")
+
     def test_no_model_and_no_hidden_size_says_what_to_pass(self):
         code, found = plan("--world-size", "4")
         self.assertEqual(code, 2)

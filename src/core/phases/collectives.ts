@@ -28,6 +28,9 @@ export interface CollectiveOptions {
   backend?: 'auto' | 'nccl' | 'gloo';
   /** Processes per host (default: one per GPU; 2 on a CPU). */
   localRanks?: number;
+  /** The user consented to run beside whatever holds a host's GPUs. */
+  allowBusy?: boolean;
+  busyThreshold?: number;
   repeats?: number;
 }
 
@@ -89,6 +92,8 @@ export async function runClusterCollectives(
   const deviceArgs = [
     ...(options.device && options.device !== 'auto' ? ['--device', options.device] : []),
     ...(options.localRanks ? ['--local-ranks', String(options.localRanks)] : []),
+    ...(options.allowBusy ? ['--allow-busy'] : []),
+    ...(options.busyThreshold !== undefined ? ['--busy-threshold', String(options.busyThreshold)] : []),
   ];
   const logs = nodes.map((n, i) => run.nodeLog(`${i}-${n.target.host ?? n.target.name}`));
 

@@ -193,5 +193,7 @@ function collectiveOptions(o: MicroOptions): CollectiveOptions {
     backend: o.arBackend,
     localRanks: o.arWorldSize,
     repeats: o.repeats,
+    allowBusy: o.allowBusy,
+    busyThreshold: o.busyThreshold,
   };
 }
