@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 
 from infbench_agent import events
 from infbench_agent.events import AgentError
-from infbench_agent.micro_allreduce import SAFE_ENV, agent_command, bus_bandwidth, eager_collective_us, graph_collective_us
+from infbench_agent.micro_allreduce import SAFE_ENV, agent_command, bus_bandwidth, eager_collective_us, graph_collective_us, stop_ranks
 from infbench_agent.micro_guard import check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
@@ -275,14 +275,14 @@ def launch(args: Any) -> int:
         t.start()
     stopping = [False]
 
-    def stop_ranks(signum: int, _frame: Any) -> None:
+    def on_sigterm(signum: int, _frame: Any) -> None:
         # Cancelled (SIGTERM from the controller or the heartbeat): the ranks go first, then this agent.
         stopping[0] = True
         for p in procs:
             if p.poll() is None:
                 p.kill()
 
-    previous = signal.signal(signal.SIGTERM, stop_ranks)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     # Exit codes as the ranks ended by themselves, before any was stopped here.
     ended: dict[int, int] = {}
     try:
@@ -301,13 +301,7 @@ def launch(args: Any) -> int:
                 break
             time.sleep(0.05)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for p in procs:
-            p.wait()
-        for t in readers:
-            t.join(timeout=5)
+        stop_ranks(procs, readers)
         signal.signal(signal.SIGTERM, previous)
     if stopping[0]:
         raise KeyboardInterrupt

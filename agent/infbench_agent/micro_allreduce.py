@@ -49,6 +49,17 @@ def agent_command() -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-u", "-m", "infbench_agent"], env
 
 
+def stop_ranks(procs: list, readers: list) -> None:
+    """Kills the rank processes still running and waits for them and for the threads reading their output."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait()
+    for t in readers:
+        t.join(timeout=5)
+
+
 def run_allreduce(
     sizes: list[int], world_size: int, backend: str, device: str, repeats: int, on_point: Callable[[dict], None], timeout_s: float = 900.0
 ) -> list[dict]:
@@ -104,13 +115,7 @@ def run_allreduce(
                 break
             time.sleep(0.05)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for p in procs:
-            p.wait()
-        for t in readers:
-            t.join(timeout=5)
+        stop_ranks(procs, readers)
         try:
             os.remove(rendezvous)
         except OSError:

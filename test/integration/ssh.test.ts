@@ -13,7 +13,7 @@ import { SshHooks } from '../../src/remote/ssh/connection';
 import { SshError } from '../../src/remote/ssh/errors';
 import { fingerprint } from '../../src/remote/ssh/knownHosts';
 import { execText, Transport, TransportState } from '../../src/remote/transport';
-import { freePort, KeyPair, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { freePort, KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 
@@ -390,19 +390,3 @@ function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-/** The sshd processes below the listener (per-connection monitors and their session children). */
-function sshdSessionTree(server: Sshd): number[] {
-  const out: number[] = [];
-  const walk = (pid: number) => {
-    const r = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
-    for (const child of r.stdout.trim().split('\n').filter(Boolean).map(Number)) {
-      const comm = spawnSync('ps', ['-o', 'comm=', '-p', String(child)], { encoding: 'utf8' }).stdout.trim();
-      if (comm === 'sshd') {
-        out.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(server.process.pid!);
-  return out;
-}

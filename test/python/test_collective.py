@@ -12,18 +12,12 @@ import subprocess
 import unittest
 
 from infbench_agent import events
+from test_micro import has_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 AGENT_DIR = os.path.join(ROOT, "agent")
 TORCH_PYTHON = os.environ.get("INFBENCH_TORCH_PYTHON", "/usr/bin/python3")
-
-
-def has_torch(python):
-    try:
-        return subprocess.run([python, "-c", "import torch"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
 
 
 def agent_env(extra=None):

@@ -79,6 +79,11 @@ function ticks(values: number[]): number[] | undefined {
   return out.length >= 2 ? out : undefined;
 }
 
+/** One row of a collective's timings table. */
+function collectiveRow(run: string, a: AllReducePoint): Record<string, TableCell> {
+  return { run, size: formatBytes(a.size_bytes), bytes: a.size_bytes, time_us: a.time_us, algbw: a.algbw_gbps, busbw: a.busbw_gbps, world_size: a.world_size };
+}
+
 /** A peak figure for a legend: three significant digits. */
 function figure(v: number): string {
   return Number(v.toPrecision(3)).toLocaleString('en-US', { maximumFractionDigits: 6 });
@@ -174,16 +179,7 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
         dashed: r.dashed,
         colorIndex: 2,
       });
-      for (const a of points)
-        rows.push({
-          run: r.tag,
-          size: formatBytes(a.size_bytes),
-          bytes: a.size_bytes,
-          time_us: a.time_us,
-          algbw: a.algbw_gbps,
-          busbw: a.busbw_gbps,
-          world_size: a.world_size,
-        });
+      for (const a of points) rows.push(collectiveRow(r.tag, a));
     }
     const table = {
       id: ALLREDUCE_CHART_TABLE_ID,
@@ -231,16 +227,7 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     const rows: Record<string, TableCell>[] = [];
     const time: Series[] = runs.map((r) => {
       const points = [...r.data.alltoall].sort((a, b) => a.size_bytes - b.size_bytes);
-      for (const a of points)
-        rows.push({
-          run: r.tag,
-          size: formatBytes(a.size_bytes),
-          bytes: a.size_bytes,
-          time_us: a.time_us,
-          algbw: a.algbw_gbps,
-          busbw: a.busbw_gbps,
-          world_size: a.world_size,
-        });
+      for (const a of points) rows.push(collectiveRow(r.tag, a));
       return { label: seriesLabel('time', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })), dashed: r.dashed, colorIndex: 1 };
     });
     charts.push({
