@@ -389,4 +389,3 @@ describe('SSH keepalive', function () {
 function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
-
