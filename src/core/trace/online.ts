@@ -25,13 +25,22 @@ const PREFIX_KERNELS = 1 << 17;
 
 /** Bounds on bookkeeping for launches and kernels that have not met their partner yet. */
 const MAX_PENDING = 500_000;
+/** A free place in CorrelationTable's hash table (correlation ids are never negative there). */
+const EMPTY = -1;
 
 /**
  * Entries keyed by correlation id, kept in typed columns with a free list: launches waiting for
- * their kernels and kernels waiting for their launch, without an object per entry.
+ * their kernels and kernels waiting for their launch, without an object per entry. The ids are
+ * found through an open-addressing hash table of typed arrays, not a Map: every launch is added and
+ * removed once, and a Map that churns so rebuilds its table every few changes, garbage that lives
+ * long enough to reach the old heap and makes most of the analysis's GC slack.
  */
-class CorrelationTable {
-  private readonly slots = new Map<number, number>();
+export class CorrelationTable {
+  /** Hash table: a correlation id (EMPTY where free) and its first slot. Never more than half full. */
+  private keys = new Int32Array(1024).fill(EMPTY);
+  private heads = new Int32Array(1024);
+  private shift = 32 - 10;
+  private count = 0;
   private free: number[] = [];
   private used = 0;
   a = new Float64Array(1024);
@@ -41,15 +50,25 @@ class CorrelationTable {
   next = new Int32Array(1024);
 
   get size(): number {
-    return this.slots.size;
+    return this.count;
+  }
+
+  /** Where a correlation id is in the hash table, or the free place where it would go. */
+  private place(corr: number): number {
+    const mask = this.keys.length - 1;
+    let i = Math.imul(corr, 0x9e3779b1) >>> this.shift;
+    while (this.keys[i] !== EMPTY && this.keys[i] !== corr) i = (i + 1) & mask;
+    return i;
   }
 
   /** First slot of a correlation id, or -1. */
   head(corr: number): number {
-    return this.slots.get(corr) ?? -1;
+    if (corr < 0) return -1;
+    const i = this.place(corr);
+    return this.keys[i] === corr ? this.heads[i] : -1;
   }
 
-  /** Adds an entry (in front of any others with the same id); returns its slot. */
+  /** Adds an entry (in front of any others with the same id; ids are never negative); returns its slot. */
   add(corr: number, a: number, b: number, c: number): number {
     let slot = this.free.pop();
     if (slot === undefined) {
@@ -59,22 +78,62 @@ class CorrelationTable {
     this.a[slot] = a;
     this.b[slot] = b;
     this.c[slot] = c;
-    this.next[slot] = this.slots.get(corr) ?? -1;
-    this.slots.set(corr, slot);
+    const i = this.place(corr);
+    if (this.keys[i] === corr) this.next[slot] = this.heads[i];
+    else {
+      this.next[slot] = -1;
+      this.keys[i] = corr;
+      if (++this.count > this.keys.length >> 1) {
+        this.heads[i] = slot;
+        this.rehash();
+        return slot;
+      }
+    }
+    this.heads[i] = slot;
     return slot;
   }
 
   /** Removes every entry of a correlation id. */
   remove(corr: number): void {
-    for (let s = this.head(corr); s >= 0; s = this.next[s]) this.free.push(s);
-    this.slots.delete(corr);
+    if (corr < 0) return;
+    let i = this.place(corr);
+    if (this.keys[i] !== corr) return;
+    for (let s = this.heads[i]; s >= 0; s = this.next[s]) this.free.push(s);
+    this.count--;
+    // Linear probing: ids placed after this one in its run move back, so that no search stops early.
+    const keys = this.keys;
+    const mask = keys.length - 1;
+    keys[i] = EMPTY;
+    for (let j = (i + 1) & mask; keys[j] !== EMPTY; j = (j + 1) & mask) {
+      const home = Math.imul(keys[j], 0x9e3779b1) >>> this.shift;
+      // Stays unless its home is cyclically outside (i, j].
+      const stays = i < j ? home > i && home <= j : home > i || home <= j;
+      if (stays) continue;
+      keys[i] = keys[j];
+      this.heads[i] = this.heads[j];
+      keys[j] = EMPTY;
+      i = j;
+    }
   }
 
-  /** Drops the oldest ids (insertion order) until `keep` remain. */
+  /** Drops the oldest ids until `keep` remain; Kineto numbers launches in order, so the lowest ids are the oldest. */
   trim(keep: number): void {
-    for (const corr of this.slots.keys()) {
-      if (this.slots.size <= keep) break;
-      this.remove(corr);
+    if (this.count <= keep) return;
+    const live = this.keys.filter((k) => k !== EMPTY).sort();
+    for (let i = 0; i < live.length - keep; i++) this.remove(live[i]);
+  }
+
+  private rehash(): void {
+    const keys = this.keys;
+    const heads = this.heads;
+    this.keys = new Int32Array(keys.length * 2).fill(EMPTY);
+    this.heads = new Int32Array(keys.length * 2);
+    this.shift--;
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === EMPTY) continue;
+      const at = this.place(keys[i]);
+      this.keys[at] = keys[i];
+      this.heads[at] = heads[i];
     }
   }
 
