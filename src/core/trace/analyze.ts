@@ -9,8 +9,9 @@ import { RankBreakdown, TraceAnalysisOptions, TraceBreakdown } from './types';
 /**
  * Analyses one rank's trace file, streaming it (plain JSON or gzip), in one pass. Runs on the
  * calling thread. Kernels go to the server's named steps as they arrive; a trace that names none
- * is cut into steps from the kernels the same pass collected. Only annotated kernels that come out
- * of order for streaming make it read the file a second time.
+ * is cut into steps from the kernels the same pass collected, or, past its first kernels, as they
+ * stream (online.ts). Only annotated kernels that come out of order for streaming make it read the
+ * file a second time.
  */
 export async function analyzeTraceFile(path: string, fallbackRank: number, options: TraceAnalysisOptions = {}, read: ReadOptions = {}): Promise<RankBreakdown> {
   const classifier = new KernelClassifier(options.extraFamilies);
@@ -33,7 +34,8 @@ export async function analyzeTraceFile(path: string, fallbackRank: number, optio
   const { trace, summary } = collected;
   const onePass = collectedInOnePass;
   const order = kernelOrder(trace);
-  const steps = findSteps(trace, order, options);
+  // A cut file's last pass is cut too, as the first part of a trace is.
+  const steps = findSteps(trace, order, options, summary.truncated !== undefined);
   const rank = rankBreakdown({ ...factsOf(path, fallbackRank, summary), trace, order, steps }, classifier, options.topKernels);
   return onePass ? { ...rank, analysis: 'streaming' } : rank;
 }

@@ -1,4 +1,4 @@
-import { badTimesWarning, CollectedTrace, RuntimeKind } from './collect';
+import { badTimesWarning, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { StepConfidence, StepFinding, StepKind } from './steps';
 import {
@@ -227,50 +227,31 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
   const r = trace.runtime;
   if (!r.count) return null;
   // Typed arrays and a sorted index, not a Map per launch: a trace with no step names keeps every
-  // kernel, and a Map of them would double the analysis's memory at its peak.
+  // kernel of the part it collects, and a Map of them would double the analysis's memory at its peak.
   const calls = new Float64Array(r.count);
   let launches = 0;
   let graphLaunches = 0;
   let syncUs = 0;
-  const eager = new Int32Array(r.count);
-  let eagerCount = 0;
-  let sorted = true;
   for (let i = 0; i < r.count; i++) {
     const kind = r.kind[i];
     if (kind === RuntimeKind.KernelLaunch || kind === RuntimeKind.GraphLaunch) {
       calls[launches++] = r.dur[i];
       if (kind === RuntimeKind.GraphLaunch) graphLaunches++;
-      else if (r.correlation[i] >= 0) {
-        if (eagerCount && r.correlation[i] < r.correlation[eager[eagerCount - 1]]) sorted = false;
-        eager[eagerCount++] = i;
-      }
     } else if (kind === RuntimeKind.Sync) {
       syncUs += r.dur[i];
     }
   }
-  const byCorr = eager.subarray(0, eagerCount);
-  if (!sorted) byCorr.sort((a, b) => r.correlation[a] - r.correlation[b] || a - b);
   // A correlation id launches one kernel eagerly; later kernels with it are not eager launches.
-  const taken = new Uint8Array(eagerCount);
+  const eager = new LaunchIndex(r, (i) => r.kind[i] === RuntimeKind.KernelLaunch);
+  const taken = new Uint8Array(eager.rows.length);
   const k = trace.kernels;
   const queue = new Float64Array(k.count);
   let queued = 0;
   for (let i = 0; i < k.count; i++) {
-    const corr = k.correlation[i];
-    let lo = 0;
-    let hi = eagerCount - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const c = r.correlation[byCorr[mid]];
-      if (c < corr) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    // lo: the first launch with this id (the last one written wins when ids repeat, as the Map did)
-    let at = -1;
-    while (lo < eagerCount && r.correlation[byCorr[lo]] === corr) at = lo++;
+    const at = eager.slot(k.correlation[i]);
     if (at >= 0 && !taken[at]) {
       taken[at] = 1;
-      queue[queued++] = k.ts[i] - r.ts[byCorr[at]];
+      queue[queued++] = k.ts[i] - r.ts[eager.rows[at]];
     }
   }
   return {

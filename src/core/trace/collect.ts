@@ -76,6 +76,54 @@ export interface RuntimeColumns {
   kind: Uint8Array;
 }
 
+/**
+ * Launch calls (cuda_runtime / cuda_driver rows) by correlation id: a sorted index searched by
+ * halves, not a Map per launch, since a trace with no step names keeps every launch of the part it
+ * collects. Where an id repeats (traces joined by hand), the row written last is the one found.
+ */
+export class LaunchIndex {
+  /** Row numbers, by correlation id, then by position in the file. */
+  readonly rows: Int32Array;
+  constructor(
+    private readonly runtime: RuntimeColumns,
+    keep?: (row: number) => boolean,
+  ) {
+    const { correlation, count } = runtime;
+    const rows = new Int32Array(count);
+    let n = 0;
+    let sorted = true;
+    for (let i = 0; i < count; i++) {
+      if (keep && !keep(i)) continue;
+      if (n && correlation[i] < correlation[rows[n - 1]]) sorted = false;
+      rows[n++] = i;
+    }
+    this.rows = rows.subarray(0, n);
+    // Kineto writes launches in correlation order nearly always: sorting is then not needed.
+    if (!sorted) this.rows.sort((a, b) => correlation[a] - correlation[b] || a - b);
+  }
+
+  /** Where in `rows` the last launch with this id is, or -1. */
+  slot(corr: number): number {
+    if (corr < 0) return -1;
+    const { correlation } = this.runtime;
+    const rows = this.rows;
+    let lo = 0;
+    let hi = rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (correlation[rows[mid]] <= corr) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo > 0 && correlation[rows[lo - 1]] === corr ? lo - 1 : -1;
+  }
+
+  /** The row of the launch call with this id, or -1. */
+  find(corr: number): number {
+    const s = this.slot(corr);
+    return s < 0 ? -1 : this.rows[s];
+  }
+}
+
 export interface CollectedTrace {
   kernels: KernelColumns;
   runtime: RuntimeColumns;
@@ -206,6 +254,11 @@ export class TraceCollector {
   private readonly annotations: Annotation[] = [];
   private cpuOps = 0;
   private badTimes = 0;
+
+  /** Kernels (memcpy and memset included) collected so far. */
+  get kernelCount(): number {
+    return this.kTs.length;
+  }
 
   readonly onEvent = (e: EventView): void => {
     const cat = e.cat;

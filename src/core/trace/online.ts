@@ -1,50 +1,46 @@
-import { aggregateStep, CUT_STEP_WARNING, distribution, foldStep, FoldedSteps, newFolded, RankFileFacts, RankParts, StepAggregate } from './breakdown';
+import { CUT_STEP_WARNING, distribution, RankFileFacts, RankParts } from './breakdown';
 import { Annotation, badTimesWarning, CollectedTrace, hasBadTime, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
-import { BUILTIN_PATTERNS, byName, isKindAnnotation, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
+import { FoldKnownKinds, StepTrack } from './stepTrack';
+import { BUILTIN_PATTERNS, byName, findSteps, isKindAnnotation, kernelOrder, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
 import { Distribution, LaunchStats, TraceAnalysisOptions } from './types';
+import { UnnamedSteps } from './unnamed';
 
 // The streaming way to a breakdown, in one pass and with memory that does not grow with the file:
 // each kernel is routed to its step as it arrives (through its launch call's correlation id and
 // the step annotation holding that call), and a step is reduced to an aggregate, its kernels
 // dropped, once kernels of later steps arrive. Kineto writes CPU events (the step annotations)
 // ahead of the GPU events and launches next to their kernels, which is what makes this work.
-// Until a step annotation has taken a kernel, the same pass also collects every kernel as numbers
-// (collect.ts): a trace that names no step (GPU-side names only, module forwards, a repeating pass,
-// graph launches) is then cut into steps from that collection at the end, still in one pass. Only
-// a trace whose annotated kernels come out of order for streaming is read a second time.
+// Until a step annotation has taken a kernel, the same pass also collects the kernels as numbers
+// (collect.ts). A trace that names no step and ends within the first `prefixKernels` kernels is cut
+// into steps from that collection at the end, as steps.ts cuts it. A longer one is cut while it
+// streams (unnamed.ts): at that many kernels the collection shows how its steps are cut (module
+// forwards, a repeating pass, graph launches), and from then on kernels go to their step as they
+// come, as named ones do. Only a trace whose annotated kernels come out of order for streaming is
+// read a second time.
 
-/** Steps left open at once per track; an older one is reduced when a newer one gets kernels. */
-const OPEN_STEPS = 3;
+/** Kernels collected, while no step annotation has taken one, before deciding how to cut the steps (TraceAnalysisOptions.prefixKernels). */
+const PREFIX_KERNELS = 1 << 17;
+
 /** Bounds on bookkeeping for launches and kernels that have not met their partner yet. */
 const MAX_PENDING = 500_000;
-
-/** The kernels of one open step. Reused from step to step, so that streaming makes no garbage that lives long. */
-interface KernelBuffer {
-  ts: number[];
-  dur: number[];
-  name: number[];
-}
-
-interface OnlineStep {
-  label: string;
-  kind: StepKind | undefined;
-  /** The annotation's CPU range. */
-  ts: number;
-  end: number;
-  buffer?: KernelBuffer;
-  received: number;
-  open: boolean;
-  aggregate?: StepAggregate;
-}
+/** A free place in CorrelationTable's hash table (correlation ids are never negative there). */
+const EMPTY = -1;
 
 /**
  * Entries keyed by correlation id, kept in typed columns with a free list: launches waiting for
- * their kernels and kernels waiting for their launch, without an object per entry.
+ * their kernels and kernels waiting for their launch, without an object per entry. The ids are
+ * found through an open-addressing hash table of typed arrays, not a Map: every launch is added and
+ * removed once, and a Map that churns so rebuilds its table every few changes, garbage that lives
+ * long enough to reach the old heap and makes most of the analysis's GC slack.
  */
-class CorrelationTable {
-  private readonly slots = new Map<number, number>();
+export class CorrelationTable {
+  /** Hash table: a correlation id (EMPTY where free) and its first slot. Never more than half full. */
+  private keys = new Int32Array(1024).fill(EMPTY);
+  private heads = new Int32Array(1024);
+  private shift = 32 - 10;
+  private count = 0;
   private free: number[] = [];
   private used = 0;
   a = new Float64Array(1024);
@@ -54,15 +50,25 @@ class CorrelationTable {
   next = new Int32Array(1024);
 
   get size(): number {
-    return this.slots.size;
+    return this.count;
+  }
+
+  /** Where a correlation id is in the hash table, or the free place where it would go. */
+  private place(corr: number): number {
+    const mask = this.keys.length - 1;
+    let i = Math.imul(corr, 0x9e3779b1) >>> this.shift;
+    while (this.keys[i] !== EMPTY && this.keys[i] !== corr) i = (i + 1) & mask;
+    return i;
   }
 
   /** First slot of a correlation id, or -1. */
   head(corr: number): number {
-    return this.slots.get(corr) ?? -1;
+    if (corr < 0) return -1;
+    const i = this.place(corr);
+    return this.keys[i] === corr ? this.heads[i] : -1;
   }
 
-  /** Adds an entry (in front of any others with the same id); returns its slot. */
+  /** Adds an entry (in front of any others with the same id; ids are never negative); returns its slot. */
   add(corr: number, a: number, b: number, c: number): number {
     let slot = this.free.pop();
     if (slot === undefined) {
@@ -72,22 +78,62 @@ class CorrelationTable {
     this.a[slot] = a;
     this.b[slot] = b;
     this.c[slot] = c;
-    this.next[slot] = this.slots.get(corr) ?? -1;
-    this.slots.set(corr, slot);
+    const i = this.place(corr);
+    if (this.keys[i] === corr) this.next[slot] = this.heads[i];
+    else {
+      this.next[slot] = -1;
+      this.keys[i] = corr;
+      if (++this.count > this.keys.length >> 1) {
+        this.heads[i] = slot;
+        this.rehash();
+        return slot;
+      }
+    }
+    this.heads[i] = slot;
     return slot;
   }
 
   /** Removes every entry of a correlation id. */
   remove(corr: number): void {
-    for (let s = this.head(corr); s >= 0; s = this.next[s]) this.free.push(s);
-    this.slots.delete(corr);
+    if (corr < 0) return;
+    let i = this.place(corr);
+    if (this.keys[i] !== corr) return;
+    for (let s = this.heads[i]; s >= 0; s = this.next[s]) this.free.push(s);
+    this.count--;
+    // Linear probing: ids placed after this one in its run move back, so that no search stops early.
+    const keys = this.keys;
+    const mask = keys.length - 1;
+    keys[i] = EMPTY;
+    for (let j = (i + 1) & mask; keys[j] !== EMPTY; j = (j + 1) & mask) {
+      const home = Math.imul(keys[j], 0x9e3779b1) >>> this.shift;
+      // Stays unless its home is cyclically outside (i, j].
+      const stays = i < j ? home > i && home <= j : home > i || home <= j;
+      if (stays) continue;
+      keys[i] = keys[j];
+      this.heads[i] = this.heads[j];
+      keys[j] = EMPTY;
+      i = j;
+    }
   }
 
-  /** Drops the oldest ids (insertion order) until `keep` remain. */
+  /** Drops the oldest ids until `keep` remain; Kineto numbers launches in order, so the lowest ids are the oldest. */
   trim(keep: number): void {
-    for (const corr of this.slots.keys()) {
-      if (this.slots.size <= keep) break;
-      this.remove(corr);
+    if (this.count <= keep) return;
+    const live = this.keys.filter((k) => k !== EMPTY).sort();
+    for (let i = 0; i < live.length - keep; i++) this.remove(live[i]);
+  }
+
+  private rehash(): void {
+    const keys = this.keys;
+    const heads = this.heads;
+    this.keys = new Int32Array(keys.length * 2).fill(EMPTY);
+    this.heads = new Int32Array(keys.length * 2);
+    this.shift--;
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === EMPTY) continue;
+      const at = this.place(keys[i]);
+      this.keys[at] = keys[i];
+      this.heads[at] = heads[i];
     }
   }
 
@@ -107,103 +153,6 @@ class CorrelationTable {
     this.b = grow64(this.b);
     this.c = grow32(this.c);
     this.next = grow32(this.next);
-  }
-}
-
-/** One way of cutting the trace into steps: the ranges of one step annotation pattern. */
-class StepTrack {
-  readonly steps: OnlineStep[] = [];
-  private readonly starts: number[] = [];
-  private readonly open: OnlineStep[] = [];
-  private readonly pool: KernelBuffer[] = [];
-  outside = 0;
-  late = 0;
-  routed = 0;
-
-  /** Sums of closed steps whose kind was known by then, so that a step costs a few numbers once closed. */
-  readonly folded: Record<StepKind, FoldedSteps> = { decode: newFolded(), prefill: newFolded(), mixed: newFolded() };
-
-  constructor(
-    readonly category: readonly string[],
-    private readonly kindAt: (firstTs: number) => StepKind | undefined = () => undefined,
-  ) {}
-
-  /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
-  addRange(label: string, kind: StepKind | undefined, ts: number, end: number): OnlineStep | undefined {
-    let at = this.steps.length;
-    while (at > 0 && this.starts[at - 1] > ts) at--;
-    for (let j = at - 1; j >= 0 && j >= at - 4; j--) if (this.steps[j].ts <= ts && end <= this.steps[j].end) return undefined;
-    const step: OnlineStep = { label, kind, ts, end, received: 0, open: false };
-    this.steps.splice(at, 0, step);
-    this.starts.splice(at, 0, ts);
-    return step;
-  }
-
-  /** The step whose range holds CPU time t (the latest starting one). */
-  find(t: number): OnlineStep | undefined {
-    const i = lastAtOrBefore(this.starts, t);
-    return i >= 0 && t <= this.steps[i].end ? this.steps[i] : undefined;
-  }
-
-  add(step: OnlineStep | undefined, ts: number, dur: number, name: number): void {
-    if (!step) {
-      this.outside++;
-      return;
-    }
-    if (step.aggregate) {
-      this.late++;
-      return;
-    }
-    this.routed++;
-    if (!step.open) {
-      step.open = true;
-      step.buffer = this.pool.pop() ?? { ts: [], dur: [], name: [] };
-      this.open.push(step);
-      while (this.open.length > OPEN_STEPS) this.close(this.open.shift()!);
-    }
-    const b = step.buffer!;
-    b.ts.push(ts);
-    b.dur.push(dur);
-    b.name.push(name);
-    step.received++;
-  }
-
-  private close(step: OnlineStep): void {
-    step.open = false;
-    const b = step.buffer!;
-    const n = b.ts.length;
-    const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => b.ts[x] - b.ts[y] || x - y);
-    step.aggregate = aggregateStep(
-      step.label,
-      step.kind,
-      n,
-      (i) => b.ts[order[i]],
-      (i) => b.dur[order[i]],
-      (i) => b.name[order[i]],
-      this.category,
-    );
-    b.ts.length = 0;
-    b.dur.length = 0;
-    b.name.length = 0;
-    this.pool.push(b);
-    step.buffer = undefined;
-    const agg = step.aggregate;
-    agg.kind ??= n ? this.kindAt(agg.start) : undefined;
-    if (agg.kind) foldStep(this.folded[agg.kind], agg);
-  }
-
-  /** Closes the steps still open; with `dropLast` (a cut file) the latest of them is left out, being cut too. */
-  finish(dropLast = false): { steps: StepAggregate[]; dropped: boolean } {
-    let dropped = false;
-    if (dropLast && this.open.length) {
-      const last = this.open.reduce((a, b) => (b.ts > a.ts ? b : a));
-      this.open.splice(this.open.indexOf(last), 1);
-      last.open = false;
-      last.buffer = undefined;
-      dropped = true;
-    }
-    while (this.open.length) this.close(this.open.shift()!);
-    return { steps: this.steps.filter((s) => s.aggregate && s.aggregate.kernels > 0).map((s) => s.aggregate!), dropped };
   }
 }
 
@@ -265,13 +214,20 @@ export class OnlineAnalyzer {
   private syncUs = 0;
   private runtimeSeen = 0;
   private readonly runtimeKinds = new RuntimeKindCache();
-  /** Every kernel as numbers, until a step annotation takes one: the steps of an unnamed trace are found from it. */
+  /** Every kernel as numbers, until a step annotation takes one or the steps are cut while streaming: the steps of an unnamed trace are found from it. */
   private collector: TraceCollector | undefined = new TraceCollector();
+  private readonly prefixKernels: number;
+  /** The collected kernels at which to decide how an unnamed trace's steps are cut (doubled while nothing can be decided). */
+  private decideAt: number;
+  /** The steps of a trace that names none, cut while streaming once decided. */
+  private unnamed: UnnamedSteps | undefined;
   private readonly graphCorrs: number[] = [];
   /** Events whose ts or dur was not a finite, non-negative number: left out, and counted. */
   private badTimes = 0;
 
-  constructor(options: TraceAnalysisOptions = {}) {
+  constructor(private readonly options: TraceAnalysisOptions = {}) {
+    this.prefixKernels = Math.max(1, options.prefixKernels ?? PREFIX_KERNELS);
+    this.decideAt = this.prefixKernels;
     this.classifier = new KernelClassifier(options.extraFamilies);
     this.patterns = [
       ...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }] : []),
@@ -302,6 +258,7 @@ export class OnlineAnalyzer {
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) this.kernel(e, cat !== EventCat.Kernel);
     else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) this.runtime(e);
     else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) this.annotation(e, cat === EventCat.GpuUserAnnotation);
+    else if (cat === EventCat.PythonFunction && this.unnamed?.wantsModules) this.unnamed.module(e.name(), e.ts, e.ts + (Number.isNaN(e.dur) ? 0 : e.dur));
   };
 
   private kernel(e: EventView, memory: boolean): void {
@@ -320,6 +277,7 @@ export class OnlineAnalyzer {
       if (dur < t[2]) t[2] = dur;
       if (dur > t[3]) t[3] = dur;
     }
+    this.unnamed?.kernel(ts, dur, id, this.kernels - 1);
     const corr = e.correlation;
     const slot = this.launches.head(corr);
     if (slot >= 0) {
@@ -336,6 +294,26 @@ export class OnlineAnalyzer {
     } else {
       this.droppedPending++;
     }
+    if (this.collector && this.collector.kernelCount >= this.decideAt) this.decide();
+  }
+
+  /**
+   * A long trace that no step annotation has cut yet: decide from the kernels collected how its steps
+   * are cut, as steps.ts would, and from here on cut them as they stream. Where the collection shows
+   * no such way (GPU-side names only, or no steps yet), it goes on collecting and asks again at twice
+   * as many kernels; so it does, once, for graph launches while no pass repeats yet (too few
+   * passes collected to tell, which decides how sure the graph steps are).
+   */
+  private decide(): void {
+    const trace = this.collector!.result();
+    const order = kernelOrder(trace);
+    const finding = findSteps(trace, order, this.options, true);
+    if (!(finding.source === 'cuda-graph' && !finding.repeats && this.decideAt === this.prefixKernels)) {
+      const idOf = trace.kernels.names.map((n) => this.nameIds.get(n)!);
+      this.unnamed = UnnamedSteps.from(finding, { idOf, category: this.category, kindAt: this.kindAt }, trace, order);
+    }
+    if (this.unnamed) this.collector = undefined;
+    else this.decideAt *= 2;
   }
 
   private runtime(e: EventView): void {
@@ -355,6 +333,7 @@ export class OnlineAnalyzer {
     const corr = e.correlation;
     if (graph) {
       this.graphLaunches++;
+      this.unnamed?.graphLaunch(e.ts);
       // Replayed kernels of old launches have long arrived: forget them.
       this.graphCorrs.push(corr);
       if (this.graphCorrs.length > 256) this.launches.remove(this.graphCorrs.shift()!);
@@ -397,7 +376,7 @@ export class OnlineAnalyzer {
     }
     this.patterns.forEach((p, i) => {
       if (!p.re.test(name)) return;
-      const track = (this.tracks[i] ??= new StepTrack(this.category, this.kindAt));
+      const track = (this.tracks[i] ??= new StepTrack(this.category, new FoldKnownKinds(this.kindAt)));
       track.addRange(name, p.kindOf(name), e.ts, e.ts + dur);
     });
   }
@@ -413,6 +392,7 @@ export class OnlineAnalyzer {
   };
 
   private route(launchTs: number, ts: number, dur: number, id: number): void {
+    this.unnamed?.launched(launchTs, ts, dur, id);
     // Tracks below the best one that has steps can no longer be chosen (finish() takes the first
     // annotation pattern with kernels): skip them. A graph launch inside a step range brings all
     // its replayed kernels into that step, however many graphs the step replays.
@@ -440,7 +420,10 @@ export class OnlineAnalyzer {
       const t = this.tracks[i];
       if (t && t.routed + t.late > 0) chosen = { track: t, pattern: this.patterns[i] };
     }
-    if (!chosen) return this.collector ? { collected: this.collector.result() } : { fallback: 'no step annotation kept its kernels' };
+    if (!chosen) {
+      if (this.unnamed) return this.unnamedParts(base, unresolved);
+      return this.collector ? { collected: this.collector.result() } : { fallback: 'no step annotation kept its kernels' };
+    }
     const { track } = chosen;
     // Kernels that reached a step after it was reduced, or that found no range because its
     // annotation came later in the file: this layout needs the in-memory way to be exact.
@@ -456,6 +439,41 @@ export class OnlineAnalyzer {
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
     if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
+    return {
+      ...this.common(base),
+      source: 'annotation',
+      annotation: chosen.pattern.re.source,
+      stepWriter: chosen.pattern.writer,
+      confidence: 'exact',
+      steps,
+      kernelsOutside: track.outside + unresolved,
+      warnings,
+      folded: track.sink.folded,
+    };
+  }
+
+  /** The parts of a trace whose steps were cut while streaming with no name: warnings in the order the in-memory way gives them. */
+  private unnamedParts(base: RankFileFacts, unresolved: number): RankParts {
+    const u = this.unnamed!.finish({ truncated: base.truncated !== undefined, graphLaunches: this.graphLaunches, kindAnnotations: this.kindAnnotations });
+    const warnings = [...u.warnings];
+    if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
+    if (u.dropped) warnings.push(CUT_STEP_WARNING);
+    return {
+      ...this.common(base),
+      source: u.source,
+      annotation: u.annotation,
+      stepWriter: u.stepWriter,
+      confidence: u.confidence,
+      steps: u.steps,
+      // A repeating pass takes every kernel, launched or not; a range takes kernels by their launch call.
+      kernelsOutside: u.outside + (this.unnamed!.byLaunch ? unresolved : 0),
+      warnings,
+      folded: u.folded,
+    };
+  }
+
+  /** What the parts hold whichever way the steps were cut: the whole trace's kernel and launch figures. */
+  private common(base: RankFileFacts) {
     const launch: LaunchStats | null = this.runtimeSeen
       ? {
           launches: this.launchCount,
@@ -467,11 +485,6 @@ export class OnlineAnalyzer {
       : null;
     return {
       ...base,
-      source: 'annotation',
-      annotation: chosen.pattern.re.source,
-      stepWriter: chosen.pattern.writer,
-      confidence: 'exact',
-      steps,
       names: this.names,
       category: this.category,
       kernelTotals: this.totals,
@@ -480,10 +493,7 @@ export class OnlineAnalyzer {
       kernelUs: this.kernelUs,
       firstTs: this.firstTs,
       lastEnd: this.lastEnd,
-      kernelsOutside: track.outside + unresolved,
-      warnings,
-      analysis: 'streaming',
-      folded: track.folded,
+      analysis: 'streaming' as const,
     };
   }
 }

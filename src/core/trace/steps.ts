@@ -1,4 +1,4 @@
-import { Annotation, CollectedTrace, RuntimeKind } from './collect';
+import { Annotation, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
 import { shortKernelName } from './format';
 import { StepSource, TraceAnalysisOptions } from './types';
 
@@ -24,6 +24,8 @@ export interface StepFinding {
   confidence?: StepConfidence;
   /** Who named the steps (StepPattern.writer), for annotation and module sources. */
   writer?: string;
+  /** The repeating pass, where one was found; for 'repeating-pattern' its steps are `steps` (kernel indices by then). */
+  repeats?: RepeatingSteps;
 }
 
 export interface StepPattern {
@@ -99,32 +101,6 @@ export function kernelOrder(trace: CollectedTrace): Uint32Array {
   return order;
 }
 
-/** Looks up the launch call (cuda_runtime / cuda_driver event) of a correlation id. */
-class LaunchIndex {
-  private readonly byCorr: Int32Array;
-  constructor(private readonly trace: CollectedTrace) {
-    const { correlation, count } = trace.runtime;
-    const idx = new Int32Array(count);
-    for (let i = 0; i < count; i++) idx[i] = i;
-    idx.sort((a, b) => correlation[a] - correlation[b]);
-    this.byCorr = idx;
-  }
-  find(corr: number): number {
-    if (corr < 0) return -1;
-    const { correlation } = this.trace.runtime;
-    let lo = 0;
-    let hi = this.byCorr.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const c = correlation[this.byCorr[mid]];
-      if (c === corr) return this.byCorr[mid];
-      if (c < corr) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  }
-}
-
 /** Index of the last start <= t in an ascending array, or -1. */
 export function lastAtOrBefore(starts: ArrayLike<number>, t: number): number {
   let lo = 0;
@@ -177,6 +153,46 @@ export function isKindAnnotation(a: Annotation): boolean {
   return a.gpu && byName(a.name) !== undefined;
 }
 
+/** What a step's kind is told from when nothing names it: its kernel count and GPU busy time. */
+export interface StepSize {
+  kernels: number;
+  busyUs: number;
+}
+
+/**
+ * A rule that tells prefill from decode by a step's size against the trace's typical step: `typical`
+ * is what the rule measures over all such steps, `kindOf` the step's kind against it. `steady` says
+ * which of the two typical figures a few more steps barely move (a mode, not a median).
+ */
+export interface SizeRule {
+  typical(steps: readonly StepSize[]): [number, number];
+  kindOf(step: StepSize, typical: readonly [number, number]): StepKind;
+  steady: [boolean, boolean];
+}
+
+/** For steps a name or annotation cut: much bigger than the median step means prefill (or mixed), else decode. */
+export const BY_SIZE: SizeRule = {
+  typical: (steps) => [median(steps.map((p) => p.kernels)), median(steps.map((p) => p.busyUs))],
+  kindOf: (p, [typicalCount, typicalBusy]) => (p.kernels > 1.5 * typicalCount || p.busyUs > 2.5 * typicalBusy ? 'prefill' : 'decode'),
+  steady: [false, false],
+};
+
+/**
+ * For steps cut by structure (module forwards, repeats): a step whose kernel count differs from the
+ * common one and that is busier than the median is a prefill (the first, larger pass of a generate
+ * loop); the repeating ones are decode.
+ */
+export const BY_SHAPE: SizeRule = {
+  typical: (steps) => {
+    const counts = new Map<number, number>();
+    for (const s of steps) counts.set(s.kernels, (counts.get(s.kernels) ?? 0) + 1);
+    const commonCount = [...counts].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
+    return [commonCount, median(steps.map((s) => s.busyUs))];
+  },
+  kindOf: (s, [commonCount, typicalBusy]) => (s.kernels !== commonCount && s.busyUs > 1.1 * typicalBusy ? 'prefill' : 'decode'),
+  steady: [true, false],
+};
+
 /**
  * Decides the kind of steps no name told: first from a nested GPU annotation at the step's first
  * kernel, else by size: much bigger than the typical step means prefill (or mixed), else decode.
@@ -184,9 +200,8 @@ export function isKindAnnotation(a: Annotation): boolean {
 export function settleStepKinds(items: KindCandidate[], kindAnnotations: Annotation[]): void {
   settleStepKindsByAnnotation(items, kindAnnotations);
   const unknown = items.filter((p) => p.kind === undefined);
-  const typicalCount = median(unknown.map((p) => p.kernels));
-  const typicalBusy = median(unknown.map((p) => p.busyUs));
-  for (const p of unknown) p.kind = p.kernels > 1.5 * typicalCount || p.busyUs > 2.5 * typicalBusy ? 'prefill' : 'decode';
+  const typical = BY_SIZE.typical(unknown);
+  for (const p of unknown) p.kind = BY_SIZE.kindOf(p, typical);
 }
 
 /** Only the annotation rule of settleStepKinds. `kindAnnotations` sorted by ts is fastest; it is sorted here if not. */
@@ -222,18 +237,11 @@ function settleKinds(trace: CollectedTrace, pending: { step: Step; kind: StepKin
   pending.forEach((p, i) => (p.step.kind = items[i].kind!));
 }
 
-/**
- * The kinds of steps no name told, for steps cut by structure (module forwards, repeats): a step
- * whose kernel count differs from the common one and that is busier than the median is a prefill
- * (the first, larger pass of a generate loop); the repeating ones are decode.
- */
+/** The kinds of steps cut by structure (module forwards, repeats), by their shape (BY_SHAPE). */
 function settleKindsByShape(trace: CollectedTrace, steps: Step[]): void {
-  const counts = new Map<number, number>();
-  for (const s of steps) counts.set(s.kernels.length, (counts.get(s.kernels.length) ?? 0) + 1);
-  const commonCount = [...counts].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
-  const busy = steps.map((s) => s.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0));
-  const typical = median(busy);
-  steps.forEach((s, i) => (s.kind = s.kernels.length !== commonCount && busy[i] > 1.1 * typical ? 'prefill' : 'decode'));
+  const sizes = steps.map((s) => ({ kernels: s.kernels.length, busyUs: s.kernels.reduce((acc, k) => acc + trace.kernels.dur[k], 0) }));
+  const typical = BY_SHAPE.typical(sizes);
+  steps.forEach((s, i) => (s.kind = BY_SHAPE.kindOf(sizes[i], typical)));
 }
 
 /** Kernels that pick the next token: once per forward pass (greedy argmax, sampling from probabilities). */
@@ -350,6 +358,22 @@ export function findRepeatingSteps(
   return steps.length >= 2 ? { steps, period, periodicity, anchor } : undefined;
 }
 
+/** How sure steps cut at a repeating pass are, by the share of kernels that repeat one pass later. */
+export function repeatingConfidence(periodicity: number): StepConfidence {
+  return periodicity >= 0.9 ? 'likely' : 'unsure';
+}
+
+/** What a breakdown cut at a repeating pass says of it. */
+export function repeatingWarning(period: number, anchorName: string, periodicity: number, graphLaunches: number, steps: number): string {
+  return (
+    `No step annotations: steps cut where the kernel sequence repeats (a pass of ${period} kernels, each starting at ${shortKernelName(anchorName, 48)}, ` +
+    `${(100 * periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
+    (graphLaunches
+      ? ` The ${graphLaunches} CUDA graph launches are ${(graphLaunches / steps).toFixed(1)} per step (piecewise graphs), so they do not mark steps.`
+      : '')
+  );
+}
+
 /** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
 function assignByLaunch(
   trace: CollectedTrace,
@@ -382,9 +406,10 @@ function assignByLaunch(
  * Finds the steps of a trace, best source first: the server's step annotations (CPU ranges; the
  * graph launches and kernels inside one range belong to that step, however many graphs it
  * replays), the same names on the GPU side, the outermost module forward of a with_stack trace,
- * the kernel sequence that repeats once per forward pass, and CUDA graph launches last.
+ * the kernel sequence that repeats once per forward pass, and CUDA graph launches last. `partial`:
+ * the trace is the first part of a longer one, whose last pass is cut short.
  */
-export function findSteps(trace: CollectedTrace, order: Uint32Array, options: TraceAnalysisOptions = {}): StepFinding {
+export function findSteps(trace: CollectedTrace, order: Uint32Array, options: TraceAnalysisOptions = {}, partial = false): StepFinding {
   const warnings: string[] = [];
   const k = trace.kernels;
   if (k.count === 0)
@@ -397,7 +422,7 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
   const patterns: StepPattern[] = [];
   if (options.stepAnnotation) patterns.push({ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' });
   patterns.push(...BUILTIN_PATTERNS);
-  const launches = new LaunchIndex(trace);
+  const launches = new LaunchIndex(trace.runtime);
 
   // 1. Step annotations; kernels join the step whose range holds their launch call (CPU) or their start (GPU side).
   for (const gpu of [false, true]) {
@@ -482,20 +507,15 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     order.length,
     (id) => k.names[id],
   );
-  if (repeats && !(graphStarts.length && graphStarts.length === repeats.steps.length)) {
+  // Graph launches mark the steps when there is one per pass (give or take the pass a partial trace cuts).
+  const onePerPass = repeats && graphStarts.length && Math.abs(graphStarts.length - repeats.steps.length) <= (partial ? 1 : 0);
+  if (repeats && !onePerPass) {
     // From positions in start order to kernel indices, in place: a second array per step would be a copy of every kernel.
     const steps = repeats.steps;
     for (const step of steps) for (let i = 0; i < step.kernels.length; i++) step.kernels[i] = order[step.kernels[i]];
     settleKindsByShape(trace, steps);
-    const confidence: StepConfidence = repeats.periodicity >= 0.9 ? 'likely' : 'unsure';
-    warnings.push(
-      `No step annotations: steps cut where the kernel sequence repeats (a pass of ${repeats.period} kernels, each starting at ${shortKernelName(k.names[repeats.anchor], 48)}, ` +
-        `${(100 * repeats.periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
-        (graphStarts.length
-          ? ` The ${graphStarts.length} CUDA graph launches are ${(graphStarts.length / steps.length).toFixed(1)} per step (piecewise graphs), so they do not mark steps.`
-          : ''),
-    );
-    return { source: 'repeating-pattern', steps, kernelsOutside: 0, warnings, confidence };
+    warnings.push(repeatingWarning(repeats.period, k.names[repeats.anchor], repeats.periodicity, graphStarts.length, steps.length));
+    return { source: 'repeating-pattern', steps, kernelsOutside: 0, warnings, confidence: repeatingConfidence(repeats.periodicity), repeats };
   }
 
   // 4. CUDA graphs: each cudaGraphLaunch starts a step; its replayed kernels carry its correlation id.
@@ -521,7 +541,14 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     );
     const pending = steps.filter((s) => s.kernels.length).map((step) => ({ step, kind: undefined as StepKind | undefined }));
     settleKinds(trace, pending);
-    return { source: 'cuda-graph', steps: pending.map((p) => p.step), kernelsOutside: outside, warnings, confidence: repeats ? 'likely' : 'unsure' };
+    return {
+      source: 'cuda-graph',
+      steps: pending.map((p) => p.step),
+      kernelsOutside: outside,
+      warnings,
+      confidence: repeats ? 'likely' : 'unsure',
+      repeats,
+    };
   }
 
   warnings.push(

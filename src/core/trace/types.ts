@@ -23,12 +23,19 @@ export interface TraceAnalysisOptions {
   /** How many kernels to list in `topKernels`; default 15. */
   topKernels?: number;
   /**
-   * 'auto' (default): one streaming pass. Traces whose steps the server names are reduced step by
-   * step as they stream, in memory that does not grow with the file; traces with no CPU step
-   * annotation keep their kernels as numbers (about 50 bytes each) to find the steps at the end.
+   * 'auto' (default): one streaming pass, in memory that does not grow with the file. Traces whose
+   * steps the server names are reduced step by step as they stream; traces with no CPU step
+   * annotation keep their first kernels as numbers (about 50 bytes each, launches included), decide
+   * from them how the steps are cut, and cut the rest as it streams.
    * 'in-memory': keep every kernel and find the steps afterwards (for comparison and tests).
    */
   mode?: 'auto' | 'in-memory';
+  /**
+   * Internal: kernels kept as numbers, in 'auto' mode, before the steps of a trace that names none
+   * are decided and the rest is cut while streaming (default 131,072). A trace with fewer kernels
+   * is cut from the whole collection, exactly as 'in-memory' does. Tests set it small.
+   */
+  prefixKernels?: number;
 }
 
 /** How the decode steps were found, best first. */
@@ -142,7 +149,7 @@ export interface RankBreakdown {
   };
   /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
   truncated?: string;
-  /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones cut from the kernels that pass kept); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */
+  /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones too once the first kernels showed how to cut them, or cut from the kernels that pass kept in a shorter trace); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */
   analysis: 'streaming' | 'in-memory';
   warnings: string[];
 }

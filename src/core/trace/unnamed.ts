@@ -1,0 +1,484 @@
+import { aggregateStep, foldStep, StepAggregate } from './breakdown';
+import { Annotation, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
+import { StepSink, newFoldedByKind, StepTrack } from './stepTrack';
+import {
+  BY_SHAPE,
+  BY_SIZE,
+  MODULE_FORWARD,
+  MODULE_PATTERN,
+  outermost,
+  repeatingConfidence,
+  repeatingWarning,
+  settleStepKindsByAnnotation,
+  SizeRule,
+  StepConfidence,
+  StepFinding,
+  StepKind,
+} from './steps';
+import { StepSource } from './types';
+
+// Streaming steps for a trace that names none (no step annotation on the CPU side). The analyzer
+// keeps the first kernels as numbers, decides from them how the steps are cut, as steps.ts would for
+// the whole trace (the outermost module forward of a with_stack trace, the kernel sequence that
+// repeats once per forward pass, or one CUDA graph launch per step), and from then on cuts every
+// later kernel into its step as it arrives, reducing each step to an aggregate: memory no longer
+// grows with the file. The kinds of such steps come from their size against the typical step, known
+// only at the end; a step is folded before that only when its kind could not change.
+
+/** Steps that count towards the typical step before any is folded under a kind settled by size. */
+const STEPS_BEFORE_FOLDING = 64;
+/** How far the typical step may yet move (a share) for a step's kind to count as settled while streaming. */
+const TYPICAL_MARGIN = 0.1;
+/** Steps left unfolded at most, waiting for their kind; beyond, the oldest is folded on today's typical step. */
+const MAX_UNSETTLED = 1024;
+/** Kernels held back to be cut in start order: how far apart in the file two kernels in start order may be (streams interleave). */
+const REORDER_WINDOW = 1 << 15;
+
+/**
+ * The kinds of steps cut by structure, settled as steps.ts settles them for the whole trace, while
+ * they stream. Steps are folded in the order they close, each once its kind is the same whether the
+ * typical step grows or shrinks by TYPICAL_MARGIN; the rest wait for the end. Folding in order keeps
+ * the sums added in the same order as the in-memory way adds them, so that the figures agree exactly.
+ */
+export class StreamedKinds implements StepSink {
+  readonly folded = newFoldedByKind();
+  private readonly waiting: StepAggregate[] = [];
+  private head = 0;
+  /** Sizes of the steps the rule measures (all but those a GPU annotation typed). */
+  private readonly sizes: { kernels: number; busyUs: number }[] = [];
+  private typical: [number, number] | undefined;
+  private typicalAt = STEPS_BEFORE_FOLDING;
+  /** Steps whose kind a nested GPU annotation gave (cuda-graph steps only, as steps.ts does). */
+  private readonly annotated = new Set<StepAggregate>();
+  private ending = false;
+
+  constructor(
+    private readonly rule: SizeRule,
+    private readonly kindAt?: (firstTs: number) => StepKind | undefined,
+  ) {}
+
+  closed(step: StepAggregate): void {
+    const kind = this.kindAt && step.kernels ? this.kindAt(step.start) : undefined;
+    if (kind) {
+      step.kind = kind;
+      this.annotated.add(step);
+    } else this.sizes.push({ kernels: step.kernels, busyUs: step.busyUs });
+    this.waiting.push(step);
+    this.foldReady();
+  }
+
+  isFolded(step: StepAggregate): boolean {
+    return step.kind !== undefined && !this.waiting.includes(step, this.head);
+  }
+
+  /** The kind that every typical step within the margin gives, or undefined. */
+  private settledKind(step: StepAggregate, typical: [number, number]): StepKind | undefined {
+    const kind = this.rule.kindOf(step, typical);
+    for (const lo of [1 - TYPICAL_MARGIN, 1 + TYPICAL_MARGIN]) {
+      for (const hi of [1 - TYPICAL_MARGIN, 1 + TYPICAL_MARGIN]) {
+        const moved: [number, number] = [this.rule.steady[0] ? typical[0] : typical[0] * lo, this.rule.steady[1] ? typical[1] : typical[1] * hi];
+        if (this.rule.kindOf(step, moved) !== kind) return undefined;
+      }
+    }
+    return kind;
+  }
+
+  private foldReady(): void {
+    if (this.ending) return;
+    if (this.sizes.length >= this.typicalAt) {
+      this.typical = this.rule.typical(this.sizes);
+      this.typicalAt = 2 * this.sizes.length;
+    }
+    while (this.head < this.waiting.length) {
+      const step = this.waiting[this.head];
+      let kind = this.annotated.has(step) ? step.kind : undefined;
+      if (!kind && this.typical) {
+        kind = this.settledKind(step, this.typical);
+        if (!kind && this.waiting.length - this.head > MAX_UNSETTLED) kind = this.rule.kindOf(step, this.typical);
+      }
+      if (!kind) break;
+      step.kind = kind;
+      foldStep(this.folded[kind], step);
+      this.head++;
+    }
+    if (this.head > 1024 && this.head > this.waiting.length >> 1) {
+      this.waiting.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  /** From here on nothing is folded: the last step may be cut with the file, and is dropped unfolded. */
+  end(): void {
+    this.ending = true;
+  }
+
+  /**
+   * Settles the kinds of the steps still waiting by the rule over every step (`all`, in time order),
+   * as steps.ts does; returns how many folded steps it would have given another kind.
+   */
+  settle(all: readonly StepAggregate[], kindAnnotations: Annotation[]): number {
+    const waiting = new Set(this.waiting.slice(this.head).filter((s) => !this.annotated.has(s)));
+    if (this.kindAt) {
+      // GPU annotations seen since a waiting step closed still type it first.
+      const candidates = [...waiting].map((s) => ({
+        step: s,
+        kind: undefined as StepKind | undefined,
+        firstTs: s.start,
+        kernels: s.kernels,
+        busyUs: s.busyUs,
+      }));
+      settleStepKindsByAnnotation(candidates, kindAnnotations);
+      for (const c of candidates) {
+        if (!c.kind) continue;
+        c.step.kind = c.kind;
+        this.annotated.add(c.step);
+        waiting.delete(c.step);
+      }
+    }
+    const measured = all.filter((s) => !this.annotated.has(s));
+    const typical = this.rule.typical(measured);
+    let changed = 0;
+    for (const s of measured) {
+      const kind = this.rule.kindOf(s, typical);
+      if (waiting.has(s)) s.kind = kind;
+      else if (s.kind !== kind) changed++;
+    }
+    return changed;
+  }
+}
+
+/** The kernels of one step being cut, in start order (`sorted` false once one came late). */
+interface OpenPass {
+  ts: number[];
+  dur: number[];
+  name: number[];
+  seq: number[];
+  sorted: boolean;
+}
+
+/**
+ * Cuts kernels into forward passes as they stream: in start order (kernels are held back in a
+ * window sorted by start, since streams interleave in the file), every kernel named as the anchor
+ * starts a new pass, as findRepeatingSteps cuts the whole trace after its first pass. Counts, as it
+ * goes, the kernels equal to the kernel one pass earlier (the periodicity findRepeatingSteps reports).
+ */
+export class RepeatCutter {
+  readonly steps: StepAggregate[] = [];
+  /** Kernels that started before the pass being cut when they came, too late for their own pass: left out. */
+  late = 0;
+  private wTs: Float64Array;
+  private wDur: Float64Array;
+  private wName: Int32Array;
+  private wSeq: Float64Array;
+  private wHead = 0;
+  private wTail = 0;
+  private lastTs = -Infinity;
+  private passStart = -Infinity;
+  private readonly pass: OpenPass = { ts: [], dur: [], name: [], seq: [], sorted: true };
+  private readonly ring: Int32Array;
+  private cut = 0;
+  private same = 0;
+
+  constructor(
+    readonly anchor: number,
+    readonly period: number,
+    private readonly category: readonly string[],
+    private readonly sink: StepSink,
+    private readonly window: number,
+  ) {
+    const capacity = 2 * window + 16;
+    this.wTs = new Float64Array(capacity);
+    this.wDur = new Float64Array(capacity);
+    this.wName = new Int32Array(capacity);
+    this.wSeq = new Float64Array(capacity);
+    this.ring = new Int32Array(period);
+  }
+
+  /** Share of kernels (in start order) equal to the kernel one pass earlier, over the whole trace. */
+  get periodicity(): number {
+    return this.same / Math.max(1, this.cut - this.period);
+  }
+
+  /** A kernel already in start order and past the window: the pass it belongs to is the open one, or a new one if it is the anchor. */
+  take(ts: number, dur: number, name: number, seq: number, newPass: boolean): void {
+    const o = this.cut++;
+    const at = o % this.period;
+    if (o >= this.period && this.ring[at] === name) this.same++;
+    this.ring[at] = name;
+    if (newPass) {
+      this.closePass();
+      this.passStart = ts;
+    } else if (this.pass.ts.length === 0) this.passStart = ts;
+    const p = this.pass;
+    p.ts.push(ts);
+    p.dur.push(dur);
+    p.name.push(name);
+    p.seq.push(seq);
+    this.lastTs = ts;
+  }
+
+  /** A kernel as it arrives; `seq` is its place among the file's kernels (the tie-break of equal starts). */
+  push(ts: number, dur: number, name: number, seq: number): void {
+    if (ts < this.lastTs) {
+      // Later in the file than the window reaches: into the open pass if it starts inside it.
+      if (ts < this.passStart) {
+        this.late++;
+        return;
+      }
+      const p = this.pass;
+      p.ts.push(ts);
+      p.dur.push(dur);
+      p.name.push(name);
+      p.seq.push(seq);
+      p.sorted = false;
+      return;
+    }
+    this.hold(ts, dur, name, seq);
+    if (this.wTail - this.wHead > this.window) this.release();
+  }
+
+  /** Into the window, kept sorted by start, then by place in the file. */
+  private hold(ts: number, dur: number, name: number, seq: number): void {
+    if (this.wTail === this.wTs.length) {
+      const n = this.wTail - this.wHead;
+      this.wTs.copyWithin(0, this.wHead, this.wTail);
+      this.wDur.copyWithin(0, this.wHead, this.wTail);
+      this.wName.copyWithin(0, this.wHead, this.wTail);
+      this.wSeq.copyWithin(0, this.wHead, this.wTail);
+      this.wHead = 0;
+      this.wTail = n;
+    }
+    let at = this.wTail;
+    if (at > this.wHead && this.wTs[at - 1] > ts) {
+      // Out of order: after the last kernel that starts no later.
+      let lo = this.wHead;
+      let hi = this.wTail;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.wTs[mid] <= ts) lo = mid + 1;
+        else hi = mid;
+      }
+      at = lo;
+      this.wTs.copyWithin(at + 1, at, this.wTail);
+      this.wDur.copyWithin(at + 1, at, this.wTail);
+      this.wName.copyWithin(at + 1, at, this.wTail);
+      this.wSeq.copyWithin(at + 1, at, this.wTail);
+    }
+    this.wTs[at] = ts;
+    this.wDur[at] = dur;
+    this.wName[at] = name;
+    this.wSeq[at] = seq;
+    this.wTail++;
+  }
+
+  private release(): void {
+    const i = this.wHead++;
+    const name = this.wName[i];
+    this.take(this.wTs[i], this.wDur[i], name, this.wSeq[i], name === this.anchor);
+  }
+
+  private closePass(): void {
+    const p = this.pass;
+    const n = p.ts.length;
+    if (!n) return;
+    let order: number[] | undefined;
+    if (!p.sorted) order = Array.from({ length: n }, (_, i) => i).sort((x, y) => p.ts[x] - p.ts[y] || p.seq[x] - p.seq[y]);
+    const at = order ? (i: number) => order[i] : (i: number) => i;
+    const step = aggregateStep(
+      `pass ${this.steps.length + 1}`,
+      undefined,
+      n,
+      (i) => p.ts[at(i)],
+      (i) => p.dur[at(i)],
+      (i) => p.name[at(i)],
+      this.category,
+    );
+    p.ts.length = 0;
+    p.dur.length = 0;
+    p.name.length = 0;
+    p.seq.length = 0;
+    p.sorted = true;
+    this.steps.push(step);
+    this.sink.closed(step);
+  }
+
+  /** Cuts what the window still holds and closes the last pass. */
+  finish(): StepAggregate[] {
+    while (this.wHead < this.wTail) this.release();
+    this.closePass();
+    return this.steps;
+  }
+}
+
+/** What the streamed cut gives the rank's parts at the end. */
+export interface UnnamedResult {
+  source: StepSource;
+  annotation?: string;
+  stepWriter?: string;
+  confidence?: StepConfidence;
+  /** In time order, kinds settled, the step cut with a cut file left out. */
+  steps: StepAggregate[];
+  /** Kernels in no step that the streamed cut counted (kernels with no launch call come on top). */
+  outside: number;
+  warnings: string[];
+  dropped: boolean;
+  folded: StreamedKinds['folded'];
+}
+
+/** What the analyzer knows that the cut needs: name ids and categories in its own numbering, and GPU kind annotations. */
+export interface UnnamedContext {
+  /** The analyzer's name id of each name id of the collected trace. */
+  idOf: readonly number[];
+  category: readonly string[];
+  kindAt: (firstTs: number) => StepKind | undefined;
+}
+
+/**
+ * The steps of a trace that names none, cut as the kernels stream, from the decision steps.ts made
+ * on the kernels collected first. `byLaunch`: module forwards or graph launches, kernels joining the
+ * step whose range holds their launch call; `cutter`: the repeating pass, kernels cut in start order.
+ */
+export class UnnamedSteps {
+  readonly byLaunch?: StepTrack;
+  readonly cutter?: RepeatCutter;
+  readonly wantsModules: boolean;
+  private readonly kinds: StreamedKinds;
+  private readonly anchorName: string;
+
+  private constructor(
+    readonly source: 'module-forward' | 'repeating-pattern' | 'cuda-graph',
+    private readonly finding: StepFinding,
+    ctx: UnnamedContext,
+    trace: CollectedTrace,
+    order: Uint32Array,
+  ) {
+    this.kinds = new StreamedKinds(source === 'cuda-graph' ? BY_SIZE : BY_SHAPE, source === 'cuda-graph' ? ctx.kindAt : undefined);
+    this.wantsModules = source === 'module-forward';
+    this.anchorName = '';
+    const k = trace.kernels;
+    const { idOf } = ctx;
+    if (source === 'repeating-pattern') {
+      const repeats = finding.repeats!;
+      const n = order.length;
+      const window = Math.max(1, Math.min(REORDER_WINDOW, n >> 2));
+      this.cutter = new RepeatCutter(idOf[repeats.anchor], repeats.period, ctx.category, this.kinds, window);
+      this.anchorName = k.names[repeats.anchor];
+      // Passes are runs of positions in start order; up to `split` they are cut as steps.ts cut
+      // them (the first pass may start before the first anchor), from there as the stream is.
+      let first = 0;
+      while (first < n && k.name[order[first]] !== repeats.anchor) first++;
+      const split = Math.min(n, Math.max(first + 1, n - window));
+      let o = 0;
+      for (const step of repeats.steps) {
+        for (let i = 0; i < step.kernels.length && o < split; i++, o++) {
+          const ki = step.kernels[i];
+          this.cutter.take(k.ts[ki], k.dur[ki], idOf[k.name[ki]], ki, i === 0 && o > 0);
+        }
+      }
+      for (; o < n; o++) {
+        const ki = order[o];
+        this.cutter.push(k.ts[ki], k.dur[ki], idOf[k.name[ki]], ki);
+      }
+      return;
+    }
+    // Module forwards or graph launches: the ranges seen so far, and the collected kernels routed
+    // into them by their launch call, in start order as steps.ts assigns them. Kernels whose launch
+    // call has not come yet are the analyzer's to route when it comes.
+    const track = new StepTrack(ctx.category, this.kinds);
+    this.byLaunch = track;
+    if (source === 'module-forward') {
+      for (const a of outermost(trace.annotations.filter((x) => x.module))) track.addRange(a.name, undefined, a.ts, a.ts + a.dur);
+    } else {
+      const r = trace.runtime;
+      const graphs: number[] = [];
+      for (let i = 0; i < r.count; i++) if (r.kind[i] === RuntimeKind.GraphLaunch) graphs.push(r.ts[i]);
+      graphs.sort((a, b) => a - b);
+      for (const ts of graphs) this.graphLaunch(ts);
+    }
+    const launches = new LaunchIndex(trace.runtime);
+    for (let o = 0; o < order.length; o++) {
+      const ki = order[o];
+      const row = launches.find(k.correlation[ki]);
+      if (row >= 0) this.launched(trace.runtime.ts[row], k.ts[ki], k.dur[ki], idOf[k.name[ki]]);
+    }
+  }
+
+  /**
+   * The streamed cut for the source steps.ts found on the collected kernels, or undefined where it
+   * has none (named steps that have not routed a kernel yet, GPU-side annotations only, no steps):
+   * those keep being collected.
+   */
+  static from(finding: StepFinding, ctx: UnnamedContext, trace: CollectedTrace, order: Uint32Array): UnnamedSteps | undefined {
+    const s = finding.source;
+    if (s !== 'module-forward' && s !== 'repeating-pattern' && s !== 'cuda-graph') return undefined;
+    return new UnnamedSteps(s, finding, ctx, trace, order);
+  }
+
+  /** Every kernel, as it arrives; `seq` is its place among the file's kernels. */
+  kernel(ts: number, dur: number, name: number, seq: number): void {
+    this.cutter?.push(ts, dur, name, seq);
+  }
+
+  /** A kernel whose launch call is known, at the launch call's CPU time. */
+  launched(launchTs: number, ts: number, dur: number, name: number): void {
+    const t = this.byLaunch;
+    if (t) t.add(t.find(launchTs), ts, dur, name);
+  }
+
+  graphLaunch(ts: number): void {
+    if (this.source === 'cuda-graph') this.byLaunch!.addStart(`cudaGraphLaunch #${this.byLaunch!.steps.length + 1}`, ts);
+  }
+
+  module(name: string, ts: number, end: number): void {
+    if (MODULE_FORWARD.test(name)) this.byLaunch?.addRange(name, undefined, ts, end);
+  }
+
+  finish(opts: { truncated: boolean; graphLaunches: number; kindAnnotations: Annotation[] }): UnnamedResult {
+    this.kinds.end();
+    let steps: StepAggregate[];
+    let outside = 0;
+    let late = 0;
+    if (this.cutter) {
+      steps = this.cutter.finish();
+      late = this.cutter.late;
+    } else {
+      const t = this.byLaunch!;
+      steps = t.finish(false).steps;
+      outside = t.outside;
+      late = t.late;
+    }
+    steps.sort((a, b) => a.start - b.start);
+    const changed = this.kinds.settle(steps, opts.kindAnnotations);
+    // steps.ts's warnings, the last of which says how the steps were cut; for a repeating pass its
+    // figures are the whole trace's.
+    const warnings = [...this.finding.warnings];
+    let confidence = this.finding.confidence;
+    if (this.cutter) {
+      const periodicity = this.cutter.periodicity;
+      warnings[warnings.length - 1] = repeatingWarning(this.cutter.period, this.anchorName, periodicity, opts.graphLaunches, steps.length);
+      confidence = repeatingConfidence(periodicity);
+    }
+    if (late) warnings.push(`${late} kernels came too far out of order in the file to be cut into their step, and were left out of the steps.`);
+    if (changed)
+      warnings.push(
+        `${changed} steps were counted as decode or prefill while the trace streamed, before its typical step was known, and would have been counted as the other kind at the end.`,
+      );
+    let dropped = false;
+    const last = steps.at(-1);
+    if (opts.truncated && last && !this.kinds.isFolded(last)) {
+      steps.pop();
+      dropped = true;
+    }
+    return {
+      source: this.source,
+      annotation: this.source === 'module-forward' ? MODULE_FORWARD.source : undefined,
+      stepWriter: this.source === 'module-forward' ? MODULE_PATTERN.writer : undefined,
+      confidence,
+      steps,
+      outside: outside + late,
+      warnings,
+      dropped,
+      folded: this.kinds.folded,
+    };
+  }
+}
