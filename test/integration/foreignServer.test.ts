@@ -18,9 +18,11 @@ import { MacroLevelSummary } from '../../src/shared/results';
 // TTFT = T0, TPOT = ITL = D at every concurrency, output tokens = --output-len.
 //
 // Tolerances, and why:
-// - TTFT (median): T0 - 1 ms .. T0 + 5% + 5 ms. The server's clock starts after the client stamped the
-//   send, so TTFT is never short of T0 except by Node's timers, which compare against the event loop's
-//   cached time and may fire up to ~1 ms early. Above: a few wake-ups (server timer, client select,
+// - TTFT (median): T0 - 1 ms .. T0 + 5% + 5 ms + the server's own lateness. The server's clock starts
+//   after the client stamped the send, so TTFT is never short of T0 except by Node's timers, which
+//   compare against the event loop's cached time and may fire up to ~1 ms early. Above: the server's
+//   first tokens leave late when its timers fire late (a loaded host: it reports by how much, GET
+//   /lateness), which is what it served, so that counts on top; then a few wake-ups (client select,
 //   process scheduling) each up to ~1 ms late on a 2-core host busy with other test layers.
 // - TPOT (median): 3% + 0.2 ms. Token deadlines are absolute (start + T0 + i x D), so lateness never
 //   accumulates; TPOT = (E2EL - TTFT)/(n - 1) moves only by the lateness difference of its two ends
@@ -73,21 +75,31 @@ function within(measured: unknown, expected: number, relative: number, absolute:
   assert.ok(Math.abs(m - expected) <= allowed, `${what}: measured ${m.toFixed(3)}, expected ${expected.toFixed(3)} (allowed ±${allowed.toFixed(3)})`);
 }
 
-function assertTtft(measured: unknown, what: string): void {
+/** How late the server's first tokens left since it was last asked (its timers on a loaded host), the largest, in ms. */
+async function serverLateness(url: string): Promise<number> {
+  const r = (await (await fetch(`${url}/lateness`)).json()) as { first_token_late_ms: number[] };
+  return Math.max(0, ...r.first_token_late_ms);
+}
+
+function assertTtft(measured: unknown, what: string, serverLateMs: number): void {
   assert.equal(typeof measured, 'number', `${what} was not measured`);
   const m = measured as number;
-  if (process.env.INFBENCH_VERBOSE) console.log(`      ${what}: measured ${m.toFixed(3)}, expected ${T0_MS}`);
+  if (process.env.INFBENCH_VERBOSE) console.log(`      ${what}: measured ${m.toFixed(3)}, expected ${T0_MS} (server up to ${serverLateMs.toFixed(3)} late)`);
   assert.ok(m >= T0_MS - 1, `${what}: ${m.toFixed(3)} ms is shorter than the server's fixed ${T0_MS} ms: the client stamps too early`);
-  assert.ok(m <= T0_MS * 1.05 + 5, `${what}: ${m.toFixed(3)} ms, the server waits exactly ${T0_MS} ms (+5% +5 ms allowed)`);
+  // The server's own lateness (its timers fire late on a loaded host) is what it really served, not the client's error.
+  assert.ok(
+    m <= T0_MS * 1.05 + 5 + serverLateMs,
+    `${what}: ${m.toFixed(3)} ms, the server waits ${T0_MS} ms and was at most ${serverLateMs.toFixed(3)} ms late (+5% +5 ms allowed)`,
+  );
 }
 
 /** What a user checks in one level: nothing failed, the known pacing, the token counts. */
-function assertLevel(level: MacroLevelSummary, concurrency: number): void {
+function assertLevel(level: MacroLevelSummary, concurrency: number, serverLateMs: number): void {
   const name = `c=${concurrency}`;
   assert.equal(level.max_concurrency, concurrency);
   assert.equal(level.completed, REQUESTS, `${name}: completed`);
   assert.equal(level.failed, 0, `${name}: failed (${JSON.stringify(level.errors)})`);
-  assertTtft(level.median_ttft_ms, `${name} median TTFT (ms)`);
+  assertTtft(level.median_ttft_ms, `${name} median TTFT (ms)`, serverLateMs);
   within(level.median_tpot_ms, D_MS, 0.03, 0.2, `${name} median TPOT (ms)`);
   within(level.mean_itl_ms, D_MS, 0.03, 0.2, `${name} mean ITL (ms)`);
   within(level.output_throughput, (concurrency * OUTPUT) / ((T0_MS + (OUTPUT - 1) * D_MS) / 1000), 0.05, 0, `${name} output tok/s`);
@@ -181,8 +193,9 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     assert.equal(result.server.model, MODEL, 'the model comes from /v1/models');
     assert.equal(result.server.simulated, false);
     assert.equal(result.levels.length, 2);
+    const late = await serverLateness(openai.url);
     result.levels.forEach((level, i) => {
-      assertLevel(level, [1, 4][i]);
+      assertLevel(level, [1, 4][i], late);
       // The server counts one token per prompt word and says so in usage.prompt_tokens.
       assert.equal(level.total_input_tokens, REQUESTS * INPUT, 'input tokens from usage');
       const tokens = level.token_count as { source: string; usage_missing: number };
@@ -231,7 +244,7 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     });
     assert.equal(outcome.agent.status, 'completed', outcome.agent.reason);
     const [level] = outcome.levels;
-    assertLevel(level, 4);
+    assertLevel(level, 4, await serverLateness(server.url));
     assert.deepEqual(
       level.token_count,
       { source: 'client', usage_missing: REQUESTS, client_vs_usage_abs_diff: 0, input_source: 'estimate' },
@@ -274,7 +287,7 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
       warmup: 1,
     });
     assert.equal(outcome.agent.status, 'completed', outcome.agent.reason);
-    assertLevel(outcome.levels[0], 4);
+    assertLevel(outcome.levels[0], 4, await serverLateness(server.url));
     assert.ok(
       log.lines.some((l) => /^warn .*refused stream_options and ignore_eos .*HTTP 400.*ignore_eos/.test(l)),
       `the user is warned that the server refused vLLM's fields:\n${log.lines.join('\n')}`,
