@@ -1,7 +1,7 @@
 // Trace analyzer throughput and memory on multi-GB traces.
 //
 //   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--format compact|indented]
-//                                     [--steps named|unnamed] [--keep]
+//                                     [--steps named|unnamed|gpu-named] [--keep]
 //
 // Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
 // folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
@@ -11,7 +11,9 @@
 // json.load holds the whole document in memory, so it gets a size it can hold. Files are deleted
 // at the end unless --keep. --format indented lays each event out over several lines as torch's
 // own export_chrome_trace / tensorboard_trace_handler do; --steps unnamed replicates the H200
-// generate-loop capture, whose steps no annotation names (cut from its repeating pass).
+// generate-loop capture, whose steps no annotation names (cut from its repeating pass); --steps
+// gpu-named replicates the vLLM capture with its CPU-side annotations dropped, so that only the
+// GPU-side ones (gpu_user_annotation, which Kineto writes after the kernels) name the steps.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +27,7 @@ const FIXTURE =
     ? resolve('test', 'fixtures', 'traces', 'servers', 'generate', 'generate_eager.pt.trace.json.gz')
     : resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
 const INDENTED = arg('format', 'compact') === 'indented';
+const GPU_NAMED = arg('steps', 'named') === 'gpu-named';
 
 /** One event laid out as torch writes it: a few keys per line, ts/dur on their own, args one per line. */
 function torchLayout(e: Record<string, unknown>): string {
@@ -51,7 +54,8 @@ interface Template {
 /** Splits each event's JSON around its ts and correlation id, so that copies cost two number prints. */
 function templates(): { head: string; events: Template[]; spanUs: number } {
   const doc = JSON.parse(gunzipSync(readFileSync(FIXTURE)).toString('utf8')) as { traceEvents: Record<string, unknown>[] } & Record<string, unknown>;
-  const { traceEvents, ...rest } = doc;
+  const { traceEvents: all, ...rest } = doc;
+  const traceEvents = GPU_NAMED ? all.filter((e) => e.cat !== 'user_annotation') : all;
   let lo = Infinity;
   let hi = -Infinity;
   const events: Template[] = traceEvents.map((e) => {
@@ -125,6 +129,7 @@ async function child(path: string): Promise<void> {
       peakHeapMb: peakHeap / 1e6,
       liveHeapMb,
       analysis: r.analysis,
+      source: r.stepSource,
       kernels: r.totals.kernels,
       events: r.totals.events,
       decode: r.decode.count,
@@ -143,6 +148,7 @@ interface ChildFigures {
   peakHeapMb: number;
   liveHeapMb: number;
   analysis: string;
+  source: string;
   kernels: number;
   events: number;
   decode: number;
@@ -187,7 +193,7 @@ function main(): void {
       const a = analyze(path);
       const mb = bytes / 1e6;
       rows.push(
-        `analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`,
+        `analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis}, steps from ${a.source})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`,
       );
       console.log(rows.at(-1));
       if (withPython) {
