@@ -1,7 +1,7 @@
 // Trace analyzer throughput and memory on multi-GB traces.
 //
 //   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--format compact|indented]
-//                                     [--steps named|unnamed] [--keep]
+//                                     [--steps named|unnamed|gpu-named|gpu-named-last] [--keep]
 //
 // Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
 // folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
@@ -11,7 +11,10 @@
 // json.load holds the whole document in memory, so it gets a size it can hold. Files are deleted
 // at the end unless --keep. --format indented lays each event out over several lines as torch's
 // own export_chrome_trace / tensorboard_trace_handler do; --steps unnamed replicates the H200
-// generate-loop capture, whose steps no annotation names (cut from its repeating pass).
+// generate-loop capture, whose steps no annotation names (cut from its repeating pass); --steps
+// gpu-named replicates the vLLM capture with its CPU-side annotations dropped, so that only the
+// GPU-side ones (gpu_user_annotation) name the steps; gpu-named-last writes those of every copy at
+// the end of the file, as Kineto does for one capture.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +28,9 @@ const FIXTURE =
     ? resolve('test', 'fixtures', 'traces', 'servers', 'generate', 'generate_eager.pt.trace.json.gz')
     : resolve('test', 'fixtures', 'traces', 'llama_eager_decode.pt.trace.json.gz');
 const INDENTED = arg('format', 'compact') === 'indented';
+const GPU_NAMED = arg('steps', 'named').startsWith('gpu-named');
+/** --steps gpu-named-last: every copy's GPU-side annotations at the end of the file, as Kineto writes one long capture. */
+const GPU_NAMES_LAST = arg('steps', 'named') === 'gpu-named-last';
 
 /** One event laid out as torch writes it: a few keys per line, ts/dur on their own, args one per line. */
 function torchLayout(e: Record<string, unknown>): string {
@@ -46,12 +52,15 @@ interface Template {
   parts: string[];
   ts: number;
   corr: number;
+  /** A gpu_user_annotation (written after every copy's other events with GPU_NAMES_LAST). */
+  gpuAnnotation: boolean;
 }
 
 /** Splits each event's JSON around its ts and correlation id, so that copies cost two number prints. */
 function templates(): { head: string; events: Template[]; spanUs: number } {
   const doc = JSON.parse(gunzipSync(readFileSync(FIXTURE)).toString('utf8')) as { traceEvents: Record<string, unknown>[] } & Record<string, unknown>;
-  const { traceEvents, ...rest } = doc;
+  const { traceEvents: all, ...rest } = doc;
+  const traceEvents = GPU_NAMED ? all.filter((e) => e.cat !== 'user_annotation') : all;
   let lo = Infinity;
   let hi = -Infinity;
   const events: Template[] = traceEvents.map((e) => {
@@ -64,7 +73,7 @@ function templates(): { head: string; events: Template[]; spanUs: number } {
     }
     const copy = { ...e, ...(typeof e.ts === 'number' ? { ts: '@TS@' } : {}), ...(corr >= 0 ? { args: { ...args, correlation: '@CORR@' } } : {}) };
     const parts = (INDENTED ? torchLayout(copy) : JSON.stringify(copy)).split(/"@TS@"|"@CORR@"/);
-    return { parts, ts, corr };
+    return { parts, ts, corr, gpuAnnotation: e.cat === 'gpu_user_annotation' };
   });
   return { head: JSON.stringify(rest).slice(0, -1), events, spanUs: hi - lo };
 }
@@ -80,10 +89,12 @@ function build(path: string, bytes: number, t: ReturnType<typeof templates>): nu
   let buffer: string[] = [];
   let pending = 0;
   let first = true;
-  for (let copy = 0; written + pending < bytes; copy++) {
+  let copies = 0;
+  const emit = (copy: number, gpuAnnotations: boolean | undefined) => {
     const shift = copy * (t.spanUs + 1000);
     const corrShift = copy * 1_000_000;
     for (const e of t.events) {
+      if (gpuAnnotations !== undefined && e.gpuAnnotation !== gpuAnnotations) continue;
       const p = e.parts;
       const ts = (e.ts + shift).toFixed(3);
       const s = p.length === 3 ? `${p[0]}${ts}${p[1]}${e.corr + corrShift}${p[2]}` : p.length === 2 ? `${p[0]}${ts}${p[1]}` : p[0];
@@ -97,7 +108,9 @@ function build(path: string, bytes: number, t: ReturnType<typeof templates>): nu
         pending = 0;
       }
     }
-  }
+  };
+  for (; written + pending < bytes; copies++) emit(copies, GPU_NAMES_LAST ? false : undefined);
+  if (GPU_NAMES_LAST) for (let copy = 0; copy < copies; copy++) emit(copy, true);
   write(buffer.join(''));
   write('\n],"traceName":"bench"}\n');
   closeSync(fd);
@@ -125,6 +138,7 @@ async function child(path: string): Promise<void> {
       peakHeapMb: peakHeap / 1e6,
       liveHeapMb,
       analysis: r.analysis,
+      source: r.stepSource,
       kernels: r.totals.kernels,
       events: r.totals.events,
       decode: r.decode.count,
@@ -143,6 +157,7 @@ interface ChildFigures {
   peakHeapMb: number;
   liveHeapMb: number;
   analysis: string;
+  source: string;
   kernels: number;
   events: number;
   decode: number;
@@ -187,7 +202,7 @@ function main(): void {
       const a = analyze(path);
       const mb = bytes / 1e6;
       rows.push(
-        `analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`,
+        `analyzer   ${(bytes / 1e9).toFixed(2).padStart(6)} GB  ${(mb / a.seconds).toFixed(0).padStart(5)} MB/s  ${a.seconds.toFixed(1).padStart(6)} s (CPU ${a.cpuSeconds.toFixed(1)} s)  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB (heap: peak ${a.peakHeapMb.toFixed(0)} MB, live after GC ${a.liveHeapMb.toFixed(0)} MB; ${a.analysis}, steps from ${a.source})  ${a.events} events, ${a.kernels} kernels, ${a.decode} decode steps (built in ${genS.toFixed(1)} s)`,
       );
       console.log(rows.at(-1));
       if (withPython) {

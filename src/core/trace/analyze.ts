@@ -10,17 +10,25 @@ import { RankBreakdown, TraceAnalysisOptions, TraceBreakdown } from './types';
  * Analyses one rank's trace file, streaming it (plain JSON or gzip), in one pass. Runs on the
  * calling thread. Kernels go to the server's named steps as they arrive; a trace that names none
  * is cut into steps from the kernels the same pass collected, or, past its first kernels, as they
- * stream (online.ts). Only annotated kernels that come out of order for streaming make it read the
- * file a second time.
+ * stream (online.ts). Only annotated kernels that come out of order for streaming, and GPU-side step
+ * annotations that come after their kernels (as Kineto writes them) in a long trace with no CPU
+ * step annotation, make it read the file a second time.
  */
 export async function analyzeTraceFile(path: string, fallbackRank: number, options: TraceAnalysisOptions = {}, read: ReadOptions = {}): Promise<RankBreakdown> {
   const classifier = new KernelClassifier(options.extraFamilies);
   let collected: { trace: CollectedTrace; summary: SourceSummary } | undefined;
   let collectedInOnePass = false;
   if (options.mode !== 'in-memory') {
-    const online = new OnlineAnalyzer(options);
-    const summary = await readTraceFile(path, online.onEvent, read);
-    const parts = online.finish(factsOf(path, fallbackRank, summary));
+    let online = new OnlineAnalyzer(options);
+    let summary = await readTraceFile(path, online.onEvent, read);
+    let parts = online.finish(factsOf(path, fallbackRank, summary));
+    if ('reread' in parts) {
+      // GPU-side step annotations came after their kernels (Kineto writes them last): once more, knowing them.
+      online = new OnlineAnalyzer(options, parts.reread);
+      summary = await readTraceFile(path, online.onEvent, read);
+      const again = online.finish(factsOf(path, fallbackRank, summary));
+      parts = 'reread' in again ? { fallback: 'GPU-side steps could not be cut while streaming' } : again;
+    }
     if ('collected' in parts) {
       collected = { trace: parts.collected, summary };
       collectedInOnePass = true;

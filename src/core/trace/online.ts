@@ -3,9 +3,23 @@ import { Annotation, badTimesWarning, CollectedTrace, hasBadTime, RawNameTable, 
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { FoldKnownKinds, StepTrack } from './stepTrack';
-import { BUILTIN_PATTERNS, byName, findSteps, isKindAnnotation, kernelOrder, lastAtOrBefore, settleStepKinds, StepKind, StepPattern } from './steps';
+import {
+  BUILTIN_PATTERNS,
+  byName,
+  emptyStepsWarning,
+  findSteps,
+  isKindAnnotation,
+  kernelOrder,
+  lastAtOrBefore,
+  noStepsWarning,
+  outermost,
+  settleStepKinds,
+  StepKind,
+  StepPattern,
+  unlaunchedWarning,
+} from './steps';
 import { Distribution, LaunchStats, TraceAnalysisOptions } from './types';
-import { UnnamedSteps } from './unnamed';
+import { UnnamedSteps, windowFor } from './unnamed';
 
 // The streaming way to a breakdown, in one pass and with memory that does not grow with the file:
 // each kernel is routed to its step as it arrives (through its launch call's correlation id and
@@ -16,12 +30,17 @@ import { UnnamedSteps } from './unnamed';
 // (collect.ts). A trace that names no step and ends within the first `prefixKernels` kernels is cut
 // into steps from that collection at the end, as steps.ts cuts it. A longer one is cut while it
 // streams (unnamed.ts): at that many kernels the collection shows how its steps are cut (module
-// forwards, a repeating pass, graph launches), and from then on kernels go to their step as they
-// come, as named ones do. Only a trace whose annotated kernels come out of order for streaming is
-// read a second time.
+// forwards, a repeating pass, graph launches, GPU-side step annotations), and from then on kernels
+// go to their step as they come, as named ones do. Where that many kernels show no steps, it looks
+// in up to MAX_PREFIX_FACTOR times as many, then stops keeping kernels: the trace has no steps. A
+// trace is read a second time only where its annotated kernels come out of order for streaming, or
+// where GPU-side step annotations come after the kernels they hold (Kineto writes them last): the
+// second reading knows them from the first kernel.
 
 /** Kernels collected, while no step annotation has taken one, before deciding how to cut the steps (TraceAnalysisOptions.prefixKernels). */
 const PREFIX_KERNELS = 1 << 17;
+/** Where the prefix shows no steps, it grows (doubling) to this many times its size, no further: then the trace has none. */
+const MAX_PREFIX_FACTOR = 8;
 
 /** Bounds on bookkeeping for launches and kernels that have not met their partner yet. */
 const MAX_PENDING = 500_000;
@@ -221,11 +240,30 @@ export class OnlineAnalyzer {
   private decideAt: number;
   /** The steps of a trace that names none, cut while streaming once decided. */
   private unnamed: UnnamedSteps | undefined;
+  /** GPU-side step annotations of each pattern, as they came (for a second reading that knows them all from the start). */
+  private readonly gpuRanges: Annotation[][];
+  /** Steps cut by each pattern's GPU-side annotations: the one the prefix chose, or, read a second time, every pattern's. */
+  private readonly gpuSteps: (UnnamedSteps | undefined)[];
+  /** The defined ones of gpuSteps, for each kernel. */
+  private readonly liveGpu: UnnamedSteps[] = [];
+  /** The pattern whose GPU-side annotations the prefix chose. */
+  private gpuChosen = -1;
+  /** Every GPU-side annotation was given before reading (the second reading): those in the file are skipped. */
+  private readonly gpuPreset: boolean;
+  /** The prefix grew to its cap with no steps in it: nothing more is collected, and the trace has none. */
+  private noSteps: { kernels: number } | undefined;
   private readonly graphCorrs: number[] = [];
   /** Events whose ts or dur was not a finite, non-negative number: left out, and counted. */
   private badTimes = 0;
 
-  constructor(private readonly options: TraceAnalysisOptions = {}) {
+  /**
+   * `gpuAnnotations`: every GPU-side annotation of the trace, from a first reading (the `reread`
+   * that finish() asked for): GPU-side steps are then cut by every pattern from the first kernel.
+   */
+  constructor(
+    private readonly options: TraceAnalysisOptions = {},
+    gpuAnnotations?: readonly Annotation[],
+  ) {
     this.prefixKernels = Math.max(1, options.prefixKernels ?? PREFIX_KERNELS);
     this.decideAt = this.prefixKernels;
     this.classifier = new KernelClassifier(options.extraFamilies);
@@ -234,6 +272,25 @@ export class OnlineAnalyzer {
       ...BUILTIN_PATTERNS,
     ];
     this.tracks = this.patterns.map(() => undefined);
+    this.gpuRanges = this.patterns.map(() => []);
+    this.gpuSteps = this.patterns.map(() => undefined);
+    this.gpuPreset = gpuAnnotations !== undefined;
+    if (!gpuAnnotations) return;
+    // In start order, so that the kind annotations go in at the end of their sorted list.
+    for (const a of [...gpuAnnotations].sort((x, y) => x.ts - y.ts)) this.gpuAnnotation(a);
+    const ctx = { idOf: [], category: this.category, kindAt: this.kindAt };
+    this.patterns.forEach((p, i) => {
+      if (!this.gpuRanges[i].length) return;
+      const u = UnnamedSteps.gpu(p, ctx, windowFor(this.prefixKernels));
+      for (const a of outermost(this.gpuRanges[i])) u.byGpu!.range(a.name, a.ts, a.ts + a.dur);
+      this.gpuSteps[i] = u;
+      this.liveGpu.push(u);
+    });
+  }
+
+  /** Kernels kept as numbers to decide the steps from (none once decided, or once the trace showed it has none). */
+  get keptKernels(): number {
+    return this.collector?.kernelCount ?? 0;
   }
 
   private nameId(name: string, memory: boolean): number {
@@ -278,6 +335,7 @@ export class OnlineAnalyzer {
       if (dur > t[3]) t[3] = dur;
     }
     this.unnamed?.kernel(ts, dur, id, this.kernels - 1);
+    for (const g of this.liveGpu) g.kernel(ts, dur, id, 0);
     const corr = e.correlation;
     const slot = this.launches.head(corr);
     if (slot >= 0) {
@@ -300,20 +358,41 @@ export class OnlineAnalyzer {
   /**
    * A long trace that no step annotation has cut yet: decide from the kernels collected how its steps
    * are cut, as steps.ts would, and from here on cut them as they stream. Where the collection shows
-   * no such way (GPU-side names only, or no steps yet), it goes on collecting and asks again at twice
-   * as many kernels; so it does, once, for graph launches while no pass repeats yet (too few
-   * passes collected to tell, which decides how sure the graph steps are).
+   * no such way (no steps yet), it goes on collecting and asks again at twice as many kernels, up
+   * to MAX_PREFIX_FACTOR times the prefix, where it stops: the trace has no steps. It also asks
+   * again, once, for graph launches while no pass repeats yet (too few passes collected to tell,
+   * which decides how sure the graph steps are).
    */
   private decide(): void {
+    if (this.gpuSteps.some((g) => g && g.byGpu!.taken > 0)) {
+      // Read a second time, GPU-side steps known: they take the kernels (unless a CPU annotation does).
+      this.collector = undefined;
+      return;
+    }
     const trace = this.collector!.result();
     const order = kernelOrder(trace);
     const finding = findSteps(trace, order, this.options, true);
     if (!(finding.source === 'cuda-graph' && !finding.repeats && this.decideAt === this.prefixKernels)) {
       const idOf = trace.kernels.names.map((n) => this.nameIds.get(n)!);
-      this.unnamed = UnnamedSteps.from(finding, { idOf, category: this.category, kindAt: this.kindAt }, trace, order);
+      const ctx = { idOf, category: this.category, kindAt: this.kindAt };
+      if (finding.source === 'gpu-annotation' && !this.gpuPreset) {
+        // The first pattern of steps.ts's list with this source is the one it took.
+        const i = this.patterns.findIndex((p) => p.re.source === finding.annotation);
+        const u = UnnamedSteps.from(finding, ctx, trace, order, this.patterns[i]);
+        this.gpuSteps[i] = u;
+        this.gpuChosen = i;
+        if (u) {
+          this.liveGpu.push(u);
+          this.collector = undefined;
+          return;
+        }
+      } else this.unnamed = UnnamedSteps.from(finding, ctx, trace, order);
     }
     if (this.unnamed) this.collector = undefined;
-    else this.decideAt *= 2;
+    else if (finding.source === 'none' && this.decideAt >= MAX_PREFIX_FACTOR * this.prefixKernels) {
+      this.noSteps = { kernels: this.decideAt };
+      this.collector = undefined;
+    } else this.decideAt *= 2;
   }
 
   private runtime(e: EventView): void {
@@ -364,20 +443,29 @@ export class OnlineAnalyzer {
     const name = e.name();
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
     if (gpu) {
-      const a: Annotation = { name, ts: e.ts, dur, gpu: true, pid: e.pid };
-      if (isKindAnnotation(a)) {
-        // kept sorted by start: they come in order, nearly always
-        let at = this.kindAnnotations.length;
-        while (at > 0 && this.kindStarts[at - 1] > a.ts) at--;
-        this.kindAnnotations.splice(at, 0, a);
-        this.kindStarts.splice(at, 0, a.ts);
-      }
+      if (!this.gpuPreset) this.gpuAnnotation({ name, ts: e.ts, dur, gpu: true, pid: e.pid });
       return;
     }
     this.patterns.forEach((p, i) => {
       if (!p.re.test(name)) return;
       const track = (this.tracks[i] ??= new StepTrack(this.category, new FoldKnownKinds(this.kindAt)));
       track.addRange(name, p.kindOf(name), e.ts, e.ts + dur);
+    });
+  }
+
+  /** A GPU-side annotation: one that names a kind, or a step range of some pattern (or both). */
+  private gpuAnnotation(a: Annotation): void {
+    if (isKindAnnotation(a)) {
+      // kept sorted by start: they come in order, nearly always
+      let at = this.kindAnnotations.length;
+      while (at > 0 && this.kindStarts[at - 1] > a.ts) at--;
+      this.kindAnnotations.splice(at, 0, a);
+      this.kindStarts.splice(at, 0, a.ts);
+    }
+    this.patterns.forEach((p, i) => {
+      if (!p.re.test(a.name)) return;
+      this.gpuRanges[i].push(a);
+      if (!this.gpuPreset) this.gpuSteps[i]?.byGpu!.range(a.name, a.ts, a.ts + a.dur);
     });
   }
 
@@ -410,9 +498,9 @@ export class OnlineAnalyzer {
   /**
    * The rank's parts; or, for a trace that names no step on the CPU side, every kernel collected
    * in this pass, for steps.ts to cut; or a reason to read the file again (annotated kernels that
-   * came out of order for streaming).
+   * came out of order for streaming); or the GPU-side annotations to read it again knowing (`reread`).
    */
-  finish(base: RankFileFacts): RankParts | { collected: CollectedTrace } | { fallback: string } {
+  finish(base: RankFileFacts): RankParts | { collected: CollectedTrace } | { fallback: string } | { reread: Annotation[] } {
     if (this.kernels === 0 && this.collector) return { collected: this.collector.result() };
     const unresolved = this.pendingCount + this.droppedPending;
     let chosen: { track: StepTrack; pattern: StepPattern } | undefined;
@@ -421,7 +509,16 @@ export class OnlineAnalyzer {
       if (t && t.routed + t.late > 0) chosen = { track: t, pattern: this.patterns[i] };
     }
     if (!chosen) {
-      if (this.unnamed) return this.unnamedParts(base, unresolved);
+      // A trace shorter than the prefix is cut from its collection, as the in-memory way cuts it.
+      if (!this.collector) {
+        // Kernels still held back count: a pattern whose steps only they are in comes first all the same.
+        for (const g of this.liveGpu) g.byGpu!.flush();
+        if (this.gpuRereadNeeded()) return { reread: [...new Set([...this.gpuRanges.flat(), ...this.kindAnnotations])] };
+        const i = this.gpuSteps.findIndex((g) => g && g.byGpu!.taken > 0);
+        if (i >= 0) return this.unnamedParts(base, unresolved, this.gpuSteps[i]!, this.leadWarnings(unresolved, i));
+      }
+      if (this.unnamed) return this.unnamedParts(base, unresolved, this.unnamed);
+      if (this.noSteps) return this.noStepParts(base, unresolved);
       return this.collector ? { collected: this.collector.result() } : { fallback: 'no step annotation kept its kernels' };
     }
     const { track } = chosen;
@@ -438,7 +535,7 @@ export class OnlineAnalyzer {
     const warnings: string[] = [];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
     if (dropped) warnings.push(CUT_STEP_WARNING);
-    if (unresolved) warnings.push(`${unresolved} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
+    if (unresolved) warnings.push(unlaunchedWarning(unresolved));
     return {
       ...this.common(base),
       source: 'annotation',
@@ -452,9 +549,55 @@ export class OnlineAnalyzer {
     };
   }
 
-  /** The parts of a trace whose steps were cut while streaming with no name: warnings in the order the in-memory way gives them. */
-  private unnamedParts(base: RankFileFacts, unresolved: number): RankParts {
-    const u = this.unnamed!.finish({ truncated: base.truncated !== undefined, graphLaunches: this.graphLaunches, kindAnnotations: this.kindAnnotations });
+  /**
+   * Whether GPU-side step annotations came that the first reading could not cut by (after the
+   * kernels they hold, as Kineto writes them, at the end of the file; or of a pattern before the one
+   * the prefix chose): the file is read again, with them known from the first kernel.
+   */
+  private gpuRereadNeeded(): boolean {
+    if (this.gpuPreset) return false;
+    const chosen = this.gpuChosen >= 0 ? this.gpuSteps[this.gpuChosen] : undefined;
+    if (chosen?.byGpu!.stale) return true;
+    return this.gpuRanges.some((r, i) => r.length > 0 && (!chosen || i < this.gpuChosen));
+  }
+
+  /** What steps.ts says of the annotations it passes over before it takes the GPU-side ones of pattern `upTo` (or finds no steps). */
+  private leadWarnings(unresolved: number, upTo = this.patterns.length): string[] {
+    const warnings: string[] = [];
+    for (const t of this.tracks) {
+      if (!t) continue;
+      if (unresolved) warnings.push(unlaunchedWarning(unresolved));
+      if (t.steps.length) warnings.push(emptyStepsWarning(t.steps.length));
+    }
+    for (let i = 0; i < upTo; i++) {
+      const g = this.gpuSteps[i]?.byGpu;
+      if (g && g.track.steps.length) warnings.push(emptyStepsWarning(g.track.steps.length));
+    }
+    return warnings;
+  }
+
+  /** The parts of a trace that the prefix, grown to its cap, showed no steps in. */
+  private noStepParts(base: RankFileFacts, unresolved: number): RankParts {
+    const warnings = [...this.leadWarnings(unresolved), noStepsWarning(this.noSteps!.kernels)];
+    if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
+    return {
+      ...this.common(base),
+      source: 'none',
+      confidence: 'unsure',
+      steps: [],
+      kernelsOutside: this.kernels,
+      warnings,
+    };
+  }
+
+  /** The parts of a trace whose steps were cut while streaming with no CPU name: warnings in the order the in-memory way gives them. */
+  private unnamedParts(base: RankFileFacts, unresolved: number, unnamed: UnnamedSteps, leadWarnings?: string[]): RankParts {
+    const u = unnamed.finish({
+      truncated: base.truncated !== undefined,
+      graphLaunches: this.graphLaunches,
+      kindAnnotations: this.kindAnnotations,
+      leadWarnings,
+    });
     const warnings = [...u.warnings];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
     if (u.dropped) warnings.push(CUT_STEP_WARNING);
@@ -466,7 +609,7 @@ export class OnlineAnalyzer {
       confidence: u.confidence,
       steps: u.steps,
       // A repeating pass takes every kernel, launched or not; a range takes kernels by their launch call.
-      kernelsOutside: u.outside + (this.unnamed!.byLaunch ? unresolved : 0),
+      kernelsOutside: u.outside + (unnamed.byLaunch ? unresolved : 0),
       warnings,
       folded: u.folded,
     };

@@ -374,6 +374,17 @@ export function repeatingWarning(period: number, anchorName: string, periodicity
   );
 }
 
+export const unlaunchedWarning = (n: number): string =>
+  `${n} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`;
+export const emptyStepsWarning = (n: number): string => `${n} step annotation(s) launched no GPU kernel and were skipped.`;
+export const GPU_ONLY_WARNING = 'Steps come from GPU-side annotations only (no CPU annotation matched): nested annotations may cover part of a step.';
+
+/** What a breakdown with no steps says; `firstKernels`: the streaming analysis looked for steps in that many kernels only. */
+export const noStepsWarning = (firstKernels?: number): string =>
+  'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence' +
+  (firstKernels === undefined ? '' : ` of the first ${firstKernels} kernels (of a longer trace; no further kernels were kept to look for steps)`) +
+  ': the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.';
+
 /** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
 function assignByLaunch(
   trace: CollectedTrace,
@@ -442,16 +453,16 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
           else outside++;
         }
       } else ({ outside, unlaunched } = assignByLaunch(trace, order, launches, ranges, steps));
-      if (unlaunched) warnings.push(`${unlaunched} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`);
+      if (unlaunched) warnings.push(unlaunchedWarning(unlaunched));
       const pending: { step: Step; kind: StepKind | undefined }[] = [];
       steps.forEach((step, s) => {
         if (step.kernels.length) pending.push({ step, kind: pattern.kindOf(ranges[s].name) });
       });
       const empty = steps.length - pending.length;
-      if (empty) warnings.push(`${empty} step annotation(s) launched no GPU kernel and were skipped.`);
+      if (empty) warnings.push(emptyStepsWarning(empty));
       if (!pending.length) continue;
       settleKinds(trace, pending);
-      if (gpu) warnings.push('Steps come from GPU-side annotations only (no CPU annotation matched): nested annotations may cover part of a step.');
+      if (gpu) warnings.push(GPU_ONLY_WARNING);
       return {
         source: gpu ? 'gpu-annotation' : 'annotation',
         annotation: pattern.re.source,
@@ -551,8 +562,6 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     };
   }
 
-  warnings.push(
-    'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence: the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.',
-  );
+  warnings.push(noStepsWarning());
   return { source: 'none', steps: [], kernelsOutside: k.count, warnings, confidence: 'unsure' };
 }

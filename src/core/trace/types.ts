@@ -26,7 +26,9 @@ export interface TraceAnalysisOptions {
    * 'auto' (default): one streaming pass, in memory that does not grow with the file. Traces whose
    * steps the server names are reduced step by step as they stream; traces with no CPU step
    * annotation keep their first kernels as numbers (about 50 bytes each, launches included), decide
-   * from them how the steps are cut, and cut the rest as it streams.
+   * from them how the steps are cut, and cut the rest as it streams (a long trace whose steps only
+   * GPU-side annotations name, written after their kernels as Kineto does, is read twice; one whose
+   * first kernels show no steps at all stops keeping them at 8 times the prefix).
    * 'in-memory': keep every kernel and find the steps afterwards (for comparison and tests).
    */
   mode?: 'auto' | 'in-memory';

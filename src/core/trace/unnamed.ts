@@ -4,6 +4,8 @@ import { StepSink, newFoldedByKind, StepTrack } from './stepTrack';
 import {
   BY_SHAPE,
   BY_SIZE,
+  emptyStepsWarning,
+  GPU_ONLY_WARNING,
   MODULE_FORWARD,
   MODULE_PATTERN,
   outermost,
@@ -14,16 +16,18 @@ import {
   StepConfidence,
   StepFinding,
   StepKind,
+  StepPattern,
 } from './steps';
 import { StepSource } from './types';
 
 // Streaming steps for a trace that names none (no step annotation on the CPU side). The analyzer
 // keeps the first kernels as numbers, decides from them how the steps are cut, as steps.ts would for
-// the whole trace (the outermost module forward of a with_stack trace, the kernel sequence that
-// repeats once per forward pass, or one CUDA graph launch per step), and from then on cuts every
-// later kernel into its step as it arrives, reducing each step to an aggregate: memory no longer
-// grows with the file. The kinds of such steps come from their size against the typical step, known
-// only at the end; a step is folded before that only when its kind could not change.
+// the whole trace (GPU-side step annotations, the outermost module forward of a with_stack trace,
+// the kernel sequence that repeats once per forward pass, or one CUDA graph launch per step), and
+// from then on cuts every later kernel into its step as it arrives, reducing each step to an
+// aggregate: memory no longer grows with the file. The kinds of such steps come from their name
+// where it tells, else from their size against the typical step, known only at the end; a step is
+// folded before that only when its kind could not change.
 
 /** Steps that count towards the typical step before any is folded under a kind settled by size. */
 const STEPS_BEFORE_FOLDING = 64;
@@ -48,7 +52,7 @@ export class StreamedKinds implements StepSink {
   private readonly sizes: { kernels: number; busyUs: number }[] = [];
   private typical: [number, number] | undefined;
   private typicalAt = STEPS_BEFORE_FOLDING;
-  /** Steps whose kind a nested GPU annotation gave (cuda-graph steps only, as steps.ts does). */
+  /** Steps whose kind their name or a nested GPU annotation gave (graph and GPU-annotated steps only, as steps.ts does). */
   private readonly annotated = new Set<StepAggregate>();
   private ending = false;
 
@@ -58,7 +62,8 @@ export class StreamedKinds implements StepSink {
   ) {}
 
   closed(step: StepAggregate): void {
-    const kind = this.kindAt && step.kernels ? this.kindAt(step.start) : undefined;
+    // A kind the step's name gave, else one a nested GPU annotation gives.
+    const kind = step.kind ?? (this.kindAt && step.kernels ? this.kindAt(step.start) : undefined);
     if (kind) {
       step.kind = kind;
       this.annotated.add(step);
@@ -157,6 +162,79 @@ interface OpenPass {
 }
 
 /**
+ * Kernels held back so that they leave in start order (equal starts in the order they came): streams
+ * interleave in the file. Holds `size` kernels; each one more lets the earliest go to `out`.
+ */
+export class StartOrderWindow {
+  private readonly ts: Float64Array;
+  private readonly dur: Float64Array;
+  private readonly name: Int32Array;
+  private readonly seq: Float64Array;
+  private head = 0;
+  private tail = 0;
+
+  constructor(
+    private readonly size: number,
+    private readonly out: (ts: number, dur: number, name: number, seq: number) => void,
+  ) {
+    const capacity = 2 * size + 16;
+    this.ts = new Float64Array(capacity);
+    this.dur = new Float64Array(capacity);
+    this.name = new Int32Array(capacity);
+    this.seq = new Float64Array(capacity);
+  }
+
+  push(ts: number, dur: number, name: number, seq: number): void {
+    this.hold(ts, dur, name, seq);
+    if (this.tail - this.head > this.size) this.release();
+  }
+
+  /** Lets every kernel held go, in start order. */
+  flush(): void {
+    while (this.head < this.tail) this.release();
+  }
+
+  /** Into the window, kept sorted by start, then by place in the file. */
+  private hold(ts: number, dur: number, name: number, seq: number): void {
+    if (this.tail === this.ts.length) {
+      const n = this.tail - this.head;
+      this.ts.copyWithin(0, this.head, this.tail);
+      this.dur.copyWithin(0, this.head, this.tail);
+      this.name.copyWithin(0, this.head, this.tail);
+      this.seq.copyWithin(0, this.head, this.tail);
+      this.head = 0;
+      this.tail = n;
+    }
+    let at = this.tail;
+    if (at > this.head && this.ts[at - 1] > ts) {
+      // Out of order: after the last kernel that starts no later.
+      let lo = this.head;
+      let hi = this.tail;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.ts[mid] <= ts) lo = mid + 1;
+        else hi = mid;
+      }
+      at = lo;
+      this.ts.copyWithin(at + 1, at, this.tail);
+      this.dur.copyWithin(at + 1, at, this.tail);
+      this.name.copyWithin(at + 1, at, this.tail);
+      this.seq.copyWithin(at + 1, at, this.tail);
+    }
+    this.ts[at] = ts;
+    this.dur[at] = dur;
+    this.name[at] = name;
+    this.seq[at] = seq;
+    this.tail++;
+  }
+
+  private release(): void {
+    const i = this.head++;
+    this.out(this.ts[i], this.dur[i], this.name[i], this.seq[i]);
+  }
+}
+
+/**
  * Cuts kernels into forward passes as they stream: in start order (kernels are held back in a
  * window sorted by start, since streams interleave in the file), every kernel named as the anchor
  * starts a new pass, as findRepeatingSteps cuts the whole trace after its first pass. Counts, as it
@@ -166,12 +244,7 @@ export class RepeatCutter {
   readonly steps: StepAggregate[] = [];
   /** Kernels that started before the pass being cut when they came, too late for their own pass: left out. */
   late = 0;
-  private wTs: Float64Array;
-  private wDur: Float64Array;
-  private wName: Int32Array;
-  private wSeq: Float64Array;
-  private wHead = 0;
-  private wTail = 0;
+  private readonly window: StartOrderWindow;
   private lastTs = -Infinity;
   private passStart = -Infinity;
   private readonly pass: OpenPass = { ts: [], dur: [], name: [], seq: [], sorted: true };
@@ -184,13 +257,9 @@ export class RepeatCutter {
     readonly period: number,
     private readonly category: readonly string[],
     private readonly sink: StepSink,
-    private readonly window: number,
+    window: number,
   ) {
-    const capacity = 2 * window + 16;
-    this.wTs = new Float64Array(capacity);
-    this.wDur = new Float64Array(capacity);
-    this.wName = new Int32Array(capacity);
-    this.wSeq = new Float64Array(capacity);
+    this.window = new StartOrderWindow(window, (ts, dur, name, seq) => this.take(ts, dur, name, seq, name === this.anchor));
     this.ring = new Int32Array(period);
   }
 
@@ -233,48 +302,7 @@ export class RepeatCutter {
       p.sorted = false;
       return;
     }
-    this.hold(ts, dur, name, seq);
-    if (this.wTail - this.wHead > this.window) this.release();
-  }
-
-  /** Into the window, kept sorted by start, then by place in the file. */
-  private hold(ts: number, dur: number, name: number, seq: number): void {
-    if (this.wTail === this.wTs.length) {
-      const n = this.wTail - this.wHead;
-      this.wTs.copyWithin(0, this.wHead, this.wTail);
-      this.wDur.copyWithin(0, this.wHead, this.wTail);
-      this.wName.copyWithin(0, this.wHead, this.wTail);
-      this.wSeq.copyWithin(0, this.wHead, this.wTail);
-      this.wHead = 0;
-      this.wTail = n;
-    }
-    let at = this.wTail;
-    if (at > this.wHead && this.wTs[at - 1] > ts) {
-      // Out of order: after the last kernel that starts no later.
-      let lo = this.wHead;
-      let hi = this.wTail;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (this.wTs[mid] <= ts) lo = mid + 1;
-        else hi = mid;
-      }
-      at = lo;
-      this.wTs.copyWithin(at + 1, at, this.wTail);
-      this.wDur.copyWithin(at + 1, at, this.wTail);
-      this.wName.copyWithin(at + 1, at, this.wTail);
-      this.wSeq.copyWithin(at + 1, at, this.wTail);
-    }
-    this.wTs[at] = ts;
-    this.wDur[at] = dur;
-    this.wName[at] = name;
-    this.wSeq[at] = seq;
-    this.wTail++;
-  }
-
-  private release(): void {
-    const i = this.wHead++;
-    const name = this.wName[i];
-    this.take(this.wTs[i], this.wDur[i], name, this.wSeq[i], name === this.anchor);
+    this.window.push(ts, dur, name, seq);
   }
 
   private closePass(): void {
@@ -304,9 +332,59 @@ export class RepeatCutter {
 
   /** Cuts what the window still holds and closes the last pass. */
   finish(): StepAggregate[] {
-    while (this.wHead < this.wTail) this.release();
+    this.window.flush();
     this.closePass();
     return this.steps;
+  }
+}
+
+/**
+ * Steps from GPU-side step annotations (gpu_user_annotation ranges on the GPU timeline): each kernel
+ * joins the range holding its start, as steps.ts assigns them, in start order through a window.
+ * Ranges must be known before the kernels they hold leave the window; one that comes later makes
+ * the cut `stale` (the analyzer then reads the file again with every range known from the start).
+ */
+export class GpuRangeCut {
+  readonly track: StepTrack;
+  private readonly window: StartOrderWindow;
+  /** Start of the last kernel that left the window. */
+  private lastTs = -Infinity;
+  stale = false;
+
+  constructor(
+    readonly pattern: StepPattern,
+    category: readonly string[],
+    sink: StepSink,
+    window: number,
+  ) {
+    this.track = new StepTrack(category, sink);
+    this.window = new StartOrderWindow(window, (ts, dur, name) => this.route(ts, dur, name));
+  }
+
+  /** Kernels it has put in a step, or found too late for theirs. */
+  get taken(): number {
+    return this.track.routed + this.track.late;
+  }
+
+  /** A step range, in GPU time. */
+  range(name: string, ts: number, end: number): void {
+    if (ts <= this.lastTs) this.stale = true;
+    this.track.addRange(name, this.pattern.kindOf(name), ts, end);
+  }
+
+  kernel(ts: number, dur: number, name: number): void {
+    // Later in the file than the window reaches: straight to its step, if that is still open.
+    if (ts < this.lastTs) this.track.add(this.track.find(ts), ts, dur, name);
+    else this.window.push(ts, dur, name, 0);
+  }
+
+  private route(ts: number, dur: number, name: number): void {
+    this.lastTs = ts;
+    this.track.add(this.track.find(ts), ts, dur, name);
+  }
+
+  flush(): void {
+    this.window.flush();
   }
 }
 
@@ -333,34 +411,74 @@ export interface UnnamedContext {
   kindAt: (firstTs: number) => StepKind | undefined;
 }
 
+/** Kernels a cut holds back to put them in start order: a quarter of the prefix, at most REORDER_WINDOW. */
+export const windowFor = (prefixKernels: number): number => Math.max(1, Math.min(REORDER_WINDOW, prefixKernels >> 2));
+
 /**
- * The steps of a trace that names none, cut as the kernels stream, from the decision steps.ts made
- * on the kernels collected first. `byLaunch`: module forwards or graph launches, kernels joining the
- * step whose range holds their launch call; `cutter`: the repeating pass, kernels cut in start order.
+ * The steps of a trace that names none on the CPU side, cut as the kernels stream, from the decision
+ * steps.ts made on the kernels collected first. `byLaunch`: module forwards or graph launches,
+ * kernels joining the step whose range holds their launch call; `cutter`: the repeating pass,
+ * kernels cut in start order; `byGpu`: GPU-side step annotations, kernels joining the range that
+ * holds their start.
  */
 export class UnnamedSteps {
-  readonly byLaunch?: StepTrack;
-  readonly cutter?: RepeatCutter;
+  byLaunch?: StepTrack;
+  cutter?: RepeatCutter;
+  byGpu?: GpuRangeCut;
   readonly wantsModules: boolean;
   private readonly kinds: StreamedKinds;
-  private readonly anchorName: string;
+  private anchorName = '';
 
   private constructor(
-    readonly source: 'module-forward' | 'repeating-pattern' | 'cuda-graph',
-    private readonly finding: StepFinding,
+    readonly source: 'module-forward' | 'repeating-pattern' | 'cuda-graph' | 'gpu-annotation',
+    private readonly finding: StepFinding | undefined,
     ctx: UnnamedContext,
-    trace: CollectedTrace,
-    order: Uint32Array,
   ) {
-    this.kinds = new StreamedKinds(source === 'cuda-graph' ? BY_SIZE : BY_SHAPE, source === 'cuda-graph' ? ctx.kindAt : undefined);
+    const bySize = source === 'cuda-graph' || source === 'gpu-annotation';
+    this.kinds = new StreamedKinds(bySize ? BY_SIZE : BY_SHAPE, bySize ? ctx.kindAt : undefined);
     this.wantsModules = source === 'module-forward';
-    this.anchorName = '';
+  }
+
+  /**
+   * The streamed cut for the source steps.ts found on the collected kernels, or undefined where it
+   * has none (named steps that have not routed a kernel yet, no steps): those keep being collected.
+   * For GPU-side annotations, the pattern that named them (the analyzer's).
+   */
+  static from(finding: StepFinding, ctx: UnnamedContext, trace: CollectedTrace, order: Uint32Array, gpuPattern?: StepPattern): UnnamedSteps | undefined {
+    const s = finding.source;
+    if (s === 'gpu-annotation') {
+      if (!gpuPattern) return undefined;
+      const u = UnnamedSteps.gpu(gpuPattern, ctx, windowFor(order.length));
+      const ranges = outermost(trace.annotations.filter((a) => a.gpu && !a.module && gpuPattern.re.test(a.name)));
+      for (const a of ranges) u.byGpu!.range(a.name, a.ts, a.ts + a.dur);
+      const k = trace.kernels;
+      for (let o = 0; o < order.length; o++) {
+        const ki = order[o];
+        u.byGpu!.kernel(k.ts[ki], k.dur[ki], ctx.idOf[k.name[ki]]);
+      }
+      return u;
+    }
+    if (s !== 'module-forward' && s !== 'repeating-pattern' && s !== 'cuda-graph') return undefined;
+    const u = new UnnamedSteps(s, finding, ctx);
+    u.cutCollected(ctx, trace, order);
+    return u;
+  }
+
+  /** Steps from GPU-side annotations of `pattern`, whose ranges the caller gives (range()) before or as their kernels come. */
+  static gpu(pattern: StepPattern, ctx: UnnamedContext, window: number): UnnamedSteps {
+    const u = new UnnamedSteps('gpu-annotation', undefined, ctx);
+    u.byGpu = new GpuRangeCut(pattern, ctx.category, u.kinds, window);
+    return u;
+  }
+
+  private cutCollected(ctx: UnnamedContext, trace: CollectedTrace, order: Uint32Array): void {
+    const finding = this.finding!;
     const k = trace.kernels;
     const { idOf } = ctx;
-    if (source === 'repeating-pattern') {
+    if (this.source === 'repeating-pattern') {
       const repeats = finding.repeats!;
       const n = order.length;
-      const window = Math.max(1, Math.min(REORDER_WINDOW, n >> 2));
+      const window = windowFor(n);
       this.cutter = new RepeatCutter(idOf[repeats.anchor], repeats.period, ctx.category, this.kinds, window);
       this.anchorName = k.names[repeats.anchor];
       // Passes are runs of positions in start order; up to `split` they are cut as steps.ts cut
@@ -386,7 +504,7 @@ export class UnnamedSteps {
     // call has not come yet are the analyzer's to route when it comes.
     const track = new StepTrack(ctx.category, this.kinds);
     this.byLaunch = track;
-    if (source === 'module-forward') {
+    if (this.source === 'module-forward') {
       for (const a of outermost(trace.annotations.filter((x) => x.module))) track.addRange(a.name, undefined, a.ts, a.ts + a.dur);
     } else {
       const r = trace.runtime;
@@ -403,20 +521,10 @@ export class UnnamedSteps {
     }
   }
 
-  /**
-   * The streamed cut for the source steps.ts found on the collected kernels, or undefined where it
-   * has none (named steps that have not routed a kernel yet, GPU-side annotations only, no steps):
-   * those keep being collected.
-   */
-  static from(finding: StepFinding, ctx: UnnamedContext, trace: CollectedTrace, order: Uint32Array): UnnamedSteps | undefined {
-    const s = finding.source;
-    if (s !== 'module-forward' && s !== 'repeating-pattern' && s !== 'cuda-graph') return undefined;
-    return new UnnamedSteps(s, finding, ctx, trace, order);
-  }
-
   /** Every kernel, as it arrives; `seq` is its place among the file's kernels. */
   kernel(ts: number, dur: number, name: number, seq: number): void {
     this.cutter?.push(ts, dur, name, seq);
+    this.byGpu?.kernel(ts, dur, name);
   }
 
   /** A kernel whose launch call is known, at the launch call's CPU time. */
@@ -433,14 +541,26 @@ export class UnnamedSteps {
     if (MODULE_FORWARD.test(name)) this.byLaunch?.addRange(name, undefined, ts, end);
   }
 
-  finish(opts: { truncated: boolean; graphLaunches: number; kindAnnotations: Annotation[] }): UnnamedResult {
+  /**
+   * `leadWarnings`: for GPU-side annotations, what steps.ts says before it comes to them (CPU
+   * annotations and earlier patterns that took no kernel).
+   */
+  finish(opts: { truncated: boolean; graphLaunches: number; kindAnnotations: Annotation[]; leadWarnings?: string[] }): UnnamedResult {
     this.kinds.end();
     let steps: StepAggregate[];
     let outside = 0;
     let late = 0;
+    let empty = 0;
     if (this.cutter) {
       steps = this.cutter.finish();
       late = this.cutter.late;
+    } else if (this.byGpu) {
+      const g = this.byGpu;
+      g.flush();
+      steps = g.track.finish(false).steps;
+      empty = g.track.steps.length - steps.length;
+      outside = g.track.outside;
+      late = g.track.late;
     } else {
       const t = this.byLaunch!;
       steps = t.finish(false).steps;
@@ -451,8 +571,9 @@ export class UnnamedSteps {
     const changed = this.kinds.settle(steps, opts.kindAnnotations);
     // steps.ts's warnings, the last of which says how the steps were cut; for a repeating pass its
     // figures are the whole trace's.
-    const warnings = [...this.finding.warnings];
-    let confidence = this.finding.confidence;
+    const gpu = this.byGpu;
+    const warnings = gpu ? [...(opts.leadWarnings ?? []), ...(empty ? [emptyStepsWarning(empty)] : []), GPU_ONLY_WARNING] : [...this.finding!.warnings];
+    let confidence = gpu ? 'likely' : this.finding!.confidence;
     if (this.cutter) {
       const periodicity = this.cutter.periodicity;
       warnings[warnings.length - 1] = repeatingWarning(this.cutter.period, this.anchorName, periodicity, opts.graphLaunches, steps.length);
@@ -471,8 +592,8 @@ export class UnnamedSteps {
     }
     return {
       source: this.source,
-      annotation: this.source === 'module-forward' ? MODULE_FORWARD.source : undefined,
-      stepWriter: this.source === 'module-forward' ? MODULE_PATTERN.writer : undefined,
+      annotation: gpu ? gpu.pattern.re.source : this.source === 'module-forward' ? MODULE_FORWARD.source : undefined,
+      stepWriter: gpu ? gpu.pattern.writer : this.source === 'module-forward' ? MODULE_PATTERN.writer : undefined,
       confidence,
       steps,
       outside: outside + late,

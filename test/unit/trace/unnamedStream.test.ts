@@ -26,16 +26,34 @@ const kernelUsPerStep = (r: RankBreakdown) => 1000 * r.decode.categories.reduce(
 /** The breakdown without the field that says which way it was read. */
 const figures = (b: TraceBreakdown) => ({ ...b, ranks: b.ranks.map((r) => ({ ...r, analysis: undefined })) });
 
+/** One streaming pass: what it ends with, and the most kernels it kept as numbers at any time. */
+async function onePass(file: string, options: TraceAnalysisOptions) {
+  const online = new OnlineAnalyzer(options);
+  let peakKept = 0;
+  const s = await readTraceFile(file, (e) => {
+    online.onEvent(e);
+    peakKept = Math.max(peakKept, online.keptKernels);
+  });
+  const base = { file, fallbackRank: 0, metadata: s.metadata, events: s.events, jsonBytes: s.bytes, fileBytes: s.fileBytes, compressed: s.compressed };
+  return { result: online.finish(base), peakKept };
+}
+
 /** Whether one pass cut the steps while streaming (parts) rather than keeping every kernel to the end. */
 async function cutWhileStreaming(file: string, options: TraceAnalysisOptions): Promise<boolean> {
-  const online = new OnlineAnalyzer(options);
-  const s = await readTraceFile(file, online.onEvent);
-  const base = { file, fallbackRank: 0, metadata: s.metadata, events: s.events, jsonBytes: s.bytes, fileBytes: s.fileBytes, compressed: s.compressed };
-  return 'source' in online.finish(base);
+  return 'source' in (await onePass(file, options)).result;
 }
 
 interface Events {
   traceEvents: Record<string, unknown>[];
+}
+
+interface ReplicaOptions {
+  reverseBlocks?: number;
+  cutAt?: number;
+  /** Drop the CPU-side annotations (user_annotation), leaving the GPU-side ones alone to name the steps. */
+  gpuNamesOnly?: boolean;
+  /** Every event in start order, as some tools rewrite a trace (GPU annotations then come before their kernels). */
+  byStart?: boolean;
 }
 
 /**
@@ -43,8 +61,9 @@ interface Events {
  * as bench/trace-throughput.ts builds its long traces; `reverseBlocks` reverses each run of that
  * many GPU events in the file (streams interleaving), `cutAt` cuts the JSON at that share.
  */
-function replicate(fixture: string, copies: number, opts: { reverseBlocks?: number; cutAt?: number } = {}): string {
+function replicate(fixture: string, copies: number, opts: ReplicaOptions = {}): string {
   const doc = JSON.parse(gunzipSync(readFileSync(fixture)).toString('utf8')) as Events & Record<string, unknown>;
+  if (opts.gpuNamesOnly) doc.traceEvents = doc.traceEvents.filter((e) => e.cat !== 'user_annotation');
   const num = (v: unknown) => (typeof v === 'number' ? v : 0);
   const span =
     Math.max(...doc.traceEvents.map((e) => num(e.ts) + num(e.dur))) -
@@ -68,6 +87,7 @@ function replicate(fixture: string, copies: number, opts: { reverseBlocks?: numb
       block.reverse().forEach((e, j) => (events[at[b + j]] = e));
     }
   }
+  if (opts.byStart) events.sort((a, b) => (typeof a.ts === 'number' ? a.ts : 0) - (typeof b.ts === 'number' ? b.ts : 0));
   let text = JSON.stringify({ ...doc, traceEvents: events });
   if (opts.cutAt) text = text.slice(0, Math.floor(text.length * opts.cutAt));
   const file = join(
@@ -75,7 +95,7 @@ function replicate(fixture: string, copies: number, opts: { reverseBlocks?: numb
     `${fixture
       .split('/')
       .pop()!
-      .replace(/\.pt\.trace\.json\.gz$/, '')}-x${copies}-${n ?? 0}-${opts.cutAt ?? 1}.json`,
+      .replace(/\.pt\.trace\.json\.gz$/, '')}-x${copies}-${n ?? 0}-${opts.cutAt ?? 1}${opts.gpuNamesOnly ? '-gpu' : ''}${opts.byStart ? '-sorted' : ''}.json`,
   );
   writeFileSync(file, text);
   return file;
@@ -146,5 +166,105 @@ describe('traces that name no step, cut while streaming', function () {
         assert.match(streamed.ranks[0].warnings.join(' '), /last step, cut with it, is left out/);
       }
     }
+  });
+
+  // Steps that only GPU-side annotations name (gpu_user_annotation, no CPU annotation matching):
+  // kernels join the range that holds their start. Kineto writes those ranges after every kernel, so
+  // the first reading cannot cut by them and the file is read once more knowing them; a trace in
+  // start order is cut in one reading.
+  const gpuNamed: [string, string][] = [
+    ["vLLM 0.11's steps", 'test/fixtures/traces/llama_eager_decode.pt.trace.json.gz'],
+    ["vLLM 0.26's steps", join(SERVERS, 'vllm-0.26-piecewise-tp2/dp0_pp0_tp0_dcp0_ep0_rank0.1796115891487369708.pt.trace.json.gz')],
+    ["SGLang's steps", join(SERVERS, 'sglang/1764579600.123-TP-0.trace.json.gz')],
+  ];
+  for (const [what, fixture] of gpuNamed) {
+    for (const byStart of [false, true]) {
+      it(`cuts ${what}, named on the GPU side only, while streaming${byStart ? ' in one reading (events in start order)' : ''}, as the in-memory way does`, async () => {
+        const options = { prefixKernels: 2000 };
+        for (const copies of [1, 6]) {
+          const file = replicate(fixture, copies, { gpuNamesOnly: true, byStart });
+          const { result, peakKept } = await onePass(file, options);
+          assert.ok(byStart ? 'source' in result && result.source === 'gpu-annotation' : 'reread' in result, Object.keys(result).join());
+          assert.ok(peakKept <= 2000);
+          const streamed = await analyzeTraceFiles([file], options);
+          const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+          const r = streamed.ranks[0];
+          assert.equal(r.analysis, 'streaming');
+          assert.equal(r.stepSource, 'gpu-annotation');
+          assert.equal(r.stepConfidence, 'likely');
+          assert.match(r.warnings.join(' '), /GPU-side annotations only/);
+          assert.ok(kept.ranks[0].decode.count >= 20 * copies);
+          assert.deepEqual(figures(streamed), figures(kept));
+        }
+      });
+    }
+  }
+
+  it('cuts GPU-named steps in start order when streams interleave, and drops the step a cut file cuts', async () => {
+    const fixture = gpuNamed[1][1];
+    for (const byStart of [false, true]) {
+      const interleaved = replicate(fixture, 3, { gpuNamesOnly: true, byStart, reverseBlocks: 16 });
+      const cutFile = replicate(fixture, 3, { gpuNamesOnly: true, byStart, cutAt: 0.9 });
+      for (const file of [interleaved, cutFile]) {
+        const streamed = await analyzeTraceFiles([file], { prefixKernels: 2000 });
+        const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+        assert.equal(streamed.ranks[0].stepSource, 'gpu-annotation');
+        assert.deepEqual(figures(streamed), figures(kept));
+        if (file === cutFile) {
+          assert.ok(streamed.ranks[0].truncated);
+          assert.match(streamed.ranks[0].warnings.join(' '), /last step, cut with it, is left out/);
+        }
+      }
+    }
+  });
+
+  /** Kernels with names drawn at random (seeded): no pass repeats, nothing names a step. */
+  function noStructure(kernels: number): string {
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const events: object[] = [];
+    let t = 1_000_000;
+    for (let i = 0; i < kernels; i++) {
+      const correlation = i + 1;
+      events.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: t - 20, dur: 3 + rand(), args: { correlation } });
+      const dur = 2 + Math.floor(40 * rand());
+      events.push({ ph: 'X', cat: 'kernel', name: `kernel_${Math.floor(60 * rand())}`, pid: 0, tid: 7, ts: t, dur, args: { stream: 7, correlation } });
+      t += dur + 1 + Math.floor(5 * rand());
+    }
+    const file = join(dir, `no-structure-${kernels}.json`);
+    writeFileSync(file, JSON.stringify({ schemaVersion: 1, traceEvents: events }));
+    return file;
+  }
+
+  it('stops keeping the kernels of a long trace with no steps at 8 times the prefix, and says so', async () => {
+    const file = noStructure(30_000);
+    const options = { prefixKernels: 500 };
+    const { result, peakKept } = await onePass(file, options);
+    assert.ok('source' in result && result.source === 'none');
+    assert.ok(peakKept <= 8 * 500, `${peakKept} kernels kept`);
+    const streamed = await analyzeTraceFiles([file], options);
+    const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+    const r = streamed.ranks[0];
+    assert.equal(r.analysis, 'streaming');
+    assert.equal(r.stepSource, 'none');
+    assert.equal(r.stepConfidence, 'unsure');
+    assert.equal(r.totals.kernelsOutsideSteps, 30_000);
+    assert.deepEqual(r.warnings, [
+      'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence of the first 4000 kernels (of a longer trace; no further kernels were kept to look for steps): the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.',
+    ]);
+    // Everything but the warning is the in-memory breakdown: kernel totals and launch statistics come from the stream.
+    const noWarnings = (b: TraceBreakdown) => ({ ...figures(b), ranks: figures(b).ranks.map((x) => ({ ...x, warnings: [] })) });
+    assert.deepEqual(noWarnings(streamed), noWarnings(kept));
+  });
+
+  it('cuts a trace with no steps that ends before that cap from all its kernels, as before', async () => {
+    const file = noStructure(3_900);
+    const options = { prefixKernels: 500 };
+    const { result } = await onePass(file, options);
+    assert.ok('collected' in result);
+    const streamed = await analyzeTraceFiles([file], options);
+    const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+    assert.equal(streamed.ranks[0].stepSource, 'none');
+    assert.deepEqual(figures(streamed), figures(kept));
   });
 });
