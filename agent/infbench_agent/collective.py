@@ -37,7 +37,15 @@ from typing import Any, Callable, Optional
 
 from infbench_agent import events
 from infbench_agent.events import AgentError
-from infbench_agent.micro_allreduce import SAFE_ENV, agent_command, bus_bandwidth, eager_collective_us, graph_collective_us, stop_ranks
+from infbench_agent.micro_allreduce import (
+    SAFE_ENV,
+    agent_command,
+    bus_bandwidth,
+    eager_collective_us,
+    graph_collective_us,
+    rank_clock,
+    stop_ranks,
+)
 from infbench_agent.micro_guard import check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
@@ -368,15 +376,7 @@ def worker_main(args: Any) -> int:
     total = sum(len(sizes.get(o, [])) * (2 if graphed(o, n) else 1) for o in ops for _, _, n in scopes)
     done = 0
 
-    def slowest(us: float) -> float:
-        # Every rank timed the same collectives at once; the slowest rank's time is the collective's time.
-        t = torch.tensor([us], dtype=torch.float64 if backend == "gloo" else torch.float32, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.item())
-
-    def sync() -> None:
-        if on_gpu:
-            torch.cuda.synchronize()
+    slowest, sync = rank_clock(torch, dist, backend, device)
 
     check_collectives(torch, dist, ops, world, rank, dtype, device)
     for op in ops:

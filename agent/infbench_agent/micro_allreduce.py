@@ -168,15 +168,7 @@ def worker_main(args: Any) -> int:
             "The GPUs' interconnect or NCCL is misbehaving: run nccl-tests' all_reduce_perf -c 1.",
         )
 
-    def slowest(us: float) -> float:
-        # Every rank timed the same collectives; the slowest rank's time is the collective's time.
-        t = torch.tensor([us], dtype=torch.float64 if backend == "gloo" else torch.float32, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.item())
-
-    def sync() -> None:
-        if on_gpu:
-            torch.cuda.synchronize()
+    slowest, sync = rank_clock(torch, dist, backend, device)
 
     for size in [int(s) for s in args.ar_sizes.split(",") if s]:
         count = max(1, size // 2)
@@ -214,6 +206,22 @@ def worker_main(args: Any) -> int:
     dist.barrier()
     dist.destroy_process_group()
     return 0
+
+
+def rank_clock(torch: Any, dist: Any, backend: str, device: str) -> tuple[Callable[[float], float], Callable[[], None]]:
+    """`slowest(us)`: every rank's figure for the same collectives, the slowest rank's (the collective's time);
+    `sync()`: waits for the device's queued work (nothing on a CPU)."""
+
+    def slowest(us: float) -> float:
+        t = torch.tensor([us], dtype=torch.float64 if backend == "gloo" else torch.float32, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return float(t.item())
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    return slowest, sync
 
 
 def eager_collective_us(
