@@ -44,9 +44,10 @@ from infbench_agent.micro_allreduce import (
     eager_collective_us,
     graph_collective_us,
     rank_clock,
+    rank_device,
     stop_ranks,
 )
-from infbench_agent.micro_guard import check_gpus, read_occupancy
+from infbench_agent.micro_guard import GpuOccupancy, check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
 DEFAULT_M = "1,2,4,8,16,32,64,128,256"
@@ -71,7 +72,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master-addr", default="127.0.0.1", help="the first host's address as the other hosts reach it")
     p.add_argument("--master-port", type=int, default=0, help="the rendezvous port on the first host (from --plan)")
     p.add_argument("--node-rank", type=int, default=0, help="this host's place in the cluster (0 = the first host)")
-    p.add_argument("--nodes", type=int, default=1, help="hosts in the cluster")
     p.add_argument("--rank-offset", type=int, default=0, help="global rank of this host's first process")
     p.add_argument("--local-ranks", type=int, default=0, help="processes on this host (default: one per GPU; 2 on a CPU)")
     p.add_argument("--backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
@@ -107,12 +107,10 @@ def plan(args: Any) -> dict:
     """Decode-step message sizes for the cluster's world size, from the model's config."""
     from infbench_agent.micro import parse_m_list
 
-    local, device = _local_ranks(args)
-    if device == "cuda":
+    local, device, occupancy = _local_ranks(args)
+    if occupancy is not None:
         # As micro does, before anything touches a GPU: a server holding this host's GPUs is not disturbed.
-        occupancy = read_occupancy()
-        if occupancy is not None and occupancy.gpus:
-            check_gpus(occupancy, args.busy_threshold, args.allow_busy)
+        check_gpus(occupancy, args.busy_threshold, args.allow_busy)
     where = {"port": free_port(), "host": socket.gethostname(), "local_ranks": local, "device": device, "addr": ssh_server_addr()}
     if args.world_size == 0:
         # Only this host's part: its ranks and address (the controller adds the hosts up before sizing).
@@ -187,29 +185,29 @@ def run(args: Any) -> int:
     return launch(args)
 
 
-def _local_ranks(args: Any) -> tuple[int, str]:
-    """Processes on this host and the device kind, without importing PyTorch (nvidia-smi counts the GPUs)."""
+def _local_ranks(args: Any) -> tuple[int, str, Optional[GpuOccupancy]]:
+    """Processes on this host, the device kind, and what nvidia-smi says of the GPUs (None without one),
+    without importing PyTorch."""
     if args.device == "cpu":
-        return args.local_ranks or 2, "cpu"
-    gpus = 0
+        return args.local_ranks or 2, "cpu", None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
-        gpus = len([line for line in out.stdout.splitlines() if line.strip()]) if out.returncode == 0 else 0
-    except (OSError, subprocess.TimeoutExpired):
-        gpus = 0
+        occupancy = read_occupancy()
+    except AgentError:
+        occupancy = None  # nvidia-smi there but failing: no GPU to count, as on a host without one
+    gpus = len(occupancy.gpus) if occupancy else 0
     if args.device.startswith("cuda") and not gpus:
         raise AgentError("no_gpu", f"--device {args.device}: nvidia-smi lists no GPU on {socket.gethostname()}.", "Pass --device cpu.")
-    if gpus and args.device != "cpu":
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is not None:
-            gpus = len([v for v in visible.split(",") if v.strip()])
-        return args.local_ranks or gpus, "cuda"
-    return args.local_ranks or 2, "cpu"
+    if not gpus:
+        return args.local_ranks or 2, "cpu", None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        gpus = len([v for v in visible.split(",") if v.strip()])
+    return args.local_ranks or gpus, "cuda", occupancy
 
 
 def launch(args: Any) -> int:
     """Starts this host's ranks, forwards global rank 0's points, and stops every rank if one dies."""
-    local, device = _local_ranks(args)
+    local, device, _ = _local_ranks(args)
     if args.rank_offset + local > args.world_size:
         raise AgentError(
             "bad_option",
@@ -238,8 +236,6 @@ def launch(args: Any) -> int:
     cmd = argv + [
         "collective",
         "--worker",
-        "--nodes",
-        str(args.nodes),
         "--backend",
         backend,
         "--device",
@@ -350,11 +346,7 @@ def worker_main(args: Any) -> int:
     local_rank = int(os.environ["LOCAL_RANK"])
     on_gpu = args.device.startswith("cuda")
     backend = args.backend
-    if on_gpu:
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
-        device = f"cuda:{torch.cuda.current_device()}"
-    else:
-        device = "cpu"
+    device = rank_device(torch, on_gpu, local_rank)
     dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=RENDEZVOUS_TIMEOUT_S))
     # Which host each rank is on, so that each host's ranks form a group of their own.
     layout: list[Any] = [None] * world

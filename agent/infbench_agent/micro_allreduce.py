@@ -146,11 +146,7 @@ def worker_main(args: Any) -> int:
     rank, world = args.rank, args.world_size
     on_gpu = args.device.startswith("cuda")
     backend = args.ar_backend
-    if on_gpu:
-        torch.cuda.set_device(rank % torch.cuda.device_count())
-        device = f"cuda:{torch.cuda.current_device()}"
-    else:
-        device = "cpu"
+    device = rank_device(torch, on_gpu, rank)
     dist.init_process_group(
         backend, init_method=f"file://{args.rendezvous}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300)
     )
@@ -206,6 +202,14 @@ def worker_main(args: Any) -> int:
     dist.barrier()
     dist.destroy_process_group()
     return 0
+
+
+def rank_device(torch: Any, on_gpu: bool, local_rank: int) -> str:
+    """The device one rank works on: its own GPU of this host (set as the current one), else the CPU."""
+    if not on_gpu:
+        return "cpu"
+    torch.cuda.set_device(local_rank % torch.cuda.device_count())
+    return f"cuda:{torch.cuda.current_device()}"
 
 
 def rank_clock(torch: Any, dist: Any, backend: str, device: str) -> tuple[Callable[[float], float], Callable[[], None]]:

@@ -103,8 +103,6 @@ class TwoHostsTest(unittest.TestCase):
         args = [
             "--world-size",
             "4",
-            "--nodes",
-            "2",
             "--node-rank",
             str(node_rank),
             "--rank-offset",

@@ -57,9 +57,6 @@ export interface ClusterCollectivesOutcome {
 // After the first host fails, the others get this long to say why before they are stopped: a rank
 // that died is seen first on its own host, its peers elsewhere only lose the connection.
 const FAILURE_GRACE_MS = 3000;
-const STOPPED_WITH = 'Stopped because';
-/** A host this run stopped because another failed. */
-const stoppedByUs = (r: AgentRunOutcome) => r.reason?.startsWith(STOPPED_WITH) === true;
 
 /**
  * All-reduce and all-to-all across the hosts of a cluster, through torch.distributed's own env://
@@ -152,6 +149,7 @@ export async function runClusterCollectives(
   if (hooks.signal?.aborted) onUserStop();
   hooks.signal?.addEventListener('abort', onUserStop, { once: true });
   let failedFirst: number | undefined;
+  const stoppedByUs = new Set<number>();
   let graceTimer: NodeJS.Timeout | undefined;
   let offset = 0;
   const runs = nodes.map((n, i) => {
@@ -159,7 +157,7 @@ export async function runClusterCollectives(
     offset += plans[i].local_ranks;
     outcome.nodes[i] = { ...outcome.nodes[i], rankOffset, ranks: plans[i].local_ranks };
     const args = [
-      ...['--world-size', String(world), '--nodes', String(nodes.length), '--node-rank', String(i), '--rank-offset', String(rankOffset)],
+      ...['--world-size', String(world), '--node-rank', String(i), '--rank-offset', String(rankOffset)],
       ...['--local-ranks', String(plans[i].local_ranks), '--master-addr', masterAddr, '--master-port', String(plan.port)],
       ...['--device', device, '--backend', backend, '--repeats', String(options.repeats ?? 5)],
       ...['--ar-sizes', plan.allreduce.map((s) => s.bytes).join(','), '--a2a-sizes', plan.alltoall.map((s) => s.bytes).join(',')],
@@ -178,8 +176,10 @@ export async function runClusterCollectives(
     }).then((r: AgentRunOutcome<'collective'>) => {
       if (r.status !== 'completed' && failedFirst === undefined && !stopAll.signal.aborted) {
         failedFirst = i;
-        graceTimer = setTimeout(() => stopAll.abort(new RunStop('interrupted', `${STOPPED_WITH} ${n.transport.label} failed`)), FAILURE_GRACE_MS);
+        graceTimer = setTimeout(() => stopAll.abort(new RunStop('interrupted', `Stopped because ${n.transport.label} failed`)), FAILURE_GRACE_MS);
       }
+      // Ended once every host was being stopped: whatever it says, it did not fail first.
+      if (stopAll.signal.aborted) stoppedByUs.add(i);
       return r;
     });
   });
@@ -196,21 +196,15 @@ export async function runClusterCollectives(
   // The cause first: a host whose rank died, then one whose connection went, then one that failed for
   // a reason of its own; hosts whose ranks only lost their peers elsewhere come last.
   const lostPeer = (r: AgentRunOutcome) => r.errors.length > 0 && r.errors.every((e) => e.code === 'collective_failed');
-  const rank = (r: AgentRunOutcome) =>
-    r.errors.some((e) => e.code === 'rank_died')
-      ? 0
-      : r.status === 'interrupted' && !stoppedByUs(r)
-        ? 1
-        : r.status !== 'completed' && !lostPeer(r) && !stoppedByUs(r)
-          ? 2
-          : 3;
+  const rank = (r: AgentRunOutcome, i: number) =>
+    r.errors.some((e) => e.code === 'rank_died') ? 0 : stoppedByUs.has(i) ? 3 : r.status === 'interrupted' ? 1 : lostPeer(r) ? 3 : 2;
   const order = results.map((r, i) => ({ r, i })).filter(({ r }) => r.status !== 'completed');
-  order.sort((a, b) => rank(a.r) - rank(b.r) || (a.i === failedFirst ? -1 : b.i === failedFirst ? 1 : a.i - b.i));
+  order.sort((a, b) => rank(a.r, a.i) - rank(b.r, b.i) || (a.i === failedFirst ? -1 : b.i === failedFirst ? 1 : a.i - b.i));
   const cause = order[0].i;
   const others = results.map((r, i) => ({ r, i })).filter(({ r, i }) => i !== cause && r.status !== 'completed');
   const r = results[cause];
   return fail(
-    r.status === 'completed' ? 'failed' : r.status,
+    r.status,
     `${nodes[cause].transport.label} failed: ${r.reason ?? 'no reason given'}` +
       (others.length ? ` The ranks on ${others.map(({ i }) => nodes[i].transport.label).join(', ')} were stopped with it.` : ''),
   );
