@@ -79,8 +79,9 @@ export function parseTarget(raw: unknown, where = 'inferenceBench.targets'): Tar
   } catch {
     throw new SettingsError(`${where} "${name}": "serverUrl" is not a URL: ${serverUrl}`);
   }
-  const user = nodes ? (nodes[0].user ?? str('user')) : str('user');
-  if (nodes && str('user')) for (const n of nodes) n.user ??= str('user');
+  // A cluster-wide user fills in the hosts that name none; the head's is the target's.
+  if (nodes) for (const n of nodes) n.user ??= str('user');
+  const user = nodes ? nodes[0].user : str('user');
   const target: Target = { name, kind, host, port, user, commandPrefix, serverUrl, python: str('python') ?? DEFAULT_PYTHON };
   if (nodes) target.nodes = nodes;
   const rendezvousAddr = str('rendezvousAddr');

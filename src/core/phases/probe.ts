@@ -22,24 +22,6 @@ export interface ProbePhaseOutcome {
  * the server at the target's URL. The result lands in the run folder, the sidebar (runChanged) and
  * the findings document (an Environment section).
  */
-/**
- * Probes every host of a cluster, the head first, each over its own connection and in its own run
- * (target `<cluster>/<host>` for the others): GPUs, who holds them, topology and network per host.
- * Only the head's probe sets the findings document's header; the server is reached from the head.
- */
-export async function runClusterProbe(ctx: PhaseContext, options: { timeoutS?: number } = {}): Promise<ProbePhaseOutcome[]> {
-  const [head, ...others] = ctx.nodes ?? [];
-  const outcomes = [await runProbePhase({ ...ctx, nodes: undefined }, options)];
-  if (!head) return outcomes;
-  for (const node of others) {
-    if (ctx.signal?.aborted) break;
-    outcomes.push(
-      await runProbePhase({ ...ctx, target: node.target, transport: node.transport, agent: node.agent, nodes: undefined }, { ...options, node: true }),
-    );
-  }
-  return outcomes;
-}
-
 export async function runProbePhase(ctx: PhaseContext, options: { url?: string; timeoutS?: number; node?: boolean } = {}): Promise<ProbePhaseOutcome> {
   const url = options.url ?? ctx.target.serverUrl;
   const args = ['--url', url, ...(options.timeoutS ? ['--timeout', String(options.timeoutS)] : [])];
@@ -68,6 +50,24 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
   }
   ctx.sink.runChanged({ ...summary });
   return { run, summary, result, agent };
+}
+
+/**
+ * Probes every host of a cluster, the head first, each over its own connection and in its own run
+ * (target `<cluster>/<host>` for the others): GPUs, who holds them, topology and network per host.
+ * Only the head's probe sets the findings document's header; the server is reached from the head.
+ */
+export async function runClusterProbe(ctx: PhaseContext, options: { timeoutS?: number } = {}): Promise<ProbePhaseOutcome[]> {
+  const [head, ...others] = ctx.nodes ?? [];
+  const outcomes = [await runProbePhase({ ...ctx, nodes: undefined }, options)];
+  if (!head) return outcomes;
+  for (const node of others) {
+    if (ctx.signal?.aborted) break;
+    outcomes.push(
+      await runProbePhase({ ...ctx, target: node.target, transport: node.transport, agent: node.agent, nodes: undefined }, { ...options, node: true }),
+    );
+  }
+  return outcomes;
 }
 
 /** "vLLM 0.13.0 · Qwen/Qwen3-8B · 8× NVIDIA H200, 3 busy" */
