@@ -278,11 +278,7 @@ export class RepeatCutter {
       this.closePass();
       this.passStart = ts;
     } else if (this.pass.ts.length === 0) this.passStart = ts;
-    const p = this.pass;
-    p.ts.push(ts);
-    p.dur.push(dur);
-    p.name.push(name);
-    p.seq.push(seq);
+    this.addToPass(ts, dur, name, seq);
     this.lastTs = ts;
   }
 
@@ -294,15 +290,19 @@ export class RepeatCutter {
         this.late++;
         return;
       }
-      const p = this.pass;
-      p.ts.push(ts);
-      p.dur.push(dur);
-      p.name.push(name);
-      p.seq.push(seq);
-      p.sorted = false;
+      this.addToPass(ts, dur, name, seq);
+      this.pass.sorted = false;
       return;
     }
     this.window.push(ts, dur, name, seq);
+  }
+
+  private addToPass(ts: number, dur: number, name: number, seq: number): void {
+    const p = this.pass;
+    p.ts.push(ts);
+    p.dur.push(dur);
+    p.name.push(name);
+    p.seq.push(seq);
   }
 
   private closePass(): void {

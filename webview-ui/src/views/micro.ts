@@ -79,6 +79,17 @@ function ticks(values: number[]): number[] | undefined {
   return out.length >= 2 ? out : undefined;
 }
 
+/** The columns of a collective's timings table (collectiveRow's keys); `processes` names its world size. */
+function collectiveColumns(runColumn: TableColumn[], processes: string): TableColumn[] {
+  return [
+    ...runColumn,
+    ...ALLREDUCE_SIZE_COLUMNS,
+    { key: 'time_us', label: 'time (µs)', digits: 2 },
+    ...ALLREDUCE_BANDWIDTH_COLUMNS,
+    { key: 'world_size', label: processes, digits: 0 },
+  ];
+}
+
 /** One row of a collective's timings table. */
 function collectiveRow(run: string, a: AllReducePoint): Record<string, TableCell> {
   return { run, size: formatBytes(a.size_bytes), bytes: a.size_bytes, time_us: a.time_us, algbw: a.algbw_gbps, busbw: a.busbw_gbps, world_size: a.world_size };
@@ -184,13 +195,7 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     const table = {
       id: ALLREDUCE_CHART_TABLE_ID,
       title: 'All-reduce timings',
-      columns: [
-        ...runColumn,
-        ...ALLREDUCE_SIZE_COLUMNS,
-        { key: 'time_us', label: 'time (µs)', digits: 2 },
-        ...ALLREDUCE_BANDWIDTH_COLUMNS,
-        { key: 'world_size', label: 'GPUs', digits: 0 },
-      ],
+      columns: collectiveColumns(runColumn, 'GPUs'),
       rows,
     };
     charts.push({
@@ -244,13 +249,7 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       table: {
         id: 'micro-alltoall-timings',
         title: 'All-to-all timings',
-        columns: [
-          ...runColumn,
-          ...ALLREDUCE_SIZE_COLUMNS,
-          { key: 'time_us', label: 'time (µs)', digits: 2 },
-          ...ALLREDUCE_BANDWIDTH_COLUMNS,
-          { key: 'world_size', label: 'ranks', digits: 0 },
-        ],
+        columns: collectiveColumns(runColumn, 'ranks'),
         rows,
       },
     });
