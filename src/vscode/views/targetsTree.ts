@@ -6,7 +6,7 @@ import { Disposable } from '../disposable';
 import { RunController } from '../runs/runController';
 import { runDir } from '../../core/runs/runFolder';
 import { readSettings, workspaceRoot } from '../settings';
-import type { ConnectionManager } from '../connections/connectionManager';
+import { hostKey, type ConnectionManager } from '../connections/connectionManager';
 import { GpuState } from '../../core/phases/probeState';
 import { TargetStates } from './targetState';
 
@@ -19,6 +19,25 @@ export type TreeNode =
   | { kind: 'runsRoot'; target?: Target }
   | { kind: 'run'; run: RunSummary }
   | { kind: 'problem'; message: string };
+
+/** The row's id: its tree item's id, and the key its object is kept by. */
+function nodeId(node: TreeNode): string {
+  switch (node.kind) {
+    case 'target':
+    case 'state':
+      return `${node.kind}:${node.target.name}`;
+    case 'node':
+      return `node:${node.target.name}:${node.index}`;
+    case 'gpu':
+      return `gpu:${node.target.name}:${node.gpu.index}`;
+    case 'runsRoot':
+      return 'runsRoot';
+    case 'run':
+      return `run:${node.run.id}`;
+    case 'problem':
+      return `problem:${node.message}`;
+  }
+}
 
 const PHASE_LABEL: Record<string, string> = { macro: 'Macro', micro: 'Micro', profile: 'Profiler', probe: 'Probe' };
 
@@ -37,8 +56,17 @@ function gib(mib: number): string {
  * configured under "Other runs".
  */
 export class TargetsTreeProvider extends Disposable implements vscode.TreeDataProvider<TreeNode> {
-  private readonly changed = this._register(new vscode.EventEmitter<TreeNode | undefined>());
+  private readonly changed = this._register(new vscode.EventEmitter<TreeNode | TreeNode[] | undefined>());
   readonly onDidChangeTreeData = this.changed.event;
+  /**
+   * One object per row for as long as the row is shown. VS Code hands a context-menu command the
+   * element it was given for that row, and forgets every element when the whole tree is refreshed
+   * until it has asked for the rows again (src/vs/workbench/api/common/extHostTreeViews.ts): a
+   * command chosen in that gap gets no argument and would ask "which target?". So a change
+   * refreshes only the rows it concerns, given back as the same objects; the whole tree only when
+   * the list of targets or runs changes.
+   */
+  private readonly shown = new Map<string, TreeNode>();
 
   constructor(
     private readonly runs: RunController,
@@ -46,21 +74,32 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
     private readonly connections: Pick<ConnectionManager, 'hostState' | 'onDidChangeState'>,
   ) {
     super();
-    this._register(connections.onDidChangeState(() => this.refresh()));
+    // A host's connection: every target on it (a cluster's when any of its hosts), with its rows.
+    this._register(
+      connections.onDidChangeState((change) =>
+        this.refreshTargets(readSettings().targets.filter((t) => clusterNodes(t).some((n) => hostKey(n) === change.host))),
+      ),
+    );
     this._register(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('inferenceBench')) this.refresh();
       }),
     );
     this._register(runs.onDidChangeRuns(() => this.refresh()));
-    this._register(states.onDidChange(() => this.refresh()));
-    // A live run's headline changes as it goes; redraw at most twice a second.
+    // A probe's findings (a cluster host's are named <cluster>/<host>): that target's rows.
+    this._register(states.onDidChange((name) => this.refreshTargets(readSettings().targets.filter((t) => targetNames([t]).has(name)))));
+    // A live run's headline changes as it goes; redraw its row at most twice a second.
+    const live = new Set<string>();
     let timer: NodeJS.Timeout | undefined;
     this._register(
-      runs.onDidChangeRun(() => {
+      runs.onDidChangeRun((run) => {
+        live.add(run.id);
         timer ??= setTimeout(() => {
           timer = undefined;
-          this.refresh();
+          const rows = [...live].map((id) => this.shown.get(`run:${id}`));
+          live.clear();
+          if (rows.every((row) => row !== undefined)) this.changed.fire(rows as TreeNode[]);
+          else this.refresh(); // a run not listed yet
         }, 500);
       }),
     );
@@ -68,11 +107,33 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   }
 
   refresh(): void {
+    this.shown.clear();
     this.changed.fire(undefined);
+  }
+
+  private refreshTargets(targets: Target[]): void {
+    const rows = targets.map((t) => this.shown.get(`target:${t.name}`));
+    if (!rows.length) return;
+    if (rows.every((row) => row !== undefined)) this.changed.fire(rows as TreeNode[]);
+    else this.refresh();
+  }
+
+  /** The row's object as shown before, with the fresh data, or this one if it is new. */
+  private keep<T extends TreeNode>(fresh: T): T {
+    if (fresh.kind === 'problem') return fresh; // no menu, and two may read the same
+    const id = nodeId(fresh);
+    const kept = this.shown.get(id);
+    if (kept && kept.kind === fresh.kind) return Object.assign(kept, fresh) as T;
+    this.shown.set(id, fresh);
+    return fresh;
   }
 
   // Each redraw reads the runs folder again (runs made by the CLI show up), without blocking the host.
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
+    return (await this.childrenOf(node)).map((child) => this.keep(child));
+  }
+
+  private async childrenOf(node?: TreeNode): Promise<TreeNode[]> {
     const runs = await this.runs.refreshRuns();
     if (!node) {
       const settings = readSettings();
@@ -130,7 +191,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const running = this.runs.isRunning(node.target.name);
         const connection = this.connections.hostState(node.target).state;
         const item = new vscode.TreeItem(node.target.name, vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `target:${node.target.name}`;
+        item.id = nodeId(node);
         // Where it runs and the server's URL, as Remote-SSH shows a host's address.
         item.description = `${describeTarget(node.target)} · ${node.target.serverUrl}`;
         item.iconPath = new vscode.ThemeIcon(running ? 'sync~spin' : node.target.kind === 'local' ? 'vm' : 'remote');
@@ -154,7 +215,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         }[connection];
         // The server goes in the label and the model in the description, so a narrow sidebar still shows what runs there.
         const item = new vscode.TreeItem(server ? `${connectionLabel} · ${server}` : connectionLabel);
-        item.id = `state:${node.target.name}`;
+        item.id = nodeId(node);
         item.description =
           state?.model ??
           (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
@@ -183,7 +244,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
           node.node.host ?? node.node.name,
           gpus.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
         );
-        item.id = `node:${node.target.name}:${node.index}`;
+        item.id = nodeId(node);
         const busy = gpus.filter((g) => g.memoryTotalMiB && (g.memoryUsedMiB ?? 0) / g.memoryTotalMiB > 0.5).length;
         item.description = [
           node.index === 0 ? 'head' : `node ${node.index}`,
@@ -199,7 +260,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
       case 'gpu': {
         const g = node.gpu;
         const item = new vscode.TreeItem(`GPU ${g.index}`);
-        item.id = `gpu:${node.target.name}:${g.index}`;
+        item.id = nodeId(node);
         const memory = g.memoryTotalMiB ? `${gib(g.memoryUsedMiB ?? 0)} / ${gib(g.memoryTotalMiB)} GiB` : 'memory unknown';
         item.description = `${g.name} · ${memory}`;
         item.iconPath = new vscode.ThemeIcon('circuit-board');
@@ -208,7 +269,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
       }
       case 'runsRoot': {
         const item = new vscode.TreeItem('Other runs', vscode.TreeItemCollapsibleState.Collapsed);
-        item.id = 'runsRoot';
+        item.id = nodeId(node);
         item.tooltip = 'Runs of targets that are no longer in settings';
         item.iconPath = new vscode.ThemeIcon('history');
         return item;
@@ -216,7 +277,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
       case 'run': {
         const run = node.run;
         const item = new vscode.TreeItem(`${PHASE_LABEL[run.phase] ?? run.phase}${run.headline ? `: ${run.headline}` : ''}`);
-        item.id = `run:${run.id}`;
+        item.id = nodeId(node);
         item.description = `${new Date(run.startedAt).toLocaleString()}${run.status === 'completed' ? '' : ` · ${run.status}`}${run.simulated ? ' · simulator' : ''}`;
         item.iconPath = new vscode.ThemeIcon(
           run.status === 'completed' ? 'pass' : run.status === 'running' ? 'sync~spin' : run.status === 'cancelled' ? 'circle-slash' : 'warning',
