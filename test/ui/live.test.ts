@@ -432,6 +432,12 @@ describe('live results in code-server (UI)', function () {
     );
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.quickInput.getByText(/Again: Custom/).waitFor();
+    // The question stays while the user looks elsewhere: a click into the results view takes focus
+    // (as VS Code itself gives focus back to a webview between two questions) and the pick is still there.
+    const results = await webviewFrame(wb.page, 'Inference Bench Results');
+    await results.locator('canvas').first().click();
+    await poll('focus in the results view', async () => ((await wb.page.evaluate('document.activeElement?.tagName')) === 'IFRAME' ? true : undefined));
+    assert.ok(await wb.quickInput.isVisible(), 'the workload pick closed when focus moved into the results view');
     await wb.quickInput
       .getByText(
         'concurrency 2; 6 requests per level; random prompts, 32 → 16 tokens, each ±50% (16–48 → 8–24, range ratio 0.5); goodput SLOs TTFT ≤ 1000 ms, TPOT ≤ 100 ms',
@@ -439,6 +445,7 @@ describe('live results in code-server (UI)', function () {
       .first()
       .waitFor();
     await wb.screenshot('live-macro-presets-dark');
+    await wb.inputBox.click();
     await wb.page.keyboard.press('Escape');
   });
 

@@ -58,6 +58,7 @@ async function pickHost(): Promise<HostPick | undefined> {
       ? 'Select an SSH host from ~/.ssh/config, or another machine'
       : 'Where does the inference server run? (~/.ssh/config names no Host yet)',
     matchOnDescription: true,
+    ignoreFocusOut: true,
   });
 }
 

@@ -22,9 +22,13 @@ export async function pickTarget(arg: unknown, title: string): Promise<Target | 
     return undefined;
   }
   if (settings.targets.length === 1) return settings.targets[0];
+  // Every step of a command's questions stays open when focus leaves it (ignoreFocusOut), as its input
+  // boxes do: when a quick input closes, VS Code gives focus back to the webview that had it, and the
+  // webview takes it a moment later (src/vs/workbench/contrib/webview/browser/pre/index.html, the
+  // 'focus' message), which would close the next step as soon as it opened.
   const picked = await vscode.window.showQuickPick(
     settings.targets.map((t) => ({ label: t.name, description: describeTarget(t), detail: t.serverUrl, target: t })),
-    { title, placeHolder: 'Which target?' },
+    { title, placeHolder: 'Which target?', ignoreFocusOut: true },
   );
   return picked?.target;
 }
@@ -45,7 +49,7 @@ export async function pickRun(arg: unknown, candidates: RunSummary[], title: str
       detail: r.headline,
       run: r,
     })),
-    { title, placeHolder: 'Which run?', matchOnDescription: true, matchOnDetail: true },
+    { title, placeHolder: 'Which run?', matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true },
   );
   return picked?.run;
 }

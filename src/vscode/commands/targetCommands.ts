@@ -34,7 +34,7 @@ export async function editTargetCommand(arg: unknown): Promise<Target | undefine
     { label: '$(json) Edit in settings.json', field: 'json' },
     ...(target.kind === 'ssh' ? [{ label: '$(gear) Open SSH Config File', field: 'sshConfig' as const }] : []),
   ];
-  const pick = await vscode.window.showQuickPick(items, { title: `Edit Target: ${target.name}`, placeHolder: 'What to change?' });
+  const pick = await vscode.window.showQuickPick(items, { title: `Edit Target: ${target.name}`, placeHolder: 'What to change?', ignoreFocusOut: true });
   if (!pick) return undefined;
   if (pick.field === 'json') {
     await vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile');

@@ -22,7 +22,7 @@ export async function insertResultHere(tables: () => LabeledTable[] | Promise<La
   }
   const picked = await vscode.window.showQuickPick(
     choices.map((choice) => ({ label: choice.label, description: `${choice.table.rows.length} rows`, detail: choice.detail, choice })),
-    { title: 'Insert Result Here', placeHolder: 'Which result table goes at the cursor?', matchOnDetail: true },
+    { title: 'Insert Result Here', placeHolder: 'Which result table goes at the cursor?', matchOnDetail: true, ignoreFocusOut: true },
   );
   if (!picked) return false;
   return insertTableAt(editor, picked.choice);

@@ -82,7 +82,7 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
       { label: 'Concurrency levels', detail: 'a fixed number of requests in flight per level (--max-concurrency)', rate: false },
       { label: 'Request rates', detail: 'requests sent at a rate, gamma-distributed gaps (--request-rate, --burstiness)', rate: true },
     ],
-    { title: title('load'), placeHolder: 'How is the load set?' },
+    { title: title('load'), placeHolder: 'How is the load set?', ignoreFocusOut: true },
   );
   if (!mode) return undefined;
   const options: MacroOptions = {};
@@ -143,7 +143,7 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
         source: 'sharegpt' as const,
       },
     ].sort((a, b) => Number(b.source === lastDataset.name) - Number(a.source === lastDataset.name)),
-    { title: title('dataset'), placeHolder: 'Which prompts?' },
+    { title: title('dataset'), placeHolder: 'Which prompts?', ignoreFocusOut: true },
   );
   if (!dataset) return undefined;
   if (dataset.source !== 'random') {
@@ -252,6 +252,7 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
         title: `Run Macro Phase on ${target.name}`,
         placeHolder: `Load against ${target.serverUrl} (the load generator runs on ${target.name})`,
         matchOnDetail: true,
+        ignoreFocusOut: true,
       });
       if (!picked) return undefined;
       const options = picked.custom ? await customWorkload(target, last?.options ?? {}) : { ...picked.options };

@@ -32,7 +32,7 @@ export const microRunner: PhaseRunner = {
           tp: 8,
         },
       ],
-      { title: `Run Micro Phase on ${target.name}`, placeHolder: "Which model's GEMM shapes?", matchOnDetail: true },
+      { title: `Run Micro Phase on ${target.name}`, placeHolder: "Which model's GEMM shapes?", matchOnDetail: true, ignoreFocusOut: true },
     );
     if (!picked) return undefined;
     const tp = await vscode.window.showInputBox({

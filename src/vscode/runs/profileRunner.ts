@@ -29,6 +29,7 @@ export const profileRunner: PhaseRunner = {
         title: `Run Profiler Phase on ${target.name}`,
         placeHolder: `The server at ${target.serverUrl} must run with its profiler enabled (vLLM: --profiler-config)`,
         matchOnDetail: true,
+        ignoreFocusOut: true,
       },
     );
     return picked ? { ...picked.options } : undefined;
