@@ -88,15 +88,19 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
     this._register(runs.onDidChangeRuns(() => this.refresh()));
     // A probe's findings (a cluster host's are named <cluster>/<host>): that target's rows.
     this._register(states.onDidChange((name) => this.refreshTargets(readSettings().targets.filter((t) => targetNames([t]).has(name)))));
-    // A live run's headline changes as it goes; redraw its row at most twice a second.
-    const live = new Set<string>();
+    // A live run's headline changes as it goes; redraw its row at most twice a second, with the run as it is now.
+    const live = new Map<string, RunSummary>();
     let timer: NodeJS.Timeout | undefined;
     this._register(
       runs.onDidChangeRun((run) => {
-        live.add(run.id);
+        live.set(run.id, run);
         timer ??= setTimeout(() => {
           timer = undefined;
-          const rows = [...live].map((id) => this.shown.get(`run:${id}`));
+          const rows = [...live.values()].map((r) => {
+            const row = this.shown.get(`run:${r.id}`);
+            if (row?.kind === 'run') row.run = r;
+            return row;
+          });
           live.clear();
           if (rows.every((row) => row !== undefined)) this.changed.fire(rows as TreeNode[]);
           else this.refresh(); // a run not listed yet
