@@ -9,7 +9,7 @@ import { clusterNodes, parseTarget, Target } from '../../src/core/config/target'
 import { silentLogger } from '../../src/core/log';
 import { MicroPoint } from '../../src/core/micro/tables';
 import { NodeConnection } from '../../src/core/phases/collectives';
-import { runMicroPhase } from '../../src/core/phases/micro';
+import { MicroPhaseOutcome, runMicroPhase } from '../../src/core/phases/micro';
 import { RunFolder } from '../../src/core/runs/runFolder';
 import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { openTransport } from '../../src/remote/openTransport';
@@ -110,6 +110,29 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
       signal,
       sink: { runChanged: (run) => onRun((run.micro?.points ?? []) as MicroPoint[]), findings: () => undefined },
     };
+  }
+
+  /**
+   * Micro's collectives on both hosts over a sweep long enough (40 sizes, 5 repeats) to be cut part-way;
+   * `onPoints` sees the points as they arrive (where the fault tests below cut it).
+   */
+  async function longSweep(folder: string, onPoints: (points: MicroPoint[]) => void, signal = new AbortController().signal): Promise<MicroPhaseOutcome> {
+    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
+    const { nodes, close } = await connect(target);
+    const workspace = join(dir, folder);
+    mkdirSync(workspace);
+    try {
+      return await runMicroPhase(context(target, nodes, workspace, signal, onPoints), {
+        model: 'qwen3-30b-a3b',
+        device: 'cpu',
+        skip: ['peak', 'gemm', 'launch'],
+        m: Array.from({ length: 40 }, (_, i) => i + 1),
+        arWorldSize: 2,
+        repeats: 5,
+      });
+    } finally {
+      await close();
+    }
   }
 
   it('infbench micro --target alpha,beta: all-reduce and all-to-all across both hosts at the decode sizes of the model, and the EP budget', () => {
@@ -261,83 +284,54 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
   });
 
   it('a rank killed mid-run stops every rank on both hosts, and the run names the host and the rank', async () => {
-    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
-    const { nodes, close } = await connect(target);
-    const workspace = join(dir, 'killed');
-    mkdirSync(workspace);
     let killed = false;
-    try {
-      const outcome = await runMicroPhase(
-        context(target, nodes, workspace, new AbortController().signal, (points) => {
-          // Once the collectives are under way, rank 3 (beta's second) dies as an out-of-memory kill would end it.
-          if (!killed && points.length >= 1) {
-            const pid = rankPid(3);
-            if (pid) {
-              process.kill(pid, 'SIGKILL');
-              killed = true;
-            }
-          }
-        }),
-        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
-      );
-      assert.ok(killed, 'rank 3 was found and killed');
-      assert.equal(outcome.summary.status, 'failed');
-      assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: Rank 3 \(local rank 1 on .*\) was killed by signal 9/);
-      assert.match(outcome.summary.reason ?? '', /The ranks on ssh alpha.* were stopped with it/);
-      const kept = outcome.run.readResult<{ points: MicroPoint[]; cluster: { status: string } }>()!;
-      assert.ok(kept.points.length >= 1, 'the points measured before the kill are kept');
-      assert.equal(kept.cluster.status, 'failed');
-      assert.equal(RunFolder.open(outcome.run.dir).info.status, 'failed');
-    } finally {
-      await close();
-    }
+    const outcome = await longSweep('killed', (points) => {
+      // Once the collectives are under way, rank 3 (beta's second) dies as an out-of-memory kill would end it.
+      if (!killed && points.length >= 1) {
+        const pid = rankPid(3);
+        if (pid) {
+          process.kill(pid, 'SIGKILL');
+          killed = true;
+        }
+      }
+    });
+    assert.ok(killed, 'rank 3 was found and killed');
+    assert.equal(outcome.summary.status, 'failed');
+    assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: Rank 3 \(local rank 1 on .*\) was killed by signal 9/);
+    assert.match(outcome.summary.reason ?? '', /The ranks on ssh alpha.* were stopped with it/);
+    const kept = outcome.run.readResult<{ points: MicroPoint[]; cluster: { status: string } }>()!;
+    assert.ok(kept.points.length >= 1, 'the points measured before the kill are kept');
+    assert.equal(kept.cluster.status, 'failed');
+    assert.equal(RunFolder.open(outcome.run.dir).info.status, 'failed');
   });
 
   it('a dropped connection to one host stops every rank on both hosts, and the run says which connection dropped', async () => {
-    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
-    const { nodes, close } = await connect(target);
-    const workspace = join(dir, 'dropped');
-    mkdirSync(workspace);
     let dropped = false;
-    try {
-      const outcome = await runMicroPhase(
-        context(target, nodes, workspace, new AbortController().signal, (points) => {
-          // Beta's sshd sessions die (a host rebooted, a link reset): its connection goes, the host keeps running.
-          if (!dropped && points.length >= 1) {
-            dropped = true;
-            for (const pid of sshdSessionTree(sshds[1])) process.kill(pid, 'SIGKILL');
-          }
-        }),
-        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
-      );
-      assert.ok(dropped);
-      assert.equal(outcome.summary.status, 'interrupted', outcome.summary.reason);
-      assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: The connection to ssh beta.* dropped mid-run/);
-      assert.ok(outcome.run.readResult<{ points: MicroPoint[] }>()!.points.length >= 1, 'the points measured before the drop are kept');
-    } finally {
-      await close();
-    }
+    const outcome = await longSweep('dropped', (points) => {
+      // Beta's sshd sessions die (a host rebooted, a link reset): its connection goes, the host keeps running.
+      if (!dropped && points.length >= 1) {
+        dropped = true;
+        for (const pid of sshdSessionTree(sshds[1])) process.kill(pid, 'SIGKILL');
+      }
+    });
+    assert.ok(dropped);
+    assert.equal(outcome.summary.status, 'interrupted', outcome.summary.reason);
+    assert.match(outcome.summary.reason ?? '', /^ssh beta.* failed: The connection to ssh beta.* dropped mid-run/);
+    assert.ok(outcome.run.readResult<{ points: MicroPoint[] }>()!.points.length >= 1, 'the points measured before the drop are kept');
   });
 
   it('Cancel mid-sweep stops the ranks on both hosts and keeps the points measured so far', async () => {
-    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON });
-    const { nodes, close } = await connect(target);
-    const workspace = join(dir, 'cancelled');
-    mkdirSync(workspace);
     const abort = new AbortController();
-    try {
-      const outcome = await runMicroPhase(
-        context(target, nodes, workspace, abort.signal, (points) => {
-          if (points.length >= 2) abort.abort();
-        }),
-        { model: 'qwen3-30b-a3b', device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: Array.from({ length: 40 }, (_, i) => i + 1), arWorldSize: 2, repeats: 5 },
-      );
-      assert.equal(outcome.summary.status, 'cancelled', outcome.summary.reason);
-      const kept = outcome.run.readResult<{ points: MicroPoint[] }>()!;
-      assert.ok(kept.points.length >= 2 && kept.points.length < 80, `${kept.points.length} points kept`);
-      assert.equal(RunFolder.open(outcome.run.dir).info.status, 'cancelled');
-    } finally {
-      await close();
-    }
+    const outcome = await longSweep(
+      'cancelled',
+      (points) => {
+        if (points.length >= 2) abort.abort();
+      },
+      abort.signal,
+    );
+    assert.equal(outcome.summary.status, 'cancelled', outcome.summary.reason);
+    const kept = outcome.run.readResult<{ points: MicroPoint[] }>()!;
+    assert.ok(kept.points.length >= 2 && kept.points.length < 80, `${kept.points.length} points kept`);
+    assert.equal(RunFolder.open(outcome.run.dir).info.status, 'cancelled');
   });
 });
