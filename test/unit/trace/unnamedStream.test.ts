@@ -38,6 +38,11 @@ async function onePass(file: string, options: TraceAnalysisOptions) {
   return { result: online.finish(base), peakKept };
 }
 
+/** The file analysed while streaming (with `options`) and the in-memory way, to be compared. */
+async function bothWays(file: string, options: TraceAnalysisOptions): Promise<{ streamed: TraceBreakdown; kept: TraceBreakdown }> {
+  return { streamed: await analyzeTraceFiles([file], options), kept: await analyzeTraceFiles([file], { mode: 'in-memory' }) };
+}
+
 /** Whether one pass cut the steps while streaming (parts) rather than keeping every kernel to the end. */
 async function cutWhileStreaming(file: string, options: TraceAnalysisOptions): Promise<boolean> {
   return 'source' in (await onePass(file, options)).result;
@@ -114,8 +119,7 @@ describe('traces that name no step, cut while streaming', function () {
     const name = file.slice(SERVERS.length + 1);
     it(`${name}: the steps of truth.json within one, as the in-memory way finds them`, async () => {
       assert.ok(await cutWhileStreaming(file, TINY), 'the steps were not cut while streaming');
-      const streamed = await analyzeTraceFiles([file], TINY);
-      const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+      const { streamed, kept } = await bothWays(file, TINY);
       const r = streamed.ranks[0];
       const m = kept.ranks[0];
       const t = TRUTH[name];
@@ -146,8 +150,7 @@ describe('traces that name no step, cut while streaming', function () {
       const file = replicate(fixture, 6);
       const options = { prefixKernels: 2000 };
       assert.ok(await cutWhileStreaming(file, options));
-      const streamed = await analyzeTraceFiles([file], options);
-      const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+      const { streamed, kept } = await bothWays(file, options);
       assert.ok(kept.ranks[0].decode.count > 100);
       assert.deepEqual(figures(streamed), figures(kept));
     });
@@ -158,8 +161,7 @@ describe('traces that name no step, cut while streaming', function () {
     const interleaved = replicate(fixture, 3, { reverseBlocks: 16 });
     const cutFile = replicate(fixture, 3, { cutAt: 0.6 });
     for (const file of [interleaved, cutFile]) {
-      const streamed = await analyzeTraceFiles([file], { prefixKernels: 2000 });
-      const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+      const { streamed, kept } = await bothWays(file, { prefixKernels: 2000 });
       assert.deepEqual(figures(streamed), figures(kept));
       if (file === cutFile) {
         assert.ok(streamed.ranks[0].truncated);
@@ -186,8 +188,7 @@ describe('traces that name no step, cut while streaming', function () {
           const { result, peakKept } = await onePass(file, options);
           assert.ok(byStart ? 'source' in result && result.source === 'gpu-annotation' : 'reread' in result, Object.keys(result).join());
           assert.ok(peakKept <= 2000);
-          const streamed = await analyzeTraceFiles([file], options);
-          const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+          const { streamed, kept } = await bothWays(file, options);
           const r = streamed.ranks[0];
           assert.equal(r.analysis, 'streaming');
           assert.equal(r.stepSource, 'gpu-annotation');
@@ -206,8 +207,7 @@ describe('traces that name no step, cut while streaming', function () {
       const interleaved = replicate(fixture, 3, { gpuNamesOnly: true, byStart, reverseBlocks: 16 });
       const cutFile = replicate(fixture, 3, { gpuNamesOnly: true, byStart, cutAt: 0.9 });
       for (const file of [interleaved, cutFile]) {
-        const streamed = await analyzeTraceFiles([file], { prefixKernels: 2000 });
-        const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+        const { streamed, kept } = await bothWays(file, { prefixKernels: 2000 });
         assert.equal(streamed.ranks[0].stepSource, 'gpu-annotation');
         assert.deepEqual(figures(streamed), figures(kept));
         if (file === cutFile) {
@@ -242,8 +242,7 @@ describe('traces that name no step, cut while streaming', function () {
     const { result, peakKept } = await onePass(file, options);
     assert.ok('source' in result && result.source === 'none');
     assert.ok(peakKept <= 8 * 500, `${peakKept} kernels kept`);
-    const streamed = await analyzeTraceFiles([file], options);
-    const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+    const { streamed, kept } = await bothWays(file, options);
     const r = streamed.ranks[0];
     assert.equal(r.analysis, 'streaming');
     assert.equal(r.stepSource, 'none');
@@ -262,8 +261,7 @@ describe('traces that name no step, cut while streaming', function () {
     const options = { prefixKernels: 500 };
     const { result } = await onePass(file, options);
     assert.ok('collected' in result);
-    const streamed = await analyzeTraceFiles([file], options);
-    const kept = await analyzeTraceFiles([file], { mode: 'in-memory' });
+    const { streamed, kept } = await bothWays(file, options);
     assert.equal(streamed.ranks[0].stepSource, 'none');
     assert.deepEqual(figures(streamed), figures(kept));
   });
