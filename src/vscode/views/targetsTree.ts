@@ -20,8 +20,8 @@ export type TreeNode =
   | { kind: 'run'; run: RunSummary }
   | { kind: 'problem'; message: string };
 
-/** The row's id: its tree item's id, and the key its object is kept by. */
-function nodeId(node: TreeNode): string {
+/** The row's id: its tree item's id, and the key its object is kept by (problems have neither). */
+function nodeId(node: Exclude<TreeNode, { kind: 'problem' }>): string {
   switch (node.kind) {
     case 'target':
     case 'state':
@@ -34,8 +34,6 @@ function nodeId(node: TreeNode): string {
       return 'runsRoot';
     case 'run':
       return `run:${node.run.id}`;
-    case 'problem':
-      return `problem:${node.message}`;
   }
 }
 
@@ -96,14 +94,14 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         live.set(run.id, run);
         timer ??= setTimeout(() => {
           timer = undefined;
-          const rows = [...live.values()].map((r) => {
-            const row = this.shown.get(`run:${r.id}`);
-            if (row?.kind === 'run') row.run = r;
-            return row;
+          const ids = [...live.values()].map((run) => {
+            const id = nodeId({ kind: 'run', run });
+            const row = this.shown.get(id);
+            if (row?.kind === 'run') row.run = run;
+            return id;
           });
           live.clear();
-          if (rows.every((row) => row !== undefined)) this.changed.fire(rows as TreeNode[]);
-          else this.refresh(); // a run not listed yet
+          this.refreshRows(ids);
         }, 500);
       }),
     );
@@ -116,7 +114,12 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
   }
 
   private refreshTargets(targets: Target[]): void {
-    const rows = targets.map((t) => this.shown.get(`target:${t.name}`));
+    this.refreshRows(targets.map((target) => nodeId({ kind: 'target', target })));
+  }
+
+  /** These rows (with their children), or the whole tree if one of them is not shown yet (a run just started). */
+  private refreshRows(ids: string[]): void {
+    const rows = ids.map((id) => this.shown.get(id));
     if (!rows.length) return;
     if (rows.every((row) => row !== undefined)) this.changed.fire(rows as TreeNode[]);
     else this.refresh();
