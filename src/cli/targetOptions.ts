@@ -3,8 +3,9 @@ import { UsageError } from './command';
 import { stderrLogger } from './cliLogger';
 import { FindingsFile, findingsFlagPath } from './findingsFile';
 import { onStopSignals } from './stopSignals';
-import { nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
-import { clusterNodes, DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';
+import { connectClusterNodes, nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
+import { RunnablePhase } from '../core/campaign/phaseRunner';
+import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';
 import { NodeConnection } from '../core/phases/collectives';
 import { Logger } from '../core/log';
 import { bundledAgentPath, deployAgent, DeployedAgent } from '../remote/agentDeploy';
@@ -123,7 +124,7 @@ export interface OpenedTarget {
  * a key's passphrase asked on the terminal), deploys the agent, and turns Ctrl-C, SIGTERM and SIGHUP
  * into stopping the run, with `stopping` printed so the user knows what is kept.
  */
-export async function openCliTarget(v: TargetFlags, stopping: string): Promise<OpenedTarget> {
+export async function openCliTarget(v: TargetFlags, phase: RunnablePhase, stopping: string): Promise<OpenedTarget> {
   const target = cliTarget(v);
   const log = stderrLogger(v.verbose);
   const workspace = resolve(v.workspace ?? '.');
@@ -152,17 +153,12 @@ export async function openCliTarget(v: TargetFlags, stopping: string): Promise<O
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);
     const findings = findingsPath ? new FindingsFile(findingsPath, log) : undefined;
     const apiKey = v['api-key'] || process.env.INFBENCH_API_KEY || process.env.OPENAI_API_KEY || undefined;
-    let nodes: NodeConnection[] | undefined;
-    if (target.nodes) {
-      // Every host of a cluster up front: a wrong key or host key on any of them is said before work starts.
-      const [head, ...rest] = clusterNodes(target);
-      nodes = [{ target: head, transport, agent }];
-      for (const node of rest) {
-        const t = await openTransport({ ...node, configFile: v['ssh-config'] }, hooks);
-        others.push(t);
-        nodes.push({ target: node, transport: t, agent: await deployAgent(t, bundledAgentPath(), node.python) });
-      }
-    }
+    // Every host the phase works on, up front: a wrong key or host key on any of them is said before work starts.
+    const nodes = await connectClusterNodes(target, phase, { transport, agent }, async (node) => {
+      const t = await openTransport({ ...node, configFile: v['ssh-config'] }, hooks);
+      others.push(t);
+      return { transport: t, agent: await deployAgent(t, bundledAgentPath(), node.python) };
+    });
     return { target, transport, agent, workspace, log, findings, signal: abort.signal, apiKey, nodes, close };
   } catch (err) {
     await close();

@@ -88,7 +88,7 @@ export const macroCommand: CliCommand = {
     const v = parsed.values;
     const options = macroOptionsFromFlags(v);
 
-    const opened = await openCliTarget(v, 'Stopping: the levels finished so far are kept…');
+    const opened = await openCliTarget(v, 'macro', 'Stopping: the levels finished so far are kept…');
     try {
       let printed = 0;
       const ctx = cliPhaseContext(opened, (run) => {

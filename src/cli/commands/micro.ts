@@ -104,7 +104,7 @@ export const microCommand: CliCommand = {
     };
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
 
-    const opened = await openCliTarget(v, 'Stopping: the points measured so far are kept…');
+    const opened = await openCliTarget(v, 'micro', 'Stopping: the points measured so far are kept…');
     try {
       let printed = 0;
       const ctx = cliPhaseContext(opened, (run) => {

@@ -23,7 +23,7 @@ export const probeCommand: CliCommand = {
       strict: true,
     });
     const v = parsed.values;
-    const opened = await openCliTarget(v, 'Stopping the probe…');
+    const opened = await openCliTarget(v, 'probe', 'Stopping the probe…');
     try {
       const outcomes = await runClusterProbe(cliPhaseContext(opened), { timeoutS: v.timeout ? Number(v.timeout) : undefined });
       const failed = outcomes.filter((o) => !o.result);

@@ -66,7 +66,7 @@ export const profileCommand: CliCommand = {
       stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
-    const opened = await openCliTarget(v, 'Stopping the profile run…');
+    const opened = await openCliTarget(v, 'profile', 'Stopping the profile run…');
     try {
       const outcome = await runProfilePhase(cliPhaseContext(opened), options);
       const b = outcome.breakdown;

@@ -1,4 +1,4 @@
-import { Target } from '../config/target';
+import { clusterNodes, isCluster, Target } from '../config/target';
 import { Logger } from '../log';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
@@ -47,3 +47,23 @@ export interface PhaseContext {
 }
 
 export const nullSink: ResultSink = { runChanged() {}, findings() {} };
+
+/**
+ * A cluster's hosts for a phase's context, the head (already connected) first and every other host
+ * connected through `connect`, one after the other; undefined for one host. Macro needs no other
+ * host (the server is reached from the head), so none is connected for it. The CLI and the
+ * extension both build `nodes` here, so a target means the same to both: a `nodes` list naming one
+ * host is that one host, as isCluster says.
+ */
+export async function connectClusterNodes(
+  target: Target,
+  phase: string,
+  head: Omit<NodeConnection, 'target'>,
+  connect: (node: Target) => Promise<Omit<NodeConnection, 'target'>>,
+): Promise<NodeConnection[] | undefined> {
+  if (!isCluster(target) || phase === 'macro') return undefined;
+  const [first, ...rest] = clusterNodes(target);
+  const nodes: NodeConnection[] = [{ target: first, transport: head.transport, agent: head.agent }];
+  for (const node of rest) nodes.push({ target: node, ...(await connect(node)) });
+  return nodes;
+}

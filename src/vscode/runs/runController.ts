@@ -1,15 +1,14 @@
 import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
-import { FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
+import { connectClusterNodes, FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
 import { inExtensionWords } from './extensionWords';
-import { clusterNodes, Target } from '../../core/config/target';
+import { Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
 import { Connection, Connector } from '../../core/campaign/connection';
-import { NodeConnection } from '../../core/phases/collectives';
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
@@ -159,19 +158,12 @@ export class RunController extends Disposable implements RunsSource {
           // A cluster's other hosts, for the phases that work on every host (probe, micro's collectives, each host's traces).
           const others: Connection[] = [];
           try {
-            const [head, ...rest] = clusterNodes(target);
-            if (rest.length && runner.phase !== 'macro') {
-              for (const node of rest) {
-                progress.report({ message: `connecting to ${node.host}…` });
-                others.push(await this.connect(node, active.abort.signal));
-              }
-            }
-            const nodes: NodeConnection[] | undefined = others.length
-              ? [
-                  { target: head, transport: connection.transport, agent: connection.agent },
-                  ...others.map((c, i) => ({ target: rest[i], transport: c.transport, agent: c.agent })),
-                ]
-              : undefined;
+            const nodes = await connectClusterNodes(target, runner.phase, connection, async (node) => {
+              progress.report({ message: `connecting to ${node.host}…` });
+              const other = await this.connect(node, active.abort.signal);
+              others.push(other);
+              return { transport: other.transport, agent: other.agent };
+            });
             const sink: ResultSink = {
               runChanged: (incoming) => {
                 // The core says what to do in the CLI's words (--url); here it is the target's settings.

@@ -1,5 +1,8 @@
 import * as assert from 'node:assert/strict';
-import { clusterNodes, describeTarget, isCluster, parseTarget, SettingsError } from '../../../src/core/config/target';
+import { connectClusterNodes } from '../../../src/core/campaign/phaseContext';
+import { clusterNodes, describeTarget, isCluster, parseTarget, SettingsError, Target } from '../../../src/core/config/target';
+import { DeployedAgent } from '../../../src/remote/agentDeploy';
+import { Transport } from '../../../src/remote/transport';
 
 describe('target settings', () => {
   it('reads an SSH alias with defaults for the server URL and interpreter', () => {
@@ -79,5 +82,52 @@ describe('cluster targets', () => {
     assert.throws(() => parseTarget({ name: 'c', nodes: ['a'], host: 'b' }), /not also "host"/);
     assert.throws(() => parseTarget({ name: 'c', nodes: ['a'], kind: 'local' }), /cluster of SSH hosts/);
     assert.throws(() => parseTarget({ name: 'c', nodes: ['a'], port: 22 }), /each node's "port"/);
+  });
+
+  describe("a phase's cluster connections (the CLI and the extension build them alike)", () => {
+    // Stand-ins for what the connection layer hands back: only their identity matters here.
+    const connection = (host: string) => ({ transport: { host } as unknown as Transport, agent: { host } as unknown as DeployedAgent });
+    const connectAll = async (t: Target, phase: string) => {
+      const asked: string[] = [];
+      const nodes = await connectClusterNodes(t, phase, connection(t.host ?? ''), async (node) => {
+        asked.push(node.host!);
+        return connection(node.host!);
+      });
+      return { asked, nodes };
+    };
+
+    it('connects every other host of a cluster in order, the head first with its own connection', async () => {
+      const t = parseTarget({ name: 'k2', nodes: ['node-a', 'node-b', 'node-c'] });
+      const { asked, nodes } = await connectAll(t, 'micro');
+      assert.deepEqual(asked, ['node-b', 'node-c']);
+      assert.deepEqual(
+        nodes?.map((n) => [n.target.name, (n.transport as unknown as { host: string }).host]),
+        [
+          ['k2', 'node-a'],
+          ['k2/node-b', 'node-b'],
+          ['k2/node-c', 'node-c'],
+        ],
+      );
+    });
+
+    it('connects no other host for the macro phase, for one host, or for a "nodes" list naming one host', async () => {
+      const cluster = parseTarget({ name: 'k2', nodes: ['node-a', 'node-b'] });
+      assert.deepEqual(await connectAll(cluster, 'macro'), { asked: [], nodes: undefined });
+      assert.deepEqual(await connectAll(parseTarget({ name: 'b6000', host: 'gpu-box' }), 'profile'), { asked: [], nodes: undefined });
+      assert.deepEqual(await connectAll(parseTarget({ name: 'one', nodes: ['node-a'] }), 'probe'), { asked: [], nodes: undefined });
+    });
+
+    it('stops at the first host that cannot be reached, saying which', async () => {
+      const t = parseTarget({ name: 'k2', nodes: ['node-a', 'node-b', 'node-c'] });
+      const asked: string[] = [];
+      await assert.rejects(
+        connectClusterNodes(t, 'probe', connection('node-a'), async (node) => {
+          asked.push(node.host!);
+          throw new Error(`${node.host}: Permission denied (publickey)`);
+        }),
+        /node-b: Permission denied/,
+      );
+      assert.deepEqual(asked, ['node-b']);
+    });
   });
 });
