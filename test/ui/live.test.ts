@@ -43,6 +43,30 @@ async function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Prom
   );
 }
 
+/** The webview (the findings preview) showing a heading with this text. */
+async function frameWithHeading(page: Page, text: string, timeoutMs = 30_000): Promise<Frame> {
+  return poll(
+    `a heading "${text}" in a webview`,
+    async () => {
+      for (const f of page.frames()) {
+        try {
+          if (await f.locator('h1, h2, h3').filter({ hasText: text }).count()) return f;
+        } catch {
+          // a frame that went away while we looked
+        }
+      }
+      return undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** How many requests the server has finished, from its Prometheus counter (vllm:request_success_total). */
+async function requestsServed(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
 /** Mean brightness (0..255) of a canvas's corner, where the chart paints the theme's background. */
 function canvasBackground(frame: Frame): Promise<number> {
   return frame
@@ -147,19 +171,42 @@ describe('live results in code-server (UI)', function () {
     // The server's kind and release as the probe found them, and the URL on the target's row.
     await wb.page.getByRole('treeitem', { name: /^connected · vLLM \d+\.\d+\.\d+ \(simulator\), moonshotai\/Kimi-K2\.5/ }).waitFor();
     await wb.page.getByRole('treeitem', { name: new RegExp(`^${TARGET}, ${TARGET} · ${sim.url.replace(/[.]/g, '\\.')}$`) }).waitFor();
+    // The probe fills in the findings document's environment section, and its preview shows it.
+    // Waiting for that also lets the preview finish loading before the next step covers its tab: a
+    // webview hidden while it loads its scripts leaves VS Code's webview service worker answering
+    // for it until that worker's 30 s timeout (resolveTimeout in webview/browser/pre/service-worker.js),
+    // and the next webview to open, the results, waits for the worker all that time.
+    await frameWithHeading(wb.page, `Environment: ${TARGET}`);
     await wb.screenshot('live-sidebar-probed-dark');
   });
 
   it('runs the macro phase from the palette and the chart gains points while the run goes', async () => {
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.answer(/Single stream, then a concurrency sweep/);
-    const view = await webviewFrame(wb.page, 'Inference Bench Results');
-    await view
-      .locator('#run-status')
-      .getByText(/running/)
-      .waitFor({ timeout: 60_000 });
+    // The sweep takes seconds, and how long the results view takes to load is the workbench's. To see
+    // points arrive while the run goes whatever that takes, the server is held still (SIGSTOP, as a
+    // stalled server is) once the run has points, until the view shows them. Its first two requests
+    // are the warm-up, which the run discards; it hands on its points at most once a second, when a
+    // request finishes (LIVE_UPDATE_MS in src/core/phases/macro.ts): so once a request has finished
+    // more than a second after the warm-up, the points before it have been handed on.
+    await poll('the warm-up requests answered', async () => ((await requestsServed(sim.url)) >= 2 ? true : undefined), 60_000);
+    await new Promise((r) => setTimeout(r, 1200));
+    const servedThen = await requestsServed(sim.url);
+    await poll('a request answered a second after the warm-up', async () => ((await requestsServed(sim.url)) > servedThen ? true : undefined), 60_000);
+    sim.process.kill('SIGSTOP');
+    let view: Frame;
+    let first: number;
     const points = async () => Number((await view.locator('body').getAttribute('data-points')) ?? 0);
-    const first = await poll('the first points', async () => ((await points()) > 0 ? points() : undefined), 60_000);
+    try {
+      view = await webviewFrame(wb.page, 'Inference Bench Results');
+      await view
+        .locator('#run-status')
+        .getByText(/running/)
+        .waitFor();
+      first = await poll('the points measured before the server stalled', async () => ((await points()) > 0 ? points() : undefined));
+    } finally {
+      sim.process.kill('SIGCONT');
+    }
     const later = await poll(
       'more points while the run goes',
       async () => {
@@ -209,26 +256,7 @@ describe('live results in code-server (UI)', function () {
   it('shows the findings document rendered beside its text, its result tables as tables', async () => {
     // The preview shares the results' column (as a tab beside them), next to the text's column.
     await previewTab().click();
-    const preview = await poll(
-      'the macro table in the findings preview',
-      async () => {
-        for (const f of wb.page.frames()) {
-          try {
-            if (
-              await f
-                .locator('h3, h2')
-                .filter({ hasText: `Serving benchmark — ${TARGET}` })
-                .count()
-            )
-              return f;
-          } catch {
-            // a frame that went away while we looked
-          }
-        }
-        return undefined;
-      },
-      30_000,
-    );
+    const preview = await frameWithHeading(wb.page, `Serving benchmark — ${TARGET}`);
     // The levels table as a table: its header cells and a row per level, not pipes wrapped over lines.
     const table = preview
       .locator('table')

@@ -73,7 +73,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
    * Creates the document with its skeleton if it does not exist, and shows it in the first editor
    * column, beside the results. With probe information the campaign header is filled in.
    */
-  async ensureOpen(probe?: ProbeInfo, options: { focus?: boolean } = {}): Promise<vscode.TextEditor> {
+  async ensureOpen(probe?: ProbeInfo, options: { focus?: boolean; preview?: boolean } = {}): Promise<vscode.TextEditor> {
     const file = this.path();
     if (createSkeletonIfAbsent(file, probe)) this.log.info(`Created the findings document ${file}`);
     const uri = vscode.Uri.file(file);
@@ -82,9 +82,13 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
       shown && !options.focus
         ? shown
         : await vscode.window.showTextDocument(uri, { viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One, preserveFocus: !options.focus, preview: false });
-    if (this.options.previewBeside?.()) await this.showPreview(uri, editor.viewColumn ?? vscode.ViewColumn.One);
+    if (options.preview !== false) await this.showPreviewOf(editor);
     if (probe) await this.update(campaignUpdate(probe));
     return editor;
+  }
+
+  private async showPreviewOf(editor: vscode.TextEditor): Promise<void> {
+    if (this.options.previewBeside?.()) await this.showPreview(editor.document.uri, editor.viewColumn ?? vscode.ViewColumn.One);
   }
 
   /**
@@ -121,15 +125,28 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
    * is in the document.
    */
   update(update: FindingsUpdate): Promise<void> {
+    const landed = this.queue(update);
     // A run's first update brings the document into view beside the results; a user who closes
     // it mid-run is not pestered again until the next run (and its updates then go to disk).
     if (!this.latestTables.has(update.sectionId) && (this.options.showOnNewRun ?? true)) {
-      this.ensureOpen().catch((err: unknown) => this.log.warn(`Could not show the findings document: ${err instanceof Error ? err.message : String(err)}`));
+      // The text at once, its preview once this update is in the document: the preview then renders
+      // it from the start. An edit that reaches a preview still loading its page can be lost to it
+      // (the Markdown extension posts `updateContent` to its webview, extensions/markdown-language-
+      // features/src/preview/preview.ts), leaving it a section behind until the next edit.
+      const warn = (err: unknown) => this.log.warn(`Could not show the findings document: ${err instanceof Error ? err.message : String(err)}`);
+      void Promise.all([this.ensureOpen(undefined, { preview: false }), landed.catch(() => undefined)])
+        .then(([shown]) => this.showPreviewOf(shown))
+        .catch(warn);
     }
     this.latestTables.set(
       update.sectionId,
       update.tables.map((table) => ({ label: table.title || update.heading, detail: `${update.heading} · ${update.sectionId}`, table })),
     );
+    return landed;
+  }
+
+  /** update()'s batching: sections gathered for batchMs, then written in one flush. */
+  private queue(update: FindingsUpdate): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const entry = this.pending.get(update.sectionId);
       if (entry) {

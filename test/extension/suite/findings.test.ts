@@ -200,6 +200,30 @@ describe('the findings document in the editor', () => {
     assert.ok(regionContent(text, profileUpdate().sectionId).includes('all-reduce'));
   });
 
+  it("a run's first update shows the document, and its preview opens with the update already in it", async () => {
+    const shown = new FindingsEditor(() => file, silentLogger, { previewBeside: () => true });
+    try {
+      // What the document held when the preview's tab appeared: the preview renders that first.
+      const seen = new Promise<string>((resolve) => {
+        const listening = vscode.window.tabGroups.onDidChangeTabs(async (e) => {
+          const preview = e.opened.find((t) => t.input instanceof vscode.TabInputCustom && t.input.viewType === 'vscode.markdown.preview.editor');
+          if (!preview) return;
+          listening.dispose();
+          resolve((await vscode.workspace.openTextDocument(vscode.Uri.file(file))).getText());
+        });
+      });
+      const update = macroUpdate(4);
+      await shown.update(update);
+      const textAtPreview = await seen;
+      assert.ok(textAtPreview.includes(update.heading), `the preview opened before "${update.heading}" was in the document`);
+      const text = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === file);
+      assert.ok(text, 'the text of the document is shown too');
+      assert.equal(text.viewColumn, vscode.ViewColumn.One);
+    } finally {
+      shown.dispose();
+    }
+  });
+
   it('Insert Result Here puts a chosen table at the cursor', async () => {
     // The extension's own instance reads the tables back from the configured findings document.
     const configured = join(workspaceFolder(), 'k25b6000bench1.md');
