@@ -129,12 +129,14 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     // A run's first update brings the document into view beside the results; a user who closes
     // it mid-run is not pestered again until the next run (and its updates then go to disk).
     if (!this.latestTables.has(update.sectionId) && (this.options.showOnNewRun ?? true)) {
-      // The text at once, its preview once this update is in the document: the preview then renders
-      // it from the start. An edit that reaches a preview still loading its page can be lost to it
-      // (the Markdown extension posts `updateContent` to its webview, extensions/markdown-language-
-      // features/src/preview/preview.ts), leaving it a section behind until the next edit.
+      // The text at once, its preview once the batch that carries this update is in the document
+      // (a probe sends two sections at once): the preview then renders them from the start. An edit
+      // that reaches a preview still loading its page can be lost to it (the Markdown extension posts
+      // `updateContent` to its webview, extensions/markdown-language-features/src/preview/preview.ts),
+      // leaving it a section behind until the next edit.
       const warn = (err: unknown) => this.log.warn(`Could not show the findings document: ${err instanceof Error ? err.message : String(err)}`);
-      void Promise.all([this.ensureOpen(undefined, { preview: false }), landed.catch(() => undefined)])
+      const batchWritten = landed.catch(() => undefined).then(() => this.chain);
+      void Promise.all([this.ensureOpen(undefined, { preview: false }), batchWritten])
         .then(([shown]) => this.showPreviewOf(shown))
         .catch(warn);
     }

@@ -200,7 +200,7 @@ describe('the findings document in the editor', () => {
     assert.ok(regionContent(text, profileUpdate().sectionId).includes('all-reduce'));
   });
 
-  it("a run's first update shows the document, and its preview opens with the update already in it", async () => {
+  it("a run's first updates show the document, and its preview opens with them already in it", async () => {
     const shown = new FindingsEditor(() => file, silentLogger, { previewBeside: () => true });
     try {
       // What the document held when the preview's tab appeared: the preview renders that first.
@@ -212,10 +212,11 @@ describe('the findings document in the editor', () => {
           resolve((await vscode.workspace.openTextDocument(vscode.Uri.file(file))).getText());
         });
       });
-      const update = macroUpdate(4);
-      await shown.update(update);
+      // Two sections at once, as a probe sends its header and its environment.
+      const updates = [macroUpdate(4), profileUpdate()];
+      await Promise.all(updates.map((u) => shown.update(u)));
       const textAtPreview = await seen;
-      assert.ok(textAtPreview.includes(update.heading), `the preview opened before "${update.heading}" was in the document`);
+      for (const u of updates) assert.ok(textAtPreview.includes(u.heading), `the preview opened before "${u.heading}" was in the document`);
       const text = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === file);
       assert.ok(text, 'the text of the document is shown too');
       assert.equal(text.viewColumn, vscode.ViewColumn.One);
