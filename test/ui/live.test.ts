@@ -172,10 +172,10 @@ describe('live results in code-server (UI)', function () {
     await wb.page.getByRole('treeitem', { name: /^connected · vLLM \d+\.\d+\.\d+ \(simulator\), moonshotai\/Kimi-K2\.5/ }).waitFor();
     await wb.page.getByRole('treeitem', { name: new RegExp(`^${TARGET}, ${TARGET} · ${sim.url.replace(/[.]/g, '\\.')}$`) }).waitFor();
     // The probe fills in the findings document's environment section, and its preview shows it.
-    // Waiting for that also lets the preview finish loading before the next step covers its tab: a
-    // webview hidden while it loads its scripts leaves VS Code's webview service worker answering
-    // for it until that worker's 30 s timeout (resolveTimeout in webview/browser/pre/service-worker.js),
-    // and the next webview to open, the results, waits for the worker all that time.
+    // Waiting for that also lets the preview finish loading before the next step covers its tab: the
+    // results view took 18 s (and once over 30 s) to load when it covered a preview still loading,
+    // likely VS Code's webview service worker waiting on the covered page's requests (its 30 s
+    // resolveTimeout, webview/browser/pre/service-worker.js) before the next webview's worker can start.
     await frameWithHeading(wb.page, `Environment: ${TARGET}`);
     await wb.screenshot('live-sidebar-probed-dark');
   });
