@@ -368,6 +368,8 @@ class ReadsBeforeParsing(unittest.TestCase):
         )
         response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + sse + b"0\r\n\r\n"
         conns = []
+        # Set once both responses are sent: over loopback they are then in the client's receive buffers.
+        sent = threading.Event()
 
         def serve():
             for _ in range(2):
@@ -376,6 +378,7 @@ class ReadsBeforeParsing(unittest.TestCase):
                 conns.append(c)
             for c in conns:
                 c.sendall(response)
+            sent.set()
 
         threading.Thread(target=serve, daemon=True).start()
         records = []
@@ -389,11 +392,13 @@ class ReadsBeforeParsing(unittest.TestCase):
         try:
             engine.start({"id": 0}, b"{}")
             engine.start({"id": 1}, b"{}")
-            # Both responses are on the wire before the first poll that reads them.
+            # Both responses are on the wire before the first poll that reads them. The server thread
+            # sends them only after both requests came in; waiting for it to say so, not a fixed sleep,
+            # because on a busy machine that thread may not run for a while.
             deadline = time.monotonic() + 5
             while len(conns) < 2 and time.monotonic() < deadline:
                 engine.poll(0.001)
-            time.sleep(0.2)
+            self.assertTrue(sent.wait(5), "the test server did not send its responses")
             while len(records) < 2 and time.monotonic() < deadline:
                 engine.poll(0.05)
         finally:
