@@ -3,6 +3,7 @@ import { Logger } from '../log';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { NodeConnection } from '../phases/collectives';
+import type { RunnablePhase } from './phaseRunner';
 import { RunSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 
@@ -57,7 +58,7 @@ export const nullSink: ResultSink = { runChanged() {}, findings() {} };
  */
 export async function connectClusterNodes(
   target: Target,
-  phase: string,
+  phase: RunnablePhase,
   head: Omit<NodeConnection, 'target'>,
   connect: (node: Target) => Promise<Omit<NodeConnection, 'target'>>,
 ): Promise<NodeConnection[] | undefined> {

@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { connectClusterNodes } from '../../../src/core/campaign/phaseContext';
+import { RunnablePhase } from '../../../src/core/campaign/phaseRunner';
 import { clusterNodes, describeTarget, isCluster, parseTarget, SettingsError, Target } from '../../../src/core/config/target';
 import { DeployedAgent } from '../../../src/remote/agentDeploy';
 import { Transport } from '../../../src/remote/transport';
@@ -87,7 +88,7 @@ describe('cluster targets', () => {
   describe("a phase's cluster connections (the CLI and the extension build them alike)", () => {
     // Stand-ins for what the connection layer hands back: only their identity matters here.
     const connection = (host: string) => ({ transport: { host } as unknown as Transport, agent: { host } as unknown as DeployedAgent });
-    const connectAll = async (t: Target, phase: string) => {
+    const connectAll = async (t: Target, phase: RunnablePhase) => {
       const asked: string[] = [];
       const nodes = await connectClusterNodes(t, phase, connection(t.host ?? ''), async (node) => {
         asked.push(node.host!);
