@@ -25,14 +25,14 @@ const outDir = join(repoRoot, 'test-output', 'ui');
 const TARGET = 'gpu-box';
 const TRACE = 'llama_cudagraph_decode.pt.trace.json.gz';
 
-/** The inner document of the webview whose <title> is `title` (the results panel and the kernel view both live in iframes). */
-async function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Promise<Frame> {
+/** The first frame for which `matches` holds, looked for until `timeoutMs`; frames come and go as webviews load. */
+async function frameWhere(page: Page, what: string, matches: (f: Frame) => Promise<boolean>, timeoutMs = 30_000): Promise<Frame> {
   return poll(
-    `the "${title}" webview`,
+    what,
     async () => {
       for (const f of page.frames()) {
         try {
-          if ((await f.title()) === title && (await f.locator('#app').count())) return f;
+          if (await matches(f)) return f;
         } catch {
           // a frame that went away while we looked
         }
@@ -43,22 +43,14 @@ async function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Prom
   );
 }
 
+/** The inner document of the webview whose <title> is `title` (the results panel and the kernel view both live in iframes). */
+function webviewFrame(page: Page, title: string, timeoutMs = 30_000): Promise<Frame> {
+  return frameWhere(page, `the "${title}" webview`, async (f) => (await f.title()) === title && (await f.locator('#app').count()) > 0, timeoutMs);
+}
+
 /** The webview (the findings preview) showing a heading with this text. */
-async function frameWithHeading(page: Page, text: string, timeoutMs = 30_000): Promise<Frame> {
-  return poll(
-    `a heading "${text}" in a webview`,
-    async () => {
-      for (const f of page.frames()) {
-        try {
-          if (await f.locator('h1, h2, h3').filter({ hasText: text }).count()) return f;
-        } catch {
-          // a frame that went away while we looked
-        }
-      }
-      return undefined;
-    },
-    timeoutMs,
-  );
+function frameWithHeading(page: Page, text: string): Promise<Frame> {
+  return frameWhere(page, `a heading "${text}" in a webview`, async (f) => (await f.locator('h1, h2, h3').filter({ hasText: text }).count()) > 0);
 }
 
 /** How many requests the server has finished, from its Prometheus counter (vllm:request_success_total). */
