@@ -13,7 +13,7 @@ import { SshHooks } from '../../src/remote/ssh/connection';
 import { SshError } from '../../src/remote/ssh/errors';
 import { fingerprint } from '../../src/remote/ssh/knownHosts';
 import { execText, Transport, TransportState } from '../../src/remote/transport';
-import { freePort, KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { connectionsTo, freePort, KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 
@@ -336,6 +336,35 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     assert.equal(states[states.lastIndexOf('reconnecting') + 1], 'connected');
     assert.deepEqual(pgrep(marker), [], 'the cut-off agent was killed after the reconnect');
     assert.equal((await execText(t, ['echo', 'back'])).stdout, 'back\n');
+  });
+
+  it('close() while the connection is coming back leaves no session on the host, even when that attempt then succeeds', async () => {
+    const states: TransportState[] = [];
+    const c = client('close-reconnecting', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const t = await connect(c.configFile, { onStateChange: (s) => states.push(s) });
+    assert.equal((await execText(t, ['echo', 'up'])).stdout, 'up\n');
+    const listener = sshd.process.pid!;
+    // A stopped listener leaves new connections in the kernel's backlog: the reconnect's dial is then
+    // under way (its TCP connection established) but cannot finish until the listener goes on.
+    process.kill(listener, 'SIGSTOP');
+    let closedAt = -1;
+    try {
+      for (const pid of sshdSessionTree(sshd)) process.kill(pid, 'SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while (!(states.includes('reconnecting') && connectionsTo(sshd.port) === 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(states.includes('reconnecting'), `states: ${states.join(', ')}`);
+      assert.equal(connectionsTo(sshd.port), 1, 'the reconnect never dialled');
+      closedAt = states.length;
+      await t.close();
+    } finally {
+      process.kill(listener, 'SIGCONT');
+    }
+    // The attempt now logs in; what it opened must be ended, not kept as the connection.
+    const deadline = Date.now() + 10_000;
+    while ((connectionsTo(sshd.port) > 0 || sshdSessionTree(sshd).length > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(connectionsTo(sshd.port), 0, 'a connection to the host outlived close()');
+    assert.deepEqual(sshdSessionTree(sshd), [], 'an sshd session outlived close()');
+    assert.deepEqual(states.slice(closedAt), ['disconnected'], 'states after close()');
   });
 });
 

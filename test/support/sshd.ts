@@ -157,3 +157,14 @@ export function sshdSessionTree(server: Sshd): number[] {
   walk(server.process.pid!);
   return out;
 }
+
+/**
+ * How many client ends of established TCP connections lead to this port on loopback (read from
+ * /proc/net/tcp: state 01 is ESTABLISHED). A connection the kernel accepted into a stopped listener's
+ * backlog counts too, before sshd has said a word on it.
+ */
+export function connectionsTo(port: number): number {
+  const rows = readFileSync('/proc/net/tcp', 'utf8').trim().split('\n').slice(1);
+  const wanted = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return rows.map((row) => row.trim().split(/\s+/)).filter(([, , remote, state]) => remote.endsWith(wanted) && state === '01').length;
+}

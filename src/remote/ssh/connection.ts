@@ -89,7 +89,7 @@ export class SshConnection extends EventEmitter {
 
   /** The connected client, connecting first if needed; concurrent callers share one attempt. */
   connect(): Promise<Client> {
-    if (this.closed) return Promise.reject(new SshError('unreachable', `The connection to ${this.endpoint.host} was closed.`, this.endpoint.host));
+    if (this.closed) return Promise.reject(this.closedError());
     if (this.client) return Promise.resolve(this.client);
     if (!this.pending) {
       const reconnecting = this.stateValue === 'reconnecting';
@@ -97,6 +97,13 @@ export class SshConnection extends EventEmitter {
       this.pending = this.connectChain().then(
         (client) => {
           this.pending = undefined;
+          if (this.closed) {
+            // close() came while this attempt (a first connect or a reconnect) was under way: nothing
+            // may outlive it, or a session to the host stays open after the run has ended.
+            client.end();
+            for (const hop of this.hops.splice(0)) hop.end();
+            throw this.closedError();
+          }
           this.client = client;
           this.setState('connected');
           client.on('close', () => this.onDropped(client));
@@ -104,12 +111,16 @@ export class SshConnection extends EventEmitter {
         },
         (err: unknown) => {
           this.pending = undefined;
-          if (!reconnecting) this.setState('failed', err instanceof Error ? err.message : String(err));
+          if (!reconnecting && !this.closed) this.setState('failed', err instanceof Error ? err.message : String(err));
           throw err;
         },
       );
     }
     return this.pending;
+  }
+
+  private closedError(): SshError {
+    return new SshError('unreachable', `The connection to ${this.endpoint.host} was closed.`, this.endpoint.host);
   }
 
   /** One SFTP session per connection, opened on first use. */
@@ -184,6 +195,7 @@ export class SshConnection extends EventEmitter {
         await this.connect();
         return;
       } catch (err) {
+        if (this.closed) return; // closed while this attempt was under way: nothing to report
         const retryable = err instanceof SshError && err.retryable;
         this.hooks.log?.('warn', `${this.label}: reconnect attempt ${attempt + 1} failed: ${err instanceof Error ? err.message : String(err)}`);
         if (!retryable) {
