@@ -63,6 +63,7 @@ export class Workbench {
   /** F1, the command's title, Enter: the command palette as users run it. */
   async runCommand(title: string): Promise<void> {
     await this.page.keyboard.press('Escape');
+    await this.webviewFocusLanded();
     await this.page.keyboard.press('F1');
     await this.inputBox.waitFor();
     await this.page.keyboard.type(title);
@@ -73,8 +74,43 @@ export class Workbench {
       const focused = this.quickInput.locator('.monaco-list-row.focused');
       const label = (await focused.count()) ? await focused.first().getAttribute('aria-label') : null;
       return label && wanted.test(label) ? true : undefined;
+    }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; the palette shows: ${await this.describeQuickInput()}`);
     });
     await this.page.keyboard.press('Enter');
+  }
+
+  /**
+   * When focus has just gone back to a webview (a quick input closing returns it to the element that
+   * had it), VS Code passes it on to the webview's page a moment later: a 50 ms delayer, then a 'focus'
+   * message to the webview's own frame (src/vs/workbench/contrib/webview/browser/webviewElement.ts,
+   * _doFocus; pre/index.html, onMessage('focus')). A palette opened before that message lands loses
+   * focus to it and closes, with what was typed going into the webview. A person is slower than that
+   * window; a test waits for the webview's page to hold focus, as it then does for good.
+   */
+  async webviewFocusLanded(): Promise<void> {
+    const index = await this.page.evaluate<number>(`[...document.querySelectorAll('iframe.webview')].indexOf(document.activeElement)`);
+    if (index < 0) return;
+    const outer = await (await this.page.locator('iframe.webview').nth(index).elementHandle())?.contentFrame();
+    const inner = await (await outer?.$('#active-frame'))?.contentFrame();
+    if (!inner) return; // a webview with no page loaded yet has nothing to pass focus to
+    await poll("focus to land in the webview's page", async () => ((await inner.evaluate<boolean>('document.hasFocus()')) ? true : undefined));
+  }
+
+  /** What the quick input holds and where focus is, for a failure's message. */
+  async describeQuickInput(): Promise<string> {
+    // A string, evaluated in the page: this project's type checking has no DOM library.
+    return this.page.evaluate<string>(`(() => {
+      const widget = document.querySelector('.quick-input-widget');
+      const row = widget?.querySelector('.monaco-list-row.focused');
+      const active = document.activeElement;
+      return JSON.stringify({
+        visible: !!widget && widget.offsetParent !== null,
+        value: widget?.querySelector('input')?.value ?? null,
+        highlighted: row?.getAttribute('aria-label') ?? null,
+        focus: active ? active.tagName.toLowerCase() + (active.className ? '.' + String(active.className).trim().split(/\\s+/).join('.') : '') : null,
+      });
+    })()`);
   }
 
   /**
