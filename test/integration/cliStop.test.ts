@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { until } from '../support/until';
 
 // Every way the CLI can be stopped mid-run, against a real OpenSSH sshd on loopback: Ctrl-C,
 // SIGTERM (a CI timeout), SIGHUP (a closed terminal) and a network path that dies without a word.
@@ -20,14 +21,6 @@ function pgrep(pattern: string): number[] {
     .filter(Boolean)
     .map(Number)
     .filter((pid) => pid !== process.pid);
-}
-
-async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 interface CliRun {

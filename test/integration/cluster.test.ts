@@ -15,6 +15,7 @@ import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { openTransport } from '../../src/remote/openTransport';
 import { Transport } from '../../src/remote/transport';
 import { makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { until } from '../support/until';
 
 // A cluster of two "hosts": two OpenSSH servers on loopback, each with its own host key, known_hosts
 // entry and agent cache, reached by their own aliases. The collectives run through torch.distributed's
@@ -49,14 +50,6 @@ function rankPid(rank: number): number | undefined {
     }
   }
   return undefined;
-}
-
-async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 (HAS_TORCH ? describe : describe.skip)('a cluster of two hosts over SSH', function () {

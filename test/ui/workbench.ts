@@ -88,7 +88,7 @@ export class Workbench {
    * focus to it and closes, with what was typed going into the webview. A person is slower than that
    * window; a test waits for the webview's page to hold focus, as it then does for good.
    */
-  async webviewFocusLanded(): Promise<void> {
+  private async webviewFocusLanded(): Promise<void> {
     const index = await this.page.evaluate<number>(`[...document.querySelectorAll('iframe.webview')].indexOf(document.activeElement)`);
     if (index < 0) return;
     const outer = await (await this.page.locator('iframe.webview').nth(index).elementHandle())?.contentFrame();
@@ -98,7 +98,7 @@ export class Workbench {
   }
 
   /** What the quick input holds and where focus is, for a failure's message. */
-  async describeQuickInput(): Promise<string> {
+  private async describeQuickInput(): Promise<string> {
     // A string, evaluated in the page: this project's type checking has no DOM library.
     return this.page.evaluate<string>(`(() => {
       const widget = document.querySelector('.quick-input-widget');
