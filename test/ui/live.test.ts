@@ -471,7 +471,7 @@ describe('live results in code-server (UI)', function () {
 
   it('adds a second target on the same host from its ~/.ssh/config alias, and both show the one connection', async () => {
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
-    if (!(await targetRow(TARGET).isVisible())) await wb.activityBarItem('Inference Bench').click();
+    if (!(await targetRow(TARGET).isVisible())) await wb.openSideBar('Inference Bench');
     await targetRow(TARGET).waitFor();
     await wb.runCommand('Inference Bench: Add Target');
     // The config's Host aliases are offered first, with where each one goes.
@@ -578,7 +578,7 @@ describe('live results in code-server (UI)', function () {
     await wb.screenshot('live-findings-preview-light');
     await wb.page.getByRole('tab', { name: /^Inference Bench Results/ }).click();
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
-    if (!(await targetRow(TARGET).isVisible())) await wb.activityBarItem('Inference Bench').click();
+    if (!(await targetRow(TARGET).isVisible())) await wb.openSideBar('Inference Bench');
     await wb.page.getByRole('treeitem', { name: /^GPU 0/ }).waitFor();
     await wb.screenshot('live-sidebar-light');
   });

@@ -143,6 +143,29 @@ export class Workbench {
     await this.page.keyboard.press('Enter');
   }
 
+  /**
+   * Opens a side-bar view container from its activity-bar icon, as a user clicks it, and waits for the
+   * focus that opening gives its view: the view takes it once its tree has rendered, which on a loaded
+   * machine can come after its rows show, and a palette opened before then loses focus to the tree and
+   * closes (CI's Add Target failure: the palette gone, the Inference Bench tree focused).
+   */
+  async openSideBar(name: string): Promise<void> {
+    await this.activityBarItem(name).click();
+    await poll(`focus in the ${name} side bar after a click on its icon`, async () =>
+      (await this.page.evaluate<boolean>(
+        `(() => {
+          const sideBar = document.activeElement?.closest('.part.sidebar');
+          const title = sideBar?.querySelector('.composite.title .title-label')?.textContent ?? '';
+          return title.toLowerCase().startsWith(${JSON.stringify(name.toLowerCase())});
+        })()`,
+      ))
+        ? true
+        : undefined,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; ${await this.describeQuickInput()}`);
+    });
+  }
+
   /** The activity-bar entry with this name (its aria label). */
   activityBarItem(name: string): Locator {
     return this.page.getByRole('tab', { name: new RegExp(`^${escapeRegExp(name)}`) }).first();
