@@ -140,7 +140,11 @@ export class Workbench {
         throw new Error(`expected a prompt matching ${prompt}; the quick input shows: ${shown}`);
       });
     if (text !== undefined) await this.inputBox.fill(text);
-    await this.page.keyboard.press('Enter');
+    // Enter in the prompt's own box (focused first, as a user who clicks into it): a webview that
+    // was given focus back when the previous quick input closed can take it a moment after this
+    // prompt opened (see webviewFocusLanded); the prompt stays open (ignoreFocusOut) but a key
+    // pressed wherever focus is would go to the webview.
+    await this.inputBox.press('Enter');
   }
 
   /**
