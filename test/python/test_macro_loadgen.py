@@ -368,14 +368,15 @@ class ReadsBeforeParsing(unittest.TestCase):
         )
         response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + sse + b"0\r\n\r\n"
         conns = []
-        # Set once both responses are sent: over loopback they are then in the client's receive buffers.
-        sent = threading.Event()
+        # The test says when to answer (once it has stopped polling), and the server says when it has.
+        go, sent = threading.Event(), threading.Event()
 
         def serve():
             for _ in range(2):
                 c, _ = listener.accept()
                 c.recv(65536)
                 conns.append(c)
+            go.wait(5)
             for c in conns:
                 c.sendall(response)
             sent.set()
@@ -392,13 +393,28 @@ class ReadsBeforeParsing(unittest.TestCase):
         try:
             engine.start({"id": 0}, b"{}")
             engine.start({"id": 1}, b"{}")
-            # Both responses are on the wire before the first poll that reads them. The server thread
-            # sends them only after both requests came in; waiting for it to say so, not a fixed sleep,
-            # because on a busy machine that thread may not run for a while.
+            # Both whole responses sit in the client's receive buffers before the first poll that reads
+            # them. The engine is polled (to send the requests) only until both came in; the server answers
+            # after that, so no poll can read one response while the other is on its way. A send that
+            # has returned is not yet a delivery (on a busy machine the loopback hand-over can run later,
+            # in ksoftirqd), so the test then peeks at both sockets until each holds its whole response.
             deadline = time.monotonic() + 5
             while len(conns) < 2 and time.monotonic() < deadline:
                 engine.poll(0.001)
+            go.set()
             self.assertTrue(sent.wait(5), "the test server did not send its responses")
+            socks = [st.sock for st in engine.active.values()]
+            self.assertEqual(len(socks), 2)
+
+            def buffered(sock):
+                try:
+                    return len(sock.recv(len(response) + 1, socketlib.MSG_PEEK))
+                except BlockingIOError:
+                    return 0
+
+            while any(buffered(s) < len(response) for s in socks) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            self.assertEqual([buffered(s) for s in socks], [len(response)] * 2, "the responses never all arrived")
             while len(records) < 2 and time.monotonic() < deadline:
                 engine.poll(0.05)
         finally:
