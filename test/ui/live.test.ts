@@ -272,9 +272,10 @@ describe('live results in code-server (UI)', function () {
       ['CSV', 'csv'],
     ] as const) {
       await card.getByRole('button', { name: button }).click();
-      // code-server's save dialog is a quick input holding the proposed path: accept it.
+      // code-server's save dialog is a quick input holding the proposed path: accept it, with Enter
+      // in its own box (focus was in the results view a moment before, see Workbench.answer).
       await wb.quickInput.waitFor({ timeout: 15_000 });
-      await wb.page.keyboard.press('Enter');
+      await wb.inputBox.press('Enter');
       const file = join(workspace, `${runId}-throughput.${ext}`);
       await poll(`${file} to be written`, () => (existsSync(file) ? true : undefined), 15_000);
       const bytes = readFileSync(file);

@@ -77,7 +77,8 @@ export class Workbench {
     }).catch(async (err: Error) => {
       throw new Error(`${err.message}; the palette shows: ${await this.describeQuickInput()}`);
     });
-    await this.page.keyboard.press('Enter');
+    // In the palette's own box, as answer() does: a focus arriving late must not take the key.
+    await this.inputBox.press('Enter');
   }
 
   /**
