@@ -1,5 +1,6 @@
 // Shared by the extension-host suites (bundled into each of them).
 import * as vscode from 'vscode';
+import { waitFor as waitForValue } from '../support/waitFor';
 
 export const EXTENSION_ID = 'inference-bench.inference-bench';
 
@@ -17,15 +18,9 @@ export function workspaceFolder(): string {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls until `check` returns a value other than undefined/false, or fails with `what`. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
+/** Polls every 100 ms until `check` returns a value other than undefined/false, or fails with `what`. */
+export function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  return waitForValue(what, check, timeoutMs);
 }
 
 /** Every tab of every editor group. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
-import { until } from '../support/until';
+import { waitFor } from '../support/waitFor';
 
 // Every way the CLI can be stopped mid-run, against a real OpenSSH sshd on loopback: Ctrl-C,
 // SIGTERM (a CI timeout), SIGHUP (a closed terminal) and a network path that dies without a word.
@@ -104,7 +104,7 @@ describe('stopping the CLI mid-run over SSH', function () {
       '--out',
       out,
     ]);
-    await until('the first level finished', () => /c=1: 3 ok/.test(run.stderr()), 30_000);
+    await waitFor('the first level finished', () => /c=1: 3 ok/.test(run.stderr()), 30_000);
     return { ...run, workspace, out };
   }
 
@@ -146,7 +146,7 @@ describe('stopping the CLI mid-run over SSH', function () {
     mkdirSync(workspace);
     // A decode workload of about half a minute, so that Ctrl-C lands while the server profiles.
     const run = cli(workspace, ['profile', '--concurrency', '2', '--output-len', '1500'], profiling.url);
-    await until('the profiled workload started', () => /profile: .*(profil|decode|workload)/i.test(run.stderr()), 30_000);
+    await waitFor('the profiled workload started', () => /profile: .*(profil|decode|workload)/i.test(run.stderr()), 30_000);
     await new Promise((r) => setTimeout(r, 1000));
     run.child.kill('SIGINT');
     const { code } = await run.exited;
@@ -190,7 +190,7 @@ describe('stopping the CLI mid-run over SSH', function () {
       assert.ok((result?.levels.length ?? 0) >= 1, 'result.json keeps the finished levels');
       assert.ok(agentProcesses().length > 0, `the agent on the host outlived the connection (or the test did not cut it): ${run.stderr()}`);
       // The agent hears nothing from its controller and stops itself, within seconds.
-      await until('the agent stopped by itself', () => agentProcesses().length === 0, 25_000);
+      await waitFor('the agent stopped by itself', () => agentProcesses().length === 0, 25_000);
     } finally {
       for (const pid of frozen) process.kill(pid, 'SIGKILL');
       process.kill(sshd.process.pid!, 'SIGCONT');

@@ -15,7 +15,7 @@ import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { openTransport } from '../../src/remote/openTransport';
 import { Transport } from '../../src/remote/transport';
 import { makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
-import { until } from '../support/until';
+import { waitFor } from '../support/waitFor';
 
 // A cluster of two "hosts": two OpenSSH servers on loopback, each with its own host key, known_hosts
 // entry and agent cache, reached by their own aliases. The collectives run through torch.distributed's
@@ -77,7 +77,7 @@ function rankPid(rank: number): number | undefined {
   });
   afterEach(async () => {
     // Whatever a test did, no rank may outlive it on either host.
-    await until(`no collective process left (${ranksLeft().join('; ')})`, () => ranksLeft().length === 0, 5000);
+    await waitFor(`no collective process left (${ranksLeft().join('; ')})`, () => ranksLeft().length === 0, 5000);
   });
 
   /** Connects every node of the cluster target and deploys the agent on each. */

@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { waitFor } from '../support/waitFor';
 
 // probe, macro and profile through the `infbench` CLI against the simulator's --mimic profiles: each
 // behaves as one vLLM or SGLang version where versions differ (profiler flags and variables,
@@ -311,15 +312,6 @@ describe("cancelling profile stops the server's profiler", function () {
     return s;
   }
 
-  async function waitFor(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      if (await check()) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.fail(`timed out waiting for ${what}`);
-  }
-
   const slow = ['--concurrency', '1', '--output-len', '3000', '--input-len', '8'];
 
   it('Ctrl-C of infbench profile calls /stop_profile', async () => {
@@ -327,11 +319,11 @@ describe("cancelling profile stops the server's profiler", function () {
     const workspace = mkdtempSync(join(tmpdir(), 'ib-mimic-ws-'));
     const run = cli(['profile', '--target', 'local', '--url', sim.url, '--workspace', workspace, ...slow]);
     const s = sim;
-    await waitFor(async () => (await profilerState(s)).profiling, 'the profile to start');
+    await waitFor('the profile to start', async () => (await profilerState(s)).profiling, 20_000);
     run.child.kill('SIGINT');
     const result = await run.done;
     assert.equal(result.code, 130, result.stderr);
-    await waitFor(async () => !(await profilerState(s)).profiling, 'the profiler to be stopped', 5000);
+    await waitFor('the profiler to be stopped', async () => !(await profilerState(s)).profiling, 5000);
     assert.equal((await profilerState(s)).profile_stops, 1);
     const events = readFileSync(join(newestRun(workspace, 'profile'), 'events.jsonl'), 'utf8');
     assert.match(events, /cancelled: stopped the server's profiler/);
@@ -348,14 +340,14 @@ describe("cancelling profile stops the server's profiler", function () {
           if (l.includes('"stage":"workload"')) resolve();
         }),
       );
-      await waitFor(async () => (await profilerState(s)).profiling, 'the profile to start');
+      await waitFor('the profile to start', async () => (await profilerState(s)).profiling, 20_000);
       const exited = new Promise<number | null>((resolve) => agent.on('exit', (code) => resolve(code)));
       if (how === 'a dropped connection') {
         // The controller's end of the pipe goes away while the agent runs on: its next line fails.
         lines.close();
         agent.stdout!.destroy();
       } else agent.kill(how);
-      await waitFor(async () => !(await profilerState(s)).profiling, 'the profiler to be stopped', 10_000);
+      await waitFor('the profiler to be stopped', async () => !(await profilerState(s)).profiling, 10_000);
       assert.equal((await profilerState(s)).profile_stops, 1);
       await exited;
     });

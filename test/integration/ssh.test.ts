@@ -14,7 +14,7 @@ import { SshError } from '../../src/remote/ssh/errors';
 import { fingerprint } from '../../src/remote/ssh/knownHosts';
 import { execText, Transport, TransportState } from '../../src/remote/transport';
 import { connectionsTo, freePort, KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
-import { until } from '../support/until';
+import { waitFor } from '../support/waitFor';
 
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 
@@ -351,7 +351,7 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     let closedAt = -1;
     try {
       for (const pid of sshdSessionTree(sshd)) process.kill(pid, 'SIGKILL');
-      await until(
+      await waitFor(
         "the reconnect under way (reconnecting, its TCP connection in the stopped listener's backlog)",
         () => states.includes('reconnecting') && connectionsTo(sshd.port) === 1,
         10_000,
@@ -362,7 +362,7 @@ describe('SSH transport against a real OpenSSH sshd', function () {
       process.kill(listener, 'SIGCONT');
     }
     // The attempt now logs in; what it opened must be ended, not kept as the connection.
-    await until(
+    await waitFor(
       'no connection to the host and no sshd session left after close()',
       () => connectionsTo(sshd.port) === 0 && sshdSessionTree(sshd).length === 0,
       10_000,

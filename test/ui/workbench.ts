@@ -4,18 +4,13 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ConsoleMessage, FrameLocator, Locator, Page } from 'playwright-core';
 import { repoRoot } from '../support/codeServer';
+import { waitFor } from '../support/waitFor';
 
 export const screenshotDir = join(repoRoot, 'test-output', 'screenshots');
 
 /** Checks every 200 ms until `check` gives a value, failing with `what` after `timeoutMs`. */
-export async function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+export function poll<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  return waitFor(what, check, timeoutMs, 200);
 }
 
 /**
