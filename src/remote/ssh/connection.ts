@@ -101,7 +101,7 @@ export class SshConnection extends EventEmitter {
             // close() came while this attempt (a first connect or a reconnect) was under way: nothing
             // may outlive it, or a session to the host stays open after the run has ended.
             client.end();
-            for (const hop of this.hops.splice(0)) hop.end();
+            this.endHops();
             throw this.closedError();
           }
           this.client = client;
@@ -117,6 +117,11 @@ export class SshConnection extends EventEmitter {
       );
     }
     return this.pending;
+  }
+
+  /** Ends the ProxyJump hops the current connection went through. */
+  private endHops(): void {
+    for (const hop of this.hops.splice(0)) hop.end();
   }
 
   private closedError(): SshError {
@@ -161,7 +166,7 @@ export class SshConnection extends EventEmitter {
         setTimeout(resolve, 2000).unref();
       });
     }
-    for (const hop of this.hops.splice(0)) hop.end();
+    this.endHops();
     this.setState('disconnected');
   }
 
@@ -177,7 +182,7 @@ export class SshConnection extends EventEmitter {
     if (this.client !== client) return;
     this.client = undefined;
     this.sftpPromise = undefined;
-    for (const hop of this.hops.splice(0)) hop.end();
+    this.endHops();
     if (this.closed) return;
     this.hooks.log?.('warn', `${this.label}: the connection dropped`);
     this.setState('reconnecting', 'the connection dropped');
