@@ -11,11 +11,13 @@ import {
   readFileSync,
   readdirSync,
   renameSync,
+  statSync,
   unlinkSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { currentOwner, ownerLiveness, RunOwner } from './runOwner';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
@@ -34,6 +36,10 @@ export interface RunMeta {
   options: Record<string, unknown>;
   /** Set by a simulator target so that nobody mistakes its numbers for a real server's. */
   simulated?: boolean;
+  /** The process writing the run, so that a run it never finished is known for dead once it is gone. */
+  owner?: RunOwner;
+  /** Set when the run was found still marked running after its process had ended (killed, out of memory). */
+  died?: { pid: number; foundAt: string };
 }
 
 /** The folder that holds every run of a workspace, `<workspace>/.inference-bench/runs`. */
@@ -209,7 +215,7 @@ export class RunFolder extends AgentLog {
     } catch (err) {
       throw workspaceProblem(err, workspace, dir);
     }
-    const run = new RunFolder(dir, { id, phase, target, startedAt: now.toISOString(), status: 'running', options });
+    const run = new RunFolder(dir, { id, phase, target, startedAt: now.toISOString(), status: 'running', options, owner: currentOwner() });
     run.saveMeta();
     if (run.storageFailure) throw run.storageFailure;
     return run;
@@ -220,13 +226,17 @@ export class RunFolder extends AgentLog {
     return new RunFolder(dir, meta);
   }
 
-  /** Every run under a workspace, newest first. Folders without a readable meta.json are skipped. */
+  /**
+   * Every run under a workspace, newest first. Folders without a readable meta.json are skipped; a
+   * run whose process died mid-run is marked so first.
+   */
   static list(workspace: string): RunFolder[] {
     const root = runsRoot(workspace);
     if (!existsSync(root)) return [];
     const runs: RunFolder[] = [];
     for (const name of readdirSync(root).sort().reverse()) {
       try {
+        markIfDied(join(root, name));
         runs.push(RunFolder.open(join(root, name)));
       } catch {
         // not a run folder, or one being created right now
@@ -276,6 +286,62 @@ export class RunFolder extends AgentLog {
       if (!overwriteInPlace(path, text)) this.storageFailure ??= storageProblem(err, path);
     }
   }
+}
+
+/** Why a run is marked interrupted when its process was found gone; says what is kept and what to do. */
+export function diedReason(pid: number, lastSign: Date | undefined): string {
+  const last = lastSign ? ` Its last write was at ${lastSign.toISOString().slice(0, 19).replace('T', ' ')} UTC.` : '';
+  return (
+    `The process (pid ${pid}) that ran it ended without finishing it: killed (SIGKILL, or the out-of-memory killer) or crashed.${last} ` +
+    'The results it had received are kept. Run it again to measure the rest; `dmesg` or `journalctl -k` shows an out-of-memory kill.'
+  );
+}
+
+/** When the run last wrote anything: its event log or meta.json, whichever is newer. */
+function lastWrite(dir: string): Date | undefined {
+  let newest: number | undefined;
+  for (const file of [join(dir, 'events.jsonl'), metaPath(dir)]) {
+    try {
+      newest = Math.max(newest ?? 0, statSync(file).mtimeMs);
+    } catch {
+      // not written yet
+    }
+  }
+  return newest === undefined ? undefined : new Date(newest);
+}
+
+/**
+ * Marks the run in `dir` interrupted when meta.json still says running but the process that wrote
+ * it has ended (its pid gone, or taken by a process that started later). Returns the new meta when
+ * it did; runs of live processes, of another machine, or made before owners were recorded are left.
+ */
+export function markIfDied(dir: string, now = new Date()): RunMeta | undefined {
+  const read = (): RunMeta | undefined => {
+    try {
+      return JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta;
+    } catch {
+      return undefined;
+    }
+  };
+  const before = read();
+  if (before?.status !== 'running' || ownerLiveness(before.owner) !== 'dead') return undefined;
+  // Read again now that the owner is known gone: it may have finished the run just before it ended.
+  const meta = read();
+  if (meta?.status !== 'running' || !meta.owner) return undefined;
+  const lastSign = lastWrite(dir);
+  const marked: RunMeta = {
+    ...meta,
+    status: 'interrupted',
+    reason: diedReason(meta.owner.pid, lastSign),
+    finishedAt: (lastSign ?? now).toISOString(),
+    died: { pid: meta.owner.pid, foundAt: now.toISOString() },
+  };
+  try {
+    writeAtomic(metaPath(dir), JSON.stringify(marked, null, 2));
+  } catch {
+    // A workspace that cannot be written: the run is still shown as dead, and marked on disk next time.
+  }
+  return marked;
 }
 
 function overwriteInPlace(path: string, content: string): boolean {

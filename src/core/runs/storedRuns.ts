@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { microChartData, MicroPoint } from '../micro/tables';
-import { metaPath, resultPath, RunMeta, runDir, runsRoot, writeAtomic } from './runFolder';
+import { markIfDied, metaPath, resultPath, RunMeta, runDir, runsRoot, writeAtomic } from './runFolder';
+import { ownerLiveness, RunOwner } from './runOwner';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
 import { viewableRun } from '../trace/profileView';
 
@@ -50,10 +51,17 @@ async function readJson<T>(path: string): Promise<T | undefined> {
 
 /** One stored run read from its folder without blocking; undefined for a folder with no readable meta.json. */
 export async function readStoredRun(dir: string): Promise<RunSummary | undefined> {
-  const info = await readJson<RunMeta>(metaPath(dir));
+  return (await readStored(dir))?.summary;
+}
+
+/** A stored run's summary and, while it is marked running, the process that runs it. A run whose process died is marked so first. */
+async function readStored(dir: string): Promise<{ summary: RunSummary; owner?: RunOwner } | undefined> {
+  let info = await readJson<RunMeta>(metaPath(dir));
   if (!info) return undefined;
+  if (info.status === 'running') info = markIfDied(dir) ?? info;
   const view = await readJson<RunSummary>(join(dir, VIEW_FILE));
-  return storedSummary(info, view, view ? undefined : await readJson<Record<string, unknown>>(resultPath(dir)));
+  const summary = storedSummary(info, view, view ? undefined : await readJson<Record<string, unknown>>(resultPath(dir)));
+  return { summary, owner: info.status === 'running' ? info.owner : undefined };
 }
 
 /** What changes when a run folder's meta, view or result is written: their times and sizes. */
@@ -70,7 +78,7 @@ async function stampOf(dir: string): Promise<string | undefined> {
  * or result changed.
  */
 export class StoredRuns {
-  private readonly cache = new Map<string, { stamp: string; summary: RunSummary }>();
+  private readonly cache = new Map<string, { stamp: string; summary: RunSummary; owner?: RunOwner }>();
   private listed: RunSummary[] = [];
   private waiting: Promise<boolean> | undefined;
   private last: Promise<unknown> = Promise.resolve();
@@ -124,11 +132,12 @@ export class StoredRuns {
     const stamp = await stampOf(dir);
     if (!stamp) return undefined;
     const cached = this.cache.get(dir);
-    if (cached?.stamp === stamp) return cached.summary;
-    const summary = await readStoredRun(dir);
+    // A running run's folder may not change when its process dies (SIGKILL): that is checked each time.
+    if (cached?.stamp === stamp && ownerLiveness(cached.owner) !== 'dead') return cached.summary;
+    const stored = await readStored(dir);
     // A half-written meta.json is not kept: the next refresh reads it again.
-    if (summary) this.cache.set(dir, { stamp, summary });
+    if (stored) this.cache.set(dir, { stamp, ...stored });
     else this.cache.delete(dir);
-    return summary;
+    return stored?.summary;
   }
 }
