@@ -11,7 +11,7 @@ import { AGENT_VERSION } from '../../src/remote/agentProtocol';
 import { openTransport } from '../../src/remote/openTransport';
 import { SshHooks } from '../../src/remote/ssh/connection';
 import { SshError } from '../../src/remote/ssh/errors';
-import { fingerprint } from '../../src/remote/ssh/knownHosts';
+import { fingerprint, removeKnownHost } from '../../src/remote/ssh/knownHosts';
 import { execText, Transport, TransportState } from '../../src/remote/transport';
 import { connectionsTo, freePort, KeyPair, makeKey, sshdSessionTree, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 import { waitFor } from '../support/waitFor';
@@ -169,6 +169,18 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     assert.ok(err.message.includes(fingerprint(blobOf(sshd.hostKey))), 'the new fingerprint');
     assert.ok(err.message.includes(fingerprint(blobOf(other))), 'the fingerprint on file');
     assert.ok(err.message.includes(`ssh-keygen -R '[127.0.0.1]:${sshd.port}' -f '${c.knownHosts}'`), err.message);
+    // What VS Code shows and acts on: both keys, and where the old one is.
+    assert.deepEqual(err.hostKeyChange?.offered.fingerprint, fingerprint(blobOf(sshd.hostKey)));
+    assert.deepEqual(
+      err.hostKeyChange?.known.map((k) => [k.fingerprint, k.file, k.line]),
+      [[fingerprint(blobOf(other)), c.knownHosts, 1]],
+    );
+    // Removing the old key (the user's yes) makes the host new again: the next connection asks to trust the key it offers.
+    await removeKnownHost(c.knownHosts, '127.0.0.1', sshd.port);
+    const prompts: string[] = [];
+    const t = await connect(c.configFile, { onUnknownHostKey: async (p) => (prompts.push(p.fingerprint), true) });
+    assert.deepEqual(prompts, [fingerprint(blobOf(sshd.hostKey))]);
+    await t.close();
   });
 
   it('says clearly when nothing listens and when the server never answers', async () => {

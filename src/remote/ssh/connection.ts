@@ -352,6 +352,13 @@ export class SshConnection extends EventEmitter {
             'Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect. ' +
             `If you know why it changed, remove the old key with \`${removeKeyCommand(check.known[0].file, cfg.hostName, cfg.port)}\` and connect again.`,
           cfg.alias,
+          {
+            hostName: cfg.hostName,
+            port: cfg.port,
+            knownHostsName: check.hostName,
+            offered: { keyType: check.keyType, fingerprint: check.fingerprint },
+            known: check.known,
+          },
         );
       }
       case 'unknown': {

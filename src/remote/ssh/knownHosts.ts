@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -90,6 +91,27 @@ export function addKnownHost(file: string, host: string, port: number, key: Host
 export function removeKeyCommand(file: string, host: string, port: number): string {
   const name = knownHostsName(host, port);
   return `ssh-keygen -R '${name}' -f '${file}'`;
+}
+
+/**
+ * Removes a host's entries from one known_hosts file with OpenSSH's own `ssh-keygen -R`, which finds
+ * hashed names and patterns too and keeps the previous file as FILE.old.
+ */
+export async function removeKnownHost(file: string, host: string, port: number): Promise<void> {
+  const name = knownHostsName(host, port);
+  await new Promise<void>((resolve, reject) =>
+    execFile('ssh-keygen', ['-R', name, '-f', file], { timeout: 30_000 }, (err, _stdout, stderr) => {
+      if (!err) return resolve();
+      const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+      reject(
+        new Error(
+          missing
+            ? `ssh-keygen (OpenSSH) was not found, so the old key of ${name} was not removed from ${file}. Install the OpenSSH client, or delete the host's line from ${file} by hand.`
+            : `\`${removeKeyCommand(file, host, port)}\` failed: ${String(stderr).trim() || err.message}. ${file} is unchanged; delete the host's line from it by hand.`,
+        ),
+      );
+    }),
+  );
 }
 
 function readEntries(file: string): Entry[] {

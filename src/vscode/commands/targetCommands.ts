@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { describeTarget, parseTarget, Target } from '../../core/config/target';
+import { showConnectionFailure } from '../connections/connectionFailure';
 import { ConnectionManager } from '../connections/connectionManager';
 import { RunController } from '../runs/runController';
 import { readSettings, replaceTargetInSettings, SECTION } from '../settings';
@@ -127,14 +128,7 @@ export async function connectTargetCommand(arg: unknown, connections: Connection
     await connection.release();
     return true;
   } catch (err) {
-    void vscode.window
-      .showErrorMessage(
-        `Inference Bench: could not connect to ${target.name} (${describeTarget(target)}): ${err instanceof Error ? err.message : String(err)}`,
-        'Edit Target',
-      )
-      .then((pick) => {
-        if (pick) void vscode.commands.executeCommand('inferenceBench.editTarget', target.name);
-      });
+    void showConnectionFailure(target, err, `could not connect to ${target.name}`);
     return false;
   }
 }

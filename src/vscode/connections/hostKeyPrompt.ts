@@ -25,7 +25,8 @@ export async function askTrustHostKey(prompt: UnknownHostKeyPrompt, targetName: 
   return pick === trust;
 }
 
-function keyFileStem(keyType: string): string {
+/** The host key file's name part for a key type: ssh_host_<stem>_key.pub. */
+export function keyFileStem(keyType: string): string {
   if (keyType.includes('ed25519')) return 'ed25519';
   if (keyType.includes('ecdsa')) return 'ecdsa';
   return 'rsa';

@@ -14,6 +14,8 @@ import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
 import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';
 import { RunStop } from '../../core/runs/runStop';
+import { SshError } from '../../remote/ssh/errors';
+import { showConnectionFailure } from '../connections/connectionFailure';
 
 /** Where findings updates go; the findings editor provides it. */
 export interface FindingsTarget {
@@ -211,6 +213,11 @@ export class RunController extends Disposable implements RunsSource {
       }
       const message = inExtensionWords(err instanceof Error ? err.message : String(err), target);
       this.log.error(`${runner.phase} on ${target.name} failed: ${message}`);
+      // A changed host key needs its own way out (the fingerprints, removing the old key), not the log.
+      if (err instanceof SshError && err.kind === 'host-key-changed') {
+        void showConnectionFailure(target, err, `${runner.title} on ${target.name} could not connect`);
+        return last;
+      }
       void vscode.window.showErrorMessage(`Inference Bench: ${runner.title} on ${target.name} failed: ${message}`, 'Show Log').then((pick) => {
         if (pick) this.log.show(true);
       });

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { addKnownHost, checkHostKey, fingerprint, HostKey, keyTypeOf } from '../../../src/remote/ssh/knownHosts';
+import { addKnownHost, checkHostKey, fingerprint, HostKey, keyTypeOf, removeKnownHost } from '../../../src/remote/ssh/knownHosts';
 
 // Real keys from ssh-keygen, and hashed entries made by `ssh-keygen -H`, so the formats are OpenSSH's own.
 const dir = mkdtempSync(join(tmpdir(), 'ib-kh-'));
@@ -57,6 +57,20 @@ describe('known_hosts checking', () => {
       check.known.map((k) => [k.fingerprint, k.file, k.line]),
       [[fingerprint(a.key.blob), file, 2]],
     );
+  });
+
+  it("removes a changed host's old key, hashed or plain, keeping the other hosts' lines and a .old copy", async () => {
+    const file = join(dir, 'kh-remove');
+    writeFileSync(file, `gpu6 ${a.line}\n[gpu7]:2200 ${a.line}\nother ${b.line}\n`);
+    execFileSync('ssh-keygen', ['-H', '-f', file], { stdio: 'ignore' });
+    const before = readFileSync(file, 'utf8');
+    assert.equal(checkHostKey([file], 'gpu7', 2200, b.key).status, 'changed');
+    await removeKnownHost(file, 'gpu7', 2200);
+    // The host is unknown now (so connecting asks to trust the new key); the others are untouched.
+    assert.equal(checkHostKey([file], 'gpu7', 2200, b.key).status, 'unknown');
+    assert.equal(checkHostKey([file], 'gpu6', 22, a.key).status, 'known');
+    assert.equal(checkHostKey([file], 'other', 22, b.key).status, 'known');
+    assert.equal(readFileSync(`${file}.old`, 'utf8'), before);
   });
 
   it('refuses a key marked @revoked', () => {
