@@ -19,11 +19,13 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
-from infbench_agent.loadgen_metrics import ChunkedDecoder, SSEParser, loads_or_none, message_content
+from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, SSEParser, loads_or_none, message_content, usage_count
 
 
 # Extra non-blocking selects per poll that read sockets which became ready while the first ones were read.
 READ_ROUNDS = 2
+# Seconds between checks of the requests in flight for a timeout or a stall.
+EXPIRY_CHECK_INTERVAL = 0.1
 
 
 class Endpoint:
@@ -97,6 +99,7 @@ class Stream:
         "sse",
         "record",
         "last_token_at",
+        "last_read_at",
         "body",
         "close_after",
         "timeout_at",
@@ -133,12 +136,16 @@ class Stream:
             "prompt_tokens": None,
             "est_prompt_tokens": job.get("est_prompt_tokens"),
             "usage_missing": False,
+            # Why the server's usage was not taken (then the counts are the client's), or None.
+            "usage_problem": None,
             "prompt_estimated": False,
             "done_marker": False,
             "reason": None,
             "error": None,
         }
         self.last_token_at: Optional[float] = None
+        # The last time this request's connection was written to or read from: a stall counts from it.
+        self.last_read_at = 0.0
 
 
 class Engine:
@@ -151,10 +158,17 @@ class Engine:
         request_timeout: float,
         on_record: Callable[[dict], None],
         extra_headers: Optional[Dict[str, str]] = None,
+        stall_timeout: Optional[float] = None,
     ) -> None:
         self.endpoint = endpoint
         self.path = path
         self.request_timeout = request_timeout
+        # Seconds a stream may stay silent before it fails as stalled (None: only request_timeout applies).
+        self.stall_timeout = stall_timeout
+        # The last read of any stream: a request still waiting for its first token counts as stalled only
+        # when the whole server has gone silent, as a queue at high load is not a stall.
+        self.last_any_read_at = time.monotonic()
+        self._next_expiry_check = 0.0
         self.on_record = on_record
         self.extra_headers = extra_headers or {}
         self.sel = selectors.DefaultSelector()
@@ -178,7 +192,7 @@ class Engine:
         now = time.monotonic()
         # With no socket the stream is made only to be failed at once (connect_error) below.
         st = Stream(job, sock, payload, reused, now + self.request_timeout)  # type: ignore[arg-type]
-        st.record["send"] = now
+        st.record["send"] = st.last_read_at = now
         if sock is None:
             self._fail(st, "connect_error", f"could not open a connection to {self.endpoint.host}:{self.endpoint.port}", now)
             return
@@ -261,6 +275,7 @@ class Engine:
                         continue
                     # One monotonic stamp per read, taken as the read returns (as vLLM's client stamps).
                     reads.append((st, self._view[:n].tobytes(), time.monotonic()))
+                    st.last_read_at = self.last_any_read_at = reads[-1][2]
             rounds += 1
             if rounds > READ_ROUNDS:
                 break
@@ -269,14 +284,34 @@ class Engine:
         for st, data, now in reads:
             # A stream that failed or finished on an earlier read of this batch takes no more.
             if self.active.get(st.sock.fileno()) is st:
-                self._readable(st, data, now)
+                try:
+                    self._readable(st, data, now)
+                except BadResponse as exc:
+                    self._fail(st, "bad_response", f"{exc} (after {st.record['client_tokens']} tokens)", now)
+                except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+                    # A response shaped in a way no check above foresaw: this request fails, the run goes on.
+                    self._fail(st, "bad_response", f"could not read the response: {type(exc).__name__}: {exc}", now)
         if self.active:
             now = time.monotonic()
-            for st in [s for s in self.active.values() if s.timeout_at < now]:
+            if now >= self._next_expiry_check:
+                self._next_expiry_check = now + EXPIRY_CHECK_INTERVAL
+                self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        """Fails the requests past the whole-request timeout, and the streams silent past the stall bound."""
+        stall = self.stall_timeout
+        server_silent = stall is not None and now - self.last_any_read_at > stall
+        for st in list(self.active.values()):
+            tokens = st.record["client_tokens"]
+            if st.timeout_at < now:
+                self._fail(st, "timeout", f"no complete response within {self.request_timeout:g} s ({tokens} tokens received)", now)
+            elif stall is not None and now - st.last_read_at > stall and (st.record["ttft"] is not None or server_silent):
+                where = "after its first token" if st.record["ttft"] is not None else "waiting for its first token"
                 self._fail(
                     st,
-                    "timeout",
-                    f"no complete response within {self.request_timeout:g} s " f"({st.record['client_tokens']} tokens received)",
+                    "stalled",
+                    f"the stream sent nothing for {now - st.last_read_at:.0f} s {where} ({tokens} tokens received); "
+                    f"--stall-timeout {stall:g} bounds this silence",
                     now,
                 )
 
@@ -305,7 +340,10 @@ class Engine:
             if "chunked" in st.headers.get("transfer-encoding", "").lower():
                 st.decoder = ChunkedDecoder()
             elif "content-length" in st.headers:
-                st.remaining = int(st.headers["content-length"])
+                length = st.headers["content-length"]
+                if not length.isdigit():
+                    raise BadResponse(f"HTTP {st.status} with Content-Length {length[:40]!r}, not a byte count")
+                st.remaining = int(length)
             st.close_after = st.headers.get("connection", "").lower() == "close"
             st.state = "body"
         payload = data
@@ -344,21 +382,28 @@ class Engine:
             self._fail(st, "server_error_in_stream", f"the server reported an error mid-stream: {detail}", now)
             return True
         content = message_content(msg)
-        if content:
+        if content is not None:
+            # Every message with choices is a token message, empty text too (vllm/benchmarks/lib/
+            # endpoint_request_func.py, at 02cfb534); the client's token count takes only those with text.
             if rec["ttft"] is None:
                 rec["ttft"] = now - rec["send"]
             else:
                 rec["itl"].append(now - st.last_token_at)  # type: ignore[operator]  # set with the first token
             st.last_token_at = now
-            rec["client_tokens"] += 1
+            if content:
+                rec["client_tokens"] += 1
         usage = msg.get("usage")
         if isinstance(usage, dict):
             # lib/endpoint_request_func.py: output_tokens = usage.completion_tokens; prompt_len = usage.prompt_tokens
             # when it is there, each on its own (a server may send one without the other).
-            if usage.get("completion_tokens") is not None:
-                rec["output_tokens"] = usage.get("completion_tokens")
-            if usage.get("prompt_tokens") is not None:
-                rec["prompt_tokens"] = usage.get("prompt_tokens")
+            for key, field in (("completion_tokens", "output_tokens"), ("prompt_tokens", "prompt_tokens")):
+                count, problem = usage_count(usage, key)
+                if problem:
+                    rec["usage_problem"] = problem
+                elif count is not None:
+                    rec[field] = count
+        elif usage is not None:
+            rec["usage_problem"] = f"usage is {json.dumps(usage)[:40]}, not an object"
         return False
 
     def _complete(self, st: Stream, now: float, reusable: bool) -> None:
@@ -375,8 +420,17 @@ class Engine:
         if rec["ttft"] is None:
             self._finish_failed(st, "no_tokens", "the stream finished without any generated token", now)
             return
+        out, client, asked = rec["output_tokens"], rec["client_tokens"], st.job.get("max_tokens")
+        # Each message with text holds at least one token, and no server generates more than max_tokens.
+        if out is not None and out < client:
+            rec["usage_problem"] = f"usage.completion_tokens is {out}, fewer than the {client} token messages streamed"
+        elif out is not None and asked and out > asked:
+            rec["usage_problem"] = f"usage.completion_tokens is {out}, more than the {asked} the request allowed (max_tokens)"
+        if rec["usage_problem"]:
+            # A count that cannot be true is not used at all: the client's counts stand in for both.
+            rec["output_tokens"] = rec["prompt_tokens"] = None
         if rec["output_tokens"] is None:
-            rec["usage_missing"] = True
+            rec["usage_missing"] = not rec["usage_problem"]
             rec["output_tokens"] = rec["client_tokens"]
         if rec["prompt_tokens"] is None:
             rec["prompt_estimated"] = True

@@ -13,6 +13,16 @@ import math
 from typing import Dict, Iterable, List, Optional, Sequence
 
 
+class BadResponse(Exception):
+    """A response the server should not have sent (a malformed chunk, header or message): it fails that
+    request alone, with this message as its error."""
+
+
+# No model reads or writes this many tokens in one request (the longest context windows are around 10M):
+# a usage count above it is a broken count, not a measurement.
+MAX_PLAUSIBLE_TOKENS = 50_000_000
+
+
 class SSEParser:
     """Splits a text/event-stream body into the payloads of its `data:` fields, across arbitrary chunking."""
 
@@ -80,7 +90,10 @@ class ChunkedDecoder:
                 size_text = size_text.strip()
                 if not size_text:
                     continue  # the CRLF after a chunk's data
-                size = int(size_text, 16)
+                try:
+                    size = int(size_text, 16)
+                except ValueError:
+                    raise BadResponse(f"a chunk-size line of the chunked body is not hexadecimal: {size_text[:40]!r}")
                 if size == 0:
                     self.done = True
                     break
@@ -98,19 +111,57 @@ class ChunkedDecoder:
 
 
 def message_content(message: dict) -> Optional[str]:
-    """The generated text a streamed completions or chat message carries; None if it has no choices.
+    """The generated text a streamed completions or chat message carries ("" for none); None if its `choices`
+    is empty or missing (a usage-only message). Raises BadResponse when the message is not shaped as one.
 
-    A chat stream's first message holds only `role` with empty content: it carries no token, so it counts
-    neither for TTFT nor as an ITL sample (vLLM's own client counts it, adding a ~0 ms ITL sample).
+    Every message with choices counts as a token message, its text empty or not (a chat stream's role-only
+    first message, a special token's empty text), as vllm/benchmarks/lib/endpoint_request_func.py does
+    (async_request_openai_completions and _chat_completions, at 02cfb534): it stamps TTFT or an ITL sample.
     """
     choices = message.get("choices")
     if not choices:
         return None
+    if not isinstance(choices, list):
+        raise BadResponse(f"a stream message's `choices` is a {type(choices).__name__}, not a list: {str(choices)[:80]!r}")
     choice = choices[0]
+    if not isinstance(choice, dict):
+        raise BadResponse(f"a stream message's first choice is {json.dumps(choice)[:80]}, not an object")
     if "text" in choice:
-        return choice.get("text") or ""
-    delta = choice.get("delta") or {}
-    return (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
+        text = choice.get("text")
+        if text is not None and not isinstance(text, str):
+            raise BadResponse(f"a completions message's `text` is a {type(text).__name__}, not a string")
+        return text or ""
+    delta = choice.get("delta")
+    if delta is None:
+        return ""
+    if not isinstance(delta, dict):
+        raise BadResponse(f"a chat message's `delta` is {json.dumps(delta)[:80]}, not an object")
+    out = ""
+    for key in ("content", "reasoning_content", "reasoning"):
+        part = delta.get(key)
+        if part is None:
+            continue
+        if not isinstance(part, str):
+            raise BadResponse(f"a chat message's `delta.{key}` is a {type(part).__name__}, not a string")
+        out += part
+        if key == "reasoning_content":
+            break  # `reasoning` is the newer name of the same text
+    return out
+
+
+def usage_count(usage: dict, key: str) -> "tuple[Optional[int], Optional[str]]":
+    """(count, None) for a usable usage count; (None, why) for one that cannot be a count of tokens; (None,
+    None) when the server sent none."""
+    value = usage.get(key)
+    if value is None:
+        return None, None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None, f"usage.{key} is {json.dumps(value)[:40]}, not a number"
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None, f"usage.{key} is {value!r}, not a whole number"
+    if value < 0 or value > MAX_PLAUSIBLE_TOKENS:
+        return None, f"usage.{key} is {value:.0f}, not a possible token count"
+    return int(value), None
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -237,6 +288,11 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
         reasons[r.get("reason") or "error"] = reasons.get(r.get("reason") or "error", 0) + 1
     out["failures"] = reasons
     out["errors"] = [r.get("error") for r in failed[:5]]
+    # One example per reason, so that each reason reads with its own cause.
+    examples: Dict[str, str] = {}
+    for r in failed:
+        examples.setdefault(r.get("reason") or "error", str(r.get("error") or ""))
+    out["failure_examples"] = examples
     lags = sorted(
         max(0.0, r["send"] - r["intended"]) * 1000.0 for r in records if r.get("intended") is not None and r.get("send") is not None
     )
@@ -246,6 +302,7 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
         "max": lags[-1] if lags else None,
     }
     usage_missing = sum(1 for r in ok if r.get("usage_missing"))
+    rejected = [r for r in ok if r.get("usage_problem")]
     prompt_estimated = sum(1 for r in ok if r.get("prompt_estimated"))
     discrepancy = sum(abs((r.get("client_tokens") or 0) - (r.get("output_tokens") or 0)) for r in ok)
 
@@ -253,8 +310,12 @@ def summarize(records: Sequence[dict], percentiles: Sequence[float], slos_ms: Di
         return "usage" if not missing else (fallback if missing == len(ok) else "mixed")
 
     out["token_count"] = {
-        "source": source(usage_missing, "client"),
+        "source": source(usage_missing + len(rejected), "client"),
         "usage_missing": usage_missing,
+        # Requests whose usage could not be true (not a count, fewer tokens than streamed, more than
+        # max_tokens): their counts are the client's, and the first such usage says why.
+        "usage_rejected": len(rejected),
+        "usage_problem": rejected[0]["usage_problem"] if rejected else None,
         "client_vs_usage_abs_diff": discrepancy,
         # Without usage.prompt_tokens the prompt tokens are the prompt maker's calibrated estimate.
         "input_source": source(prompt_estimated, "estimate"),

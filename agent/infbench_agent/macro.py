@@ -41,7 +41,9 @@ VLLM_FIELD_NOTES = {
     "calibrated with /tokenize (vLLM: its dataset's length)",
     "total_output_tokens": "usage.completion_tokens, as vLLM; otherwise the client's count of token messages (vLLM "
     "re-tokenizes the text with the model's tokenizer)",
-    "itl_ms": "chat: the role-only first message carries no token here; vLLM takes TTFT from it and counts its gap " "as an ITL sample",
+    "itl_ms": "as vLLM: every streamed message with choices is a token message, its text empty or not (a chat "
+    "stream's role-only first message gives TTFT and its gap an ITL sample); the client's own token count takes "
+    "only messages with text",
     "scheduling_lag_ms": "ours: send time minus planned time (the arrival; in a closed loop the moment a slot freed); "
     "vLLM's client_queue_time is the wait for its --max-concurrency semaphore",
     "duration": "from the level's start (the origin of its arrivals) to the last response, as vLLM's benchmark_duration",
@@ -104,6 +106,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=600.0,
         help="seconds a request may take from send to its last token before it counts as failed (timeout)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a stream may send nothing before it fails as stalled (a request still waiting for its first "
+        "token only while every stream is silent, so a queue is no stall); 0 turns it off",
     )
     p.add_argument("--workers", default="auto", help="load-generator processes per level: auto or a number")
     p.add_argument("--streams-per-worker", type=int, default=96, help="with --workers auto: in-flight streams per process")
@@ -252,6 +261,9 @@ class MacroRun:
                 f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
                 "0.25 draws each length from 75% to 125% of --input-len and --output-len",
             )
+        if not args.stall_timeout >= 0:
+            raise events.AgentError("bad_arguments", f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}", "")
+        args.stall_timeout = args.stall_timeout or None
         if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
             raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
         dataset, dataset_path = dataset_of(args)
@@ -320,6 +332,7 @@ class MacroRun:
                 "ids": [10_000_000 + i for i in range(args.warmup)],
                 "duration": None,
                 "start_at": time.monotonic(),
+                "stall_timeout": args.stall_timeout,
             }
             run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
             refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
@@ -395,6 +408,9 @@ class MacroRun:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0
             after, metrics_status = read_server_metrics(endpoint)
+            server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
+            if trust_streamed_counts(server_metrics, level.records):
+                server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
             summary = level.summary(partial=False)
             out_tokens = summary.get("total_output_tokens") or 0
             summary["client_cpu"] = {
@@ -403,7 +419,7 @@ class MacroRun:
                 "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
                 "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
             }
-            summary["server_metrics"] = metrics_cross_check(before, after, level.records, metrics_status)
+            summary["server_metrics"] = server_metrics
             summary["cancelled"] = self.cancel.requested
             summary = clean(summary)
             lag = (summary.get("scheduling_lag_ms") or {}).get("p99")
@@ -414,11 +430,25 @@ class MacroRun:
                     "warn",
                 )
             token_count = summary.get("token_count") or {}
-            if token_count.get("source") not in (None, "usage"):
+            if token_count.get("usage_missing"):
                 events.log(
                     f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
                     "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
                     "maker's estimate (ask the server for stream_options.include_usage to get exact counts)",
+                    "warn",
+                )
+            if token_count.get("usage_rejected"):
+                events.log(
+                    f"{level.label()}: the server's usage could not be true for {token_count['usage_rejected']} "
+                    f"request(s) ({token_count.get('usage_problem')}): their token counts are the client's "
+                    "(streamed messages and the calibrated prompt length)",
+                    "warn",
+                )
+            elif server_metrics.get("available") and not server_metrics.get("generation_tokens_match"):
+                events.log(
+                    f"{level.label()}: the server's /metrics counted {server_metrics['server_generation_tokens']:.0f} "
+                    f"generated tokens, the client {server_metrics['client_output_tokens']}: another client may be "
+                    "using the server, or its counts are wrong",
                     "warn",
                 )
             per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
@@ -435,9 +465,10 @@ class MacroRun:
                 # The server went away: every further level would only count refused connections.
                 result["stopped"] = f"no request of {level.label()} could connect to {args.url}"
                 break
-            if summary.get("completed") == 0 and failures and set(failures) <= {"timeout"} and not self.cancel.requested:
+            if summary.get("completed") == 0 and failures and set(failures) <= {"timeout", "stalled"} and not self.cancel.requested:
                 # Connected, yet nothing came back in time: a frozen server would stall every further level the same way.
-                result["stopped"] = f"every request of {level.label()} stalled: none answered within {args.request_timeout:g} s"
+                bound = f"silent over {args.stall_timeout:g} s or " if args.stall_timeout else ""
+                result["stopped"] = f"every request of {level.label()} stalled: each was {bound}unfinished after {args.request_timeout:g} s"
                 result["stalled"] = True
                 break
         result["cancelled"] = self.cancel.requested
@@ -450,7 +481,7 @@ class MacroRun:
                 "server_stalled",
                 f"The server accepted the requests but answered none in time: {result['stopped']}; " "the levels before are kept",
                 f"Check the server on the host (its log; curl {args.url}/v1/models); if it is only slow under this "
-                "load, raise --request-timeout (seconds)",
+                "load, raise --stall-timeout and --request-timeout (seconds)",
             )
             return 2
         if result.get("stopped"):
@@ -461,3 +492,27 @@ class MacroRun:
             )
             return 2
         return 0
+
+
+def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:
+    """Where the server's /metrics disagrees with its usage yet agrees with the streamed token messages, the
+    usage is wrong: the requests whose usage differs from what they streamed take the client's counts.
+    Returns whether any record changed."""
+    if not server_metrics.get("available") or server_metrics.get("generation_tokens_match"):
+        return False
+    streamed = sum(r.get("client_tokens") or 0 for r in records)
+    generated = server_metrics["server_generation_tokens"]
+    if abs(generated - streamed) > max(1.0, 0.001 * streamed):
+        return False
+    changed = False
+    for r in records:
+        if r.get("ok") and not r.get("usage_problem") and r.get("output_tokens") != r.get("client_tokens"):
+            r["usage_problem"] = (
+                f"usage.completion_tokens is {r.get('output_tokens')} where {r.get('client_tokens')} tokens streamed, "
+                f"and the server's /metrics counted {generated:.0f} generated tokens in the level, as many as streamed"
+            )
+            r["output_tokens"] = r.get("client_tokens")
+            r["prompt_tokens"] = r.get("est_prompt_tokens")
+            r["prompt_estimated"] = True
+            changed = True
+    return changed

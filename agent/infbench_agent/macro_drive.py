@@ -57,6 +57,9 @@ def drive(
         on_record(rec)
 
     engine.on_record = record
+    # The level's bound on a silent stream travels in its plan, to worker processes too.
+    if plan.get("stall_timeout"):
+        engine.stall_timeout = plan["stall_timeout"]
     # Request bodies built before the start, so that a wave of sends is only sends (ours and the reads between).
     bodies: Dict[int, Optional[bytes]] = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
     while time.monotonic() < start_at:
@@ -72,7 +75,12 @@ def drive(
                 intended = free_since.pop(0) if free_since else start_at
                 rid = ids[started] if deadline is None else plan["id_base"] + started * plan["id_stride"]
                 engine.start(
-                    {"id": rid, "intended": intended, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
+                    {
+                        "id": rid,
+                        "intended": intended,
+                        "est_prompt_tokens": maker.estimated_prompt_tokens(rid),
+                        "max_tokens": maker.max_output_tokens(rid),
+                    },
                     bodies.pop(rid, None) or maker.body(rid),
                 )
                 started += 1
@@ -85,7 +93,12 @@ def drive(
             while accepting and started < len(arrivals) and arrivals[started] + start_at <= now and (cap is None or engine.in_flight < cap):
                 rid = ids[started]
                 engine.start(
-                    {"id": rid, "intended": arrivals[started] + start_at, "est_prompt_tokens": maker.estimated_prompt_tokens(rid)},
+                    {
+                        "id": rid,
+                        "intended": arrivals[started] + start_at,
+                        "est_prompt_tokens": maker.estimated_prompt_tokens(rid),
+                        "max_tokens": maker.max_output_tokens(rid),
+                    },
                     bodies.pop(rid, None) or maker.body(rid),
                 )
                 started += 1

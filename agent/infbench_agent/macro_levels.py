@@ -71,6 +71,7 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
                     "id_base": id_base + w,
                     "id_stride": workers,
                     "start_at": 0.0,
+                    "stall_timeout": getattr(args, "stall_timeout", None),
                 }
             )
         return plans
@@ -89,6 +90,7 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
                 "max_concurrency": (split(cap, workers)[w] or 1) if cap else None,
                 "duration": args.duration,
                 "start_at": 0.0,
+                "stall_timeout": getattr(args, "stall_timeout", None),
             }
         )
     return plans
@@ -112,7 +114,7 @@ class LevelRun:
         self.run_start = run_start
         self.percentiles, self.slos = percentiles, slos
         self.records: List[dict] = []
-        self.last_update = time.monotonic()
+        self.last_update = self.created = time.monotonic()
         self.level_start: Optional[float] = None
         # When the level's plan started (the origin of its arrivals), for vLLM's duration.
         self.started_at: Optional[float] = None
@@ -132,16 +134,22 @@ class LevelRun:
 
     def tick(self) -> None:
         now = time.monotonic()
-        if now - self.last_update >= self.args.update_interval and self.records:
-            self.last_update = now
+        if now - self.last_update < self.args.update_interval:
+            return
+        self.last_update = now
+        if self.records:
             events.emit(events.MACRO_LEVEL, level=self.index, partial=True, summary=self.summary(partial=True))
-            done = len(self.records)
-            events.emit(
-                events.PROGRESS,
-                done=done,
-                total=self.total or 0,
-                message=f"{self.label()}: {done}{'/' + str(self.total) if self.total else ''} requests",
-            )
+        # Progress goes out while nothing finishes too: a level whose streams stall still says how far it is.
+        done = len(self.records)
+        failed = sum(1 for r in self.records if not r.get("ok"))
+        began = self.started_at or self.created
+        events.emit(
+            events.PROGRESS,
+            done=done,
+            total=self.total or 0,
+            message=f"{self.label()}: {done}{' of ' + str(self.total) if self.total else ''} requests done"
+            f"{f' ({failed} failed)' if failed else ''} after {now - began:.0f} s",
+        )
 
     def label(self) -> str:
         m = self.meta
@@ -174,7 +182,7 @@ def clean(value):
 def run_level_in_process(
     plan: dict, endpoint: Endpoint, path: str, maker: PromptMaker, level: LevelRun, timeout: float, cancelled: Callable[[], bool]
 ) -> float:
-    engine = Engine(endpoint, path, timeout, lambda r: None)
+    engine = Engine(endpoint, path, timeout, lambda r: None, stall_timeout=plan.get("stall_timeout"))
     cpu0 = cpu_seconds()
     pending: List[dict] = []
     last = [time.monotonic()]

@@ -108,13 +108,19 @@ class PromptMaker:
             return max(1, int(round(len(str(text).split()) * self.tokens_per_word + self.overhead)))
         return self.lengths(index)[0]
 
+    def max_output_tokens(self, index: int) -> int:
+        """The max_tokens request `index` asks for: no honest usage.completion_tokens exceeds it."""
+        if self.file_prompts:
+            item = self.file_prompts[index % len(self.file_prompts)]
+            return int(item.get("output_len") or item.get("max_tokens") or self.lengths(index)[1])
+        return self.lengths(index)[1]
+
     def body(self, index: int) -> bytes:
-        out_len = self.lengths(index)[1]
+        out_len = self.max_output_tokens(index)
         messages = None
         prompt = None
         if self.file_prompts:
             item = self.file_prompts[index % len(self.file_prompts)]
-            out_len = int(item.get("output_len") or item.get("max_tokens") or out_len)
             messages = item.get("messages")
             prompt = item.get("prompt") or item.get("text")
         else:

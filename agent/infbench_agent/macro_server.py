@@ -36,10 +36,17 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         data = (json.loads(raw).get("data") or []) if status == 200 else []
     except (ValueError, AttributeError):
         data = []
+    if not isinstance(data, list):
+        # {"data": 5}: no list of models to pick from (a named --model still runs).
+        data = []
     entry = next((m for m in data if isinstance(m, dict) and (model is None or m.get("id") == model)), None)
     if model is None:
         if entry is None:
-            raise events.AgentError("no_model", f"{url}/v1/models lists no model", "Pass --model NAME")
+            raise events.AgentError(
+                "no_model",
+                f"{url}/v1/models lists no model (it answered {raw[:120].decode('utf-8', 'replace')!r})",
+                "Pass --model NAME, the name the server serves the model under",
+            )
         model = entry.get("id")
     owned = entry.get("owned_by") if entry else None
     simulated = owned == SIMULATOR_MARK

@@ -256,8 +256,9 @@ def served_model_root(server_url: str, timeout: float = 5.0) -> Optional[str]:
             body = json.load(resp)
     except (OSError, ValueError):
         return None
-    for entry in body.get("data") or []:
-        root = entry.get("root") or entry.get("id")
+    entries = body.get("data") if isinstance(body, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        root = entry.get("root") or entry.get("id") if isinstance(entry, dict) else None
         if root:
             return str(root)
     return None

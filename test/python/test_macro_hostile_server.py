@@ -1,0 +1,293 @@
+"""The macro load generator against a server that answers badly: malformed messages, chunk sizes and headers,
+usage counts that cannot be true, a stream that stalls. Each bad answer fails its own request (with its
+reason) or loses only its usage; every level still runs to the end and measures the good requests right."""
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AGENT = os.path.join(ROOT, "agent")
+sys.path.insert(0, AGENT)
+
+from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
+
+
+def token(text):
+    return {"choices": [{"index": 0, "text": text}]}
+
+
+def usage(completion, prompt=5):
+    return '{"choices":[],"usage":{"prompt_tokens":%s,"completion_tokens":%s}}' % (prompt, completion)
+
+
+GOOD = [token(" a"), token(" b"), token(" c"), token(" d")]
+
+# Each case: the SSE messages a request gets (dicts are sent as JSON, strings as they are), and how many
+# token messages the server generated for it (what its /metrics counts). The prompt names the case.
+CASES = {
+    "good": (GOOD + [usage(4)], 4),
+    "choices_string": ([token(" a"), '{"choices":"abc"}'], 1),
+    "choices_object": ([token(" a"), '{"choices":{"text":"x"}}'], 1),
+    "choices_null": ([token(" a"), '{"choices":[null]}'], 1),
+    "delta_string": ([token(" a"), '{"choices":[{"delta":"x"}]}'], 1),
+    "usage_string": (GOOD + [usage('"4"', '"5"')], 4),
+    "usage_infinite": (GOOD + [usage("1e999")], 4),
+    "usage_ten_times": (GOOD + [usage(40)], 4),
+    "usage_negative": (GOOD + [usage(-15)], 4),
+    "usage_30_digits": (GOOD + [usage("123456789012345678901234567890")], 4),
+    # A special token streams as empty text: still a token message (TTFT, ITL), and usage counts it.
+    "empty_text": ([token(" a"), token(" b"), token(""), token(" d"), usage(4)], 4),
+}
+# Cases answered below by hand: a bad chunk-size line, a bad Content-Length, a stream that goes silent.
+RAW_CASES = {"chunk_size_zz": 1, "content_length_abc": 0, "stalls": 2}
+
+
+class HostileServer(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    generated = 0
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def count(self, n):
+        with self.lock:
+            HostileServer.generated += n
+
+    def send_raw(self, data):
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on a bad answer and closed the connection
+
+    def chunk(self, text):
+        data = ("data: %s\n\n" % text).encode()
+        self.send_raw(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def start_stream(self):
+        self.close_connection = True
+        self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+
+    def do_GET(self):
+        self.close_connection = True
+        if self.path == "/v1/models":
+            body = b'{"data": 5}'
+        elif self.path == "/metrics":
+            body = b"vllm:generation_tokens_total %d\n" % HostileServer.generated
+        else:
+            self.send_error(404)
+            return
+        self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+
+    def do_POST(self):
+        case = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
+        if case == "content_length_abc":
+            self.close_connection = True
+            self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: abc\r\nConnection: close\r\n\r\n")
+            self.send_raw(b"data: [DONE]\n\n")
+            return
+        self.start_stream()
+        if case == "chunk_size_zz":
+            self.count(1)
+            self.chunk(json.dumps(token(" a")))
+            self.send_raw(b"zz\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+            return
+        if case == "stalls":
+            self.count(2)
+            self.chunk(json.dumps(token(" a")))
+            self.chunk(json.dumps(token(" b")))
+            # Silent until the client gives up and closes the connection.
+            self.rfile.read(1)
+            return
+        messages, generated = CASES[case]
+        self.count(generated)
+        for m in messages:
+            time.sleep(0.01)
+            self.chunk(m if isinstance(m, str) else json.dumps(m))
+        self.chunk("[DONE]")
+        self.send_raw(b"0\r\n\r\n")
+
+
+def serve(handler):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def run_macro(url, prompts, *args):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for prompt, output_len in prompts:
+            f.write(json.dumps({"prompt": prompt, "output_len": output_len}) + "\n")
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "infbench_agent", "macro", "--url", url, "--prompts-file", f.name, "--warmup", "0", *args],
+            cwd=AGENT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.unlink(f.name)
+    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    results = [e["result"] for e in events if e["type"] == "result"]
+    if not results:
+        raise AssertionError(f"no result event: {out.stdout[-2000:]} {out.stderr[-2000:]}")
+    return results[0], events
+
+
+class AHostileServer(unittest.TestCase):
+    def setUp(self):
+        HostileServer.generated = 0
+        self.server, self.url = serve(HostileServer)
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def test_every_level_completes_with_bad_answers_failed_by_reason_and_good_ones_measured(self):
+        cases = list(CASES) + list(RAW_CASES)
+        n = len(cases)
+        result, events = run_macro(
+            self.url,
+            [(c, 4) for c in cases],
+            "--model",
+            "hostile",
+            "--concurrency",
+            f"{n},5",
+            "--requests",
+            str(n),
+            "--stall-timeout",
+            "2",
+        )
+        self.assertEqual(len(result["levels"]), 2, result.get("stopped"))
+        requests = [e for e in events if e["type"] == "macro.request"]
+        for level in result["levels"]:
+            self.assertEqual(level["failures"], {"bad_response": 6, "stalled": 1}, level["failure_examples"])
+            self.assertEqual(level["completed"], 1 + 1 + 5)  # good, empty_text and the five lying usages
+            # Each good request streamed 4 tokens; a usage that cannot be true gives way to that count.
+            self.assertEqual(level["total_output_tokens"], 4 * level["completed"])
+            self.assertEqual(level["token_count"]["usage_rejected"], 5)
+            self.assertTrue(level["server_metrics"]["generation_tokens_match"], level["server_metrics"])
+            self.assertIn("sent nothing for", level["failure_examples"]["stalled"])
+        by_reason = {}
+        for e in requests:
+            by_reason.setdefault(e["record"]["reason"], []).append(e["record"])
+        errors = " | ".join(r["error"] for r in by_reason["bad_response"])
+        for what in ("`choices` is a str", "`choices` is a dict", "first choice is null", '`delta` is "x"', "zz", "Content-Length 'abc'"):
+            self.assertIn(what, errors)
+        for r in by_reason[None]:
+            self.assertEqual(r["output_tokens"], 4, r)
+            # Four token messages, so TPOT = (E2EL - TTFT) / 3 is exactly the request's mean ITL.
+            self.assertAlmostEqual(r["tpot_ms"], r["itl_mean_ms"], delta=0.002)
+        # Nothing that cannot be true is reported: decode speed follows the streamed gaps.
+        for level in result["levels"]:
+            self.assertAlmostEqual(level["mean_tpot_ms"], level["mean_itl_ms"], delta=0.01)
+            self.assertLess(level["output_throughput"], 4 * n / 0.01)
+
+    def test_a_usage_the_servers_own_metrics_contradict_takes_the_streamed_count(self):
+        # Four tokens streamed of the eight allowed, usage claims eight; /metrics counts the four.
+        CASES["usage_double"] = (GOOD + [usage(8)], 4)
+        try:
+            result, events = run_macro(self.url, [("usage_double", 8)], "--model", "hostile", "--concurrency", "2", "--requests", "4")
+        finally:
+            del CASES["usage_double"]
+        [level] = result["levels"]
+        self.assertEqual(level["completed"], 4)
+        self.assertEqual(level["total_output_tokens"], 16)
+        self.assertEqual(level["token_count"]["usage_rejected"], 4)
+        self.assertIn("/metrics counted 16", level["token_count"]["usage_problem"])
+        self.assertTrue(level["server_metrics"]["generation_tokens_match"])
+        self.assertTrue(any(e["type"] == "log" and "could not be true" in e["message"] for e in events))
+
+    def test_a_model_list_that_is_no_list_is_an_actionable_error(self):
+        out = subprocess.run(
+            [sys.executable, "-m", "infbench_agent", "macro", "--url", self.url],
+            cwd=AGENT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
+        self.assertEqual(errors[0]["code"], "no_model", out.stdout[-1500:] + out.stderr[-1500:])
+        self.assertIn("--model", errors[0]["hint"])
+
+
+class EmptyTextMessages(unittest.TestCase):
+    def test_an_empty_text_message_is_a_token_message_as_vllm_bench_serve_counts_it(self):
+        # vllm/benchmarks/lib/endpoint_request_func.py stamps TTFT or an ITL sample for every message with
+        # choices, its text empty or not; the client's own count takes only messages with text.
+        server, url = serve(HostileServer)
+        records = []
+        engine = Engine(Endpoint(url), "/v1/completions", 30.0, records.append)
+        try:
+            engine.start({"id": 0, "max_tokens": 4}, json.dumps({"prompt": "empty_text"}).encode())
+            deadline = time.monotonic() + 30
+            while not records and time.monotonic() < deadline:
+                engine.poll(0.05)
+        finally:
+            engine.close()
+            server.shutdown()
+            server.server_close()
+        [rec] = records
+        self.assertTrue(rec["ok"], rec["error"])
+        self.assertEqual(len(rec["itl"]), 3, "four token messages: a TTFT and three ITL samples")
+        self.assertEqual(rec["client_tokens"], 3)
+        self.assertEqual(rec["output_tokens"], 4)
+        self.assertIsNone(rec["usage_problem"])
+
+
+class StalledStream(unittest.TestCase):
+    def test_a_request_queued_behind_streaming_ones_is_no_stall(self):
+        # One stream that keeps sending past the stall bound while another waits silent for its first token:
+        # the server is alive, so the waiting one is queued, not stalled.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2)
+        port = listener.getsockname()[1]
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        tok = b'data: {"choices":[{"index":0,"text":" t"}]}\n\n'
+        conns = []
+
+        def serve_two():
+            for _ in range(2):
+                c, _ = listener.accept()
+                c.recv(65536)
+                conns.append(c)
+            busy, queued = conns
+            busy.sendall(head)
+            queued.sendall(head)
+            for _ in range(60):
+                busy.sendall(tok)
+                time.sleep(0.05)
+            busy.sendall(b"data: [DONE]\n\n")
+            busy.close()
+            queued.sendall(tok + b"data: [DONE]\n\n")
+            queued.close()
+
+        threading.Thread(target=serve_two, daemon=True).start()
+        records = []
+        # The queued request waits three times the bound; the busy stream sends every 50 ms of it.
+        engine = Engine(Endpoint(f"http://127.0.0.1:{port}"), "/v1/completions", 30.0, records.append, stall_timeout=1.0)
+        try:
+            engine.start({"id": 0}, b"{}")
+            engine.start({"id": 1}, b"{}")
+            deadline = time.monotonic() + 30
+            while len(records) < 2 and time.monotonic() < deadline:
+                engine.poll(0.01)
+        finally:
+            engine.close()
+            listener.close()
+        self.assertEqual([r.get("reason") for r in records], [None, None], [r.get("error") for r in records])
+
+
+if __name__ == "__main__":
+    unittest.main()
