@@ -4,6 +4,7 @@ reason) or loses only its usage; every level still runs to the end and measures 
 import http.server
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -207,6 +208,20 @@ class AHostileServer(unittest.TestCase):
         self.assertIn("/metrics counted 16", level["token_count"]["usage_problem"])
         self.assertTrue(level["server_metrics"]["generation_tokens_match"])
         self.assertTrue(any(e["type"] == "log" and "could not be true" in e["message"] for e in events))
+
+    def test_a_level_whose_stream_stalls_says_how_far_it_is_then_fails_it_as_stalled(self):
+        result, events = run_macro(
+            self.url, [("stalls", 4)], "--model", "hostile", "--concurrency", "1,2", "--requests", "1", "--stall-timeout", "2"
+        )
+        progress = [e["message"] for e in events if e["type"] == "progress"]
+        self.assertTrue(any(re.fullmatch(r"c=1: 0 of 1 requests done after \d+ s", m) for m in progress), progress)
+        [level] = result["levels"]
+        self.assertEqual(level["failures"], {"stalled": 1})
+        self.assertIn("after its first token (2 tokens received)", level["failure_examples"]["stalled"])
+        # A server that stalls every request would stall the next level too: the run stops, saying so.
+        [error] = [e for e in events if e["type"] == "error"]
+        self.assertEqual(error["code"], "server_stalled")
+        self.assertIn("--stall-timeout", error["hint"])
 
     def test_a_model_list_that_is_no_list_is_an_actionable_error(self):
         out = subprocess.run(
