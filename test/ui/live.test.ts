@@ -4,6 +4,7 @@
 // editor; switch to a light theme and see the charts follow. Screenshots in dark and light go to
 // test-output/screenshots/live-*.png.
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +58,11 @@ function frameWithHeading(page: Page, text: string): Promise<Frame> {
 async function requestsServed(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   return [...text.matchAll(/^vllm:request_success_total\{[^}]*\} ([0-9.e+]+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+/** OpenSSH's fingerprint of a public key line, from ssh-keygen itself. */
+function sshFingerprint(publicLine: string): string {
+  return execFileSync('ssh-keygen', ['-l', '-f', '-'], { input: `${publicLine}\n`, encoding: 'utf8' }).split(' ')[1];
 }
 
 /** Mean brightness (0..255) of a canvas's corner, where the chart paints the theme's background. */
@@ -530,6 +536,38 @@ describe('live results in code-server (UI)', function () {
       }
     });
     assert.deepEqual(names, [TARGET]);
+  });
+
+  it('refuses a changed host key with both fingerprints, and after a yes that shows the command removes the old key and connects trusting the new one', async () => {
+    await targetRow(TARGET).click({ button: 'right' });
+    await wb.chooseMenuItem('Disconnect');
+    await wb.page.getByRole('treeitem', { name: /^not connected/ }).waitFor();
+    // The host now holds another key than known_hosts (as after a reinstall, or a man in the middle).
+    const knownHosts = join(dirs.home, '.ssh', 'known_hosts');
+    const old = makeKey(dirs.root, 'old_host_key');
+    writeFileSync(knownHosts, `[127.0.0.1]:${sshd!.port} ${old.publicLine.split(' ').slice(0, 2).join(' ')}\n`);
+    const oldPrint = sshFingerprint(old.publicLine);
+    const newPrint = sshFingerprint(sshd!.hostKey.publicLine);
+    await targetRow(TARGET).click({ button: 'right' });
+    await wb.chooseMenuItem('Connect');
+    const toast = wb.page.locator('.notification-toast', { hasText: 'has CHANGED' }).first();
+    await toast.waitFor({ timeout: 30_000 });
+    const said = await toast.innerText();
+    assert.ok(said.includes(newPrint) && said.includes(oldPrint), `both fingerprints in the notification: ${said}`);
+    await toast.getByRole('button', { name: 'Open known_hosts' }).waitFor();
+    await wb.screenshot('live-host-key-changed-dark');
+    await toast.getByRole('button', { name: 'Remove Old Key...' }).click();
+    const dialog = wb.page.getByRole('dialog');
+    await dialog.getByText(`ssh-keygen -R '[127.0.0.1]:${sshd!.port}' -f '${knownHosts}'`, { exact: false }).waitFor();
+    await wb.screenshot('live-host-key-remove-dark');
+    await dialog.getByRole('button', { name: 'Remove and Connect' }).click();
+    // Connecting again asks to trust the key the host offers, with its fingerprint, as ssh does.
+    await wb.page.getByRole('dialog').getByText(newPrint, { exact: false }).waitFor({ timeout: 30_000 });
+    await wb.page.getByRole('dialog').getByRole('button', { name: 'Trust' }).click();
+    await wb.page.getByRole('treeitem', { name: /^connected/ }).waitFor({ timeout: 30_000 });
+    const kept = readFileSync(knownHosts, 'utf8');
+    assert.ok(kept.includes(sshd!.hostKey.publicLine.split(' ')[1]) && !kept.includes(old.publicLine.split(' ')[1]), kept);
+    assert.ok(existsSync(`${knownHosts}.old`), 'ssh-keygen keeps the previous known_hosts');
   });
 
   it('follows a switch to a light theme: the charts repaint with the new colours', async () => {
