@@ -3,7 +3,9 @@ import { UsageError } from './command';
 import { stderrLogger } from './cliLogger';
 import { FindingsFile, findingsFlagPath } from './findingsFile';
 import { onStopSignals } from './stopSignals';
-import { connectClusterNodes, nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
+import { showDiedRuns } from './diedRuns';
+import { keepRunFindings } from '../core/runs/runFindings';
+import { connectClusterNodes, FindingsUpdate, nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
 import { RunnablePhase } from '../core/campaign/phaseRunner';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';
 import { NodeConnection } from '../core/phases/collectives';
@@ -130,6 +132,7 @@ export async function openCliTarget(v: TargetFlags, phase: RunnablePhase, stoppi
   const workspace = resolve(v.workspace ?? '.');
   // Before connecting: a findings path outside the workspace is refused at once.
   const findingsPath = v.findings ? findingsFlagPath(workspace, v.findings) : undefined;
+  showDiedRuns(workspace, log);
   const hooks: SshHooks = {
     onUnknownHostKey: v['accept-new-host-key']
       ? async (p) => {
@@ -168,8 +171,13 @@ export async function openCliTarget(v: TargetFlags, phase: RunnablePhase, stoppi
 
 /** The context a phase runs in from the CLI: the opened target, findings to the --findings file, `runChanged` for progress lines. */
 export function cliPhaseContext(opened: OpenedTarget, runChanged: ResultSink['runChanged'] = nullSink.runChanged): PhaseContext {
-  const { findings } = opened;
-  return { ...opened, sink: { runChanged, findings: (update) => findings?.findings(update) } };
+  const { findings, workspace } = opened;
+  const toFindings = (update: FindingsUpdate) => {
+    // Kept in the run folder first, so that a run killed mid-way can say so in this block, with every row it showed, at the next start.
+    if (findings) keepRunFindings(workspace, findings.path, update);
+    findings?.findings(update);
+  };
+  return { ...opened, sink: { runChanged, findings: toFindings } };
 }
 
 /** Reads a line from the terminal without echoing it. */

@@ -15,6 +15,11 @@ export interface RenderOptions {
   notes?: string[];
 }
 
+/** The line a run's block opens with once the run was found to have died mid-way (its process killed, out of memory). */
+export function runDiedLine(reason: string): string {
+  return `⚠ **This run died before it finished**: ${reason}`;
+}
+
 /** Generated text must never read back as a marker; `&lt;` renders the same to a reader. */
 function safe(line: string): string {
   return looksLikeMarker(line) ? line.replace(/<!--/g, '&lt;!--') : line;
