@@ -37,6 +37,8 @@ Load:
   --warmup N                warm-up requests (default 2)
   --request-timeout S       seconds one request may take before it fails as a timeout (default 600);
                             a level whose requests all stall stops the run
+  --stall-timeout S         seconds a stream may send nothing before it fails as stalled (default 60;
+                            0: off); one still waiting for its first token only while all are silent
   --goodput "ttft:500 tpot:50"  SLOs in ms for goodput
   --percentiles 50,90,99
   --workers auto|N          load-generator processes (default auto)
@@ -76,6 +78,7 @@ export const macroCommand: CliCommand = {
         'sharegpt-output-len': { type: 'string' },
         warmup: { type: 'string' },
         'request-timeout': { type: 'string' },
+        'stall-timeout': { type: 'string' },
         goodput: { type: 'string' },
         percentiles: { type: 'string' },
         workers: { type: 'string' },
@@ -162,6 +165,7 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
     warmup: finiteNumber(v('warmup'), '--warmup'),
     requestTimeoutS: positiveSeconds(v('request-timeout'), '--request-timeout'),
+    stallTimeoutS: nonNegativeNumber(v('stall-timeout'), '--stall-timeout'),
     goodput: Object.keys(goodput).length ? goodput : undefined,
     percentiles: numberList(v('percentiles'), '--percentiles'),
     workers,

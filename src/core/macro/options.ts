@@ -42,6 +42,8 @@ export interface MacroOptions {
   /** Load-generator processes: 'auto' or a number. */
   workers?: number | 'auto';
   requestTimeoutS?: number;
+  /** Seconds a stream may send nothing before it fails as stalled (the agent's default 60); 0 turns it off. */
+  stallTimeoutS?: number;
   /** Bearer token for a server started with --api-key; handed to the agent on stdin, never stored. */
   apiKey?: string;
 }
@@ -101,6 +103,7 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
   args.push(...datasetArgs(o));
   if (o.workers !== undefined) args.push('--workers', String(o.workers));
   if (o.requestTimeoutS !== undefined) args.push('--request-timeout', String(o.requestTimeoutS));
+  if (o.stallTimeoutS !== undefined) args.push('--stall-timeout', String(o.stallTimeoutS));
   return args;
 }
 

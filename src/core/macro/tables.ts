@@ -127,8 +127,10 @@ export function failureTable(levels: readonly MacroLevelSummary[]): ResultTable 
   for (const l of levels) {
     const failures = (l.failures ?? {}) as Record<string, number>;
     const errors = (l.errors ?? []) as string[];
+    // The agent gives one example per reason; older results only the first few errors, of any reason.
+    const examples = (l.failure_examples ?? {}) as Record<string, string>;
     for (const [reason, count] of Object.entries(failures)) {
-      const example = errors.find((e) => typeof e === 'string') ?? '';
+      const example = examples[reason] ?? errors.find((e) => typeof e === 'string') ?? '';
       rows.push({ level: levelLabel(l), reason, count, example });
     }
   }

@@ -19,6 +19,8 @@ export interface MacroPhaseOutcome {
 const MAX_REQUEST_POINTS = 20_000;
 // Findings and sidebar updates from running aggregates, at most this often.
 const LIVE_UPDATE_MS = 1000;
+// The agent reports a level's progress every second; the log takes one line every this many ms.
+const PROGRESS_LOG_MS = 10_000;
 
 /**
  * Runs the macro phase on the context's target: the agent's load generator streams requests to the
@@ -45,6 +47,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   // The server as the agent found it (its `server` event, then the result's).
   let server: Partial<ServerInfo> = {};
   let lastLive = 0;
+  let lastProgressLog = 0;
 
   const currentLevels = (): MacroLevelSummary[] => {
     const all = new Map<number, MacroLevelSummary>(live);
@@ -74,6 +77,17 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
       case 'log':
         ctx.log[event.level](`macro: ${event.message}`);
         break;
+      case 'progress': {
+        // The agent says how far a level is every second, finished requests or not (a level whose streams
+        // stall still shows it is alive); the log takes one of those lines every PROGRESS_LOG_MS.
+        if (!event.message) break;
+        const now = Date.now();
+        if (now - lastProgressLog >= PROGRESS_LOG_MS) {
+          lastProgressLog = now;
+          ctx.log.info(`macro: ${event.message}`);
+        } else ctx.log.debug(`macro: ${event.message}`);
+        break;
+      }
       case 'macro.request': {
         const r = event.record;
         requests.push({
@@ -163,11 +177,19 @@ function findingsUpdate(
   );
   if (summary.simulated) lines.push('⚠ **Simulator**: these numbers come from the inference-bench simulator (a known timing model), not a real model server.');
   if (summary.status !== 'running' && summary.status !== 'completed') lines.push(`Run ${summary.status}: ${summary.reason ?? ''}`.trim());
-  // The agent marks a level's counts 'client' or 'mixed' when the server sent no usage for some requests.
-  const clientCounted = levels.some((l) => ['client', 'mixed'].includes((l.token_count as { source?: string } | undefined)?.source ?? 'usage'));
+  // The agent counts the requests whose usage the server left out, and those whose usage could not be true.
+  const tokenCounts = levels.map((l) => (l.token_count ?? {}) as { source?: string; usage_missing?: number; usage_rejected?: number; usage_problem?: string });
+  const clientCounted = tokenCounts.some((t) => (t.usage_missing ?? (['client', 'mixed'].includes(t.source ?? 'usage') ? 1 : 0)) > 0);
   if (clientCounted) {
     lines.push(
       "Token counts: the server sent no `usage`, so output tokens are the client's count of streamed chunks and prompt tokens an estimate; ask the server for `stream_options.include_usage` for exact counts.",
+    );
+  }
+  const rejected = tokenCounts.reduce((n, t) => n + (t.usage_rejected ?? 0), 0);
+  if (rejected) {
+    const why = tokenCounts.find((t) => t.usage_problem)?.usage_problem;
+    lines.push(
+      `⚠ Token counts: the server's \`usage\` could not be true for ${rejected} request(s)${why ? ` (${why})` : ''}; their output tokens are the client's count of streamed chunks and their prompt tokens an estimate.`,
     );
   }
   lines.push(...levelFlagLines(levels));
