@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,6 +34,7 @@ describe('a CLI run killed with SIGKILL mid-run', function () {
     // The agent the killed CLI had started is left behind on the host (here this machine), as it would be.
     spawnSync('pkill', ['-KILL', '-f', cache]);
     await sim?.stop();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   function macroArgs(concurrency: string, requests: string): string[] {
@@ -77,6 +78,8 @@ describe('a CLI run killed with SIGKILL mid-run', function () {
     );
     const events = readFileSync(join(runsDir, id, 'events.jsonl'), 'utf8');
     assert.ok((events.match(/"type": ?"macro.level"/g) ?? []).length >= 2, 'the event log keeps the levels it received');
+    const kept = JSON.parse(readFileSync(join(runsDir, id, 'result.json'), 'utf8')) as { levels: { completed: number; cut?: unknown }[] };
+    assert.ok(kept.levels.filter((l) => !l.cut).length >= shown.length, 'result.json holds every level the block showed');
 
     const after = block(`macro-${id}`);
     assert.match(after, /⚠ \*\*This run died before it finished\*\*: The process \(pid \d+\)/);

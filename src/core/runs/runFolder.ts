@@ -17,6 +17,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { keptMacroResult } from './keptResult';
 import { currentOwner, ownerLiveness, RunOwner } from './runOwner';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
@@ -337,6 +338,9 @@ export function markIfDied(dir: string, now = new Date()): RunMeta | undefined {
     died: { pid: meta.owner.pid, foundAt: now.toISOString() },
   };
   try {
+    // A macro run writes result.json only at its end: the levels it had received are kept in one now.
+    const kept = meta.phase === 'macro' && !existsSync(resultPath(dir)) ? keptMacroResult(new AgentLog(dir).readEvents(), marked.reason!) : undefined;
+    if (kept) writeAtomic(resultPath(dir), JSON.stringify(kept, null, 2));
     writeAtomic(metaPath(dir), JSON.stringify(marked, null, 2));
   } catch {
     // A workspace that cannot be written: the run is still shown as dead, and marked on disk next time.

@@ -98,6 +98,26 @@ describe('runs whose process died', () => {
     assert.equal(listed.readEvents().length, 1);
   });
 
+  it('keep the macro levels they had received in result.json, the one under way cut short, so the views draw them', async () => {
+    const run = RunFolder.create(workspace, 'macro', 'gpu-box', {});
+    const level = (n: number, partial: boolean, completed: number) =>
+      JSON.stringify({ type: 'macro.level', level: n, partial, summary: { max_concurrency: 8, level: n, num_prompts: 32, completed, failed: 0 } });
+    run.appendEvent(level(0, true, 10));
+    run.appendEvent(level(0, false, 32));
+    run.appendEvent(level(1, true, 12));
+    setOwner(run, await endedProcess());
+    const stored = new StoredRuns(() => workspace);
+    await stored.refresh();
+    const levels = stored.runs[0].macro!.levels;
+    assert.deepEqual(
+      levels.map((l) => [l.completed, l.partial ?? false, l.cut]),
+      [
+        [32, false, undefined],
+        [12, true, { reason: 'interrupted', done: 12, planned: 32 }],
+      ],
+    );
+  });
+
   it('leave the runs of live processes running, this one included', () => {
     const mine = RunFolder.create(workspace, 'macro', 'gpu-box', {});
     const other = RunFolder.create(workspace, 'micro', 'gpu-box', {});
