@@ -24,6 +24,8 @@ from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, SSEParse
 
 # Extra non-blocking selects per poll that read sockets which became ready while the first ones were read.
 READ_ROUNDS = 2
+# Response headers past this size are a broken answer: unbounded, a server that never ends them grows the buffer.
+MAX_HEADER_BYTES = 65536
 # Seconds between checks of the requests in flight for a timeout or a stall.
 EXPIRY_CHECK_INTERVAL = 0.1
 
@@ -78,7 +80,11 @@ def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[di
     except (IndexError, ValueError):
         raise ConnectionError(f"not an HTTP response from {endpoint.host}:{endpoint.port}: {status_line[:80]!r}")
     if b"transfer-encoding: chunked" in head.lower():
-        rest = ChunkedDecoder().feed(rest)
+        try:
+            rest = ChunkedDecoder().feed(rest)
+        except BadResponse as exc:
+            # Callers treat a response they cannot read as one that did not come.
+            raise ConnectionError(f"a malformed response from {endpoint.host}:{endpoint.port}{path}: {exc}")
     return status, rest
 
 
@@ -325,6 +331,8 @@ class Engine:
             st.buf += data
             end = st.buf.find(b"\r\n\r\n")
             if end < 0:
+                if len(st.buf) > MAX_HEADER_BYTES:
+                    raise BadResponse(f"the response headers run past {MAX_HEADER_BYTES} bytes without an end: {bytes(st.buf[:60])!r}")
                 return
             head, data = st.buf[:end].decode("latin-1"), st.buf[end + 4 :]
             st.buf = b""

@@ -150,8 +150,8 @@ def message_content(message: dict) -> Optional[str]:
 
 
 def usage_count(usage: dict, key: str) -> "tuple[Optional[int], Optional[str]]":
-    """(count, None) for a usable usage count; (None, why) for one that cannot be a count of tokens; (None,
-    None) when the server sent none."""
+    """A token count from a server's answer (usage.completion_tokens, /tokenize's count): (count, None) for a
+    usable one; (None, why) for one that cannot be a count of tokens; (None, None) when there is none."""
     value = usage.get(key)
     if value is None:
         return None, None

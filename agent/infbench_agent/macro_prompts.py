@@ -9,6 +9,7 @@ from typing import Callable, List, Optional, Tuple
 
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, simple_request
+from infbench_agent.loadgen_metrics import usage_count
 
 WORDS = (
     "time year people way day man thing woman life child world school state family student group country "
@@ -179,9 +180,10 @@ def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
     if status != 200:
         return None
     try:
-        return int(json.loads(raw)["count"])
-    except (ValueError, KeyError, TypeError):
+        count, problem = usage_count(json.loads(raw), "count")
+    except (ValueError, AttributeError):
         return None
+    return None if problem else count
 
 
 def token_counter(endpoint: Endpoint, model: str, use_tokenize: bool) -> Tuple[Callable[[str], int], str]:

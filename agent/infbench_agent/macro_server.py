@@ -48,7 +48,13 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
                 "Pass --model NAME, the name the server serves the model under",
             )
         model = entry.get("id")
+        if not isinstance(model, str) or not model:
+            raise events.AgentError(
+                "no_model", f"{url}/v1/models lists a model without a name: {json.dumps(entry)[:120]}", "Pass --model NAME"
+            )
     owned = entry.get("owned_by") if entry else None
+    owned = owned if isinstance(owned, str) else None
+    max_model_len = entry.get("max_model_len") if entry else None
     simulated = owned == SIMULATOR_MARK
     # /v1/models says no version; its owned_by names vLLM and SGLang (the simulator speaks vLLM's API).
     kind = "vllm" if owned == "vllm" or simulated else "sglang" if owned == "sglang" else "unknown"
@@ -59,7 +65,7 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         "model": model,
         "owned_by": owned,
         "simulated": simulated,
-        "max_model_len": entry.get("max_model_len") if entry else None,
+        "max_model_len": max_model_len if isinstance(max_model_len, int) and not isinstance(max_model_len, bool) else None,
     }
 
 

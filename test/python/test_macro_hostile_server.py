@@ -53,6 +53,8 @@ RAW_CASES = {"chunk_size_zz": 1, "content_length_abc": 0, "stalls": 2}
 class HostileServer(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     generated = 0
+    # Whether /metrics answers a chunked body with a bad chunk-size line.
+    bad_metrics = False
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -81,6 +83,10 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
         if self.path == "/v1/models":
             body = b'{"data": 5}'
+        elif self.path == "/metrics" and self.bad_metrics:
+            self.start_stream()
+            self.send_raw(b"zz\r\nvllm:generation_tokens_total 1\n\r\n0\r\n\r\n")
+            return
         elif self.path == "/metrics":
             body = b"vllm:generation_tokens_total %d\n" % HostileServer.generated
         else:
@@ -89,7 +95,13 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
         self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
 
     def do_POST(self):
-        case = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/tokenize":
+            self.close_connection = True
+            self.send_raw(b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{"count":1e999}')
+            return
+        # A prompt that names no case (a random one) gets the good answer.
+        case = body["prompt"] if body["prompt"] in CASES or body["prompt"] in RAW_CASES else "good"
         if case == "content_length_abc":
             self.close_connection = True
             self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: abc\r\nConnection: close\r\n\r\n")
@@ -125,12 +137,14 @@ def serve(handler):
 
 
 def run_macro(url, prompts, *args):
+    """Runs the macro phase with a prompts file of (prompt, output_len), or random prompts for none."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for prompt, output_len in prompts:
             f.write(json.dumps({"prompt": prompt, "output_len": output_len}) + "\n")
     try:
+        file_args = ["--prompts-file", f.name] if prompts else []
         out = subprocess.run(
-            [sys.executable, "-m", "infbench_agent", "macro", "--url", url, "--prompts-file", f.name, "--warmup", "0", *args],
+            [sys.executable, "-m", "infbench_agent", "macro", "--url", url, *file_args, "--warmup", "0", *args],
             cwd=AGENT,
             capture_output=True,
             text=True,
@@ -222,6 +236,17 @@ class AHostileServer(unittest.TestCase):
         [error] = [e for e in events if e["type"] == "error"]
         self.assertEqual(error["code"], "server_stalled")
         self.assertIn("--stall-timeout", error["hint"])
+
+    def test_a_tokenize_count_and_a_metrics_body_that_cannot_be_true_leave_the_run_measuring(self):
+        HostileServer.bad_metrics = True
+        try:
+            result, events = run_macro(self.url, [], "--model", "hostile", "--concurrency", "2", "--requests", "4", "--output-len", "4")
+        finally:
+            HostileServer.bad_metrics = False
+        [level] = result["levels"]
+        self.assertEqual((level["completed"], level["total_output_tokens"]), (4, 16))
+        self.assertFalse(result["prompts"]["calibration"]["calibrated"])
+        self.assertEqual(level["server_metrics"]["note"], "/metrics did not answer")
 
     def test_a_model_list_that_is_no_list_is_an_actionable_error(self):
         out = subprocess.run(
