@@ -451,6 +451,17 @@ class MacroRun:
                     "using the server, or its counts are wrong",
                     "warn",
                 )
+            out_total = summary.get("total_output_tokens") or 0
+            streamed_gap = token_count.get("client_vs_usage_abs_diff") or 0
+            if out_total and streamed_gap > 0.01 * out_total:
+                # Possible (several tokens a message under speculative decoding, special tokens with no text),
+                # yet TPOT divides by usage while ITL follows the messages: say how far the two counts part.
+                events.log(
+                    f"{level.label()}: usage counted {out_total} output tokens and the stream {out_total - streamed_gap} "
+                    f"token messages with text ({100.0 * streamed_gap / out_total:.0f}% apart): TPOT divides by usage, "
+                    "ITL is between messages, so the two disagree by as much",
+                    "warn",
+                )
             per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
             if per_core is not None and per_core / max(1, len(plans)) > 85:
                 events.log(

@@ -237,6 +237,21 @@ class AHostileServer(unittest.TestCase):
         self.assertEqual(error["code"], "server_stalled")
         self.assertIn("--stall-timeout", error["hint"])
 
+    def test_a_usage_apart_from_the_stream_with_nothing_to_settle_it_is_kept_and_named(self):
+        # Four tokens streamed of the eight allowed, usage claims eight, and /metrics cannot be read: eight
+        # tokens a request is possible (several tokens a message), so usage stands, as vLLM takes it, with a warning.
+        CASES["usage_double"] = (GOOD + [usage(8)], 4)
+        HostileServer.bad_metrics = True
+        try:
+            result, events = run_macro(self.url, [("usage_double", 8)], "--model", "hostile", "--concurrency", "2", "--requests", "4")
+        finally:
+            del CASES["usage_double"]
+            HostileServer.bad_metrics = False
+        [level] = result["levels"]
+        self.assertEqual((level["total_output_tokens"], level["token_count"]["usage_rejected"]), (32, 0))
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("usage counted 32 output tokens and the stream 16 token messages" in w for w in warnings), warnings)
+
     def test_a_tokenize_count_and_a_metrics_body_that_cannot_be_true_leave_the_run_measuring(self):
         HostileServer.bad_metrics = True
         try:
