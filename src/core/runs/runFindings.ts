@@ -71,44 +71,52 @@ function blockIntact(document: string, sectionId: string): boolean {
 }
 
 /**
+ * The findings block of the run in `dir` if the run is marked dead and its block does not say so
+ * yet; undefined otherwise. A block no longer in its document as the tool wrote it (removed, or
+ * edited by hand) is left to the user and not asked for again.
+ */
+export function diedRunBlock(workspace: string, dir: string): DiedRunFindings | undefined {
+  let meta: RunMeta;
+  let kept: KeptFindings;
+  try {
+    meta = JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta;
+    if (!meta.died || !existsSync(join(dir, FINDINGS_FILE))) return undefined;
+    kept = JSON.parse(readFileSync(join(dir, FINDINGS_FILE), 'utf8')) as KeptFindings;
+  } catch {
+    return undefined;
+  }
+  if (kept.diedShown) return undefined;
+  const shown = () => {
+    try {
+      writeAtomic(join(dir, FINDINGS_FILE), JSON.stringify({ ...kept, diedShown: true }));
+    } catch {
+      // written again next time, to the same effect
+    }
+  };
+  // Read back from a file anyone could edit: a document outside the workspace is never written.
+  const document = findingsPathInWorkspace(workspace, kept.document);
+  if (!document || !blockIntact(document, kept.update.sectionId)) {
+    shown();
+    return undefined;
+  }
+  return { run: meta, document, update: diedFindings(kept.update, meta.reason ?? ''), shown };
+}
+
+/**
  * Marks every run of the workspace whose process died interrupted (see markIfDied): `marked` are
- * the runs marked now, `blocks` the findings blocks that do not say so yet and still stand in
- * their document as the tool wrote them.
+ * the runs marked now, `blocks` the findings blocks that do not say so yet.
  */
 export function settleDiedRuns(workspace: string): { marked: RunMeta[]; blocks: DiedRunFindings[] } {
   const root = runsRoot(workspace);
   const marked: RunMeta[] = [];
-  const out: DiedRunFindings[] = [];
-  if (!existsSync(root)) return { marked, blocks: out };
+  const blocks: DiedRunFindings[] = [];
+  if (!existsSync(root)) return { marked, blocks };
   for (const name of readdirSync(root).sort()) {
     const dir = join(root, name);
-    let meta: RunMeta | undefined;
-    let kept: KeptFindings | undefined;
-    try {
-      const now = markIfDied(dir);
-      if (now) marked.push(now);
-      meta = now ?? (JSON.parse(readFileSync(metaPath(dir), 'utf8')) as RunMeta);
-      if (!meta.died || !existsSync(join(dir, FINDINGS_FILE))) continue;
-      kept = JSON.parse(readFileSync(join(dir, FINDINGS_FILE), 'utf8')) as KeptFindings;
-    } catch {
-      continue;
-    }
-    if (kept.diedShown) continue;
-    const keptFindings = kept;
-    const shown = () => {
-      try {
-        writeAtomic(join(dir, FINDINGS_FILE), JSON.stringify({ ...keptFindings, diedShown: true }));
-      } catch {
-        // written again next time, to the same effect
-      }
-    };
-    // Read back from a file anyone could edit: a document outside the workspace is never written.
-    const document = findingsPathInWorkspace(workspace, kept.document);
-    if (!document || !blockIntact(document, kept.update.sectionId)) {
-      shown();
-      continue;
-    }
-    out.push({ run: meta, document, update: diedFindings(kept.update, meta.reason ?? ''), shown });
+    const now = markIfDied(dir);
+    if (now) marked.push(now);
+    const block = diedRunBlock(workspace, dir);
+    if (block) blocks.push(block);
   }
-  return { marked, blocks: out };
+  return { marked, blocks };
 }

@@ -6,6 +6,8 @@ import { markIfDied, metaPath, resultPath, RunMeta, runDir, runsRoot, writeAtomi
 import { ownerLiveness, RunOwner } from './runOwner';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
 import { viewableRun } from '../trace/profileView';
+import { probeView } from '../probe/tables';
+import { ProbeResult } from '../../remote/agentProtocol';
 
 /** The file beside a run's result where the front end keeps the last RunSummary it drew. */
 const VIEW_FILE = 'view.json';
@@ -37,6 +39,7 @@ export function storedSummary(info: RunMeta, view: RunSummary | undefined, resul
     base.micro = { points, ...microChartData(points, typeof result.device === 'string' ? result.device : undefined) };
   }
   if (info.phase === 'profile') base.profile = result;
+  if (info.phase === 'probe' && result.server && result.gpus) base.probe = probeView(result as unknown as ProbeResult);
   return viewableRun(base);
 }
 
@@ -54,14 +57,18 @@ export async function readStoredRun(dir: string): Promise<RunSummary | undefined
   return (await readStored(dir))?.summary;
 }
 
-/** A stored run's summary and, while it is marked running, the process that runs it. A run whose process died is marked so first. */
-async function readStored(dir: string): Promise<{ summary: RunSummary; owner?: RunOwner } | undefined> {
+/**
+ * A stored run's summary and, while it is marked running, the process that runs it. A run whose
+ * process died is marked so first (`died` set).
+ */
+async function readStored(dir: string): Promise<{ summary: RunSummary; owner?: RunOwner; died?: boolean } | undefined> {
   let info = await readJson<RunMeta>(metaPath(dir));
   if (!info) return undefined;
-  if (info.status === 'running') info = markIfDied(dir) ?? info;
+  const marked = info.status === 'running' ? markIfDied(dir) : undefined;
+  info = marked ?? info;
   const view = await readJson<RunSummary>(join(dir, VIEW_FILE));
   const summary = storedSummary(info, view, view ? undefined : await readJson<Record<string, unknown>>(resultPath(dir)));
-  return { summary, owner: info.status === 'running' ? info.owner : undefined };
+  return { summary, owner: info.status === 'running' ? info.owner : undefined, died: !!marked };
 }
 
 /** What changes when a run folder's meta, view or result is written: their times and sizes. */
@@ -80,6 +87,7 @@ async function stampOf(dir: string): Promise<string | undefined> {
 export class StoredRuns {
   private readonly cache = new Map<string, { stamp: string; summary: RunSummary; owner?: RunOwner }>();
   private listed: RunSummary[] = [];
+  private died: string[] = [];
   private waiting: Promise<boolean> | undefined;
   private last: Promise<unknown> = Promise.resolve();
 
@@ -88,6 +96,11 @@ export class StoredRuns {
   /** The runs as the last refresh found them. */
   get runs(): readonly RunSummary[] {
     return this.listed;
+  }
+
+  /** The folders of the runs that refreshes found dead (and marked so) since the last call. */
+  takeDied(): string[] {
+    return this.died.splice(0);
   }
 
   /** Reads the runs folder again; true when the list changed. */
@@ -136,8 +149,9 @@ export class StoredRuns {
     if (cached?.stamp === stamp && ownerLiveness(cached.owner) !== 'dead') return cached.summary;
     const stored = await readStored(dir);
     // A half-written meta.json is not kept: the next refresh reads it again.
-    if (stored) this.cache.set(dir, { stamp, ...stored });
+    if (stored) this.cache.set(dir, { stamp, summary: stored.summary, owner: stored.owner });
     else this.cache.delete(dir);
+    if (stored?.died) this.died.push(dir);
     return stored?.summary;
   }
 }

@@ -6,13 +6,14 @@ import { inExtensionWords } from './extensionWords';
 import { Target } from '../../core/config/target';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
-import { workspaceRoot } from '../settings';
+import { findingsDocumentPath, readSettings, workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
 import { Connection, Connector } from '../../core/campaign/connection';
 import { PhaseRunner } from '../../core/campaign/phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
 import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';
+import { diedRunBlock, keepRunFindings } from '../../core/runs/runFindings';
 import { RunStop } from '../../core/runs/runStop';
 import { SshError } from '../../remote/ssh/errors';
 import { showConnectionFailure } from '../connections/connectionFailure';
@@ -87,7 +88,33 @@ export class RunController extends Disposable implements RunsSource {
     } catch (err) {
       this.log.warn(`could not read the stored runs: ${err instanceof Error ? err.message : String(err)}`);
     }
+    this.showDied();
     return this.runs();
+  }
+
+  /** Runs just found dead (their process killed, out of memory) say so in their findings block, when it is in this window's document. */
+  private showDied(): void {
+    const workspace = workspaceRoot();
+    const dirs = this.stored.takeDied();
+    if (!workspace || !dirs.length) return;
+    const ours = this.findingsPath();
+    for (const dir of dirs) {
+      const block = diedRunBlock(workspace, dir);
+      // A block in another document (a CLI run's --findings) is left to the CLI's next start.
+      if (!block || !this.findingsTarget || block.document !== ours) continue;
+      this.log.warn(`${block.run.phase} run ${block.run.id} on ${block.run.target} had died: ${block.run.reason ?? ''}`);
+      this.findings(block.update);
+      block.shown();
+    }
+  }
+
+  private findingsPath(): string | undefined {
+    try {
+      return findingsDocumentPath(readSettings());
+    } catch {
+      // a setting outside the workspace: nothing is written there, nor kept for it
+      return undefined;
+    }
   }
 
   /** A run that has ended leaves the live ones once the stored list holds its final files, so that it never drops out of runs(). */
@@ -266,6 +293,10 @@ export class RunController extends Disposable implements RunsSource {
       this.log.debug(`findings update ${update.sectionId} (no findings editor in this build)`);
       return;
     }
+    // Kept in the run folder too, so that a run whose extension host is killed can say so in this block later.
+    const workspace = workspaceRoot();
+    const document = this.findingsPath();
+    if (workspace && document) keepRunFindings(workspace, document, update);
     Promise.resolve(this.findingsTarget.update(update)).catch((err) => this.log.error(`updating the findings document: ${String(err)}`));
   }
 
