@@ -1,5 +1,6 @@
 // Result shapes shared by the core, the CLI, the findings document and the webview.
 // Macro fields use `vllm bench serve`'s names where the metric is the same.
+import type { ResultTable } from './table';
 
 export type Phase = 'macro' | 'micro' | 'profile' | 'probe';
 
@@ -55,6 +56,12 @@ export interface RunSummary {
   /** alltoall: a cluster run's all-to-all at expert-parallel decode sizes, across the hosts. */
   micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; alltoall?: AllReducePoint[]; peak?: GpuPeak };
   profile?: Record<string, unknown> & Partial<ProfileSummary>;
+  probe?: ProbeView;
+}
+
+/** What a probe found, as the results view shows it: the environment, then the GPUs. */
+export interface ProbeView {
+  tables: ResultTable[];
 }
 
 /** One request of a macro run, for the latency-over-time chart. Times in seconds from the run's first send. */

@@ -9,6 +9,8 @@ import { silentLogger } from '../../src/core/log';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { probeSummaryLines, runProbePhase } from '../../src/core/phases/probe';
 import { RunFolder } from '../../src/core/runs/runFolder';
+import { readStoredRun } from '../../src/core/runs/storedRuns';
+import { RunSummary } from '../../src/shared/results';
 import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
 import { LocalTransport } from '../../src/remote/localTransport';
 import { openTransport } from '../../src/remote/openTransport';
@@ -81,6 +83,15 @@ describe('probe', function () {
       ['hello', 'probe', 'result', 'done'],
     );
     assert.ok(probeSummaryLines(outcome.result!).some((l) => l.includes('profiler: enabled')));
+    // The results view draws what the probe found, live and from the run folder alike (a CLI run has no saved view).
+    const facts = (view: RunSummary['probe']) => Object.fromEntries((view?.tables[0].rows ?? []).map((r) => [r.what, String(r.value)]));
+    for (const view of [outcome.summary.probe, (await readStoredRun(outcome.run.dir))?.probe]) {
+      const found = facts(view);
+      assert.match(found.Python ?? '', new RegExp(outcome.result!.python.version.replace(/\./g, '\\.')));
+      assert.match(found['Command line'] ?? '', new RegExp(`pid ${sim.process.pid}`));
+      assert.match(found.Profiler ?? '', /^enabled/);
+      assert.ok(found.Models?.startsWith(sim.model), found.Models);
+    }
   });
 
   it('over SSH: the agent is copied through the connection and probes the host', async () => {

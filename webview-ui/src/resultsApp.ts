@@ -150,7 +150,16 @@ export function startResultsApp(app: HTMLElement): void {
     cards.filter((c) => !next.includes(c)).forEach((c) => c.destroy());
     cards = next;
     chartsHolder.replaceChildren(...cards.map((c) => c.element));
-    if (!specs.length) chartsHolder.append(el('p', run.status === 'running' ? 'Waiting for the first results…' : 'This run has no results to draw.', 'empty'));
+    // A probe has facts, not figures: its tables stand where the charts would.
+    for (const table of run.phase === 'probe' ? (run.probe?.tables ?? []) : []) {
+      const section = el('section', undefined, 'card');
+      section.append(el('h3', table.title), el('div', undefined, 'table-scroll'));
+      section.lastElementChild!.append(renderTable(table));
+      if (table.note) section.append(el('p', table.note, 'meta'));
+      chartsHolder.append(section);
+    }
+    if (!specs.length && !(run.phase === 'probe' && run.probe?.tables.length))
+      chartsHolder.append(el('p', run.status === 'running' ? 'Waiting for the first results…' : 'This run has no results to draw.', 'empty'));
     const kernels = run.phase === 'profile' ? topKernels(run) : undefined;
     extras.replaceChildren();
     if (kernels) {
