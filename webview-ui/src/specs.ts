@@ -21,7 +21,7 @@ export interface Series {
   dashed?: boolean;
   /** A reference line (a GPU's peak): drawn thin, no points. */
   reference?: boolean;
-  /** Colour index into the theme's palette; series of the two runs that match share one. */
+  /** Colour index into the theme's palette; a compared run's series start at the palette's second half. */
   colorIndex?: number;
   /** Points only (per-request scatter). */
   scatter?: boolean;

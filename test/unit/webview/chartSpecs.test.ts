@@ -49,7 +49,7 @@ describe('the results view charts', () => {
     assert.deepEqual(tpot.series.find((s) => s.label === 'p99')!.points[0], { x: 1, y: levels[0].p99_tpot_ms });
   });
 
-  it('overlays a second run dashed, labelled A and B, with both in the table', () => {
+  it('overlays a second run dashed and in other colours, labelled A and B, with both in the table', () => {
     const other: RunSummary = {
       ...macroRun,
       id: 'b',
@@ -60,6 +60,12 @@ describe('the results view charts', () => {
     assert.equal(b.dashed, true);
     assert.equal(b.points.length, 3);
     assert.equal(throughput.series.find((s) => s.label === 'A: output tok/s')!.dashed, false);
+    // A and B differ in colour too, in every chart (a dash alone is lost on a thin line).
+    for (const chart of macroCharts(macroRun, other) as LineChartSpec[]) {
+      const colours = (tag: string) => new Set(chart.series.filter((s) => s.label.startsWith(`${tag}: `) && !s.marker).map((s) => s.colorIndex));
+      const shared = [...colours('A')].filter((c) => colours('B').has(c));
+      assert.deepEqual(shared, [], `${chart.title}: runs A and B share colours ${shared.join(', ')}`);
+    }
     assert.equal(throughput.table.rows.length, levels.length + 3);
     assert.deepEqual(new Set(throughput.table.rows.map((r) => r.run)), new Set(['A', 'B']));
   });

@@ -11,10 +11,14 @@ export function wantsLog(values: number[]): boolean {
   return Math.max(...positive) / Math.min(...positive) > 10;
 }
 
-/** The runs drawn: the selected one, then the compared one if any, each with its A/B tag. */
-export function drawnRuns(run: RunSummary, compare?: RunSummary): { run: RunSummary; tag: string; dashed: boolean }[] {
-  const out = [{ run, tag: 'A', dashed: false }];
-  if (compare) out.push({ run: compare, tag: 'B', dashed: true });
+// The compared run's series take the palette's second half, so that A and B differ in colour as well as
+// in dash (a dash alone is lost on a thin line or a point).
+const COMPARED_COLOURS = 8;
+
+/** The runs drawn: the selected one, then the compared one if any, each with its A/B tag and where its colours start. */
+export function drawnRuns(run: RunSummary, compare?: RunSummary): { run: RunSummary; tag: string; dashed: boolean; colours: number }[] {
+  const out = [{ run, tag: 'A', dashed: false, colours: 0 }];
+  if (compare) out.push({ run: compare, tag: 'B', dashed: true, colours: COMPARED_COLOURS });
   return out;
 }
 

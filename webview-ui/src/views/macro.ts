@@ -62,11 +62,21 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
   // Throughput vs load.
   const throughputSeries: Series[] = [];
   const throughputRows: Record<string, TableCell>[] = [];
-  runs.forEach(({ run: r, tag, dashed }) => {
+  runs.forEach(({ run: r, tag, dashed, colours }) => {
     const levels = levelsSorted(r);
     throughputSeries.push(
-      { label: seriesLabel('output tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })), dashed, colorIndex: 0 },
-      { label: seriesLabel('total tok/s', tag, comparing), points: levels.map((l) => ({ x: loadOf(l)!, y: l.total_token_throughput })), dashed, colorIndex: 1 },
+      {
+        label: seriesLabel('output tok/s', tag, comparing),
+        points: levels.map((l) => ({ x: loadOf(l)!, y: l.output_throughput })),
+        dashed,
+        colorIndex: colours,
+      },
+      {
+        label: seriesLabel('total tok/s', tag, comparing),
+        points: levels.map((l) => ({ x: loadOf(l)!, y: l.total_token_throughput })),
+        dashed,
+        colorIndex: colours + 1,
+      },
     );
     const cut = allLevelsSorted(r).filter((l) => l.cut);
     if (cut.length)
@@ -140,7 +150,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     if (!stats.length) continue;
     const series: Series[] = [];
     const rows: Record<string, TableCell>[] = [];
-    runs.forEach(({ run: r, tag, dashed }) => {
+    runs.forEach(({ run: r, tag, dashed, colours }) => {
       const levels = levelsSorted(r);
       stats.forEach((stat, i) => {
         const key = `${stat}_${metric}_ms`;
@@ -148,7 +158,7 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
           label: seriesLabel(stat, tag, comparing),
           points: levels.flatMap((l) => (finite(l[key]) === undefined ? [] : [{ x: loadOf(l)!, y: l[key] as number }])),
           dashed,
-          colorIndex: i,
+          colorIndex: colours + i,
         });
       });
       for (const l of levels) rows.push({ run: tag, load: loadOf(l), ...Object.fromEntries(stats.map((s) => [s, finite(l[`${s}_${metric}_ms`])])) });
@@ -179,21 +189,21 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
   if (runs.some((r) => r.run.macro?.requests?.length)) {
     const series: Series[] = [];
     const rows: Record<string, TableCell>[] = [];
-    runs.forEach(({ run: r, tag, dashed }) => {
+    runs.forEach(({ run: r, tag, dashed, colours }) => {
       const requests = (r.macro?.requests ?? []).filter((q) => q.ok);
       series.push(
         {
           label: seriesLabel('E2E latency', tag, comparing),
           points: requests.flatMap((q) => (finite(q.e2el_ms) === undefined ? [] : [{ x: q.start_s, y: q.e2el_ms! }])),
           dashed,
-          colorIndex: dashed ? 2 : 0,
+          colorIndex: colours,
           scatter: true,
         },
         {
           label: seriesLabel('TTFT', tag, comparing),
           points: requests.flatMap((q) => (finite(q.ttft_ms) === undefined ? [] : [{ x: q.start_s, y: q.ttft_ms! }])),
           dashed,
-          colorIndex: dashed ? 3 : 1,
+          colorIndex: colours + 1,
           scatter: true,
         },
       );

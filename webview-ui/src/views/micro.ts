@@ -116,12 +116,17 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       shapes.forEach((shape, i) => {
         const points = r.data.gemm.filter((g) => g.shape === shape).sort((a, b) => a.m - b.m);
         if (!points.length) return;
-        time.push({ label: seriesLabel(shape, r.tag, comparing), points: points.map((g) => ({ x: g.m, y: g.time_us })), dashed: r.dashed, colorIndex: i });
+        time.push({
+          label: seriesLabel(shape, r.tag, comparing),
+          points: points.map((g) => ({ x: g.m, y: g.time_us })),
+          dashed: r.dashed,
+          colorIndex: r.colours + i,
+        });
         bw.push({
           label: seriesLabel(shape, r.tag, comparing),
           points: points.flatMap((g) => (g.tbps === undefined ? [] : [{ x: g.m, y: g.tbps }])),
           dashed: r.dashed,
-          colorIndex: i,
+          colorIndex: r.colours + i,
         });
         for (const g of points)
           rows.push({ run: r.tag, shape, m: g.m, n: g.n, k: g.k, time_us: g.time_us, tbps: g.tbps, tflops: g.tflops, backend: g.backend });
@@ -182,13 +187,13 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
         label: seriesLabel('time', r.tag, comparing),
         points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })),
         dashed: r.dashed,
-        colorIndex: 0,
+        colorIndex: r.colours,
       });
       bus.push({
         label: seriesLabel('busbw', r.tag, comparing),
         points: points.map((a) => ({ x: a.size_bytes, y: a.busbw_gbps })),
         dashed: r.dashed,
-        colorIndex: 2,
+        colorIndex: r.colours + 2,
       });
       for (const a of points) rows.push(collectiveRow(r.tag, a));
     }
@@ -233,7 +238,12 @@ export function microCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     const time: Series[] = runs.map((r) => {
       const points = [...r.data.alltoall].sort((a, b) => a.size_bytes - b.size_bytes);
       for (const a of points) rows.push(collectiveRow(r.tag, a));
-      return { label: seriesLabel('time', r.tag, comparing), points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })), dashed: r.dashed, colorIndex: 1 };
+      return {
+        label: seriesLabel('time', r.tag, comparing),
+        points: points.map((a) => ({ x: a.size_bytes, y: a.time_us })),
+        dashed: r.dashed,
+        colorIndex: r.colours + 1,
+      };
     });
     charts.push({
       kind: 'line',
