@@ -1,28 +1,35 @@
 import { existsSync } from 'node:fs';
 import { FindingsUpdate, ResultSink } from '../core/campaign/phaseContext';
 import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../core/findings/diskDocument';
+import { findingsFileProblem, findingsPathInWorkspace } from '../core/findings/location';
 import { campaignUpdate, ProbeInfo } from '../core/findings/skeleton';
 import { Logger, silentLogger } from '../core/log';
 import { storageProblem } from '../core/runs/runFolder';
-import { findingsPathInWorkspace } from '../core/findings/location';
 import { UsageError } from './command';
 
-/** The --findings file inside the workspace; a path outside it is refused (nothing is written there). */
+/** The --findings file inside the workspace; a path outside it (also through a symlink) or not a regular file is refused (nothing is written there). */
 export function findingsFlagPath(workspace: string, given: string): string {
   const path = findingsPathInWorkspace(workspace, given);
-  if (!path) {
+  const problem = path ? findingsFileProblem(workspace, path) : 'it is outside the workspace';
+  if (!path || problem) {
     throw new UsageError(
-      `--findings ${given} is outside the workspace ${workspace}; Inference Bench writes only findings documents inside the workspace, so nothing was written there. ` +
+      `--findings ${given} is refused: ${problem} (workspace ${workspace}); Inference Bench writes only regular files inside the workspace as findings documents, so nothing was written there. ` +
         'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
     );
   }
   return path;
 }
 
+export interface FindingsFileOptions {
+  now?: () => Date;
+  /** The workspace the document must stay inside; its real path (symlinks resolved) is checked before every write. */
+  workspace?: string;
+}
+
 /**
  * The CLI's findings document: the same file the extension keeps open, edited on disk. Each update
  * re-reads the file (the user may have edited it in an editor since), changes only the tool's own
- * regions, and replaces the file in one rename so that a reader never sees half a document.
+ * regions, and replaces the file only where it still holds what was read (see diskDocument.ts).
  */
 export class FindingsFile implements Pick<ResultSink, 'findings'> {
   private readonly written = new Set<string>();
@@ -32,13 +39,13 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
   constructor(
     readonly path: string,
     private readonly log: Logger = silentLogger,
-    private readonly now: () => Date = () => new Date(),
+    private readonly options: FindingsFileOptions = {},
   ) {}
 
   /** Creates the skeleton if the document does not exist yet; fills the header in from the probe. */
   ensure(probe?: ProbeInfo): void {
     try {
-      if (createSkeletonIfAbsent(this.path, probe)) {
+      if (createSkeletonIfAbsent(this.path, probe, this.options.workspace)) {
         this.log.info(`Created the findings document ${this.path}`);
         return;
       }
@@ -50,11 +57,13 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
 
   findings(update: FindingsUpdate): void {
     try {
-      if (!existsSync(this.path) && createSkeletonIfAbsent(this.path)) this.log.info(`Created the findings document ${this.path}`);
+      if (!existsSync(this.path) && createSkeletonIfAbsent(this.path, undefined, this.options.workspace))
+        this.log.info(`Created the findings document ${this.path}`);
       const result = applyUpdateOnDisk(this.path, update, {
-        now: this.now(),
+        now: this.options.now?.() ?? new Date(),
         previouslyWritten: this.written.has(update.sectionId),
         previousText: this.lastText,
+        workspace: this.options.workspace,
       });
       this.written.add(update.sectionId);
       this.lastText = result.diskText;
@@ -70,6 +79,7 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
   }
 
   private explain(what: string, err: unknown): Error {
+    if (err instanceof FindingsDiskError) return err;
     const code = (err as NodeJS.ErrnoException)?.code;
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') {
       return new Error(`Could not ${what} the findings document: ${storageProblem(err, this.path).message} The results are in the run folder either way.`);

@@ -154,7 +154,7 @@ export async function openCliTarget(v: TargetFlags, phase: RunnablePhase, stoppi
   };
   try {
     const agent = await deployAgent(transport, bundledAgentPath(), target.python);
-    const findings = findingsPath ? new FindingsFile(findingsPath, log) : undefined;
+    const findings = findingsPath ? new FindingsFile(findingsPath, log, { workspace }) : undefined;
     const apiKey = v['api-key'] || process.env.INFBENCH_API_KEY || process.env.OPENAI_API_KEY || undefined;
     // Every host the phase works on, up front: a wrong key or host key on any of them is said before work starts.
     const nodes = await connectClusterNodes(target, phase, { transport, agent }, async (node) => {

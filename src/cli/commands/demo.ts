@@ -82,7 +82,7 @@ export const demoCommand: CliCommand = {
     const abort = new AbortController();
     const onSigint = () => abort.abort();
     process.once('SIGINT', onSigint);
-    const doc = new FindingsFile(join(workspace, v.findings!), log);
+    const doc = new FindingsFile(join(workspace, v.findings!), log, { workspace });
     const headlines = new Map<string, { progress: string; headline: string }>();
     const sink: ResultSink = {
       runChanged: (run: RunSummary) => {

@@ -96,7 +96,7 @@ export const explainCommand: CliCommand = {
       if (err instanceof ExplainError) throw new UsageError(err.message);
       throw err;
     }
-    if (v.findings) new FindingsFile(findingsFlagPath(workspace, v.findings), stderrLogger()).findings(budgetFindings(budget));
+    if (v.findings) new FindingsFile(findingsFlagPath(workspace, v.findings), stderrLogger(), { workspace }).findings(budgetFindings(budget));
     if (v.json) process.stdout.write(`${JSON.stringify(budget, null, 2)}\n`);
     else process.stdout.write(budgetText(budget));
     return 0;

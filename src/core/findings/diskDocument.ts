@@ -4,27 +4,38 @@ import {
   chmodSync,
   closeSync,
   constants,
-  existsSync,
   fstatSync,
   linkSync,
+  lstatSync,
   openSync,
+  readFileSync,
   readSync,
-  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { FindingsUpdate } from '../campaign/phaseContext';
+import { decodeDocument, encodeDocument } from './bytes';
+import { fileTypeProblem, findingsFileProblem, realPathOf } from './location';
 import { ProbeInfo, renderSkeleton } from './skeleton';
 import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 
 // The findings document as a file on disk, for the CLI and for a document no editor has open.
-// Every write goes to a sibling temp file that is renamed over the document, so that a reader
-// (an editor reloading it, git, a second tool) never sees half a document. An editor may save the
-// same file at any moment, often in place (truncate, then write), so a write is only made from a
-// read that held still, and the rename only replaces the very version that was read.
+// Runs of the tool take turns through a lock file beside the document, so only editors race a write.
+// An editor saves in place (truncate, then write) or by renaming a new file over the document (vim
+// also renames the old one to a backup first). So a write never replaces a file it has not read:
+//   1. read the document through a descriptor once it holds still;
+//   2. write the new text to a sibling temp file;
+//   3. rename the document aside (atomic: whatever the path names now is taken, nothing is lost);
+//   4. if the taken file's bytes are the ones read, link the temp file in (link never replaces:
+//      a file an editor created meanwhile wins); otherwise link the taken file back, and start over;
+//   5. check the inode read once more: an in-place save through a descriptor opened before step 3
+//      lands there, and is merged again.
+// The document is missing for the microseconds between steps 3 and 4, as during a vim save.
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
@@ -39,6 +50,8 @@ export class FindingsDiskError extends Error {
 export interface DiskApplyOptions extends ApplyOptions {
   /** The text the caller last saw in the file (read or written): a file that is suddenly empty is not taken as the user's. */
   previousText?: string;
+  /** The workspace the document's real path (symlinks resolved) must stay inside, checked before every write. */
+  workspace?: string;
 }
 
 export interface DiskFindingsEdit extends FindingsEdit {
@@ -51,9 +64,13 @@ const SETTLE_MS = 10;
 // An empty file, or one that shrank to a cut-off line, must hold still longer before it is taken as the user's.
 const CUT_SETTLE_MS = 200;
 const MAX_ATTEMPTS = 60;
+// How long a run waits for another run's write (each takes milliseconds, or a few settle waits).
+const LOCK_WAIT_MS = 30_000;
+// A lock this old is taken as left behind even when its owner's process cannot be checked (another host).
+const LOCK_STALE_MS = 60_000;
 
-function tempPath(file: string): string {
-  return join(dirname(file), `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.tmp`);
+function tempPath(file: string, what = 'tmp'): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.${what}`);
 }
 
 function pause(ms: number): void {
@@ -64,16 +81,62 @@ function sameVersion(a: BigIntStats, b: BigIntStats): boolean {
   return a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-/** Writes a sibling temp file and renames it over the target, keeping the target's permissions. */
-export function writeFileAtomic(file: string, text: string): void {
-  const tmp = tempPath(file);
+function unlinkQuietly(path: string): void {
   try {
-    writeFileSync(tmp, text);
-    if (existsSync(file)) chmodSync(tmp, statSync(file).mode & 0o7777);
-    renameSync(tmp, file);
-  } catch (err) {
-    if (existsSync(tmp)) unlinkSync(tmp);
-    throw err;
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/** The document's real path (symlinks resolved), or an error when it lies outside the workspace or is not a regular file. */
+function checkedPath(file: string, workspace: string | undefined): string {
+  const problem = workspace ? findingsFileProblem(workspace, file) : undefined;
+  let real: string | undefined;
+  try {
+    real = realPathOf(file);
+  } catch {
+    // a dangling link or a loop: said below
+  }
+  const why = problem ?? (real ? fileTypeProblem(real) : `${file} is a symlink that leads nowhere`);
+  if (why || !real) {
+    throw new FindingsDiskError(
+      `The findings document ${file} is not written: ${why}. Inference Bench writes only regular files inside the workspace; ` +
+        "give a plain file of the workspace (the CLI's --findings, or the setting inferenceBench.findingsDocument). The results are in the run folder either way.",
+      'error',
+    );
+  }
+  return real;
+}
+
+/**
+ * Opens the document for reading without ever blocking (a FIFO would wait for a writer forever)
+ * and without following a symlink swapped in since the path was checked; only a regular file is kept open.
+ */
+function openRegular(real: string): number {
+  const fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new FindingsDiskError(
+      `The findings document ${real} is not written: ${fileTypeProblem(real) ?? 'it is not a regular file'}. Give a plain file of the workspace instead.`,
+      'error',
+    );
+  }
+  return fd;
+}
+
+/** The document's text for reading only (result tables), or undefined when it is absent or not a regular file. */
+export function readFindingsText(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openRegular(realPathOf(file));
+  } catch {
+    return undefined;
+  }
+  try {
+    return decodeDocument(readAll(fd));
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -81,19 +144,32 @@ export function writeFileAtomic(file: string, text: string): void {
  * Writes the skeleton if the document does not exist. Returns false when it existed: a document
  * that exists is never replaced, even one created a moment ago by someone else.
  */
-export function createSkeletonIfAbsent(file: string, probe?: ProbeInfo): boolean {
-  if (existsSync(file)) return false;
-  const tmp = tempPath(file);
+export function createSkeletonIfAbsent(file: string, probe?: ProbeInfo, workspace?: string): boolean {
+  if (lstatOrUndefined(file)) return false;
+  const real = checkedPath(file, workspace);
+  // Under the runs' lock: the document is missing for a moment while another run replaces it.
+  const unlock = lockDocument(real);
+  const tmp = tempPath(real);
   try {
+    if (lstatOrUndefined(real)) return false;
     writeFileSync(tmp, renderSkeleton(basename(file), probe));
     // link() fails with EEXIST if the file appeared meanwhile, where rename would replace it.
-    linkSync(tmp, file);
+    linkSync(tmp, real);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
   } finally {
-    if (existsSync(tmp)) unlinkSync(tmp);
+    unlinkQuietly(tmp);
+    unlock();
+  }
+}
+
+function lstatOrUndefined(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
   }
 }
 
@@ -101,8 +177,9 @@ function assertWritable(file: string, st: BigIntStats): void {
   let writable = (st.mode & 0o222n) !== 0n;
   try {
     accessSync(file, constants.W_OK);
-  } catch {
-    writable = false;
+  } catch (err) {
+    // Gone for a moment (vim's save) says nothing about permissions: the write that follows finds out.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') writable = false;
   }
   // The mode bits count too: root may write anything, but a file marked read-only stays unwritten.
   if (!writable) {
@@ -114,16 +191,22 @@ function assertWritable(file: string, st: BigIntStats): void {
   }
 }
 
-function readAll(fd: number): string {
-  const size = Number(fstatSync(fd).size);
-  const buf = Buffer.alloc(size);
-  let got = 0;
-  while (got < size) {
-    const n = readSync(fd, buf, got, size - got, got);
+function readAll(fd: number): Buffer {
+  const chunks: Buffer[] = [];
+  for (let at = 0; ;) {
+    const buf = Buffer.alloc(Math.max(Number(fstatSync(fd).size) - at, 0) + 4096);
+    const n = readSync(fd, buf, 0, buf.length, at);
     if (n === 0) break;
-    got += n;
+    chunks.push(buf.subarray(0, n));
+    at += n;
   }
-  return buf.subarray(0, got).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+interface SettledRead {
+  bytes: Buffer;
+  text: string;
+  st: BigIntStats;
 }
 
 /**
@@ -131,9 +214,10 @@ function readAll(fd: number): string {
  * the size or time within a few ms. Returns undefined when it kept changing. With `file`, the path
  * must still name the same inode.
  */
-function settledRead(fd: number, file: string | undefined, previousText: string | undefined): { text: string; st: BigIntStats } | undefined {
+function settledRead(fd: number, file: string | undefined, previousText: string | undefined): SettledRead | undefined {
   const st = fstatSync(fd, { bigint: true });
-  const text = readAll(fd);
+  const bytes = readAll(fd);
+  const text = decodeDocument(bytes);
   // Empty, or shorter than before and cut mid-line, looks like a save caught half-way: it must hold still longer.
   const cut = text.length === 0 || (previousText !== undefined && text.length < previousText.length && !/\n$/.test(text));
   const deadline = Date.now() + (cut ? CUT_SETTLE_MS : SETTLE_MS);
@@ -148,24 +232,184 @@ function settledRead(fd: number, file: string | undefined, previousText: string 
       }
     }
   } while (Date.now() < deadline);
-  return { text, st };
+  return { bytes, text, st };
+}
+
+/** The bytes of the inode behind `path` (not following a link), or undefined when it is gone. */
+function bytesAt(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    return fstatSync(fd).isFile() ? readAll(fd) : undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
- * Re-reads the document, applies one update and writes it back atomically (through symlinks).
- * The rename replaces only the version the update was computed from: a file changed since (by an
- * editor saving it) is read again and the update applied to the new text. A file that is suddenly
+ * Puts `data` at `real` if, and only if, the file there now holds `expected`; see steps 2-4 above.
+ * Returns false when it held something else (left in place) or vanished: the caller reads again.
+ */
+function replaceIfUnchanged(real: string, expected: Buffer, data: Buffer, mode: number): boolean {
+  const tmp = tempPath(real);
+  const aside = tempPath(real, 'aside');
+  try {
+    writeFileSync(tmp, data);
+    chmodSync(tmp, mode);
+    try {
+      renameSync(real, aside);
+    } catch (err) {
+      // Missing for a moment: an editor (vim) has renamed it to its backup and is writing a new one.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+    const taken = bytesAt(aside);
+    if (!taken || !taken.equals(expected)) {
+      putBack(aside, real);
+      return false;
+    }
+    try {
+      linkSync(tmp, real);
+    } catch (err) {
+      // An editor created the document while it was aside: that save is newer than what was taken.
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      putBack(aside, real);
+      throw err;
+    }
+    return true;
+  } finally {
+    unlinkQuietly(tmp);
+    unlinkQuietly(aside);
+  }
+}
+
+/** Links a taken file back at the document's path; one that cannot go back is kept under a visible name. */
+function putBack(aside: string, real: string): void {
+  try {
+    linkSync(aside, real);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  // Two saves in the microseconds the document was aside: both are kept, the newer one at its path.
+  const kept = `${real}.saved-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  linkSync(aside, kept);
+  throw new FindingsDiskError(
+    `Two saves of the findings document ${real} landed while Inference Bench was writing it; the newer one is in place and the other is kept as ${kept}. Compare the two and delete ${kept}.`,
+    'warn',
+  );
+}
+
+/** Another run's lock on the document, left behind when it is older than LOCK_STALE_MS or its process (on this host) is gone. */
+function isStale(lock: string, holder: string): boolean {
+  let age: number;
+  try {
+    age = Date.now() - statSync(lock).mtimeMs;
+  } catch {
+    return false;
+  }
+  if (age > LOCK_STALE_MS) return true;
+  const [pid, host] = holder.split(' ');
+  if (host !== hostname() || !/^\d+$/.test(pid)) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function readOrUndefined(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes the lock that runs writing the same document share (a file created exclusively beside it),
+ * so that two runs never interleave their read and replace. Returns its release.
+ */
+function lockDocument(real: string): () => void {
+  const lock = join(dirname(real), `.${basename(real)}.inference-bench.lock`);
+  const token = `${process.pid} ${hostname()} ${Math.random().toString(36).slice(2, 10)}\n`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx');
+      try {
+        writeSync(fd, token);
+      } finally {
+        closeSync(fd);
+      }
+      return () => {
+        if (readOrUndefined(lock) === token) unlinkQuietly(lock);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = readOrUndefined(lock);
+    if (holder !== undefined && isStale(lock, holder)) {
+      // Taken by rename, so that of two runs breaking the same stale lock only one removes it, and never a fresh one.
+      const taken = tempPath(lock, 'stale');
+      try {
+        renameSync(lock, taken);
+        if (readOrUndefined(taken) !== holder) linkSync(taken, lock);
+      } catch {
+        // gone already, or a fresh lock is back in place: wait for it as for any other
+      } finally {
+        unlinkQuietly(taken);
+      }
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new FindingsDiskError(
+        `The findings document ${real} is being written by another Inference Bench run (lock ${lock}, held by process ${holder?.split(' ')[0] ?? '?'}) for over ${LOCK_WAIT_MS / 1000} s; ` +
+          `it is left as it is this time and the next update tries again. If no other run is going, delete ${lock}.`,
+        'warn',
+      );
+    }
+    pause(2);
+  }
+}
+
+/**
+ * Re-reads the document, applies one update and writes it back (through symlinks, at the real path
+ * inside the workspace). The write replaces only the bytes the update was computed from: a file an
+ * editor saved since is read again and the update applied to the new text. A file that is suddenly
  * empty is left as it is (a save in progress, most likely); a read-only one is never written.
  */
 export function applyUpdateOnDisk(file: string, update: FindingsUpdate, options: DiskApplyOptions = {}): DiskFindingsEdit {
-  const real = realpathSync(file);
+  const real = checkedPath(file, options.workspace);
+  const unlock = lockDocument(real);
+  try {
+    return applyLocked(real, update, options);
+  } finally {
+    unlock();
+  }
+}
+
+function applyLocked(real: string, update: FindingsUpdate, options: DiskApplyOptions): DiskFindingsEdit {
   // After a lost race (an in-place save landed in the inode just replaced), that old inode holds
-  // the user's newest text: it is merged again and must replace the version written (`ours`).
+  // the user's newest text: it is merged again and must replace the bytes written (`ours`).
   let held: number | undefined;
-  let ours: BigIntStats | undefined;
+  let ours: Buffer | undefined;
   try {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const fd = held ?? openSync(real, 'r');
+      let fd: number;
+      try {
+        fd = held ?? openRegular(real);
+      } catch (err) {
+        // Missing for a moment: an editor (vim) has renamed it to its backup and is writing a new one.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        pause(SETTLE_MS);
+        continue;
+      }
       try {
         assertWritable(real, fstatSync(fd, { bigint: true }));
         const read = settledRead(fd, held === undefined ? real : undefined, options.previousText);
@@ -178,25 +422,14 @@ export function applyUpdateOnDisk(file: string, update: FindingsUpdate, options:
         }
         const result = applyFindingsUpdate(read.text, update, options);
         if (!result.edits.length && held === undefined) return { ...result, diskText: read.text };
-        const expected = held === undefined ? read.st : ours!;
-        const tmp = tempPath(real);
-        try {
-          writeFileSync(tmp, result.text);
-          chmodSync(tmp, Number(read.st.mode) & 0o7777);
-          // The last look before the rename: the path must still hold the version expected, and
-          // the inode read must not have been written through another open descriptor.
-          if (!sameVersion(expected, statSync(real, { bigint: true }))) {
-            // Saved again by path since: that is now the newest text, read from the path.
-            held = undefined;
-            continue;
-          }
-          if (!sameVersion(read.st, fstatSync(fd, { bigint: true }))) continue;
-          renameSync(tmp, real);
-        } finally {
-          if (existsSync(tmp)) unlinkSync(tmp);
+        const data = encodeDocument(result.text);
+        if (!replaceIfUnchanged(real, held === undefined ? read.bytes : ours!, data, Number(read.st.mode) & 0o7777)) {
+          // Saved since: the path holds the newest text now.
+          held = undefined;
+          continue;
         }
-        if (sameVersion(read.st, fstatSync(fd, { bigint: true }))) return { ...result, diskText: result.text };
-        ours = statSync(real, { bigint: true });
+        if (readAll(fd).equals(read.bytes)) return { ...result, diskText: result.text };
+        ours = data;
         held = fd;
       } finally {
         if (held !== fd) closeSync(fd);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Line, normalizeEol, splitLines } from './lines';
+import { closedFences } from './sections';
 
 // The tool's regions are delimited by HTML comments, invisible in the rendered document:
 //   <!-- inference-bench:begin id=<section id> v=1 hash=<content hash> -->
@@ -74,9 +75,12 @@ export function parseRegions(text: string, lines: Line[] = splitLines(text)): Pa
   const regions: Region[] = [];
   const orphans: OrphanMarker[] = [];
   let open: { id: string; hash: string; line: number; start: number } | undefined;
+  const fences = text.includes('inference-bench:') ? closedFences(text) : [];
   lines.forEach((line, index) => {
     const lineText = text.slice(line.start, line.end);
     if (!lineText.includes('inference-bench:')) return;
+    // A copy of the tool's markers quoted in a code block is the user's text.
+    if (fences.some((f) => index >= f.first && index <= f.last)) return;
     const begin = BEGIN.exec(lineText);
     if (begin) {
       if (open) orphans.push({ id: open.id, kind: 'begin', line: open.line });

@@ -31,6 +31,31 @@ export function headingsOf(text: string): Heading[] {
   return headings;
 }
 
+/** A fenced code block that is closed, as line numbers: its opening fence line to its closing one, both included. */
+export interface Fence {
+  first: number;
+  last: number;
+}
+
+/**
+ * The document's closed fenced code blocks: what is inside one is text the user quotes (a copy of
+ * the tool's markers among it), never the tool's own. A fence still open (the user is typing it)
+ * does not count: it would hide every block below it until it is closed.
+ */
+export function closedFences(text: string): Fence[] {
+  // Most documents have no fence at all: no need to parse them.
+  if (!/^[ \t>]*(```|~~~)/m.test(text)) return [];
+  const fences: Fence[] = [];
+  const lines = text.split(/\r\n|\r|\n/);
+  for (const t of md.parse(text.startsWith('\ufeff') ? ` ${text.slice(1)}` : text, {})) {
+    if (t.type !== 'fence' || !t.map) continue;
+    const last = t.map[1] - 1;
+    const closing = /^[ \t>]*([`~]{3,})[ \t]*$/.exec(lines[last] ?? '');
+    if (last > t.map[0] && closing && closing[1][0] === t.markup[0] && closing[1].length >= t.markup.length) fences.push({ first: t.map[0], last });
+  }
+  return fences;
+}
+
 /** The document sections the tool writes into, in the order a findings document reads. */
 export type SectionKey = 'macro' | 'micro' | 'profile' | 'budget';
 

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { FindingsUpdate, ResultSink } from '../../core/campaign/phaseContext';
-import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../../core/findings/diskDocument';
+import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError, readFindingsText } from '../../core/findings/diskDocument';
+import { fileTypeProblem, realPathOf } from '../../core/findings/location';
 import { campaignUpdate, ProbeInfo } from '../../core/findings/skeleton';
 import { LabeledTable, tablesInDocument } from '../../core/findings/storedTables';
 import { applyFindingsUpdate } from '../../core/findings/update';
@@ -66,6 +67,19 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     const file = this.resolvePath();
     if (!file)
       throw new Error('Inference Bench: open a folder first; the findings document (setting inferenceBench.findingsDocument) lives in the workspace folder.');
+    // The same rule as on disk: a FIFO or a device is never opened (the editor would block on one, or write into it).
+    let problem: string | undefined;
+    try {
+      problem = fileTypeProblem(realPathOf(file));
+    } catch {
+      problem = `${file} is a symlink that leads nowhere`;
+    }
+    if (problem) {
+      throw new FindingsDiskError(
+        `Inference Bench does not write the findings document: ${problem}. Set inferenceBench.findingsDocument to a plain file of the workspace; the results are in the run folder either way.`,
+        'error',
+      );
+    }
     return file;
   }
 
@@ -194,7 +208,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     try {
       const file = this.path();
       const doc = this.openDocument(file);
-      stored = tablesInDocument(doc ? doc.getText() : existsSync(file) ? readFileSync(file, 'utf8') : '');
+      stored = tablesInDocument(doc ? doc.getText() : (readFindingsText(file) ?? ''));
     } catch {
       // no workspace or an unreadable document: offer what this session produced
     }

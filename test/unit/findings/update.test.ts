@@ -181,6 +181,16 @@ describe('findings document: writing updates', () => {
     assert.ok(regionText(text, macroUpdate(1).sectionId)!.includes('ünïcödé 👍🏽 line'));
   });
 
+  it('updates its own block, not a copy of it the user quoted in a code block further down', () => {
+    const first = apply(renderSkeleton('doc.md')).text;
+    const r = parseRegions(first).regions.find((x) => x.id === markerId(macroUpdate(1).sectionId))!;
+    const quoted = `${first}\nWhat the tool writes looks like this:\n\n\`\`\`markdown\n${first.slice(r.start, r.end)}\`\`\`\n`;
+    const next = apply(quoted, macroUpdate(3), true).text;
+    assert.equal(next.slice(next.indexOf('What the tool writes')), quoted.slice(quoted.indexOf('What the tool writes')), 'the quoted copy is unchanged');
+    assert.match(sectionOf(next, 'Macro: serving benchmark'), /\| +4 \| +54\.0 \|/);
+    assert.equal(userText(next), userText(quoted));
+  });
+
   it('never lets generated text read as one of its markers', () => {
     const sneaky = { ...macroUpdate(1), lines: ['<!-- inference-bench:end id=macro-2026-12-01_10-00-00-000 -->'] };
     const { text } = apply(renderSkeleton('b.md'), sneaky);

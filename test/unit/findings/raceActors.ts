@@ -1,0 +1,216 @@
+// The programs that race over one findings document, each a process of its own as in real life:
+// an editor that saves the user's typing (in place, by renaming a new file over it, or as vim does
+// by default) and a run of the tool writing its results. Run as a script:
+//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS
+//   node --require tsx/cjs test/unit/findings/raceActors.ts writer <section id> FILE MS WORKSPACE
+// Each says "ready" once loaded, starts on a line on its stdin (so that all of them race from the
+// same moment however long each took to start) and prints one JSON line with what it saw at the end.
+// raceOnce() starts them and gathers the reports.
+import { spawn } from 'node:child_process';
+import {
+  closeSync,
+  fsyncSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FindingsFile } from '../../../src/cli/findingsFile';
+import { macroUpdate } from './fixtures';
+
+export type EditorKind = 'inplace' | 'rename' | 'vim';
+
+export const USER_DOC = [
+  '# Findings: race',
+  '',
+  'My own introduction, which must survive.',
+  '',
+  '## 2. Macro results',
+  '',
+  'Hand-written note about the sweep.',
+  '',
+  '## Notes',
+  '',
+  ...Array.from({ length: 200 }, (_, i) => `- observation ${i}: the user's own line`),
+  '',
+].join('\n');
+
+const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/** The file's text; a document missing for a moment (a writer or vim has it aside) is read again. */
+function readSoon(file: string): string {
+  for (let tries = 0; ; tries++) {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries > 2000) throw err;
+      pause(1);
+    }
+  }
+}
+
+function writeInPieces(fd: number, text: string): void {
+  writeSync(fd, text.slice(0, text.length >> 1));
+  pause(1);
+  writeSync(fd, text.slice(text.length >> 1));
+}
+
+const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
+  // Truncate, a moment later write (VS Code, emacs with backup-by-copying, nano).
+  inplace: (file, text) => {
+    const fd = openSync(file, 'w');
+    pause(4);
+    writeInPieces(fd, text);
+    closeSync(fd);
+  },
+  // A whole new file renamed over the document (JetBrains "safe write", emacs by default).
+  rename: (file, text) => {
+    const tmp = `${file}.editor-tmp`;
+    const fd = openSync(tmp, 'w');
+    writeInPieces(fd, text);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, file);
+  },
+  // vim's default (backupcopy=auto, writebackup): the document renamed to a backup, a fresh file
+  // created at its name and written in pieces, then the backup deleted.
+  vim: (file, text) => {
+    const backup = `${file}~`;
+    let moved = true;
+    try {
+      renameSync(file, backup);
+    } catch {
+      moved = false;
+    }
+    const fd = openSync(file, 'w');
+    writeInPieces(fd, text);
+    fsyncSync(fd);
+    closeSync(fd);
+    if (moved) unlinkSync(backup);
+  },
+};
+
+/**
+ * An editor whose user types a line and saves, again and again. Before each save it reloads the
+ * file (as an editor does when it changed on disk) and checks that every line the user ever saved
+ * is in it. Reports how often one was missing.
+ */
+function editor(kind: EditorKind, file: string, ms: number): void {
+  const wanted = USER_DOC.split('\n').filter((l) => l.trim());
+  let saves = 0;
+  let lost = 0;
+  let firstLost: string | undefined;
+  for (const end = Date.now() + ms; Date.now() < end; saves++) {
+    const seen = readSoon(file);
+    const missing = wanted.find((l) => !seen.includes(l));
+    if (missing) {
+      lost++;
+      firstLost ??= missing;
+    }
+    const typed = `- typed line ${saves} (${kind})`;
+    wanted.push(typed);
+    SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`);
+    pause(15);
+  }
+  process.stdout.write(`${JSON.stringify({ saves, lost, firstLost })}\n`);
+}
+
+/** A run of the tool writing its macro block, a row more each time. */
+function writer(sectionId: string, file: string, ms: number, workspace: string): void {
+  const lines: string[] = [];
+  const push = (level: string) => (m: string) => lines.push(`${level}: ${m}`);
+  const log = { trace: push('trace'), debug: push('debug'), info: push('info'), warn: push('warn'), error: push('error') };
+  const doc = new FindingsFile(file, log, { workspace });
+  let updates = 0;
+  for (const end = Date.now() + ms; Date.now() < end; updates++) {
+    doc.findings(macroUpdate(1 + (updates % 8), sectionId));
+    pause(5);
+  }
+  // The last word: with the editor gone this update lands.
+  doc.findings(macroUpdate(8, sectionId));
+  process.stdout.write(`${JSON.stringify({ updates, errors: lines.filter((l) => l.startsWith('error')) })}\n`);
+}
+
+export interface RaceReport {
+  saves: number;
+  /** Times the editor found a line its user had saved missing from the file. */
+  lost: number;
+  firstLost?: string;
+  /** The user's lines missing from the document at the end. */
+  lostAtEnd: string[];
+  updates: number;
+  errors: string[];
+  final: string;
+  /** Files left beside the document (temp files, locks, backups). */
+  leftovers: string[];
+}
+
+interface Actor {
+  ready: Promise<void>;
+  go: () => void;
+  report: Promise<string>;
+}
+
+function start(args: string[]): Actor {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', __filename, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  child.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+    if (out.startsWith('ready\n')) ready();
+  });
+  const report = new Promise<string>((resolve, reject) =>
+    child.on('exit', (code) => (code === 0 ? resolve(out.slice('ready\n'.length)) : reject(new Error(`${args[0]} exited with ${code}: ${out}`)))),
+  );
+  return { ready: Promise.race([isReady, report.then(() => undefined)]), go: () => child.stdin.end('go\n'), report };
+}
+
+/** One trial: an editor of `kind` saving for `ms` while `writers` runs of the tool write (their section ids). */
+export async function raceOnce(kind: EditorKind, writers: number, ms: number): Promise<RaceReport> {
+  const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
+  const file = join(dir, 'doc.md');
+  writeFileSync(file, USER_DOC);
+  try {
+    const actors = [
+      start(['editor', kind, file, String(ms)]),
+      ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, String(ms + 100), dir])),
+    ];
+    await Promise.all(actors.map((a) => a.ready));
+    actors.forEach((a) => a.go());
+    const [ed, ...ws] = await Promise.all(actors.map((a) => a.report));
+    const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string };
+    const w = ws.map((x) => JSON.parse(x) as { updates: number; errors: string[] });
+    const final = readFileSync(file, 'utf8');
+    const typed = Array.from({ length: e.saves }, (_, i) => `- typed line ${i} (${kind})`);
+    const lostAtEnd = [...USER_DOC.split('\n').filter((l) => l.trim()), ...typed].filter((l) => !final.includes(l));
+    return {
+      saves: e.saves,
+      lost: e.lost,
+      firstLost: e.firstLost,
+      lostAtEnd,
+      updates: w.reduce((n, x) => n + x.updates, 0),
+      errors: w.flatMap((x) => x.errors),
+      final,
+      leftovers: readdirSync(dir).filter((f) => f !== 'doc.md'),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  const [role, a, file, ms, workspace] = process.argv.slice(2);
+  process.stdout.write('ready\n');
+  readSync(0, Buffer.alloc(3));
+  if (role === 'editor') editor(a as EditorKind, file, Number(ms));
+  else writer(a, file, Number(ms), workspace);
+}
