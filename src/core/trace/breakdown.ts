@@ -1,4 +1,5 @@
 import { badTimesWarning, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
+import { printable } from './printable';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { StepConfidence, StepFinding, StepKind } from './steps';
 import {
@@ -434,7 +435,7 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
     rank,
     rankName,
     worldSize,
-    device: Array.isArray(props) && typeof props[0]?.name === 'string' ? props[0].name : null,
+    device: Array.isArray(props) && typeof props[0]?.name === 'string' ? printable(props[0].name) : null,
     stepSource: p.source,
     stepAnnotation: p.annotation,
     stepConfidence: p.confidence,

@@ -1,15 +1,16 @@
 import { renderTextTable, ResultTable, TableColumn } from '../../shared/table';
 import { IDLE_CATEGORY } from './families';
+import { printable } from './printable';
 import { RankBreakdown, TraceBreakdown } from './types';
 
 /** Kernel names are C++ templates hundreds of characters long; tables show the head. */
 export function shortKernelName(name: string, max = 80): string {
-  const plain = name.replace(/^void /, '');
+  const plain = printable(name).replace(/^void /, '');
   return plain.length <= max ? plain : `${plain.slice(0, max - 1)}…`;
 }
 
 function fileName(path: string): string {
-  return path.split(/[\\/]/).pop() ?? path;
+  return printable(path.split(/[\\/]/).pop() ?? path);
 }
 
 /** The breakdown as result tables: categories per decode step (overall and per rank), top kernels, rank skew. */

@@ -3,6 +3,8 @@
 // callback as a reusable view, and only the fields the analysis needs are decoded. Small top-level
 // values (distributedInfo, deviceProperties, ...) are collected whole, in whatever order they come.
 
+import { printable } from './printable';
+
 /** What kind of event (`cat`), as a small number so that the hot path compares no strings. */
 export const enum EventCat {
   Other = 0,
@@ -39,7 +41,10 @@ const LBRACK = 0x5b;
 const RBRACK = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
-const PH_COMPLETE = 0x58; // X
+const BOM = [0xef, 0xbb, 0xbf];
+/** The Chrome trace format's phases other than complete ("X") and begin/end ("B"/"E"): never GPU work. */
+const SKIPPED_PHASES: boolean[] = [];
+for (const c of 'iICbnestfPNODMVvRc()') SKIPPED_PHASES[c.charCodeAt(0)] = true;
 
 function bytes(s: string): Uint8Array {
   return Buffer.from(s, 'latin1');
@@ -97,7 +102,7 @@ function unescapeJson(raw: string): string {
 export class EventView {
   buf: Buffer = Buffer.alloc(0);
   cat: EventCat = EventCat.None;
-  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. The other fields are read for "X" events only (or when `ph` comes after them). */
+  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. The other fields are read for "X", "B", "E" and unknown phases only (or when `ph` comes after them). */
   ph = 0;
   ts = NaN;
   dur = NaN;
@@ -123,11 +128,11 @@ export class EventView {
     this.nameEscaped = false;
   }
 
-  /** The event's `name`, decoded only when asked for. */
+  /** The event's `name`, decoded only when asked for, control characters made visible (printable.ts). */
   name(): string {
     if (this.nameStart < 0) return '';
     const raw = this.buf.toString('utf8', this.nameStart, this.nameEnd);
-    return this.nameEscaped ? unescapeJson(raw) : raw;
+    return printable(this.nameEscaped ? unescapeJson(raw) : raw);
   }
 }
 
@@ -276,6 +281,14 @@ export class TraceJsonReader {
           this.fail('expected "," or "]" after an event', i);
         }
       } else if (this.state === 'start') {
+        if (c === BOM[0] && this.base + i === 0) {
+          // A byte order mark (Windows editors write one): UTF-8 says nothing more, so it is passed over.
+          if (n - i < BOM.length) break;
+          if (buf[i + 1] === BOM[1] && buf[i + 2] === BOM[2]) {
+            i += BOM.length;
+            continue;
+          }
+        }
         if (c === LBRACE) {
           this.state = 'key';
           i++;
@@ -519,7 +532,8 @@ export class TraceJsonReader {
           v.ph = se > i + 1 ? buf[i + 1] : 0;
           // Only complete events ("X") carry what the analysis reads; flows (two per kernel in a
           // Kineto trace), counters and metadata are counted, not read. torch writes "ph" first.
-          if (v.ph !== PH_COMPLETE) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
+          // Begin/end pairs and unknown phases are read on, so that GPU work written so is counted as left out.
+          if (SKIPPED_PHASES[v.ph]) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
           end = se + 1;
         } else {
           end = this.skipValue(buf, i, n);

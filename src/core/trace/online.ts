@@ -19,6 +19,7 @@ import {
   unlaunchedWarning,
 } from './steps';
 import { Distribution, LaunchStats, TraceAnalysisOptions } from './types';
+import { beforeLaunchWarning, withoutKernelsBeforeLaunch } from './sanity';
 import { UnnamedSteps, windowFor } from './unnamed';
 
 // The streaming way to a breakdown, in one pass and with memory that does not grow with the file:
@@ -110,6 +111,14 @@ export class CorrelationTable {
     }
     this.heads[i] = slot;
     return slot;
+  }
+
+  /** Calls `fn` with every slot in use. */
+  forEach(fn: (slot: number) => void): void {
+    for (let i = 0; i < this.keys.length; i++) {
+      if (this.keys[i] === EMPTY) continue;
+      for (let s = this.heads[i]; s >= 0; s = this.next[s]) fn(s);
+    }
   }
 
   /** Removes every entry of a correlation id. */
@@ -255,6 +264,10 @@ export class OnlineAnalyzer {
   private readonly graphCorrs: number[] = [];
   /** Events whose ts or dur was not a finite, non-negative number: left out, and counted. */
   private badTimes = 0;
+  /** Kernels that start before their launch call: left out, and counted. */
+  private beforeLaunch = 0;
+  /** Those of them that came before their launch call in the file too (in `kernels`, taken out at the end). */
+  private pendingBeforeLaunch = 0;
 
   /**
    * `gpuAnnotations`: every GPU-side annotation of the trace, from a first reading (the `reread`
@@ -319,13 +332,43 @@ export class OnlineAnalyzer {
   };
 
   private kernel(e: EventView, memory: boolean): void {
-    const id = this.rawNames.idOf(e, memory ? this.addMemoryName : this.addKernelName);
     const ts = e.ts;
+    const corr = e.correlation;
+    const slot = this.launches.head(corr);
+    if (slot >= 0 && ts < this.launches.a[slot]) {
+      // A kernel cannot start before its launch call: a damaged time or correlation id.
+      this.beforeLaunch++;
+      return;
+    }
+    const id = this.rawNames.idOf(e, memory ? this.addMemoryName : this.addKernelName);
     const dur = Number.isNaN(e.dur) ? 0 : e.dur;
     this.kernels++;
+    this.count(dur, id);
+    this.unnamed?.kernel(ts, dur, id, this.kernels - 1);
+    for (const g of this.liveGpu) g.kernel(ts, dur, id, 0);
+    if (slot >= 0) {
+      this.span(ts, dur);
+      const launchTs = this.launches.a[slot];
+      if (this.launches.c[slot] !== 1) {
+        this.launches.remove(corr);
+        if (!memory) this.launchToStart.add(ts - launchTs);
+      }
+      this.route(launchTs, ts, dur, id);
+    } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
+      // The launch call comes later in the file: keep the kernel until it does (in the GPU span
+      // then, or at the end if it never comes; one that starts before its launch is taken out).
+      this.pendingKernels.add(corr, ts, dur, id);
+      this.pendingCount++;
+    } else {
+      this.span(ts, dur);
+      this.droppedPending++;
+    }
+    if (this.collector && this.collector.kernelCount >= this.decideAt) this.decide();
+  }
+
+  /** A kernel into the whole trace's sums (kernelTotals, kernel time), in file order as the in-memory way adds them. */
+  private count(dur: number, id: number): void {
     this.kernelUs += dur;
-    if (ts < this.firstTs) this.firstTs = ts;
-    if (ts + dur > this.lastEnd) this.lastEnd = ts + dur;
     const t = this.totals.get(id);
     if (!t) this.totals.set(id, [1, dur, dur, dur]);
     else {
@@ -334,25 +377,20 @@ export class OnlineAnalyzer {
       if (dur < t[2]) t[2] = dur;
       if (dur > t[3]) t[3] = dur;
     }
-    this.unnamed?.kernel(ts, dur, id, this.kernels - 1);
-    for (const g of this.liveGpu) g.kernel(ts, dur, id, 0);
-    const corr = e.correlation;
-    const slot = this.launches.head(corr);
-    if (slot >= 0) {
-      const launchTs = this.launches.a[slot];
-      if (this.launches.c[slot] !== 1) {
-        this.launches.remove(corr);
-        if (!memory) this.launchToStart.add(ts - launchTs);
-      }
-      this.route(launchTs, ts, dur, id);
-    } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
-      // The launch call comes later in the file: keep the kernel until it does.
-      this.pendingKernels.add(corr, ts, dur, id);
-      this.pendingCount++;
-    } else {
-      this.droppedPending++;
-    }
-    if (this.collector && this.collector.kernelCount >= this.decideAt) this.decide();
+  }
+
+  /** Takes a kernel counted on arrival out of the sums again (it started before its launch call). */
+  private uncount(dur: number, id: number): void {
+    this.kernelUs -= dur;
+    const t = this.totals.get(id)!;
+    if (--t[0] === 0) this.totals.delete(id);
+    else t[1] -= dur;
+  }
+
+  /** A kernel into the trace's GPU span. */
+  private span(ts: number, dur: number): void {
+    if (ts < this.firstTs) this.firstTs = ts;
+    if (ts + dur > this.lastEnd) this.lastEnd = ts + dur;
   }
 
   /**
@@ -369,7 +407,7 @@ export class OnlineAnalyzer {
       this.collector = undefined;
       return;
     }
-    const trace = this.collector!.result();
+    const { trace } = withoutKernelsBeforeLaunch(this.collector!.result());
     const order = kernelOrder(trace);
     const finding = findSteps(trace, order, this.options, true);
     if (!(finding.source === 'cuda-graph' && !finding.repeats && this.decideAt === this.prefixKernels)) {
@@ -427,6 +465,14 @@ export class OnlineAnalyzer {
         const s = waiting[i];
         const ts = this.pendingKernels.a[s];
         const id = this.pendingKernels.c[s];
+        if (ts < e.ts) {
+          // Came before its launch call in the file and starts before it too: left out.
+          this.beforeLaunch++;
+          this.pendingBeforeLaunch++;
+          this.uncount(this.pendingKernels.b[s], id);
+          continue;
+        }
+        this.span(ts, this.pendingKernels.b[s]);
         if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - e.ts);
         this.route(e.ts, ts, this.pendingKernels.b[s], id);
       }
@@ -501,6 +547,8 @@ export class OnlineAnalyzer {
    * came out of order for streaming); or the GPU-side annotations to read it again knowing (`reread`).
    */
   finish(base: RankFileFacts): RankParts | { collected: CollectedTrace } | { fallback: string } | { reread: Annotation[] } {
+    // Kernels whose launch call never came count in the totals all the same.
+    this.pendingKernels.forEach((s) => this.span(this.pendingKernels.a[s], this.pendingKernels.b[s]));
     if (this.kernels === 0 && this.collector) return { collected: this.collector.result() };
     const unresolved = this.pendingCount + this.droppedPending;
     let chosen: { track: StepTrack; pattern: StepPattern } | undefined;
@@ -534,6 +582,7 @@ export class OnlineAnalyzer {
     steps.sort((a, b) => a.start - b.start);
     const warnings: string[] = [];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
+    if (this.beforeLaunch) warnings.push(beforeLaunchWarning(this.beforeLaunch));
     if (dropped) warnings.push(CUT_STEP_WARNING);
     if (unresolved) warnings.push(unlaunchedWarning(unresolved));
     return {
@@ -580,6 +629,7 @@ export class OnlineAnalyzer {
   private noStepParts(base: RankFileFacts, unresolved: number): RankParts {
     const warnings = [...this.leadWarnings(unresolved), noStepsWarning(this.noSteps!.kernels)];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
+    if (this.beforeLaunch) warnings.push(beforeLaunchWarning(this.beforeLaunch));
     return {
       ...this.common(base),
       source: 'none',
@@ -600,6 +650,7 @@ export class OnlineAnalyzer {
     });
     const warnings = [...u.warnings];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
+    if (this.beforeLaunch) warnings.push(beforeLaunchWarning(this.beforeLaunch));
     if (u.dropped) warnings.push(CUT_STEP_WARNING);
     return {
       ...this.common(base),
@@ -632,7 +683,7 @@ export class OnlineAnalyzer {
       category: this.category,
       kernelTotals: this.totals,
       launch,
-      kernels: this.kernels,
+      kernels: this.kernels - this.pendingBeforeLaunch,
       kernelUs: this.kernelUs,
       firstTs: this.firstTs,
       lastEnd: this.lastEnd,

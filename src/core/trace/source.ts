@@ -115,6 +115,13 @@ export async function readTraceFile(path: string, onEvent: (event: EventView) =>
   try {
     summary = reader.end();
   } catch (err) {
+    if (gzipProblem && err instanceof TraceFormatError && err.offset === 0) {
+      // Nothing came out of the gzip stream: the file is not empty, it is not gzip at all past its first bytes.
+      throw new TraceFormatError(
+        `Not a valid gzip file (${gzipProblem}): it starts as a gzip file does, but nothing in it decompresses. Copy it again from the host, or check that it is the trace.`,
+        0,
+      );
+    }
     if (gzipProblem && err instanceof TraceFormatError) {
       throw new TraceFormatError(`${err.message} Also, ${gzipProblem}.`, err.offset);
     }

@@ -120,13 +120,13 @@ describe('streaming trace JSON reader', () => {
     assert.deepEqual(summary.metadata.distributedInfo, { rank: 3, world_size: 8 });
   });
 
-  it('keeps events whose strings hold control characters, escaped quotes and unicode', () => {
+  it('keeps events whose strings hold control characters (shown as U+FFFD), escaped quotes and unicode', () => {
     const text =
       '{"traceEvents":[{"ph":"X","cat":"kernel","name":"bad\u0001name","ts":1,"dur":1},{"ph":"X","cat":"kernel","name":"q\\"uo\\\\te \\u00e9","ts":2,"dur":1},{"ph":"X","cat":"kernel","name":"ünï","ts":3,"dur":1}]}';
     const { events } = readAll(text, 1);
     assert.deepEqual(
       events.map((e) => e.name),
-      ['bad\u0001name', 'q"uo\\te é', 'ünï'],
+      ['bad\ufffdname', 'q"uo\\te é', 'ünï'],
     );
   });
 

@@ -121,7 +121,9 @@ describe("decode steps on real traces in each server's shape (H200 captures)", f
         const doc = JSON.parse(gunzipSync(readFileSync(join(DIR, 'generate', 'generate_eager.pt.trace.json.gz'))).toString('utf8')) as {
           traceEvents: Record<string, unknown>[];
         };
-        const span = Math.max(...doc.traceEvents.map((e) => (typeof e.ts === 'number' ? e.ts + (typeof e.dur === 'number' ? e.dur : 0) : 0)));
+        // Shifted by the capture's own length (not its clock's reading), so that the second call follows the first.
+        const timed = doc.traceEvents.filter((e) => typeof e.ts === 'number') as { ts: number; dur?: number }[];
+        const span = Math.max(...timed.map((e) => e.ts + (e.dur ?? 0))) - Math.min(...timed.map((e) => e.ts)) + 1000;
         const second = doc.traceEvents.map((e) => {
           const args = e.args as Record<string, unknown> | undefined;
           return {

@@ -1,0 +1,161 @@
+import { CollectedTrace, hasBadTime, LaunchIndex, RuntimeKind } from './collect';
+import { EventCat, EventView } from './jsonReader';
+
+// What a trace can hold and still be a profile: the checks every event passes before the analysis
+// sees it, so that a broken or hostile trace gives a breakdown of what is whole and a warning that
+// counts what was left out, never "Infinity%" or a step of 1e305 ms.
+
+/** No kernel, launch call or annotation of a profile lasts a day: a profile that long would be terabytes. */
+export const MAX_EVENT_US = 86_400e6;
+/**
+ * A profile is one stretch of time: an event more than an hour from every event before it belongs
+ * to no capture (a zeroed or corrupt timestamp), and would stretch a step to hours.
+ */
+export const MAX_GAP_US = 3_600e6;
+
+const PH_BEGIN = 0x42; // B
+const PH_END = 0x45; // E
+const PH_COMPLETE = 0x58; // X
+
+export interface SkippedEvents {
+  badTime: number;
+  tooLong: number;
+  outsideSpan: number;
+  beginEnd: number;
+  unknownPhase: number;
+}
+
+export function noneSkipped(): SkippedEvents {
+  return { badTime: 0, tooLong: 0, outsideSpan: 0, beginEnd: 0, unknownPhase: 0 };
+}
+
+function isGpuWork(cat: EventCat): boolean {
+  return cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset;
+}
+
+/** The categories whose times the analysis reads. */
+function isTimed(cat: EventCat): boolean {
+  return (
+    isGpuWork(cat) ||
+    cat === EventCat.CudaRuntime ||
+    cat === EventCat.CudaDriver ||
+    cat === EventCat.UserAnnotation ||
+    cat === EventCat.GpuUserAnnotation ||
+    cat === EventCat.PythonFunction
+  );
+}
+
+/**
+ * Decides, event by event as they stream, which ones the analysis may read. The time span grows
+ * with the events it accepts; one far outside it is skipped. Where the skipped ones outnumber the
+ * accepted (the first event was the broken one), `rereadSpan` gives the span the majority lies in,
+ * for a second reading that starts from it.
+ */
+export class EventSanity {
+  readonly skipped = noneSkipped();
+  private lo: number;
+  private hi: number;
+  private accepted = 0;
+  private far = { count: 0, lo: Infinity, hi: -Infinity };
+
+  constructor(span?: { lo: number; hi: number }) {
+    this.lo = span?.lo ?? Infinity;
+    this.hi = span?.hi ?? -Infinity;
+  }
+
+  /** True when the event must not reach the analysis (and it has been counted). */
+  readonly reject = (e: EventView): boolean => {
+    const cat = e.cat;
+    if (e.ph !== PH_COMPLETE) {
+      // The reader reads these fully only for begin/end and unknown phases (jsonReader.ts).
+      if (!isGpuWork(cat)) return true;
+      if (e.ph === PH_BEGIN || e.ph === PH_END) this.skipped.beginEnd++;
+      else this.skipped.unknownPhase++;
+      return true;
+    }
+    if (!isTimed(cat)) return false;
+    if (hasBadTime(e)) {
+      this.skipped.badTime++;
+      return true;
+    }
+    const dur = Number.isNaN(e.dur) ? 0 : e.dur;
+    if (dur > MAX_EVENT_US) {
+      this.skipped.tooLong++;
+      return true;
+    }
+    const ts = e.ts;
+    if (this.lo <= this.hi && (ts > this.hi + MAX_GAP_US || ts + dur < this.lo - MAX_GAP_US)) {
+      this.skipped.outsideSpan++;
+      const far = this.far;
+      far.count++;
+      if (ts < far.lo) far.lo = ts;
+      if (ts + dur > far.hi) far.hi = ts + dur;
+      return true;
+    }
+    this.accepted++;
+    if (ts < this.lo) this.lo = ts;
+    if (ts + dur > this.hi) this.hi = ts + dur;
+    return false;
+  };
+
+  /** The span to read again from, when more events fell outside the span than inside it. */
+  rereadSpan(): { lo: number; hi: number } | undefined {
+    return this.far.count > this.accepted ? { lo: this.far.lo, hi: this.far.hi } : undefined;
+  }
+}
+
+/** What was left out, in words, one warning per reason. */
+export function skippedWarnings(s: SkippedEvents): string[] {
+  const w: string[] = [];
+  if (s.badTime) w.push(`${s.badTime} event(s) with a non-finite or negative time (NaN, Infinity, a negative duration) were left out of the analysis.`);
+  if (s.tooLong)
+    w.push(`${s.tooLong} event(s) lasting more than a day were left out of the analysis: no kernel or step lasts that long, the trace was damaged or edited.`);
+  if (s.outsideSpan)
+    w.push(`${s.outsideSpan} event(s) more than an hour away from the rest of the trace (a zeroed or corrupt timestamp) were left out of the analysis.`);
+  if (s.beginEnd)
+    w.push(
+      `${s.beginEnd} GPU event(s) written as begin/end ("B"/"E") pairs were left out: torch.profiler writes kernels as complete ("X") events; re-export the trace with torch.profiler.`,
+    );
+  if (s.unknownPhase) w.push(`${s.unknownPhase} GPU event(s) with an unknown or missing "ph" (not "X") were left out of the analysis.`);
+  return w;
+}
+
+/** Kernels whose start on the GPU came before their launch call on the CPU: impossible, so left out. */
+export function beforeLaunchWarning(n: number): string {
+  return `${n} kernel(s) that start before their launch call (a damaged timestamp or correlation id) were left out of the steps and the launch statistics.`;
+}
+
+/**
+ * The collection without the kernels that start before their launch call (found by correlation id),
+ * as the streaming way leaves them out, and how many those were. The collection itself is not changed.
+ */
+export function withoutKernelsBeforeLaunch(trace: CollectedTrace): { trace: CollectedTrace; dropped: number } {
+  const k = trace.kernels;
+  const r = trace.runtime;
+  const launches = new LaunchIndex(r, (i) => r.kind[i] === RuntimeKind.KernelLaunch || r.kind[i] === RuntimeKind.GraphLaunch);
+  const all = new Int32Array(k.count);
+  let kept = 0;
+  for (let i = 0; i < k.count; i++) {
+    const row = launches.find(k.correlation[i]);
+    if (!(row >= 0 && k.ts[i] < r.ts[row])) all[kept++] = i;
+  }
+  const keep = all.subarray(0, kept);
+  const dropped = k.count - kept;
+  if (!dropped) return { trace, dropped };
+  const pick = <T extends Float64Array | Int32Array | Uint8Array>(col: T, make: (n: number) => T): T => {
+    const out = make(keep.length);
+    keep.forEach((from, to) => (out[to] = col[from]));
+    return out;
+  };
+  const kernels = {
+    count: keep.length,
+    ts: pick(k.ts, (n) => new Float64Array(n)),
+    dur: pick(k.dur, (n) => new Float64Array(n)),
+    name: pick(k.name, (n) => new Int32Array(n)),
+    correlation: pick(k.correlation, (n) => new Int32Array(n)),
+    stream: pick(k.stream, (n) => new Int32Array(n)),
+    memory: pick(k.memory, (n) => new Uint8Array(n)),
+    names: k.names,
+  };
+  return { trace: { ...trace, kernels }, dropped };
+}
