@@ -110,8 +110,14 @@ export function settleDiedRuns(workspace: string): { marked: RunMeta[]; blocks: 
   const root = runsRoot(workspace);
   const marked: RunMeta[] = [];
   const blocks: DiedRunFindings[] = [];
-  if (!existsSync(root)) return { marked, blocks };
-  for (const name of readdirSync(root).sort()) {
+  let names: string[];
+  try {
+    names = readdirSync(root).sort();
+  } catch {
+    // no runs folder yet, or one that cannot be read: the run about to start says why if it matters
+    return { marked, blocks };
+  }
+  for (const name of names) {
     const dir = join(root, name);
     const now = markIfDied(dir);
     if (now) marked.push(now);
