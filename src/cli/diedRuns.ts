@@ -10,7 +10,7 @@ export function showDiedRuns(workspace: string, log: Logger): void {
   const { marked, blocks } = settleDiedRuns(workspace);
   for (const run of marked) log.warn(`The ${run.phase} run ${run.id} on ${run.target} had died; marked interrupted. ${run.reason ?? ''}`.trim());
   for (const block of blocks) {
-    new FindingsFile(block.document, log).findings(block.update);
+    new FindingsFile(block.document, log, { workspace }).findings(block.update);
     block.shown();
   }
 }
