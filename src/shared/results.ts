@@ -49,6 +49,8 @@ export interface RunSummary {
   startedAt: string;
   status: 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
   reason?: string;
+  /** The agent's error code when it failed (`unauthorized`, `gpus_busy`...), so that a front end offers the remedy. */
+  errorCode?: string;
   simulated?: boolean;
   /** One line a user reads first: "decode 57.1 tok/s at c=1", "all-reduce 51.5% of a decode step". */
   headline?: string;

@@ -150,6 +150,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   }
   summary.status = agent.status;
   summary.reason = agent.reason;
+  summary.errorCode = agent.errors[0]?.code;
   summary.macro = { levels: [...finals], requests };
   summary.headline = macroHeadline(finals) ?? summary.headline;
   ctx.sink.runChanged({ ...summary });

@@ -150,6 +150,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   const busyError = agent.errors.find((e) => e.code === 'gpus_busy');
   summary.status = agent.status;
   summary.reason = agent.reason;
+  summary.errorCode = agent.errors[0]?.code;
   publish(true);
   return { run, summary, points, agent, busy: busyError ? { message: busyError.message, hint: busyError.hint } : undefined };
 }

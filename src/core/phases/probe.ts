@@ -39,6 +39,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
   const result = agent.result;
   summary.status = agent.status;
   summary.reason = agent.reason;
+  summary.errorCode = agent.errors[0]?.code;
   if (result) {
     summary.headline = probeHeadline(result);
     summary.probe = probeView(result);

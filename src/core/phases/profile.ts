@@ -127,6 +127,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     run.finish(status, reason);
     summary.status = status;
     summary.reason = reason;
+    if (status !== 'completed') summary.errorCode = agent.errors[0]?.code;
     if (breakdown) {
       summary.headline = breakdown.headline;
       summary.profile = breakdown as unknown as Record<string, unknown>;

@@ -262,8 +262,11 @@ export class RunController extends Disposable implements RunsSource {
   private notifyFailure(runner: PhaseRunner, target: Target, run: RunSummary): void {
     const reason = run.reason ?? 'see the log for why';
     this.log.error(`${runner.phase} on ${target.name} ${run.status}: ${reason}`);
-    const actions = ['Show Log', 'Reveal Run Folder'];
+    // A server that wants a key is fixed from here: the button stores it for this target.
+    const setKey = run.errorCode === 'unauthorized' ? ['Set Server API Key...'] : [];
+    const actions = [...setKey, 'Show Log', 'Reveal Run Folder'];
     void vscode.window.showErrorMessage(`Inference Bench: ${runner.title} on ${target.name} ${run.status}: ${reason}`, ...actions).then((pick) => {
+      if (pick === 'Set Server API Key...') void vscode.commands.executeCommand('inferenceBench.setApiKey', target.name);
       if (pick === 'Show Log') this.log.show(true);
       if (pick === 'Reveal Run Folder') void vscode.commands.executeCommand('inferenceBench.revealRun', run.id);
     });

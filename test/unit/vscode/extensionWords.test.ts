@@ -1,4 +1,6 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Target } from '../../../src/core/config/target';
 import { inExtensionWords } from '../../../src/vscode/runs/extensionWords';
 
@@ -25,13 +27,12 @@ describe("failures in the extension's words", () => {
       inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target),
       /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/,
     );
-    assert.match(
-      inExtensionWords(
-        'give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or $OPENAI_API_KEY as vllm bench serve reads it)',
-        target,
-      ),
-      /Inference Bench: Set Server API Key\.\.\. on b6000$/,
-    );
+    // The agent's own hint, as it words it now: the command is named once, for this target.
+    const hint = execFileSync('python3', ['-c', 'from infbench_agent import auth; print(auth.HOW_TO_GIVE_KEY)'], {
+      cwd: join(__dirname, '..', '..', '..', 'agent'),
+      encoding: 'utf8',
+    }).trim();
+    assert.equal(inExtensionWords(hint, target), 'give the key the server was started with: Inference Bench: Set Server API Key... on b6000');
   });
 
   it("names the phase command to run instead of a CLI line, and leaves the server's own flags alone", () => {
