@@ -111,12 +111,15 @@ class ChunkedDecoder:
 
 
 def message_content(message: dict) -> Optional[str]:
-    """The generated text a streamed completions or chat message carries ("" for none); None if its `choices`
-    is empty or missing (a usage-only message). Raises BadResponse when the message is not shaped as one.
+    """The generated text a streamed completions or chat message carries ("" for none); None if it is no token
+    message: its `choices` empty or missing (a usage-only message), or a chat stream's role-only opening.
+    Raises BadResponse when the message is not shaped as one.
 
-    Every message with choices counts as a token message, its text empty or not (a chat stream's role-only
-    first message, a special token's empty text), as vllm/benchmarks/lib/endpoint_request_func.py does
-    (async_request_openai_completions and _chat_completions, at 02cfb534): it stamps TTFT or an ITL sample.
+    A message with choices counts as a token message with its text empty too (a special token's), as
+    vllm/benchmarks/lib/endpoint_request_func.py does (async_request_openai_completions and _chat_completions,
+    at 02cfb534): it stamps TTFT or an ITL sample. One exception: vLLM counts the chat role-only message as
+    well, which vLLM and SGLang send with the first token, but other servers send at once, before prefill,
+    where vLLM's TTFT then reads ~0 ms. Here it carries no token; vLLM's extra ~0 ms ITL sample is left out.
     """
     choices = message.get("choices")
     if not choices:
@@ -146,6 +149,8 @@ def message_content(message: dict) -> Optional[str]:
         out += part
         if key == "reasoning_content":
             break  # `reasoning` is the newer name of the same text
+    if not out and "role" in delta and not delta.get("tool_calls"):
+        return None  # the role-only opening
     return out
 
 

@@ -41,9 +41,9 @@ VLLM_FIELD_NOTES = {
     "calibrated with /tokenize (vLLM: its dataset's length)",
     "total_output_tokens": "usage.completion_tokens, as vLLM; otherwise the client's count of token messages (vLLM "
     "re-tokenizes the text with the model's tokenizer)",
-    "itl_ms": "as vLLM: every streamed message with choices is a token message, its text empty or not (a chat "
-    "stream's role-only first message gives TTFT and its gap an ITL sample); the client's own token count takes "
-    "only messages with text",
+    "itl_ms": "a message with choices and empty text (a special token) is a token message, as vLLM; the chat "
+    "role-only first message is not: vLLM takes TTFT from it and counts its gap as an ITL sample, which reads "
+    "TTFT ~0 ms on servers that send it before prefill",
     "scheduling_lag_ms": "ours: send time minus planned time (the arrival; in a closed loop the moment a slot freed); "
     "vLLM's client_queue_time is the wait for its --max-concurrency semaphore",
     "duration": "from the level's start (the origin of its arrivals) to the last response, as vLLM's benchmark_duration",

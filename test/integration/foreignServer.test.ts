@@ -247,7 +247,7 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     assertLevel(level, 4, await serverLateness(server.url));
     assert.deepEqual(
       level.token_count,
-      { source: 'client', usage_missing: REQUESTS, client_vs_usage_abs_diff: 0, input_source: 'estimate' },
+      { source: 'client', usage_missing: REQUESTS, usage_rejected: 0, usage_problem: null, client_vs_usage_abs_diff: 0, input_source: 'estimate' },
       'every request fell back to the client-side count',
     );
     const stored = outcome.run.readResult<{ levels: MacroLevelSummary[] }>()!;

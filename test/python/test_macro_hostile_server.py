@@ -18,6 +18,7 @@ AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
 from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
+from infbench_agent.loadgen_metrics import message_content  # noqa: E402
 
 
 def token(text):
@@ -298,6 +299,14 @@ class EmptyTextMessages(unittest.TestCase):
         self.assertEqual(rec["client_tokens"], 3)
         self.assertEqual(rec["output_tokens"], 4)
         self.assertIsNone(rec["usage_problem"])
+
+    def test_a_chat_role_only_opening_is_no_token_message_but_an_empty_content_one_is(self):
+        # Some servers send the role-only message before prefill: timed from it, TTFT would read ~0 ms.
+        role_only = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+        empty = {"choices": [{"index": 0, "delta": {"content": ""}}]}
+        self.assertIsNone(message_content(role_only))
+        self.assertEqual(message_content(empty), "")
+        self.assertEqual(message_content({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]}), "Hi")
 
 
 class StalledStream(unittest.TestCase):
