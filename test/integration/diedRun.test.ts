@@ -14,16 +14,22 @@ const pexec = promisify(execFile);
 // what was measured. A real CLI against the bundled simulator over the local transport.
 describe('a CLI run killed with SIGKILL mid-run', function () {
   this.timeout(120_000);
-  const dir = mkdtempSync(join(tmpdir(), 'ib-died-'));
-  const workspace = join(dir, 'ws');
+  let dir: string;
+  let workspace: string;
   // Its own cache folder: the deployed agent's command line names it, which finds the agent later.
-  const cache = join(dir, 'cache');
-  const env = { ...process.env, XDG_CACHE_HOME: cache };
+  let cache: string;
+  let env: NodeJS.ProcessEnv;
+  let runsDir: string;
   let sim: RunningSimulator;
   let cli: ChildProcess | undefined;
 
   before(async () => {
     assert.ok(existsSync('dist/cli.js') && existsSync('dist/agent.pyz'), 'dist/ is missing: run `npm run build` first');
+    dir = mkdtempSync(join(tmpdir(), 'ib-died-'));
+    workspace = join(dir, 'ws');
+    cache = join(dir, 'cache');
+    env = { ...process.env, XDG_CACHE_HOME: cache };
+    runsDir = join(workspace, '.inference-bench', 'runs');
     mkdirSync(workspace);
     mkdirSync(cache, { mode: 0o700 });
     sim = await startSimulator({ port: 0 });
@@ -32,9 +38,9 @@ describe('a CLI run killed with SIGKILL mid-run', function () {
   after(async () => {
     cli?.kill('SIGKILL');
     // The agent the killed CLI had started is left behind on the host (here this machine), as it would be.
-    spawnSync('pkill', ['-KILL', '-f', cache]);
+    if (cache) spawnSync('pkill', ['-KILL', '-f', cache]);
     await sim?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   function macroArgs(concurrency: string, requests: string): string[] {
@@ -42,7 +48,6 @@ describe('a CLI run killed with SIGKILL mid-run', function () {
     return [resolve('dist/cli.js'), 'macro', '--target', 'local', '--url', sim.url, ...flags, '--workspace', workspace, '--findings', 'bench.md'];
   }
 
-  const runsDir = join(workspace, '.inference-bench', 'runs');
   const readMeta = (id: string) => JSON.parse(readFileSync(join(runsDir, id, 'meta.json'), 'utf8')) as { status: string; reason?: string };
   /** The tool's block for `sectionId` in the findings document: its text, without the markers. */
   function block(sectionId: string): string {
