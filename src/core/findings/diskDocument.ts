@@ -8,6 +8,7 @@ import {
   linkSync,
   lstatSync,
   openSync,
+  readdirSync,
   readFileSync,
   readSync,
   renameSync,
@@ -152,6 +153,7 @@ export function createSkeletonIfAbsent(file: string, probe?: ProbeInfo, workspac
   const tmp = tempPath(real);
   try {
     if (lstatOrUndefined(real)) return false;
+    if (restoreTakenAside(real)) return false;
     writeFileSync(tmp, renderSkeleton(basename(file), probe));
     // link() fails with EEXIST if the file appeared meanwhile, where rename would replace it.
     linkSync(tmp, real);
@@ -285,6 +287,23 @@ function replaceIfUnchanged(real: string, expected: Buffer, data: Buffer, mode: 
     unlinkQuietly(tmp);
     unlinkQuietly(aside);
   }
+}
+
+/**
+ * A run killed between taking the document aside and linking the new one in (steps 3 and 4) left
+ * it under its hidden name: with the runs' lock held, no write is under way, so the newest such
+ * file is put back rather than a skeleton created over the user's work.
+ */
+function restoreTakenAside(real: string): boolean {
+  const prefix = `.${basename(real)}.`;
+  const taken = readdirSync(dirname(real))
+    .filter((name) => name.startsWith(prefix) && name.endsWith('.aside'))
+    .map((name) => join(dirname(real), name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  if (!taken) return false;
+  linkSync(taken, real);
+  unlinkSync(taken);
+  return true;
 }
 
 /** Links a taken file back at the document's path; one that cannot go back is kept under a visible name. */

@@ -63,6 +63,16 @@ describe("findings document on disk (the CLI's sink)", () => {
     assert.deepEqual(Buffer.concat([after.subarray(0, begin), after.subarray(endLine)]), before);
   });
 
+  it('puts back a document that a run killed mid-write left under its hidden name, rather than a fresh skeleton', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ib-findings-'));
+    // The name a write gives the document for the microseconds it is taken aside.
+    writeFileSync(join(dir, '.doc.md.4242.k3x9ab.aside'), '# Mine\n\n## Macro\n\nmy line\n');
+    new FindingsFile(join(dir, 'doc.md'), recordingLog(), { workspace: dir }).findings(macroUpdate(1));
+    const text = readFileSync(join(dir, 'doc.md'), 'utf8');
+    assert.match(text, /^# Mine\n\n## Macro\n\nmy line\n<!-- inference-bench:begin id=macro/);
+    assert.deepEqual(readdirSync(dir), ['doc.md']);
+  });
+
   it('logs what to do instead of throwing when the document cannot be written', () => {
     const log = recordingLog();
     new FindingsFile(join(tmpdir(), 'no-such-dir-ib', 'x', 'f.md'), log).findings(macroUpdate(1));
