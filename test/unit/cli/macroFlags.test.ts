@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { UsageError } from '../../../src/cli/command';
 import { macroOptionsFromFlags } from '../../../src/cli/commands/macro';
+import { macroAgentArgs } from '../../../src/core/macro/options';
 
 describe('infbench macro flags', () => {
   it('reads the dataset, its file and the length range as vllm bench serve spells them', () => {
@@ -15,12 +16,21 @@ describe('infbench macro flags', () => {
     assert.equal(macroOptionsFromFlags({ 'prompts-file': '/p.jsonl' }).promptsFile, '/p.jsonl');
   });
 
+  it('hands --stall-timeout to the agent, 0 (off) included', () => {
+    const args = (flags: Record<string, string>) => macroAgentArgs(macroOptionsFromFlags(flags), 'http://127.0.0.1:8000');
+    const stall = (a: string[]) => a[a.indexOf('--stall-timeout') + 1];
+    assert.equal(stall(args({ 'stall-timeout': '15' })), '15');
+    assert.equal(stall(args({ 'stall-timeout': '0' })), '0');
+    assert.ok(!args({}).includes('--stall-timeout'), "the agent's own default applies");
+  });
+
   it('names the flag whose value is wrong', () => {
     const refused: [Record<string, string>, RegExp][] = [
       [{ 'dataset-name': 'sonnet' }, /--dataset-name takes random, jsonl or sharegpt; got "sonnet"/],
       [{ 'sharegpt-output-len': '0' }, /--sharegpt-output-len takes a positive whole number/],
       [{ 'range-ratio': 'wide' }, /--range-ratio takes a non-negative number/],
       [{ 'random-range-ratio': '-1' }, /--random-range-ratio takes a non-negative number/],
+      [{ 'stall-timeout': '-5' }, /--stall-timeout takes a non-negative number/],
     ];
     for (const [flags, message] of refused)
       assert.throws(
