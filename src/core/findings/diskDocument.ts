@@ -37,6 +37,10 @@ import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 //   5. check the inode read once more: an in-place save through a descriptor opened before step 3
 //      lands there, and is merged again.
 // The document is missing for the microseconds between steps 3 and 4, as during a vim save.
+// What is left open: an in-place save that stops mid-write for longer than the settle time (10 ms;
+// 200 ms for an empty or cut-off file) and resumes only after step 5 is read half-way, and its rest
+// goes to the replaced inode; so does a write, after step 5, through a descriptor opened before
+// step 3 without truncating (O_TRUNC would show at step 4). Neither was seen in bench/findings-race.ts.
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
