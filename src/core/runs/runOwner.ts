@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /**
@@ -16,6 +16,20 @@ export interface RunOwner {
   startTime?: string;
   /** The machine it ran on: a workspace on a shared disk may be read from another one, where the pid means nothing. */
   host: string;
+  /**
+   * Its pid namespace on Linux (`pid:[4026531836]`): a container sharing the host's name and the
+   * workspace numbers its processes apart, so its pids are not looked up here.
+   */
+  pidNamespace?: string;
+}
+
+/** This process's pid namespace; undefined where there is no /proc. */
+function pidNamespace(): string | undefined {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return undefined;
+  }
 }
 
 /** What /proc/<pid>/stat says of a process: its state letter and its start time; undefined where it cannot be read. */
@@ -41,7 +55,7 @@ export function procStat(pid: number | 'self'): { state: string; startTime: stri
 
 /** This process as a run's owner. */
 export function currentOwner(): RunOwner {
-  return { pid: process.pid, startTime: procStat('self')?.startTime, host: hostname() };
+  return { pid: process.pid, startTime: procStat('self')?.startTime, host: hostname(), pidNamespace: pidNamespace() };
 }
 
 export type Liveness = 'alive' | 'dead' | 'unknown';
@@ -58,12 +72,13 @@ function pidExists(pid: number): boolean {
 
 /**
  * Whether the run's owner is still running: 'dead' when its pid is gone, a zombie, or now belongs
- * to a process that started at another time; 'unknown' when the owner ran on another machine or
- * the record is unreadable, which is never taken for dead.
+ * to a process that started at another time; 'unknown' when the owner ran on another machine or in
+ * another container's pid namespace, or the record is unreadable, which is never taken for dead.
  */
 export function ownerLiveness(owner: Partial<RunOwner> | undefined, thisHost = hostname()): Liveness {
   if (!owner || !Number.isInteger(owner.pid) || (owner.pid as number) <= 0) return 'unknown';
   if (owner.host !== undefined && owner.host !== thisHost) return 'unknown';
+  if (owner.pidNamespace !== undefined && owner.pidNamespace !== pidNamespace()) return 'unknown';
   const pid = owner.pid as number;
   if (pid === process.pid) return owner.startTime === undefined || owner.startTime === procStat('self')?.startTime ? 'alive' : 'dead';
   if (!pidExists(pid)) return 'dead';

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metaPath, RunFolder, RunMeta } from '../../../src/core/runs/runFolder';
-import { ownerLiveness, procStat, RunOwner } from '../../../src/core/runs/runOwner';
+import { currentOwner, ownerLiveness, procStat, RunOwner } from '../../../src/core/runs/runOwner';
 import { StoredRuns } from '../../../src/core/runs/storedRuns';
 import { waitFor } from '../../support/waitFor';
 
@@ -77,6 +77,12 @@ describe("whether a run's process still runs", () => {
 
   it('never takes the process of another machine (a workspace on a shared disk) for dead', async () => {
     assert.equal(ownerLiveness({ ...(await endedProcess()), host: 'another-box' }), 'unknown');
+  });
+
+  it("never takes the process of another container's pid namespace (same host name, same workspace) for dead", async () => {
+    const owner = await endedProcess();
+    assert.equal(ownerLiveness({ ...owner, pidNamespace: currentOwner().pidNamespace }), 'dead');
+    assert.equal(ownerLiveness({ ...owner, pidNamespace: 'pid:[1]' }), 'unknown');
   });
 });
 
