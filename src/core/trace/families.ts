@@ -1,4 +1,5 @@
 import { KernelFamilySpec } from './types';
+import { compileUserPattern } from './userPattern';
 
 // The ordered kernel family table (notes: FIELD-FACTS "Kernel families"). The first match wins, so
 // order matters: flash attention lives inside `cutlass::` names and must be seen as attention
@@ -42,17 +43,16 @@ export class KernelClassifier {
 
   constructor(extra: readonly KernelFamilySpec[] = []) {
     this.families = [];
-    for (const spec of [...extra, ...BUILTIN_FAMILIES]) {
+    for (const spec of extra) {
       let re: RegExp;
       try {
-        re = new RegExp(spec.pattern, spec.flags ?? '');
+        re = compileUserPattern(`The kernel family "${spec.category}"`, spec.pattern, spec.flags ?? '');
       } catch (err) {
-        throw new Error(
-          `The kernel family "${spec.category}" has an invalid pattern /${spec.pattern}/: ${(err as Error).message}. Fix it in the inferenceBench.kernelFamilies setting.`,
-        );
+        throw new Error(`${(err as Error).message} Fix it in the inferenceBench.kernelFamilies setting or the --family flag.`);
       }
       this.families.push({ category: spec.category, re });
     }
+    for (const spec of BUILTIN_FAMILIES) this.families.push({ category: spec.category, re: new RegExp(spec.pattern, spec.flags ?? '') });
     const order: string[] = [];
     for (const f of this.families) if (!order.includes(f.category)) order.push(f.category);
     for (const c of [MEMORY_CATEGORY, OTHER_CATEGORY, IDLE_CATEGORY]) if (!order.includes(c)) order.push(c);

@@ -1,4 +1,5 @@
 import { CUT_STEP_WARNING, distribution, RankFileFacts, RankParts } from './breakdown';
+import { compileUserPattern } from './userPattern';
 import { Annotation, badTimesWarning, CollectedTrace, hasBadTime, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
@@ -281,7 +282,9 @@ export class OnlineAnalyzer {
     this.decideAt = this.prefixKernels;
     this.classifier = new KernelClassifier(options.extraFamilies);
     this.patterns = [
-      ...(options.stepAnnotation ? [{ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }] : []),
+      ...(options.stepAnnotation
+        ? [{ re: compileUserPattern('The step annotation (--step-annotation)', options.stepAnnotation), kindOf: byName, writer: 'your step annotation' }]
+        : []),
       ...BUILTIN_PATTERNS,
     ];
     this.tracks = this.patterns.map(() => undefined);

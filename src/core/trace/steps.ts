@@ -1,4 +1,5 @@
 import { Annotation, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
+import { compileUserPattern } from './userPattern';
 import { shortKernelName } from './format';
 import { StepSource, TraceAnalysisOptions } from './types';
 
@@ -431,7 +432,12 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       warnings: ['The trace holds no GPU kernels: was the profiler started with CUDA activities, and did the server run any request while it was on?'],
     };
   const patterns: StepPattern[] = [];
-  if (options.stepAnnotation) patterns.push({ re: new RegExp(options.stepAnnotation), kindOf: byName, writer: 'your step annotation' });
+  if (options.stepAnnotation)
+    patterns.push({
+      re: compileUserPattern('The step annotation (--step-annotation)', options.stepAnnotation),
+      kindOf: byName,
+      writer: 'your step annotation',
+    });
   patterns.push(...BUILTIN_PATTERNS);
   const launches = new LaunchIndex(trace.runtime);
 
