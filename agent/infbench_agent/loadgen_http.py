@@ -317,7 +317,7 @@ class Engine:
                     st,
                     "stalled",
                     f"the stream sent nothing for {now - st.last_read_at:.0f} s {where} ({tokens} tokens received); "
-                    f"--stall-timeout {stall:g} bounds this silence",
+                    f"--stall-timeout sets this bound ({stall:g} s)",
                     now,
                 )
 

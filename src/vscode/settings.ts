@@ -19,6 +19,8 @@ export interface Settings {
   traceAnalysis: TraceAnalysisOptions;
   /** Seconds one macro request may take before it fails as a timeout. */
   requestTimeoutS: number;
+  /** Seconds a macro stream may send nothing before it fails as stalled; 0: off. */
+  stallTimeoutS: number;
 }
 
 export function readSettings(): Settings {
@@ -48,6 +50,11 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.requestTimeout must be a number of seconds above 0; got ${JSON.stringify(requestTimeoutS)}. Using 600.`);
     requestTimeoutS = 600;
   }
+  let stallTimeoutS = config.get<unknown>('stallTimeout', 60);
+  if (typeof stallTimeoutS !== 'number' || !(stallTimeoutS >= 0) || !Number.isFinite(stallTimeoutS)) {
+    problems.push(`${SECTION}.stallTimeout must be a number of seconds, 0 or more (0: off); got ${JSON.stringify(stallTimeoutS)}. Using 60.`);
+    stallTimeoutS = 60;
+  }
   return {
     targets,
     problems,
@@ -55,6 +62,7 @@ export function readSettings(): Settings {
     findingsPreview: config.get<boolean>('findingsPreview', true) !== false,
     traceAnalysis,
     requestTimeoutS: requestTimeoutS as number,
+    stallTimeoutS: stallTimeoutS as number,
   };
 }
 

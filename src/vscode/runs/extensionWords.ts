@@ -44,6 +44,7 @@ const REWRITES: Rewrite[] = [
   { pattern: /(?:pass |with |give )?--python(?: PATH)?/g, replace: (t) => `the target's Python (now ${t.python}; change it with ${edit(t)})` },
   { pattern: /(?:pass |with |give )?--url(?: URL)?/g, replace: (t) => `the target's server URL (now ${t.serverUrl}; change it with ${edit(t)})` },
   { pattern: /--request-timeout(?: SECONDS)?/g, replace: () => 'the inferenceBench.requestTimeout setting' },
+  { pattern: /--stall-timeout(?: SECONDS)?/g, replace: () => 'the inferenceBench.stallTimeout setting' },
   { pattern: /--allow-busy/g, replace: () => 'answering "Run anyway" when asked' },
   { pattern: /raise --workers/g, replace: () => 'run the level again with fewer requests in flight, or run the CLI with more --workers' },
   { pattern: /--accept-new-host-key/g, replace: () => 'accepting the host key when asked' },

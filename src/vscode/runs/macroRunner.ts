@@ -262,7 +262,8 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
       return { ...options } as Record<string, unknown>;
     },
     async run(ctx, options) {
-      const outcome = await runMacroPhase(ctx, { requestTimeoutS: readSettings().requestTimeoutS, ...(options as MacroOptions) });
+      const { requestTimeoutS, stallTimeoutS } = readSettings();
+      const outcome = await runMacroPhase(ctx, { requestTimeoutS, stallTimeoutS, ...(options as MacroOptions) });
       return outcome.summary;
     },
   };

@@ -28,7 +28,7 @@ const summary = {
   errors: ["a stream message's `choices` is a str, not a list: 'abc' (after 1 tokens)", 'x', 'the stream sent nothing for 60 s after its first token'],
   failure_examples: {
     bad_response: "a stream message's `choices` is a str, not a list: 'abc' (after 1 tokens)",
-    stalled: 'the stream sent nothing for 60 s after its first token (2 tokens received); --stall-timeout 60 bounds this silence',
+    stalled: 'the stream sent nothing for 60 s after its first token (2 tokens received); --stall-timeout sets this bound (60 s)',
   },
   token_count: {
     source: 'mixed',
