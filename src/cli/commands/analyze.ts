@@ -1,10 +1,13 @@
-import { existsSync, statSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { CliCommand, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
+import { writeAtomic } from '../../core/runs/runFolder';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../core/trace/format';
+import { printable } from '../../core/trace/printable';
 import { KernelFamilySpec, TraceAnalysisOptions } from '../../core/trace/types';
+import { compileUserPattern } from '../../core/trace/userPattern';
 
 const usage = `Usage: infbench analyze FILE... [--out breakdown.json] [--json] [--family CATEGORY=REGEX]... [--step-annotation REGEX] [--top N]
 
@@ -23,6 +26,8 @@ export interface AnalyzeArgs {
   out?: string;
   json: boolean;
   options: TraceAnalysisOptions;
+  /** What the user should know about the files given (one given twice), for stderr. */
+  notes: string[];
 }
 
 export function parseAnalyzeArgs(argv: string[]): AnalyzeArgs {
@@ -50,12 +55,68 @@ export function parseAnalyzeArgs(argv: string[]): AnalyzeArgs {
     else files.push(a);
   }
   if (!files.length) throw new UsageError(`no trace file given.\n\n${usage}`);
+  // The same file twice (by another path or a link too) would count as two ranks.
+  const seen = new Map<string, string>();
+  const unique: string[] = [];
+  const notes: string[] = [];
   for (const f of files) {
     if (!existsSync(f)) throw new UsageError(`${f}: no such file.`);
-    if (statSync(f).isDirectory()) throw new UsageError(`${f} is a folder: give the trace files in it (for example ${f}/*.pt.trace.json.gz).`);
+    const st = statSync(f);
+    if (st.isDirectory()) throw new UsageError(`${f} is a folder: give the trace files in it (for example ${f}/*.pt.trace.json.gz).`);
+    const key = `${st.dev}:${st.ino}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      notes.push(`${f} is the same file as ${first}: analysed once, as one rank.`);
+      continue;
+    }
+    seen.set(key, f);
+    unique.push(f);
   }
+  for (const f of families) userPattern(`--family ${f.category}=`, f.pattern);
+  if (options.stepAnnotation !== undefined) userPattern('--step-annotation', options.stepAnnotation);
+  if (out !== undefined) checkWritable(out);
   if (families.length) options.extraFamilies = families;
-  return { files: files.map((f) => resolve(f)), out, json, options };
+  return { files: unique.map((f) => resolve(f)), out, json, options, notes };
+}
+
+/** A user's pattern that is not valid, or could hang the analysis on a long name, refused before any file is read. */
+function userPattern(flag: string, source: string): void {
+  try {
+    compileUserPattern(`The pattern of ${flag}`, source);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** Refuses an --out that cannot be written before the analysis runs, rather than after it. */
+function checkWritable(out: string): void {
+  const dir = dirname(resolve(out));
+  if (existsSync(out) && statSync(out).isDirectory()) throw new UsageError(`--out ${out} is a folder: give a file name, for example ${out}/breakdown.json.`);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`--out ${out}: the folder ${dir} does not exist. Create it, or write elsewhere.`);
+  try {
+    // The file is written beside itself and renamed: the folder must be writable, not only the file.
+    accessSync(dir, constants.W_OK);
+  } catch {
+    throw new UsageError(`--out ${out}: no permission to write in ${dir}. Write elsewhere, or drop --out and use --json.`);
+  }
+}
+
+/**
+ * Writes the breakdown to --out through a temporary file renamed over it, so that a full disk leaves
+ * no empty or partial file (an earlier one stays as it was). Returns what went wrong, in words, or undefined.
+ */
+export function writeBreakdown(out: string, json: string, write: (path: string, text: string) => void = writeAtomic): string | undefined {
+  try {
+    write(out, `${json}\n`);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOSPC' || code === 'EDQUOT'
+        ? `the disk that holds ${dirname(resolve(out))} is full (${code}). Free some space, or write elsewhere`
+        : `${(err as Error).message}. Check the path, or write elsewhere`;
+    return `could not write ${out}: ${why}. The breakdown printed above is complete; ${existsSync(out) ? `${out} was left as it was before` : `no ${out} was made`}.`;
+  }
 }
 
 export const analyzeCommand: CliCommand = {
@@ -64,6 +125,7 @@ export const analyzeCommand: CliCommand = {
   usage,
   async run(argv) {
     const args = parseAnalyzeArgs(argv);
+    for (const note of args.notes) process.stderr.write(`infbench analyze: ${printable(note)}\n`);
     const started = Date.now();
     let lastNote = 0;
     const breakdown = await analyzeTracesInWorker(args.files, args.options, {
@@ -74,12 +136,16 @@ export const analyzeCommand: CliCommand = {
       },
     });
     const json = JSON.stringify(breakdown, null, 2);
-    if (args.out) writeFileSync(args.out, `${json}\n`);
     process.stdout.write(args.json ? `${json}\n` : renderBreakdownText(breakdown));
+    const failed = args.out ? writeBreakdown(args.out, json) : undefined;
     const mb = breakdown.ranks.reduce((a, r) => a + r.totals.jsonBytes, 0) / 1e6;
     process.stderr.write(
-      `analysed ${breakdown.ranks.length} file(s), ${mb.toFixed(1)} MB of JSON in ${((Date.now() - started) / 1000).toFixed(1)} s${args.out ? `; wrote ${args.out}` : ''}\n`,
+      `analysed ${breakdown.ranks.length} file(s), ${mb.toFixed(1)} MB of JSON in ${((Date.now() - started) / 1000).toFixed(1)} s${args.out && !failed ? `; wrote ${args.out}` : ''}\n`,
     );
+    if (failed) {
+      process.stderr.write(`infbench analyze: ${failed}\n`);
+      return 1;
+    }
     return 0;
   },
 };
