@@ -19,6 +19,7 @@ import { BreakdownViewProvider } from './webview/breakdownView';
 import { ResultsPanel, ResultsPanelDeps } from './webview/resultsPanel';
 import { pickTarget } from './commands/pickers';
 import { ApiKeyStore } from './connections/apiKeyStore';
+import { ServerWatch } from './connections/serverWatch';
 
 /** The composition root: creates the owned parts and registers commands; the work lives in the parts. */
 export function activate(context: vscode.ExtensionContext): void {
@@ -43,6 +44,8 @@ export function activate(context: vscode.ExtensionContext): void {
     ),
   );
   const tree = new TargetsTreeProvider(controller, states, connections);
+  // A server killed meanwhile shows as not answering within seconds, without a probe.
+  context.subscriptions.push(new ServerWatch(connections, states, () => readSettings().targets, log));
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = {
     extensionUri: context.extensionUri,

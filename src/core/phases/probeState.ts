@@ -22,6 +22,10 @@ export interface TargetState {
   model?: string;
   gpus?: GpuState[];
   probedAt?: string;
+  /** The server wants an API key that the probe did not have. */
+  needsApiKey?: boolean;
+  /** Set while the server does not answer its health check: why, in words. */
+  serverDown?: string;
 }
 
 /** What the sidebar shows of a probe: the server, its model, each GPU's memory. */
@@ -41,6 +45,8 @@ export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<Target
     })),
     probedAt,
     detail: r.gpus.available ? undefined : (r.gpus.error ?? 'no GPUs seen'),
+    needsApiKey: server.reachable && !!server.auth?.required,
+    serverDown: server.reachable ? undefined : (server.error ?? `nothing answers at ${server.url}`),
   };
 }
 

@@ -80,6 +80,17 @@ export class ConnectionManager implements vscode.Disposable {
     return this.entries.get(hostKey(target))?.users ?? 0;
   }
 
+  /**
+   * The target's connection if it is open and ready, for a quick look (the server's health) that must
+   * neither open one nor keep one from closing when idle; undefined otherwise.
+   */
+  openChannelOf(target: Target): Promise<{ transport: Transport; agent: DeployedAgent }> | undefined {
+    const entry = this.entries.get(hostKey(target));
+    if (entry?.state !== 'connected') return undefined;
+    const channel = entry.channels.get(JSON.stringify([target.commandPrefix ?? [], target.python]));
+    return channel?.status === 'ok' ? channel.ready : undefined;
+  }
+
   /** The targets among `all` that reach the same host as `target` (itself included). */
   targetsSharing(target: Target, all: readonly Target[]): Target[] {
     const key = hostKey(target);

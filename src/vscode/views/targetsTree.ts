@@ -212,7 +212,12 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const { state: connection, detail } = this.connections.hostState(node.target);
         // The release without its local build tag (0.11.0, not 0.11.0+cu128), so it fits; the tooltip has it whole.
         const release = state?.serverVersion?.split('+')[0];
-        const server = state?.serverKind ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}` : undefined;
+        // A server that stopped answering says so at once (the health check), whatever the last probe found.
+        const server = state?.serverDown
+          ? 'server not answering'
+          : state?.serverKind
+            ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}`
+            : undefined;
         const connectionLabel = {
           connected: 'connected',
           failed: 'connection failed',
@@ -224,15 +229,27 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const item = new vscode.TreeItem(server ? `${connectionLabel} · ${server}` : connectionLabel);
         item.id = nodeId(node);
         item.description =
+          state?.serverDown ??
+          (state?.needsApiKey ? 'wants an API key: Set Server API Key...' : undefined) ??
           state?.model ??
           (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
         item.iconPath = new vscode.ThemeIcon(
-          connection === 'connected' ? 'plug' : connection === 'failed' ? 'error' : connection === 'disconnected' ? 'debug-disconnect' : 'loading~spin',
+          connection === 'connected'
+            ? state?.serverDown || state?.needsApiKey
+              ? 'warning'
+              : 'plug'
+            : connection === 'failed'
+              ? 'error'
+              : connection === 'disconnected'
+                ? 'debug-disconnect'
+                : 'loading~spin',
         );
         item.tooltip =
           [
             connection === 'failed' ? `connection failed: ${detail}` : detail,
             state?.detail,
+            state?.serverDown && `the server does not answer: ${state.serverDown}`,
+            state?.needsApiKey && 'the server wants an API key: right-click the target, Set Server API Key...',
             server &&
               `server: ${state?.serverKind}${state?.serverVersion ? ` ${state.serverVersion}` : ''}${state?.simulated ? ' (simulator)' : ''} at ${node.target.serverUrl}`,
             state?.model && `model: ${state.model}`,
