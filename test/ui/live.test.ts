@@ -494,6 +494,22 @@ describe('live results in code-server (UI)', function () {
     const stateRows = wb.page.getByRole('treeitem', { name: /^connected/ });
     await poll('both targets showing the connected host', async () => ((await stateRows.count()) === 2 ? true : undefined));
     await wb.screenshot('live-targets-shared-host-dark');
+    // Probing the new target from the notification: its run takes the results view over, and the
+    // budget below it no longer describes the first target (it was kept until the tab was reopened).
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    assert.match(await view.locator('.budget-scope').innerText(), new RegExp(`^For target ${TARGET} `));
+    await wb.page
+      .locator('.notification-toast', { hasText: `target "${SECOND}" added` })
+      .getByRole('button', { name: 'Probe Target' })
+      .click();
+    await view.locator('#run-select option:checked', { hasText: new RegExp(`^probe · ${SECOND} `) }).waitFor({ state: 'attached', timeout: 30_000 });
+    await poll('the budget to leave the first target', async () => {
+      const scopes = await view.locator('.budget-scope').allInnerTexts();
+      return scopes.every((t) => !t.startsWith(`For target ${TARGET} `)) ? true : undefined;
+    });
+    // The probe run itself shows what it found.
+    await view.getByRole('heading', { name: 'Environment' }).waitFor();
+    await wb.screenshot('live-second-target-probe-dark');
   });
 
   it('disconnects the shared host from one target\'s context menu: neither is left connected or "connecting…"', async () => {
@@ -568,6 +584,13 @@ describe('live results in code-server (UI)', function () {
     const kept = readFileSync(knownHosts, 'utf8');
     assert.ok(kept.includes(sshd!.hostKey.publicLine.split(' ')[1]) && !kept.includes(old.publicLine.split(' ')[1]), kept);
     assert.ok(existsSync(`${knownHosts}.old`), 'ssh-keygen keeps the previous known_hosts');
+  });
+
+  it('shows a server killed mid-session as not answering within seconds, its host still connected', async () => {
+    sim.process.kill('SIGKILL');
+    // The sidebar's health check runs every few seconds through the open connection; no probe, no click.
+    await wb.page.getByRole('treeitem', { name: /^connected · server not answering, nothing answers at http:\/\/127\.0\.0\.1:/ }).waitFor({ timeout: 30_000 });
+    await wb.screenshot('live-server-killed-dark');
   });
 
   it('follows a switch to a light theme: the charts repaint with the new colours', async () => {

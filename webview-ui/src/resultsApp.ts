@@ -235,6 +235,8 @@ export function startResultsApp(app: HTMLElement): void {
           selectedRunId = m.run.id;
           compareRunId = undefined;
           saveState();
+          // The host answers a selection with that run's target's budget: it must know of this one.
+          post({ type: 'selectRun', runId: m.run.id });
         }
         renderToolbar();
         if (m.run.id === selected()?.id || m.run.id === compared()?.id) renderCharts();
