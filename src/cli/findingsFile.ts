@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { FindingsUpdate, ResultSink } from '../core/campaign/phaseContext';
 import { applyUpdateOnDisk, createSkeletonIfAbsent, FindingsDiskError } from '../core/findings/diskDocument';
-import { findingsFileProblem, findingsPathInWorkspace } from '../core/findings/location';
+import { findingsFileProblem, inside } from '../core/findings/location';
 import { campaignUpdate, ProbeInfo } from '../core/findings/skeleton';
 import { Logger, silentLogger } from '../core/log';
 import { storageProblem } from '../core/runs/runFolder';
@@ -9,15 +10,20 @@ import { UsageError } from './command';
 
 /** The --findings file inside the workspace; a path outside it (also through a symlink) or not a regular file is refused (nothing is written there). */
 export function findingsFlagPath(workspace: string, given: string): string {
-  const path = findingsPathInWorkspace(workspace, given);
-  const problem = path ? findingsFileProblem(workspace, path) : 'it is outside the workspace';
-  if (!path || problem) {
-    throw new UsageError(
-      `--findings ${given} is refused: ${problem} (workspace ${workspace}); Inference Bench writes only regular files inside the workspace as findings documents, so nothing was written there. ` +
-        'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
-    );
+  const file = resolve(workspace, given);
+  if (!inside(resolve(workspace), file)) {
+    throw refusal(given, `is outside the workspace ${workspace}`);
   }
-  return path;
+  const problem = findingsFileProblem(workspace, file);
+  if (problem) throw refusal(given, `is refused: ${problem}`);
+  return file;
+}
+
+function refusal(given: string, why: string): UsageError {
+  return new UsageError(
+    `--findings ${given} ${why}; Inference Bench writes only regular files inside the workspace as findings documents, so nothing was written there. ` +
+      'Give a path inside the workspace (for example --findings bench.md), or pass --workspace with the folder that holds the document.',
+  );
 }
 
 export interface FindingsFileOptions {

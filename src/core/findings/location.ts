@@ -1,7 +1,8 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
-function inside(root: string, file: string): boolean {
+/** Whether `file` lies inside the folder `root`, by the names alone (no link followed). */
+export function inside(root: string, file: string): boolean {
   const rel = relative(root, file);
   return !(rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel));
 }

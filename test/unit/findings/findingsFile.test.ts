@@ -3,7 +3,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FindingsFile } from '../../../src/cli/findingsFile';
+import { FindingsFile, findingsFlagPath } from '../../../src/cli/findingsFile';
 import { userText } from '../../../src/core/findings/markers';
 import { Logger } from '../../../src/core/log';
 import { macroUpdate } from './fixtures';
@@ -104,6 +104,11 @@ describe('where the findings document on disk may be written', () => {
     assert.ok(lstatSync(join(ws, 'doc.md')).isSymbolicLink());
     assert.match(log.lines.at(-1) ?? '', /^error: The findings document .*doc\.md is not written: its real path .*other\.md .* is outside the workspace/);
     assert.deepEqual(readdirSync(outside), ['other.md']);
+    // The CLI says so before it connects anywhere.
+    assert.throws(
+      () => findingsFlagPath(ws, 'doc.md'),
+      /--findings doc\.md is refused: its real path .*other\.md .*outside the workspace.*nothing was written there/,
+    );
   });
 
   it('refuses a document in a symlinked folder that leads outside the workspace, and creates nothing there', () => {
