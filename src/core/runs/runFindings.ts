@@ -19,7 +19,8 @@ interface KeptFindings {
 
 /** The run a phase's findings section belongs to (phases name it `<phase>-<run id>`); undefined for other sections. */
 function runOfSection(workspace: string, sectionId: string): string | undefined {
-  const match = /^(macro|micro|profile|probe)-(.+)$/.exec(sectionId);
+  // Run ids are a time and a phase (`2026-12-01_10-00-00-000-macro`): nothing that could name another folder.
+  const match = /^(macro|micro|profile|probe)-([\w-]+)$/.exec(sectionId);
   return match && existsSync(metaPath(runDir(workspace, match[2]))) ? match[2] : undefined;
 }
 
