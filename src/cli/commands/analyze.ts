@@ -5,7 +5,7 @@ import { kernelFamilyFlag } from '../flags';
 import { writeAtomic } from '../../core/runs/runFolder';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../core/trace/format';
-import { printable } from '../../core/trace/printable';
+import { printable } from '../../shared/printable';
 import { KernelFamilySpec, TraceAnalysisOptions } from '../../core/trace/types';
 import { compileUserPattern } from '../../core/trace/userPattern';
 

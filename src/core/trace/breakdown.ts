@@ -1,5 +1,5 @@
 import { badTimesWarning, CollectedTrace, LaunchIndex, RuntimeKind } from './collect';
-import { printable } from './printable';
+import { printable } from '../../shared/printable';
 import { IDLE_CATEGORY, KernelClassifier } from './families';
 import { StepConfidence, StepFinding, StepKind } from './steps';
 import {

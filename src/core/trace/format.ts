@@ -1,6 +1,6 @@
 import { renderTextTable, ResultTable, TableColumn } from '../../shared/table';
 import { IDLE_CATEGORY } from './families';
-import { printable } from './printable';
+import { printable } from '../../shared/printable';
 import { RankBreakdown, TraceBreakdown } from './types';
 
 /** Kernel names are C++ templates hundreds of characters long; tables show the head. */

@@ -3,7 +3,7 @@
 // callback as a reusable view, and only the fields the analysis needs are decoded. Small top-level
 // values (distributedInfo, deviceProperties, ...) are collected whole, in whatever order they come.
 
-import { printable } from './printable';
+import { printable } from '../../shared/printable';
 
 /** What kind of event (`cat`), as a small number so that the hot path compares no strings. */
 export const enum EventCat {

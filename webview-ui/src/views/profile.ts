@@ -2,6 +2,7 @@
 // kernels as a sortable table.
 import type { KernelStat, ProfileSummary, RunSummary } from '../../../src/shared/results';
 import type { ResultTable, TableCell } from '../../../src/shared/table';
+import { printable } from '../../../src/shared/printable';
 import type { ChartSpec } from '../specs';
 import { drawnRuns } from './common';
 
@@ -32,7 +33,7 @@ export function shortKernelName(name: string): string {
   let depth = 0;
   let firstArgs: string | undefined;
   let args = '';
-  const s = name.replace(/^void\s+/, '');
+  const s = printable(name).replace(/^void\s+/, '');
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (c === '<') {
