@@ -39,7 +39,7 @@ export function storedSummary(info: RunMeta, view: RunSummary | undefined, resul
     base.micro = { points, ...microChartData(points, typeof result.device === 'string' ? result.device : undefined) };
   }
   if (info.phase === 'profile') base.profile = result;
-  if (info.phase === 'probe' && result.server && result.gpus) base.probe = probeView(result as unknown as ProbeResult);
+  if (info.phase === 'probe' && result.server && result.gpus && result.python) base.probe = probeView(result as unknown as ProbeResult);
   return viewableRun(base);
 }
 
