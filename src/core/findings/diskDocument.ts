@@ -263,6 +263,16 @@ function bytesAt(path: string): Buffer | undefined {
 function replaceIfUnchanged(real: string, expected: Buffer, data: Buffer, mode: number): boolean {
   const tmp = tempPath(real);
   const aside = tempPath(real, 'aside');
+  // Whether the name `aside` may go: not while it is the only name of a file that could not be put back.
+  let dropAside = true;
+  const putBackOrKeep = () => {
+    try {
+      putBack(aside, real);
+    } catch (err) {
+      if (!(err instanceof FindingsDiskError)) dropAside = false;
+      throw err;
+    }
+  };
   try {
     writeFileSync(tmp, data);
     chmodSync(tmp, mode);
@@ -275,7 +285,7 @@ function replaceIfUnchanged(real: string, expected: Buffer, data: Buffer, mode: 
     }
     const taken = bytesAt(aside);
     if (!taken || !taken.equals(expected)) {
-      putBack(aside, real);
+      putBackOrKeep();
       return false;
     }
     try {
@@ -283,13 +293,13 @@ function replaceIfUnchanged(real: string, expected: Buffer, data: Buffer, mode: 
     } catch (err) {
       // An editor created the document while it was aside: that save is newer than what was taken.
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      putBack(aside, real);
+      putBackOrKeep();
       throw err;
     }
     return true;
   } finally {
     unlinkQuietly(tmp);
-    unlinkQuietly(aside);
+    if (dropAside) unlinkQuietly(aside);
   }
 }
 
