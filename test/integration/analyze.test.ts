@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { TraceBreakdown } from '../../src/core/trace/types';
 
 // The built CLI, as a user runs it: no server, no target, only trace files.
@@ -57,6 +58,27 @@ describe('infbench analyze', () => {
     const r = cli(f);
     assert.equal(r.status, 1);
     assert.match(r.stderr, /infbench analyze: .*config\.json: This JSON has no "traceEvents" array/);
+  });
+
+  it('prints a trace whose kernel names hold ESC and BEL with no control character reaching the terminal', () => {
+    const doc = JSON.parse(gunzipSync(readFileSync(join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz'))).toString('utf8')) as {
+      traceEvents: { cat?: string; name?: string }[];
+    };
+    for (const e of doc.traceEvents) if (e.cat === 'kernel' && e.name?.startsWith('nvjet')) e.name = `\u001b]0;owned\u0007\u001b[2J${e.name}`;
+    const f = join(dir, 'escapes.json');
+    writeFileSync(f, JSON.stringify(doc));
+    const r = cli(f);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /\ufffd\]0;owned\ufffd\ufffd\[2Jnvjet/);
+    // eslint-disable-next-line no-control-regex
+    assert.doesNotMatch(r.stdout + r.stderr, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+  });
+
+  it('refuses an --out in a folder that does not exist before reading the traces, with exit code 2', () => {
+    const r = cli(join(FIXTURES, 'llama_eager_decode.pt.trace.json.gz'), '--out', join(dir, 'missing', 'b.json'));
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /--out .*b\.json: the folder .*missing does not exist/);
+    assert.equal(r.stdout, '');
   });
 
   it('explains usage mistakes with exit code 2', () => {
