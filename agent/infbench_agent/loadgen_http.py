@@ -174,6 +174,9 @@ class Engine:
         # The last read of any stream: a request still waiting for its first token counts as stalled only
         # when the whole server has gone silent, as a queue at high load is not a stall.
         self.last_any_read_at = time.monotonic()
+        # Set once a request stalled while no stream had read anything for the stall bound: the server is
+        # frozen, and a driver stops sending (each further request would only wait out the bound again).
+        self.server_frozen = False
         self._next_expiry_check = 0.0
         self.on_record = on_record
         self.extra_headers = extra_headers or {}
@@ -318,6 +321,17 @@ class Engine:
                     "stalled",
                     f"the stream sent nothing for {now - st.last_read_at:.0f} s {where} ({tokens} tokens received); "
                     f"--stall-timeout sets this bound ({stall:g} s)",
+                    now,
+                )
+                self.server_frozen = self.server_frozen or server_silent
+        if self.server_frozen:
+            # The requests sent too recently to have stalled on their own go with the ones that did.
+            for st in list(self.active.values()):
+                self._fail(
+                    st,
+                    "stalled",
+                    f"given up {now - st.record['send']:.0f} s after its send, unanswered: the server had sent nothing "
+                    f"on any stream for {now - self.last_any_read_at:.0f} s, so the level stopped",
                     now,
                 )
 

@@ -451,6 +451,13 @@ class MacroRun:
                     "using the server, or its counts are wrong",
                     "warn",
                 )
+            if not self.cancel.requested and total and len(level.records) < total and (summary.get("failures") or {}).get("stalled"):
+                events.log(
+                    f"{level.label()}: the server sent nothing on any stream for {args.stall_timeout:g} s, so the level "
+                    f"stopped after {len(level.records)} of its {total} requests (each further one would only have "
+                    "waited out the same silence)",
+                    "warn",
+                )
             out_total = summary.get("total_output_tokens") or 0
             streamed_gap = token_count.get("client_vs_usage_abs_diff") or 0
             if out_total and streamed_gap > 0.01 * out_total:

@@ -65,7 +65,9 @@ def drive(
     while time.monotonic() < start_at:
         time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
     while True:
-        if should_stop():
+        # A frozen server (a stall while no stream had read anything) ends the level: every further
+        # request would wait out the stall bound again.
+        if should_stop() or engine.server_frozen:
             engine.abort_all()
             return
         now = time.monotonic()

@@ -224,14 +224,15 @@ class AHostileServer(unittest.TestCase):
         self.assertTrue(level["server_metrics"]["generation_tokens_match"])
         self.assertTrue(any(e["type"] == "log" and "could not be true" in e["message"] for e in events))
 
-    def test_a_level_whose_stream_stalls_says_how_far_it_is_then_fails_it_as_stalled(self):
+    def test_a_frozen_server_stops_the_level_after_one_stall_not_one_per_request(self):
         result, events = run_macro(
-            self.url, [("stalls", 4)], "--model", "hostile", "--concurrency", "1,2", "--requests", "1", "--stall-timeout", "2"
+            self.url, [("stalls", 4)], "--model", "hostile", "--concurrency", "1,2", "--requests", "5", "--stall-timeout", "2"
         )
         progress = [e["message"] for e in events if e["type"] == "progress"]
-        self.assertTrue(any(re.fullmatch(r"c=1: 0 of 1 requests done after \d+ s", m) for m in progress), progress)
+        self.assertTrue(any(re.fullmatch(r"c=1: 0 of 5 requests done after \d+ s", m) for m in progress), progress)
         [level] = result["levels"]
-        self.assertEqual(level["failures"], {"stalled": 1})
+        # The first request stalled while nothing else streamed: the other four are not sent to wait out 2 s each.
+        self.assertEqual((level["failures"], level["num_prompts"]), ({"stalled": 1}, 5))
         self.assertIn("after its first token (2 tokens received)", level["failure_examples"]["stalled"])
         # A server that stalls every request would stall the next level too: the run stops, saying so.
         [error] = [e for e in events if e["type"] == "error"]
