@@ -330,8 +330,9 @@ class Engine:
                 self._fail(
                     st,
                     "stalled",
-                    f"given up {now - st.record['send']:.0f} s after its send, unanswered: the server had sent nothing "
-                    f"on any stream for {now - self.last_any_read_at:.0f} s, so the level stopped",
+                    f"given up {now - st.record['send']:.0f} s after its send ({st.record['client_tokens']} tokens "
+                    f"received): the server had sent nothing on any stream for {now - self.last_any_read_at:.0f} s, "
+                    "so the level stopped",
                     now,
                 )
 
@@ -405,8 +406,9 @@ class Engine:
             return True
         content = message_content(msg)
         if content is not None:
-            # Every message with choices is a token message, empty text too (vllm/benchmarks/lib/
-            # endpoint_request_func.py, at 02cfb534); the client's token count takes only those with text.
+            # A message with choices is a token message, empty text too (vllm/benchmarks/lib/
+            # endpoint_request_func.py, at 02cfb534; a chat role-only opening is not: message_content says
+            # why); the client's token count takes only those with text.
             if rec["ttft"] is None:
                 rec["ttft"] = now - rec["send"]
             else:
