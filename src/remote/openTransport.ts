@@ -50,17 +50,20 @@ export async function openTransport(spec: TransportSpec, hooks: SshHooks = {}): 
   }
   entry.users++;
   const shared = entry;
-  let released = false;
-  const release = async () => {
-    if (released) return;
-    released = true;
+  let left = false;
+  // A connection on its way out (its last transport closing, waiting for the commands it cancels) is
+  // not handed to the next opener: that one connects afresh, and so checks the host key again.
+  const leave = () => {
+    if (left) return;
+    left = true;
     shared.users--;
-    if (shared.users === 0) {
-      if (pool.get(key) === shared) pool.delete(key);
-      await shared.connection.close();
-    }
+    if (shared.users === 0 && pool.get(key) === shared) pool.delete(key);
   };
-  const transport = new SshTransport(shared.connection, spec.commandPrefix ?? [], release);
+  const release = async () => {
+    leave();
+    if (shared.users === 0) await shared.connection.close();
+  };
+  const transport = new SshTransport(shared.connection, spec.commandPrefix ?? [], release, leave);
   try {
     await transport.connect();
   } catch (err) {

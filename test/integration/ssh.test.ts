@@ -183,6 +183,22 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     await t.close();
   });
 
+  it('connects afresh, checking the host key again, while the last transport of a connection is still closing', async () => {
+    const c = client('closing', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const first = await connect(c.configFile);
+    // A command still running when its transport closes (a health check as Disconnect is pressed):
+    // close() cancels it over the connection, which stays up meanwhile.
+    const running = first.exec(['sleep', '30']);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const closing = first.close();
+    const other = makeKey(dir, 'closing_other_host');
+    writeFileSync(c.knownHosts, `[127.0.0.1]:${sshd.port} ${other.publicLine.split(' ').slice(0, 2).join(' ')}\n`);
+    // The next opener must not be handed the closing connection (it would skip the host key check).
+    await expectSshError(connect(c.configFile), 'host-key-changed');
+    await closing;
+    await running.done;
+  });
+
   it('says clearly when nothing listens and when the server never answers', async () => {
     const closedPort = await freePort();
     const c1 = writeClientConfig(join(dir, 'refused'), { target: ['HostName 127.0.0.1', `Port ${closedPort}`, 'IdentityAgent none'] }, []);

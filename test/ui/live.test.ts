@@ -510,6 +510,15 @@ describe('live results in code-server (UI)', function () {
     // The probe run itself shows what it found.
     await view.getByRole('heading', { name: 'Environment' }).waitFor();
     await wb.screenshot('live-second-target-probe-dark');
+    // Back to the first target's macro run, as the steps after expect the view.
+    const macroRun = await view
+      .locator('#run-select option', { hasText: new RegExp(`^macro · ${TARGET} `) })
+      .first()
+      .getAttribute('value');
+    await view.locator('#run-select').selectOption(macroRun!);
+    await poll('the budget back on the first target', async () =>
+      (await view.locator('.budget-scope').allInnerTexts()).some((t) => t.startsWith(`For target ${TARGET} `)) ? true : undefined,
+    );
   });
 
   it('disconnects the shared host from one target\'s context menu: neither is left connected or "connecting…"', async () => {

@@ -28,6 +28,8 @@ export class SshTransport implements Transport {
     readonly connection: SshConnection,
     private readonly prefix: readonly string[] = [],
     private readonly onClose: () => Promise<void> = () => connection.close(),
+    /** Called as close() begins, before it waits for the commands it cancels: the share is given up from then on. */
+    private readonly onClosing: () => void = () => undefined,
   ) {
     connection.on('state', this.onState);
   }
@@ -209,6 +211,7 @@ export class SshTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    this.onClosing();
     this.connection.off('state', this.onState);
     await Promise.all([...this.running].map((h) => h.cancel()));
     // Cancels begun before (Ctrl-C) may still be on their last kill; bounded, for a host that stopped answering.
