@@ -28,7 +28,18 @@ export async function runPhaseCommand(controller: RunController, runner: PhaseRu
     await controller.showFindings();
     await vscode.commands.executeCommand('inferenceBench.showResults');
   }
-  return controller.runPhase(runner, target, options);
+  const run = await controller.runPhase(runner, target, options);
+  if (run?.status === 'completed' && phase !== 'probe')
+    notifyFinished(`${runner.title} on ${target.name} finished${run.headline ? `: ${run.headline}` : ''}.`, run.id);
+  return run;
+}
+
+/** A phase that ended well says so with its headline, and where to look (a failure has its own message). */
+function notifyFinished(message: string, runId?: string): void {
+  void vscode.window.showInformationMessage(`Inference Bench: ${message}`, 'Open Results', 'Open Findings').then((pick) => {
+    if (pick === 'Open Results') void vscode.commands.executeCommand('inferenceBench.showResults', runId);
+    if (pick === 'Open Findings') void vscode.commands.executeCommand('inferenceBench.openFindings');
+  });
 }
 
 async function confirmGpusFree(title: string, targetName: string): Promise<boolean> {
@@ -52,16 +63,18 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
   // What is there first (GPUs, server, model): the sidebar and the findings header show it.
-  const probed = await controller.runPhase(phases.probe, target, {}, all.signal);
+  const steps = runners.length + 1;
+  const step = (n: number) => `step ${n} of ${steps} of Run All Phases`;
+  const probed = await controller.runPhase(phases.probe, target, {}, all.signal, step(1));
   if (probed?.status === 'cancelled') return;
-  for (const runner of runners) {
+  for (const [i, runner] of runners.entries()) {
     if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
       void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);
       continue;
     }
     const options = await runner.pickOptions(target, true);
     if (!options) return;
-    const run = await controller.runPhase(runner, target, options, all.signal);
+    const run = await controller.runPhase(runner, target, options, all.signal, step(i + 2));
     // Micro failing (GPUs busy and the user declined, no PyTorch there) says nothing about the server: the profiler can still run.
     if (run && run.status === 'failed' && runner.phase === 'micro') {
       void vscode.window.showWarningMessage(`Inference Bench: the micro phase did not complete (${run.reason ?? 'failed'}); going on with the profiler.`);
@@ -74,9 +87,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
       return;
     }
   }
-  void vscode.window.showInformationMessage(`Inference Bench: all phases finished on ${target.name}.`, 'Open Findings').then((pick) => {
-    if (pick) void vscode.commands.executeCommand('inferenceBench.openFindings');
-  });
+  notifyFinished(`all phases finished on ${target.name}.`);
 }
 
 export async function stopCommand(controller: RunController, arg: unknown): Promise<void> {

@@ -165,7 +165,14 @@ export class RunController extends Disposable implements RunsSource {
    * Runs one phase on a target to the end, with a progress notification whose Cancel stops it.
    * `outer` lets Run All Phases stop the whole sequence at once. Returns the run's final summary.
    */
-  async runPhase(runner: PhaseRunner, target: Target, options: Record<string, unknown>, outer?: AbortSignal): Promise<RunSummary | undefined> {
+  async runPhase(
+    runner: PhaseRunner,
+    target: Target,
+    options: Record<string, unknown>,
+    outer?: AbortSignal,
+    /** Where this run stands in a sequence ("step 2 of 4 of Run All Phases"), for the progress title. */
+    step?: string,
+  ): Promise<RunSummary | undefined> {
     const workspace = workspaceRoot();
     if (!workspace) {
       void vscode.window.showErrorMessage('Inference Bench: open a folder first. Runs are saved under .inference-bench/runs/ in the workspace folder.');
@@ -179,7 +186,11 @@ export class RunController extends Disposable implements RunsSource {
     let last: RunSummary | undefined;
     try {
       return await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: `Inference Bench: ${runner.title} on ${target.name}`, cancellable: true },
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: `Inference Bench: ${runner.title} on ${target.name}${step ? ` (${step})` : ''}`,
+          cancellable: true,
+        },
         async (progress, token) => {
           token.onCancellationRequested(() => active.abort.abort());
           progress.report({ message: `connecting to ${target.name}…` });
