@@ -334,6 +334,10 @@ class MacroRun:
                 "start_at": time.monotonic(),
                 "stall_timeout": args.stall_timeout,
             }
+            events.log(
+                f"warm-up: {args.warmup} request(s), {warm_c} at a time"
+                + (f"; a stream silent for {args.stall_timeout:g} s fails as stalled" if args.stall_timeout else "")
+            )
             run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
             refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
             if warm.records and len(refused) == len(warm.records):
