@@ -175,6 +175,11 @@ describe('the results view charts', () => {
     const top = topKernels(run)!;
     assert.equal(top.rows[0].name, 'cross_device_reduce_1stage');
     assert.ok(Math.abs((top.rows[0].share_pct as number) - (3900 / 9050) * 100) < 1e-9);
+    // The time and the share come right after the name: in a narrow view they were past the right edge.
+    assert.deepEqual(
+      top.columns.slice(0, 3).map((c) => c.label),
+      ['kernel', 'µs / step', '% of step'],
+    );
   });
 
   it('names templated C++ kernels by their function and what they wrap, and tells apart kernels that fold to one name', () => {

@@ -79,15 +79,16 @@ export function kernelTable(kernels: KernelStat[], title: string, stepUs?: numbe
   return {
     id: 'profile-kernels',
     title,
+    // The figures read first sit next to the name, so a narrow view shows them without scrolling sideways.
     columns: [
       { key: 'name', label: 'kernel', align: 'left' },
-      { key: 'category', label: 'category', align: 'left' },
-      { key: 'count', label: 'launches / step', digits: 1 },
       { key: 'total_us', label: 'µs / step', digits: 1 },
+      { key: 'share_pct', label: '% of step', digits: 1 },
+      { key: 'count', label: 'launches / step', digits: 1 },
+      { key: 'category', label: 'category', align: 'left' },
       { key: 'mean_us', label: 'mean (µs)', digits: 2 },
       { key: 'min_us', label: 'min (µs)', digits: 2 },
       { key: 'max_us', label: 'max (µs)', digits: 2 },
-      { key: 'share_pct', label: '% of step', digits: 1 },
     ],
     rows: kernels.map((k, i): Record<string, TableCell> => ({
       name: labels[i],
