@@ -90,10 +90,10 @@ class ChunkedDecoder:
                 size_text = size_text.strip()
                 if not size_text:
                     continue  # the CRLF after a chunk's data
-                try:
-                    size = int(size_text, 16)
-                except ValueError:
+                # int(x, 16) alone would take "-5", "+5" and "0x5" too.
+                if size_text.strip(b"0123456789abcdefABCDEF"):
                     raise BadResponse(f"a chunk-size line of the chunked body is not hexadecimal: {size_text[:40]!r}")
+                size = int(size_text, 16)
                 if size == 0:
                     self.done = True
                     break

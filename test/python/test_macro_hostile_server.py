@@ -18,7 +18,7 @@ AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
 from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
-from infbench_agent.loadgen_metrics import message_content  # noqa: E402
+from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, message_content  # noqa: E402
 
 
 def token(text):
@@ -308,6 +308,15 @@ class EmptyTextMessages(unittest.TestCase):
         self.assertIsNone(message_content(role_only))
         self.assertEqual(message_content(empty), "")
         self.assertEqual(message_content({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]}), "Hi")
+
+
+class ChunkSizes(unittest.TestCase):
+    def test_a_chunk_size_that_is_not_plain_hexadecimal_is_a_bad_response_not_a_chunk(self):
+        # int(size, 16) would read "-5" as a negative chunk and "0x5" as five bytes.
+        for line in (b"zz", b"-5", b"0x5", b"+5"):
+            with self.assertRaises(BadResponse, msg=line):
+                ChunkedDecoder().feed(line + b"\r\nhello\r\n0\r\n\r\n")
+        self.assertEqual(ChunkedDecoder().feed(b"5;name=value\r\nhello\r\n0\r\n\r\n"), b"hello")
 
 
 class StalledStream(unittest.TestCase):

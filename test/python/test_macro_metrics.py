@@ -66,7 +66,7 @@ class SSEParsing(unittest.TestCase):
             self.assertTrue(dec.done)
 
     def test_chat_role_preamble_carries_no_token(self):
-        self.assertEqual(message_content({"choices": [{"delta": {"role": "assistant", "content": ""}}]}), "")
+        self.assertIsNone(message_content({"choices": [{"delta": {"role": "assistant", "content": ""}}]}))
         self.assertEqual(message_content({"choices": [{"delta": {"content": " hi"}}]}), " hi")
         self.assertEqual(message_content({"choices": [{"text": " hi", "finish_reason": None}]}), " hi")
         self.assertIsNone(message_content({"choices": [], "usage": {"completion_tokens": 3}}))
