@@ -209,6 +209,28 @@ class AHostileServer(unittest.TestCase):
             self.assertAlmostEqual(level["mean_tpot_ms"], level["mean_itl_ms"], delta=0.01)
             self.assertLess(level["output_throughput"], 4 * n / 0.01)
 
+    def test_worker_processes_fail_the_same_bad_answers_and_stall_on_the_same_bound(self):
+        cases = list(CASES) + list(RAW_CASES)
+        result, _ = run_macro(
+            self.url,
+            [(c, 4) for c in cases],
+            "--model",
+            "hostile",
+            "--concurrency",
+            "4",
+            "--requests",
+            str(2 * len(cases)),
+            "--workers",
+            "2",
+            "--stall-timeout",
+            "2",
+        )
+        [level] = result["levels"]
+        self.assertEqual(level["client_cpu"]["workers"], 2)
+        self.assertEqual(level["failures"], {"bad_response": 12, "stalled": 2})
+        self.assertEqual((level["completed"], level["total_output_tokens"]), (14, 56))
+        self.assertEqual(level["token_count"]["usage_rejected"], 10)
+
     def test_a_usage_the_servers_own_metrics_contradict_takes_the_streamed_count(self):
         # Four tokens streamed of the eight allowed, usage claims eight; /metrics counts the four.
         CASES["usage_double"] = (GOOD + [usage(8)], 4)
