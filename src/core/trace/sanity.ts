@@ -12,6 +12,11 @@ export const MAX_EVENT_US = 86_400e6;
  * to no capture (a zeroed or corrupt timestamp), and would stretch a step to hours.
  */
 export const MAX_GAP_US = 3_600e6;
+/**
+ * Kineto records GPU work inside the profiling window only, and writes the window's CPU events
+ * first: GPU work this long before the first CPU-side event read has a damaged timestamp.
+ */
+export const MAX_GPU_LEAD_US = 100e3;
 
 const PH_BEGIN = 0x42; // B
 const PH_END = 0x45; // E
@@ -21,12 +26,13 @@ export interface SkippedEvents {
   badTime: number;
   tooLong: number;
   outsideSpan: number;
+  beforeProfile: number;
   beginEnd: number;
   unknownPhase: number;
 }
 
 export function noneSkipped(): SkippedEvents {
-  return { badTime: 0, tooLong: 0, outsideSpan: 0, beginEnd: 0, unknownPhase: 0 };
+  return { badTime: 0, tooLong: 0, outsideSpan: 0, beforeProfile: 0, beginEnd: 0, unknownPhase: 0 };
 }
 
 function isGpuWork(cat: EventCat): boolean {
@@ -56,6 +62,8 @@ export class EventSanity {
   private lo: number;
   private hi: number;
   private accepted = 0;
+  /** The earliest start of a CPU-side event (launch call, annotation) accepted so far. */
+  private firstCpu = Infinity;
   private far = { count: 0, lo: Infinity, hi: -Infinity };
 
   constructor(span?: { lo: number; hi: number }) {
@@ -92,6 +100,12 @@ export class EventSanity {
       if (ts + dur > far.hi) far.hi = ts + dur;
       return true;
     }
+    if (isGpuWork(cat)) {
+      if (this.firstCpu !== Infinity && ts < this.firstCpu - MAX_GPU_LEAD_US) {
+        this.skipped.beforeProfile++;
+        return true;
+      }
+    } else if (cat !== EventCat.GpuUserAnnotation && ts < this.firstCpu) this.firstCpu = ts;
     this.accepted++;
     if (ts < this.lo) this.lo = ts;
     if (ts + dur > this.hi) this.hi = ts + dur;
@@ -112,6 +126,10 @@ export function skippedWarnings(s: SkippedEvents): string[] {
     w.push(`${s.tooLong} event(s) lasting more than a day were left out of the analysis: no kernel or step lasts that long, the trace was damaged or edited.`);
   if (s.outsideSpan)
     w.push(`${s.outsideSpan} event(s) more than an hour away from the rest of the trace (a zeroed or corrupt timestamp) were left out of the analysis.`);
+  if (s.beforeProfile)
+    w.push(
+      `${s.beforeProfile} GPU event(s) starting more than ${MAX_GPU_LEAD_US / 1000} ms before the profile's first CPU event (a damaged timestamp) were left out of the analysis.`,
+    );
   if (s.beginEnd)
     w.push(
       `${s.beginEnd} GPU event(s) written as begin/end ("B"/"E") pairs were left out: torch.profiler writes kernels as complete ("X") events; re-export the trace with torch.profiler.`,

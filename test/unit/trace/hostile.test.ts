@@ -64,8 +64,9 @@ describe('trace analyzer on impossible values', () => {
 
   it('leaves out a kernel that starts before its launch call: launch-to-start is never negative', async () => {
     const doc = clean();
+    // 100 us early: about 50 us before its launch call, close enough to the profile to pass every other check.
     const k = kernelsOf(doc)[4];
-    k.ts = (k.ts as number) - 1_000_000;
+    k.ts = (k.ts as number) - 100;
     for (const mode of ['auto', 'in-memory'] as const) {
       const r = (await analyzeTraceFiles([write('before-launch.json', JSON.stringify(doc))], { mode })).ranks[0];
       assert.ok((r.launch?.launchToStartUs?.min ?? 0) >= 0, `${mode}: launch-to-start min ${r.launch?.launchToStartUs?.min} us`);
@@ -75,6 +76,19 @@ describe('trace analyzer on impossible values', () => {
         `${mode}: ${r.warnings.join('\n')}`,
       );
     }
+  });
+
+  it('leaves out a copy with no launch call that starts a second before the profile, as Kineto writes it (CPU events first)', async () => {
+    const doc = clean();
+    doc.traceEvents.sort((a, b) => Number(a.cat === 'kernel') - Number(b.cat === 'kernel'));
+    const k = kernelsOf(doc)[5];
+    Object.assign(k, { cat: 'gpu_memcpy', name: 'Memcpy DtoH (Device -> Pinned)', ts: (k.ts as number) - 1_000_000, args: {} });
+    const r = (await analyzeTraceFiles([write('early-copy.json', JSON.stringify(doc))])).ranks[0];
+    assert.ok(r.totals.gpuSpanMs < 10, `GPU span ${r.totals.gpuSpanMs} ms`);
+    assert.ok(
+      r.warnings.some((w) => w.startsWith("1 GPU event(s) starting more than 100 ms before the profile's first CPU event")),
+      r.warnings.join('\n'),
+    );
   });
 
   it('counts kernels written as begin/end pairs or with an unknown ph in a warning instead of dropping them silently', async () => {
