@@ -11,6 +11,7 @@ macro_levels.py, the server's side in macro_server.py.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
@@ -462,6 +463,15 @@ class MacroRun:
                     "waited out the same silence)",
                     "warn",
                 )
+            bad = (summary.get("failures") or {}).get("bad_response")
+            if bad:
+                events.log(
+                    f"{level.label()}: {bad} request(s) got an answer that is no OpenAI stream "
+                    f"({(summary.get('failure_examples') or {}).get('bad_response')}): the server, or a proxy in front of "
+                    "it, sent it; they count as failed and the rest are measured. To see a raw answer, on the host: "
+                    f"curl -N {args.url}{path} -H 'Content-Type: application/json' -d '{sample_body(args.api, server['model'])}'",
+                    "warn",
+                )
             out_total = summary.get("total_output_tokens") or 0
             streamed_gap = token_count.get("client_vs_usage_abs_diff") or 0
             if out_total and streamed_gap > 0.01 * out_total:
@@ -538,3 +548,10 @@ def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:
             r["prompt_estimated"] = True
             changed = True
     return changed
+
+
+def sample_body(api: str, model: str) -> str:
+    """A small streaming request for the user to send by hand (JSON for a shell's single quotes)."""
+    body: dict = {"model": model, "max_tokens": 8, "stream": True}
+    body.update({"messages": [{"role": "user", "content": "hello"}]} if api == "chat" else {"prompt": "hello"})
+    return json.dumps(body).replace("'", "'\\''")

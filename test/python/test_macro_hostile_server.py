@@ -204,6 +204,9 @@ class AHostileServer(unittest.TestCase):
             self.assertEqual(r["output_tokens"], 4, r)
             # Four token messages, so TPOT = (E2EL - TTFT) / 3 is exactly the request's mean ITL.
             self.assertAlmostEqual(r["tpot_ms"], r["itl_mean_ms"], delta=0.002)
+        # The user learns what went wrong and how to look at a raw answer.
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("6 request(s) got an answer that is no OpenAI stream" in w and "curl -N" in w for w in warnings), warnings)
         # Nothing that cannot be true is reported: decode speed follows the streamed gaps.
         for level in result["levels"]:
             self.assertAlmostEqual(level["mean_tpot_ms"], level["mean_itl_ms"], delta=0.01)
