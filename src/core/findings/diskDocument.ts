@@ -38,9 +38,9 @@ import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 //      lands there, and is merged again.
 // The document is missing for the microseconds between steps 3 and 4, as during a vim save.
 // What is left open: an in-place save that stops mid-write for longer than the settle time (10 ms;
-// 200 ms for an empty or cut-off file) and resumes only after step 5 is read half-way, and its rest
-// goes to the replaced inode; so does a write, after step 5, through a descriptor opened before
-// step 3 without truncating (O_TRUNC would show at step 4). Neither was seen in bench/findings-race.ts.
+// 200 ms for a file empty or shorter than last seen) and resumes only after step 5 is read
+// half-way, and its rest goes to the replaced inode; so does a write, after step 5, through a
+// descriptor opened before step 3 without truncating (O_TRUNC would show at step 4).
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
@@ -66,7 +66,7 @@ export interface DiskFindingsEdit extends FindingsEdit {
 
 // A read is trusted once the file held still this long (an in-place save takes a few ms).
 const SETTLE_MS = 10;
-// An empty file, or one that shrank to a cut-off line, must hold still longer before it is taken as the user's.
+// An empty file, or one that shrank, must hold still longer before it is taken as the user's.
 const CUT_SETTLE_MS = 200;
 const MAX_ATTEMPTS = 60;
 // How long a run waits for another run's write (each takes milliseconds, or a few settle waits).
@@ -224,8 +224,9 @@ function settledRead(fd: number, file: string | undefined, previousText: string 
   const st = fstatSync(fd, { bigint: true });
   const bytes = readAll(fd);
   const text = decodeDocument(bytes);
-  // Empty, or shorter than before and cut mid-line, looks like a save caught half-way: it must hold still longer.
-  const cut = text.length === 0 || (previousText !== undefined && text.length < previousText.length && !/\n$/.test(text));
+  // Empty, or shorter than before, may be a save caught half-way (its cut can fall on a line break,
+  // and the editor be held off the CPU between two writes): it must hold still longer.
+  const cut = text.length === 0 || (previousText !== undefined && text.length < previousText.length);
   const deadline = Date.now() + (cut ? CUT_SETTLE_MS : SETTLE_MS);
   do {
     pause(SETTLE_MS);

@@ -1,11 +1,12 @@
 import * as assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingsFile } from '../../../src/cli/findingsFile';
 import { Logger } from '../../../src/core/log';
 import { macroUpdate } from './fixtures';
-import { EditorKind, raceOnce, USER_DOC as RACE_USER_DOC } from './raceActors';
+import { EditorKind, raceOnce, SAVES, USER_DOC as RACE_USER_DOC } from './raceActors';
 
 function recordingLog(): Logger & { lines: string[] } {
   const lines: string[] = [];
@@ -24,6 +25,43 @@ const SAVE_STYLE: Record<EditorKind, string> = {
 describe('findings document on disk while editors and other runs save it', function () {
   // Each trial starts three node processes; a loaded machine takes seconds for that alone.
   this.timeout(180_000);
+
+  // The node:fs module object itself (not an import's copy of it), so that a test can step into a rename the tool makes.
+  const fs = createRequire(__filename)('node:fs') as typeof import('node:fs');
+
+  // The narrowest window, made certain rather than waited for: the editor's save lands right before
+  // the tool's first rename of the document (the old code's replace, the new code's take-aside).
+  // The old code lost the rename and vim saves; the in-place one guards the new code's put-back.
+  for (const kind of ['inplace', 'rename', 'vim'] as EditorKind[]) {
+    it(`keeps a save ${SAVE_STYLE[kind]} that lands just before the tool replaces the document`, () => {
+      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'ib-findings-window-')));
+      const path = join(dir, 'doc.md');
+      writeFileSync(path, USER_DOC);
+      const typed = '- typed just before the tool wrote';
+      const rename = fs.renameSync;
+      let saved = false;
+      fs.renameSync = (from: import('node:fs').PathLike, to: import('node:fs').PathLike) => {
+        if (!saved && (from === path || to === path)) {
+          saved = true;
+          SAVES[kind](path, `${readFileSync(path, 'utf8')}${typed}\n`);
+        }
+        rename(from, to);
+      };
+      const log = recordingLog();
+      try {
+        new FindingsFile(path, log, { workspace: dir }).findings(macroUpdate(1));
+      } finally {
+        fs.renameSync = rename;
+      }
+      assert.ok(saved, 'the tool never renamed the document');
+      const final = readFileSync(path, 'utf8');
+      assert.ok(final.includes(typed), "the editor's save was replaced");
+      for (const line of USER_DOC.split('\n').filter((l) => l.trim())) assert.ok(final.includes(line), `lost: ${line}`);
+      assert.match(final, /inference-bench:begin id=macro/);
+      assert.deepEqual(log.lines, []);
+      assert.deepEqual(readdirSync(dir), ['doc.md']);
+    });
+  }
 
   // Two trials of each editor with one run and with two runs at once; bench/findings-race.ts runs many.
   // Before the fix, a rename-saving editor or vim lost the user's lines within two trials with two runs.

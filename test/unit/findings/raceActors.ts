@@ -63,7 +63,7 @@ function writeInPieces(fd: number, text: string): void {
   writeSync(fd, text.slice(text.length >> 1));
 }
 
-const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
+export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
   // Truncate, a moment later write (VS Code, emacs with backup-by-copying, nano).
   inplace: (file, text) => {
     const fd = openSync(file, 'w');
