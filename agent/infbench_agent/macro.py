@@ -463,10 +463,10 @@ class MacroRun:
                     "waited out the same silence)",
                     "warn",
                 )
-            bad = (summary.get("failures") or {}).get("bad_response")
-            if bad:
+            bad_answers = (summary.get("failures") or {}).get("bad_response")
+            if bad_answers:
                 events.log(
-                    f"{level.label()}: {bad} request(s) got an answer that is no OpenAI stream "
+                    f"{level.label()}: {bad_answers} request(s) got an answer that is no OpenAI stream "
                     f"({(summary.get('failure_examples') or {}).get('bad_response')}): the server, or a proxy in front of "
                     "it, sent it; they count as failed and the rest are measured. To see a raw answer, on the host: "
                     f"curl -N {args.url}{path} -H 'Content-Type: application/json' -d '{sample_body(args.api, server['model'])}'",
@@ -553,5 +553,8 @@ def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:
 def sample_body(api: str, model: str) -> str:
     """A small streaming request for the user to send by hand (JSON for a shell's single quotes)."""
     body: dict = {"model": model, "max_tokens": 8, "stream": True}
-    body.update({"messages": [{"role": "user", "content": "hello"}]} if api == "chat" else {"prompt": "hello"})
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": "hello"}]
+    else:
+        body["prompt"] = "hello"
     return json.dumps(body).replace("'", "'\\''")
