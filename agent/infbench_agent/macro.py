@@ -534,7 +534,8 @@ def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:
         return False
     streamed = sum(r.get("client_tokens") or 0 for r in records)
     generated = server_metrics["server_generation_tokens"]
-    if abs(generated - streamed) > max(1.0, 0.001 * streamed):
+    # A counter read as NaN compares false with everything: only a finite count can settle it.
+    if not math.isfinite(generated) or abs(generated - streamed) > max(1.0, 0.001 * streamed):
         return False
     changed = False
     for r in records:

@@ -335,6 +335,17 @@ class EmptyTextMessages(unittest.TestCase):
         self.assertEqual(message_content({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]}), "Hi")
 
 
+class ServerCounters(unittest.TestCase):
+    def test_a_metrics_counter_read_as_nan_or_infinity_settles_no_usage(self):
+        from infbench_agent.macro import trust_streamed_counts
+
+        for counted in (float("nan"), float("inf")):
+            records = [{"ok": True, "output_tokens": 8, "client_tokens": 4}]
+            metrics = {"available": True, "generation_tokens_match": False, "server_generation_tokens": counted}
+            self.assertFalse(trust_streamed_counts(metrics, records))
+            self.assertEqual(records[0]["output_tokens"], 8)
+
+
 class ChunkSizes(unittest.TestCase):
     def test_a_chunk_size_that_is_not_plain_hexadecimal_is_a_bad_response_not_a_chunk(self):
         # int(size, 16) would read "-5" as a negative chunk and "0x5" as five bytes.
