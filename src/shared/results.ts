@@ -61,6 +61,37 @@ export interface RunSummary {
   probe?: ProbeView;
 }
 
+/**
+ * Whether a run has anything to draw or compare (levels, points, a breakdown, what a probe found).
+ * A run still going or completed counts; one that failed before its first result does not.
+ */
+export function hasResults(run: RunSummary): boolean {
+  if (run.status === 'running' || run.status === 'completed') return true;
+  const m = run.micro;
+  return !!(
+    run.macro?.levels.length ||
+    m?.points.length ||
+    m?.gemm?.length ||
+    m?.allreduce?.length ||
+    m?.alltoall?.length ||
+    (run.profile && Object.keys(run.profile).length) ||
+    run.probe?.tables.length
+  );
+}
+
+/**
+ * The runs a list shows, newest first: those with results, and a target's newest run even without
+ * any (so why its last attempt failed stays in sight); older failures with nothing kept are left out.
+ */
+export function listedRuns(runs: RunSummary[]): RunSummary[] {
+  const newest = new Map<string, RunSummary>();
+  for (const r of runs) {
+    const seen = newest.get(r.target);
+    if (!seen || r.startedAt > seen.startedAt) newest.set(r.target, r);
+  }
+  return runs.filter((r) => hasResults(r) || newest.get(r.target) === r);
+}
+
 /** What a probe found, as the results view shows it: the environment, then the GPUs. */
 export interface ProbeView {
   tables: ResultTable[];

@@ -2,7 +2,7 @@
 // snapshot and increments the host sends. It keeps no truth of its own beyond which runs are picked.
 import type { DecodeBudgetView } from '../../src/shared/budget';
 import type { ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
-import type { RunSummary } from '../../src/shared/results';
+import { hasResults, listedRuns, type RunSummary } from '../../src/shared/results';
 import { host, onHostMessage, post } from './api';
 import { ChartCard, setTheme } from './charts';
 import { button, el, renderTable } from './dom';
@@ -46,7 +46,10 @@ export function startResultsApp(app: HTMLElement): void {
     const runSelect = el('select');
     runSelect.id = 'run-select';
     runSelect.setAttribute('aria-label', 'Run shown');
-    for (const r of snapshot.runs) {
+    // Failed runs that kept nothing are left out, but for a target's newest and the one shown.
+    const listed = listedRuns(snapshot.runs);
+    if (run && !listed.includes(run)) listed.push(run);
+    for (const r of listed) {
       const o = el('option', runLabel(r));
       o.value = r.id;
       o.selected = r.id === run?.id;
@@ -65,7 +68,7 @@ export function startResultsApp(app: HTMLElement): void {
     const none = el('option', 'no comparison');
     none.value = '';
     compareSelect.append(none);
-    for (const r of snapshot.runs.filter((x) => run && x.phase === run.phase && x.id !== run.id)) {
+    for (const r of snapshot.runs.filter((x) => run && x.phase === run.phase && x.id !== run.id && hasResults(x))) {
       const o = el('option', `B: ${runLabel(r)}`);
       o.value = r.id;
       o.selected = r.id === compared()?.id;

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { hasResults } from '../../shared/results';
 import { RunController } from '../runs/runController';
 import { runDir } from '../../core/runs/runFolder';
 import { workspaceRoot } from '../settings';
@@ -15,7 +16,8 @@ export async function revealRunCommand(controller: RunController, arg: unknown):
 
 /** Compare With…: overlay another run of the same phase on the results view. */
 export async function compareRunsCommand(controller: RunController, arg: unknown, show: (runId: string, compareRunId: string) => void): Promise<void> {
-  const runs = await controller.refreshRuns();
+  // A run that kept nothing has nothing to set beside another.
+  const runs = (await controller.refreshRuns()).filter(hasResults);
   const first = await pickRun(arg, runs, 'Compare: first run');
   if (!first) return;
   const others = runs.filter((r) => r.phase === first.phase && r.id !== first.id);

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { clusterNodes, describeTarget, isCluster, Target } from '../../core/config/target';
-import { RunSummary } from '../../shared/results';
+import { listedRuns, RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { RunController } from '../runs/runController';
 import { runDir } from '../../core/runs/runFolder';
@@ -164,14 +164,14 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
           ...(isCluster(node.target)
             ? clusterNodes(node.target).map((n, index): TreeNode => ({ kind: 'node', target: node.target, node: n, index }))
             : (state?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.target, gpu }))),
-          ...runs.filter((r) => own.has(r.target)).map((run): TreeNode => ({ kind: 'run', run })),
+          ...listedRuns(runs.filter((r) => own.has(r.target))).map((run): TreeNode => ({ kind: 'run', run })),
         ];
       }
       case 'node':
         return (this.states.get(node.node.name)?.gpus ?? []).map((gpu): TreeNode => ({ kind: 'gpu', target: node.node, gpu }));
       case 'runsRoot': {
         const names = targetNames(readSettings().targets);
-        return runs.filter((r) => !names.has(r.target)).map((run): TreeNode => ({ kind: 'run', run }));
+        return listedRuns(runs.filter((r) => !names.has(r.target))).map((run): TreeNode => ({ kind: 'run', run }));
       }
       default:
         return [];
