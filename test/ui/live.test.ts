@@ -65,6 +65,12 @@ function sshFingerprint(publicLine: string): string {
   return execFileSync('ssh-keygen', ['-l', '-f', '-'], { input: `${publicLine}\n`, encoding: 'utf8' }).split(' ')[1];
 }
 
+/** Whether an element's top edge is inside its page's viewport (run in the webview). */
+function inSight(el: { getBoundingClientRect(): { top: number; bottom: number }; ownerDocument: { defaultView: { innerHeight: number } | null } }): boolean {
+  const r = el.getBoundingClientRect();
+  return r.top >= 0 && r.bottom <= (el.ownerDocument.defaultView?.innerHeight ?? 0);
+}
+
 /** Mean brightness (0..255) of a canvas's corner, where the chart paints the theme's background. */
 function canvasBackground(frame: Frame): Promise<number> {
   return frame
@@ -406,6 +412,13 @@ describe('live results in code-server (UI)', function () {
     const firstCategory = kernels.locator('button.category').first();
     await firstCategory.waitFor({ timeout: 30_000 });
     await firstCategory.click();
+    // What the click opened is in sight in the short side view, not below the fold.
+    await poll("the category's kernels scrolled into sight", () =>
+      kernels
+        .locator('#category-kernels h3')
+        .evaluate(inSight)
+        .then((yes) => yes || undefined),
+    );
     await kernels.locator('#category-kernels tbody tr').first().click();
     await kernels.locator('#kernel-detail').getByText('launches per decode step').waitFor();
     const name = await kernels.locator('#kernel-detail .kernel-name').innerText();
@@ -595,13 +608,6 @@ describe('live results in code-server (UI)', function () {
     assert.ok(existsSync(`${knownHosts}.old`), 'ssh-keygen keeps the previous known_hosts');
   });
 
-  it('shows a server killed mid-session as not answering within seconds, its host still connected', async () => {
-    sim.process.kill('SIGKILL');
-    // The sidebar's health check runs every few seconds through the open connection; no probe, no click.
-    await wb.page.getByRole('treeitem', { name: /^connected · server not answering, nothing answers at http:\/\/127\.0\.0\.1:/ }).waitFor({ timeout: 30_000 });
-    await wb.screenshot('live-server-killed-dark');
-  });
-
   it('follows a switch to a light theme: the charts repaint with the new colours', async () => {
     const results = await webviewFrame(wb.page, 'Inference Bench Results');
     const dark = await canvasBackground(results);
@@ -652,5 +658,12 @@ describe('live results in code-server (UI)', function () {
     if (!(await targetRow(TARGET).isVisible())) await wb.openSideBar('Inference Bench');
     await wb.page.getByRole('treeitem', { name: /^GPU 0/ }).waitFor();
     await wb.screenshot('live-sidebar-light');
+  });
+
+  it('shows a server killed mid-session as not answering within seconds, its host still connected', async () => {
+    sim.process.kill('SIGKILL');
+    // The sidebar's health check runs every few seconds through the open connection; no probe, no click.
+    await wb.page.getByRole('treeitem', { name: /^connected · server not answering, nothing answers at http:\/\/127\.0\.0\.1:/ }).waitFor({ timeout: 30_000 });
+    await wb.screenshot('live-server-killed-light');
   });
 });

@@ -146,6 +146,8 @@ export function startBreakdownApp(app: HTMLElement): void {
         state = { runId: view!.runId, rank: state.rank, category };
         save();
         render();
+        // The side view is short: what the click opened is brought into sight, not left below the fold.
+        document.getElementById('category-kernels')?.scrollIntoView({ block: 'nearest' });
       });
       li.append(b);
       list.append(li);
@@ -175,6 +177,7 @@ export function startBreakdownApp(app: HTMLElement): void {
             state = { ...state, kernel: String(row.full_name) };
             save();
             render();
+            document.getElementById('kernel-detail')?.scrollIntoView({ block: 'nearest' });
           },
         }),
       );
