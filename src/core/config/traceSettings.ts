@@ -1,5 +1,6 @@
 import { KernelFamilySpec, TraceAnalysisOptions } from '../trace/types';
 import { SettingsError } from './target';
+import { unboundedBacktracking } from '../trace/userPattern';
 
 /**
  * The user's additions to trace analysis (settings `inferenceBench.kernelFamilies` and
@@ -37,4 +38,6 @@ function compile(pattern: string, flags: string | undefined, at: string): void {
   } catch (err) {
     throw new SettingsError(`${at}: "${pattern}" is not a valid regular expression (${(err as Error).message}).`);
   }
+  const why = unboundedBacktracking(pattern);
+  if (why) throw new SettingsError(`${at}: "${pattern}" is refused: ${why}.`);
 }

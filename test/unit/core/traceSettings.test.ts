@@ -25,4 +25,12 @@ describe('trace analysis settings', () => {
     assert.throws(() => parseTraceSettings({}, undefined), /must be a list/);
     assert.throws(() => parseTraceSettings(undefined, '[bad'), /stepAnnotation/);
   });
+
+  it('refuses a pattern that could hang the analysis on a long kernel name, saying why', () => {
+    assert.throws(
+      () => parseTraceSettings([{ category: 'mine', pattern: '(x+)+y' }], undefined),
+      (e: Error) => e instanceof SettingsError && /kernelFamilies\[0\]: "\(x\+\)\+y" is refused: it repeats a group/.test(e.message),
+    );
+    assert.throws(() => parseTraceSettings(undefined, '.*step.*\\d+'), /stepAnnotation: .* to the power 3/);
+  });
 });
