@@ -31,6 +31,6 @@ describe('trace analysis settings', () => {
       () => parseTraceSettings([{ category: 'mine', pattern: '(x+)+y' }], undefined),
       (e: Error) => e instanceof SettingsError && /kernelFamilies\[0\]: "\(x\+\)\+y" is refused: it repeats a group/.test(e.message),
     );
-    assert.throws(() => parseTraceSettings(undefined, '.*step.*\\d+'), /stepAnnotation: .* to the power 3/);
+    assert.throws(() => parseTraceSettings(undefined, '.*step.*\\d+'), /stepAnnotation: .* to the power 4/);
   });
 });
