@@ -114,7 +114,10 @@ const FILE_MUTATIONS = ['cut short', 'gzip corrupt', 'gzip cut', 'UTF-8 BOM'] as
 
 /** The `n`th mutant of a fixture for a seed: one to three events changed, or the file's bytes. */
 export function mutant(base: TraceBase, seed: number, n: number): Mutant {
-  const random = seededRandom(seed * 100_003 + n);
+  // The fixture's name goes into the seed too, so that each fixture gets its own sequence of mutations.
+  let h = seed * 100_003 + n;
+  for (const c of base.file.split(/[\\/]/).pop() ?? '') h = Math.imul(h ^ c.charCodeAt(0), 16777619);
+  const random = seededRandom(h);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
   const names = Object.keys(EVENT_MUTATIONS);
   const changed = new Map<number, string>();
