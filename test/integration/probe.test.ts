@@ -19,9 +19,9 @@ import { makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 
 const USER = spawnSync('id', ['-un'], { encoding: 'utf8' }).stdout.trim();
 
-async function probeOver(transport: Transport, target: Target, sink: ResultSink = nullSink) {
+async function probeOver(transport: Transport, target: Target, sink: ResultSink = nullSink, workspace = mkdtempSync(join(tmpdir(), 'ib-ws-'))) {
   const agent = await deployAgent(transport, bundledAgentPath(), target.python);
-  const ctx: PhaseContext = { target, transport, agent, workspace: mkdtempSync(join(tmpdir(), 'ib-ws-')), sink, log: silentLogger };
+  const ctx: PhaseContext = { target, transport, agent, workspace, sink, log: silentLogger };
   return runProbePhase(ctx);
 }
 
@@ -92,6 +92,22 @@ describe('probe', function () {
       assert.match(found.Profiler ?? '', /^enabled/);
       assert.ok(found.Models?.startsWith(sim.model), found.Models);
     }
+  });
+
+  it('describes every target the campaign probed in the findings header, not only the last one', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ib-ws-'));
+    const transport = new LocalTransport();
+    const headers: string[] = [];
+    const sink: ResultSink = { runChanged: () => undefined, findings: (f) => (f.sectionId === 'campaign' ? headers.push(f.lines.join('\n')) : undefined) };
+    await probeOver(transport, { name: 'box-vllm', kind: 'local', serverUrl: sim.url, python: 'python3' }, sink, workspace);
+    // A second server on the same machine, probed later: it is not answering (nothing on that port).
+    await probeOver(transport, { name: 'box-sglang', kind: 'local', serverUrl: 'http://127.0.0.1:9', python: 'python3' }, sink, workspace);
+    await transport.close();
+    assert.doesNotMatch(headers[0], /Targets:/, 'one target: the header as before');
+    const [, sglang, vllm] = headers[1].split('\n');
+    assert.match(headers[1], /^- \*\*Targets:\*\* 2$/m);
+    assert.match(sglang, /^ {2}- \*\*box-sglang \(this machine\):\*\* .*not answering at http:\/\/127\.0\.0\.1:9/);
+    assert.match(vllm, new RegExp(`^ {2}- \\*\\*box-vllm \\(host [^)]+\\):\\*\\* .*${sim.model.replace(/[.()]/g, '\\$&')}`));
   });
 
   it('over SSH: the agent is copied through the connection and probes the host', async () => {

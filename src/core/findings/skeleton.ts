@@ -41,6 +41,21 @@ export function campaignUpdate(probe: ProbeInfo = {}): FindingsUpdate {
 }
 
 /**
+ * The header of a campaign that probed several targets: one line each, so the document describes
+ * every machine it measured, not only the one probed last.
+ */
+export function campaignUpdateForTargets(probes: ProbeInfo[]): FindingsUpdate {
+  if (probes.length <= 1) return campaignUpdate(probes[0]);
+  const line = (p: ProbeInfo) => `- **${p.target?.trim() || 'target'}:** ${[p.hardware, p.model, p.server].filter((v) => v?.trim()).join(' · ')}`;
+  return {
+    sectionId: CAMPAIGN_SECTION_ID,
+    heading: '',
+    lines: [[`- **Targets:** ${probes.length}`, ...probes.map((p) => `  ${line(p)}`)].join('\n')],
+    tables: [],
+  };
+}
+
+/**
  * A new findings document: the title, the campaign header (a tool region, filled in again when the
  * probe reports), one empty section per phase and a place for the user's notes. Everything but
  * the header region belongs to the user from the moment it is written.

@@ -1,6 +1,6 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { describeTarget } from '../config/target';
-import { campaignUpdate, ProbeInfo } from '../findings/skeleton';
+import { campaignUpdateForTargets, ProbeInfo } from '../findings/skeleton';
 import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
@@ -48,7 +48,8 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
       run.update({ simulated: true });
     }
     // The document's header (target, hardware, model, server) comes from the newest probe of a target's head.
-    if (!options.node) ctx.sink.findings(campaignUpdate(probeInfoFrom(result, `${ctx.target.name} (${describeTarget(ctx.target)})`)));
+    if (!options.node)
+      ctx.sink.findings(campaignHeader(ctx.workspace, ctx.target.name, probeInfoFrom(result, `${ctx.target.name} (${describeTarget(ctx.target)})`)));
     ctx.sink.findings(probeFindings(ctx.target.name, run, result));
   }
   ctx.sink.runChanged({ ...summary });
@@ -99,6 +100,22 @@ function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): Find
   const network = networkLine(r);
   if (network) lines.push(network);
   return { sectionId: `probe-${targetName}`, heading: `Environment: ${targetName}`, lines, tables: r.gpus.devices.length ? [gpuTable(r)] : [] };
+}
+
+/**
+ * The findings header: this probe's target, and every other target the workspace holds a completed
+ * probe of (its newest), by name; a cluster's other hosts (`<cluster>/<host>`) are not targets.
+ */
+function campaignHeader(workspace: string, targetName: string, info: ProbeInfo): FindingsUpdate {
+  const byTarget = new Map<string, ProbeInfo>([[targetName, info]]);
+  // RunFolder.list gives the newest first: the first probe met of a target is its newest.
+  for (const run of RunFolder.list(workspace)) {
+    const name = run.info.target;
+    if (run.info.phase !== 'probe' || run.info.status !== 'completed' || byTarget.has(name) || name.includes('/')) continue;
+    const result = run.readResult<ProbeResult>();
+    if (result?.server && result.gpus) byTarget.set(name, probeInfoFrom(result, `${name} (host ${result.host})`));
+  }
+  return campaignUpdateForTargets([...byTarget.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, p]) => p));
 }
 
 /** The findings document's header lines from what the probe found. */
