@@ -79,7 +79,7 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
       if (err instanceof FindingsDiskError) {
         this.log[err.level](err.message);
         // Asked once: a file that stays empty is the user's from the next update on.
-        this.lastText = undefined;
+        if (err.emptied) this.lastText = undefined;
       } else this.log.error(this.explain('update', err).message);
     }
   }

@@ -37,16 +37,19 @@ import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 //   5. check the inode read once more: an in-place save through a descriptor opened before step 3
 //      lands there, and is merged again.
 // The document is missing for the microseconds between steps 3 and 4, as during a vim save.
-// What is left open: an in-place save that stops mid-write for longer than the settle time (10 ms;
-// 200 ms for a file empty or shorter than last seen) and resumes only after step 5 is read
-// half-way, and its rest goes to the replaced inode; so does a write, after step 5, through a
-// descriptor opened before step 3 without truncating (O_TRUNC would show at step 4).
+// What is left open: an in-place save that stops mid-write for longer than the settle time and
+// resumes only after step 5 is read half-way, and its rest goes to the replaced inode; so does a
+// write, after step 5, through a descriptor opened before step 3 without truncating (O_TRUNC would
+// show at step 4). The settle time is 10 ms, or 200 ms for a file that is empty, shorter than last
+// seen or (never seen before) ends mid-line.
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
   constructor(
     message: string,
     readonly level: 'warn' | 'error',
+    /** The file was found empty though it held text a moment ago: asked once, it is the user's from the next update on. */
+    readonly emptied = false,
   ) {
     super(message);
   }
@@ -226,7 +229,8 @@ function settledRead(fd: number, file: string | undefined, previousText: string 
   const text = decodeDocument(bytes);
   // Empty, or shorter than before, may be a save caught half-way (its cut can fall on a line break,
   // and the editor be held off the CPU between two writes): it must hold still longer.
-  const cut = text.length === 0 || (previousText !== undefined && text.length < previousText.length);
+  // Not knowing the last text (a run's first update), a text that ends mid-line is taken as cut.
+  const cut = text.length === 0 || (previousText === undefined ? !/\n$/.test(text) : text.length < previousText.length);
   const deadline = Date.now() + (cut ? CUT_SETTLE_MS : SETTLE_MS);
   do {
     pause(SETTLE_MS);
@@ -452,6 +456,7 @@ function applyLocked(real: string, update: FindingsUpdate, options: DiskApplyOpt
           throw new FindingsDiskError(
             `The findings document ${real} is empty now, though it held ${options.previousText.length} characters a moment ago (another program saving it?); it is left as it is this time and the next update tries again.`,
             'warn',
+            true,
           );
         }
         const result = applyFindingsUpdate(read.text, update, options);

@@ -236,7 +236,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
           result = applyUpdateOnDisk(file, update, { now, previouslyWritten, previousText: this.lastDiskText });
         } catch (err) {
           // Asked once: a file that stays empty is the user's from the next update on.
-          this.lastDiskText = undefined;
+          if (err instanceof FindingsDiskError && err.emptied) this.lastDiskText = undefined;
           throw err;
         }
         this.lastDiskText = result.diskText;

@@ -136,7 +136,9 @@ function writer(sectionId: string, file: string, ms: number, workspace: string):
   }
   // The last word: with the editor gone this update lands.
   doc.findings(macroUpdate(8, sectionId));
-  process.stdout.write(`${JSON.stringify({ updates, errors: lines.filter((l) => l.startsWith('error')) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ updates, errors: lines.filter((l) => l.startsWith('error')), warnings: lines.filter((l) => l.startsWith('warn')).length })}\n`,
+  );
 }
 
 export interface RaceReport {
@@ -148,6 +150,8 @@ export interface RaceReport {
   lostAtEnd: string[];
   updates: number;
   errors: string[];
+  /** Updates a run left for later (the document kept changing, or was empty a moment). */
+  warnings: number;
   final: string;
   /** Files left beside the document (temp files, locks, backups). */
   leftovers: string[];
@@ -188,7 +192,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number): P
     actors.forEach((a) => a.go());
     const [ed, ...ws] = await Promise.all(actors.map((a) => a.report));
     const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string };
-    const w = ws.map((x) => JSON.parse(x) as { updates: number; errors: string[] });
+    const w = ws.map((x) => JSON.parse(x) as { updates: number; errors: string[]; warnings: number });
     const final = readFileSync(file, 'utf8');
     const typed = Array.from({ length: e.saves }, (_, i) => `- typed line ${i} (${kind})`);
     const lostAtEnd = [...USER_DOC.split('\n').filter((l) => l.trim()), ...typed].filter((l) => !final.includes(l));
@@ -199,6 +203,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number): P
       lostAtEnd,
       updates: w.reduce((n, x) => n + x.updates, 0),
       errors: w.flatMap((x) => x.errors),
+      warnings: w.reduce((n, x) => n + x.warnings, 0),
       final,
       leftovers: readdirSync(dir).filter((f) => f !== 'doc.md'),
     };
