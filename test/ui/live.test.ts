@@ -174,7 +174,7 @@ describe('live results in code-server (UI)', function () {
     assert.equal(await wb.page.getByRole('treeitem', { name: /^GPU \d, NVIDIA H200/ }).count(), 8);
     // The server's kind and release as the probe found them, and the URL on the target's row.
     await wb.page.getByRole('treeitem', { name: /^connected · vLLM \d+\.\d+\.\d+ \(simulator\), moonshotai\/Kimi-K2\.5/ }).waitFor();
-    await wb.page.getByRole('treeitem', { name: new RegExp(`^${TARGET}, ${TARGET} · ${sim.url.replace(/[.]/g, '\\.')}$`) }).waitFor();
+    await wb.page.getByRole('treeitem', { name: new RegExp(`^${TARGET}, ${sim.url.replace('http://', '').replace(/[.]/g, '\\.')}$`) }).waitFor();
     // The probe fills in the findings document's environment section, and its preview shows it.
     // Waiting for that also lets the preview finish loading before the next step covers its tab: the
     // results view took 18 s (and once over 30 s) to load when it covered a preview still loading,
@@ -555,7 +555,7 @@ describe('live results in code-server (UI)', function () {
     await wb.chooseMenuItem('Edit Target...');
     await wb.answer(new RegExp(`^Edit Target: ${SECOND}$`), 'Server URL');
     await wb.answer(/server's URL/, 'http://127.0.0.1:30000');
-    await wb.page.getByRole('treeitem', { name: new RegExp(`^${SECOND}, ${TARGET} · http://127\\.0\\.0\\.1:30000$`) }).waitFor();
+    await wb.page.getByRole('treeitem', { name: new RegExp(`^${SECOND}, ${TARGET} · 127\\.0\\.0\\.1:30000$`) }).waitFor();
     await wb.screenshot('live-target-edited-dark');
     await targetRow(SECOND).click({ button: 'right' });
     await wb.chooseMenuItem('Remove Target');

@@ -199,8 +199,10 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const connection = this.connections.hostState(node.target).state;
         const item = new vscode.TreeItem(node.target.name, vscode.TreeItemCollapsibleState.Expanded);
         item.id = nodeId(node);
-        // Where it runs and the server's URL, as Remote-SSH shows a host's address.
-        item.description = `${describeTarget(node.target)} · ${node.target.serverUrl}`;
+        // Where it runs and the server's address, as Remote-SSH shows a host's: the host only when the
+        // name does not say it already, and no scheme, so a narrow sidebar still shows the port.
+        const where = describeTarget(node.target);
+        item.description = [where !== node.target.name ? where : undefined, node.target.serverUrl.replace(/^https?:\/\//, '')].filter(Boolean).join(' · ');
         item.iconPath = new vscode.ThemeIcon(running ? 'sync~spin' : node.target.kind === 'local' ? 'vm' : 'remote');
         // target / target.connected / target.running: the menus offer Connect or Disconnect to match.
         item.contextValue = running ? 'target.running' : connection === 'connected' || connection === 'reconnecting' ? 'target.connected' : 'target';

@@ -41,7 +41,7 @@ describe('a cluster target in the sidebar', () => {
     });
     states.set('pair/beta', { gpus: [{ index: 0, name: 'NVIDIA H200', memoryUsedMiB: 120000, memoryTotalMiB: 143771 }], probedAt: '2026-12-01T10:00:00Z' });
     const top: TreeNode = { kind: 'target', target: cluster };
-    assert.equal(tree.getTreeItem(top).description, '2 hosts: alpha, beta · http://127.0.0.1:8000');
+    assert.equal(tree.getTreeItem(top).description, '2 hosts: alpha, beta · 127.0.0.1:8000');
     const children = await tree.getChildren(top);
     assert.deepEqual(
       children.map((c) => c.kind),
