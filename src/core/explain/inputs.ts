@@ -1,6 +1,7 @@
 // The narrow inputs the decode-step budget reads from each phase's result, and the mappers from the
 // result files the phases write. The budget depends on these shapes only, so a phase may add fields freely.
 import { LinearShape, ModelStructure, presetFor } from './modelStructure';
+import { printable } from '../../shared/printable';
 
 /** One macro load level, with `vllm bench serve`'s field names. */
 export interface MacroLevelInput {
@@ -135,7 +136,7 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
   const steps = num(root.steps) ?? num(root.decode_steps) ?? num(root.step_count);
   const kernels = arr(root.kernels ?? root.top_kernels).filter(isObj);
   const top_kernels = kernels.map((k) => ({
-    name: str(k.name) ?? '?',
+    name: printable(str(k.name) ?? '?'),
     category: str(k.category) ?? 'other',
     ms_per_step:
       num(k.ms_per_step) ??
@@ -183,14 +184,15 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
     .map((r) => ({ rank: num(r.rank) ?? 0, step_ms: isObj(r.decode) && isObj(r.decode.stepMs) ? num(r.decode.stepMs.mean) : undefined }))
     .filter((r): r is { rank: number; step_ms: number } => r.step_ms !== undefined);
   const names = new Set<string>();
-  for (const r of rankList) for (const k of arr(r.kernelTotals).filter(isObj)) if (str(k.name)) names.add(k.name as string);
+  for (const r of rankList) for (const k of arr(r.kernelTotals).filter(isObj)) if (str(k.name)) names.add(printable(k.name as string));
   // Kernels of every rank, each rank's total over its own decode steps, as ms per step averaged over ranks.
   const perStep = new Map<string, { name: string; category: string; ms: number }>();
   for (const r of rankList) {
     const count = isObj(r.decode) ? num(r.decode.count) : undefined;
     if (!count) continue;
     for (const k of arr(r.topKernels).filter(isObj)) {
-      const name = str(k.name);
+      // Names from a stored result are printed: one written before names were cleaned may hold control characters.
+      const name = printable(str(k.name) ?? '');
       const total = num(k.totalMs);
       if (!name || total === undefined) continue;
       const entry = perStep.get(name) ?? { name, category: str(k.category) ?? 'other', ms: 0 };
