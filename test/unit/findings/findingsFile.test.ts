@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingsFile, findingsFlagPath } from '../../../src/cli/findingsFile';
 import { userText } from '../../../src/core/findings/markers';
@@ -71,6 +71,18 @@ describe("findings document on disk (the CLI's sink)", () => {
     const text = readFileSync(join(dir, 'doc.md'), 'utf8');
     assert.match(text, /^# Mine\n\n## Macro\n\nmy line\n<!-- inference-bench:begin id=macro/);
     assert.deepEqual(readdirSync(dir), ['doc.md']);
+  });
+
+  it('takes over the lock a run that died left behind', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ib-findings-'));
+    writeFileSync(join(dir, 'doc.md'), '# Mine\n\n## Macro\n\n');
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    writeFileSync(join(dir, '.doc.md.inference-bench.lock'), `${gone} ${hostname()} k3x9ab\n`);
+    const log = recordingLog();
+    new FindingsFile(join(dir, 'doc.md'), log, { workspace: dir }).findings(macroUpdate(1));
+    assert.deepEqual(log.lines, []);
+    assert.match(readFileSync(join(dir, 'doc.md'), 'utf8'), /inference-bench:begin id=macro/);
+    assert.deepEqual(readdirSync(dir), ['doc.md'], 'the lock is gone with the write');
   });
 
   it('logs what to do instead of throwing when the document cannot be written', () => {
