@@ -40,8 +40,8 @@ import { applyFindingsUpdate, ApplyOptions, FindingsEdit } from './update';
 // What is left open: an in-place save that stops mid-write for longer than the settle time and
 // resumes only after step 5 is read half-way, and its rest goes to the replaced inode; so does a
 // write, after step 5, through a descriptor opened before step 3 without truncating (O_TRUNC would
-// show at step 4). The settle time is 10 ms, or 200 ms for a file that is empty, shorter than last
-// seen or (never seen before) ends mid-line.
+// show at step 4). The settle time is 10 ms, or 200 ms for a file that is empty, shorter than the
+// longest text seen or (none seen yet) ends mid-line.
 
 /** A findings document the tool must leave alone this time; the message says why and what to do. */
 export class FindingsDiskError extends Error {
@@ -216,14 +216,15 @@ interface SettledRead {
   bytes: Buffer;
   text: string;
   st: BigIntStats;
+  /** It held still: false when it changed while it was watched (the text is then only a hint of its length). */
+  settled: boolean;
 }
 
 /**
- * Reads the document through `fd` once it holds still: an in-place save caught half-way changes
- * the size or time within a few ms. Returns undefined when it kept changing. With `file`, the path
- * must still name the same inode.
+ * Reads the document through `fd` and watches it hold still: an in-place save caught half-way
+ * changes the size or time within a few ms. With `file`, the path must still name the same inode.
  */
-function settledRead(fd: number, file: string | undefined, previousText: string | undefined): SettledRead | undefined {
+function settledRead(fd: number, file: string | undefined, previousText: string | undefined): SettledRead {
   const st = fstatSync(fd, { bigint: true });
   const bytes = readAll(fd);
   const text = decodeDocument(bytes);
@@ -232,18 +233,19 @@ function settledRead(fd: number, file: string | undefined, previousText: string 
   // Not knowing the last text (a run's first update), a text that ends mid-line is taken as cut.
   const cut = text.length === 0 || (previousText === undefined ? !/\n$/.test(text) : text.length < previousText.length);
   const deadline = Date.now() + (cut ? CUT_SETTLE_MS : SETTLE_MS);
+  const unsettled = { bytes, text, st, settled: false };
   do {
     pause(SETTLE_MS);
-    if (!sameVersion(st, fstatSync(fd, { bigint: true }))) return undefined;
+    if (!sameVersion(st, fstatSync(fd, { bigint: true }))) return unsettled;
     if (file) {
       try {
-        if (!sameVersion(st, statSync(file, { bigint: true }))) return undefined;
+        if (!sameVersion(st, statSync(file, { bigint: true }))) return unsettled;
       } catch {
-        return undefined;
+        return unsettled;
       }
     }
   } while (Date.now() < deadline);
-  return { bytes, text, st };
+  return { ...unsettled, settled: true };
 }
 
 /** The bytes of the inode behind `path` (not following a link), or undefined when it is gone. */
@@ -437,6 +439,7 @@ function applyLocked(real: string, update: FindingsUpdate, options: DiskApplyOpt
   // the user's newest text: it is merged again and must replace the bytes written (`ours`).
   let held: number | undefined;
   let ours: Buffer | undefined;
+  let longest = options.previousText;
   try {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       let fd: number;
@@ -450,8 +453,11 @@ function applyLocked(real: string, update: FindingsUpdate, options: DiskApplyOpt
       }
       try {
         assertWritable(real, fstatSync(fd, { bigint: true }));
-        const read = settledRead(fd, held === undefined ? real : undefined, options.previousText);
-        if (!read) continue;
+        const read = settledRead(fd, held === undefined ? real : undefined, longest);
+        // The longest text seen, even in a read that did not hold still, is what a shorter read is
+        // measured against: a run whose first update waits out an editor's saves still knows it.
+        if (!longest || read.text.length > longest.length) longest = read.text;
+        if (!read.settled) continue;
         if (read.text.length === 0 && options.previousText) {
           throw new FindingsDiskError(
             `The findings document ${real} is empty now, though it held ${options.previousText.length} characters a moment ago (another program saving it?); it is left as it is this time and the next update tries again.`,

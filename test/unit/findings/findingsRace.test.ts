@@ -69,8 +69,9 @@ describe('findings document on disk while editors and other runs save it', funct
     for (const writers of [1, 2]) {
       it(`never loses a line the user saved, with an editor saving ${SAVE_STYLE[kind]} while ${writers === 1 ? 'a run writes' : 'two runs write'}`, async () => {
         for (let trial = 0; trial < 2; trial++) {
-          const r = await raceOnce(kind, writers, 1500);
-          assert.ok(r.saves > 10 && r.updates >= 2 * writers, `only ${r.saves} saves and ${r.updates} updates: the trial did not race`);
+          // A save every ~45 ms: with one every 20 ms (the bench's), a run seldom finds the file still long enough to write.
+          const r = await raceOnce(kind, writers, 1500, 40);
+          assert.ok(r.saves > 10 && r.sawTool > 0, `${r.saves} saves, ${r.sawTool} of them after a run's write: the trial did not race`);
           assert.equal(r.lost, 0, `the editor found a line its user saved missing ${r.lost} times in ${r.saves} saves (first: ${r.firstLost})`);
           assert.deepEqual(r.lostAtEnd, [], 'lines missing at the end');
           assert.deepEqual(r.errors, []);

@@ -1,7 +1,7 @@
 // The programs that race over one findings document, each a process of its own as in real life:
 // an editor that saves the user's typing (in place, by renaming a new file over it, or as vim does
 // by default) and a run of the tool writing its results. Run as a script:
-//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS
+//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS PAUSE_MS
 //   node --require tsx/cjs test/unit/findings/raceActors.ts writer <section id> FILE MS WORKSPACE
 // Each says "ready" once loaded, starts on a line on its stdin (so that all of them race from the
 // same moment however long each took to start) and prints one JSON line with what it saw at the end.
@@ -103,13 +103,15 @@ export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
  * file (as an editor does when it changed on disk) and checks that every line the user ever saved
  * is in it. Reports how often one was missing.
  */
-function editor(kind: EditorKind, file: string, ms: number): void {
+function editor(kind: EditorKind, file: string, ms: number, pauseMs: number): void {
   const wanted = USER_DOC.split('\n').filter((l) => l.trim());
   let saves = 0;
   let lost = 0;
+  let sawTool = 0;
   let firstLost: string | undefined;
   for (const end = Date.now() + ms; Date.now() < end; saves++) {
     const seen = readSoon(file);
+    if (seen.includes('<!-- inference-bench:begin id=macro-run-')) sawTool++;
     const missing = wanted.find((l) => !seen.includes(l));
     if (missing) {
       lost++;
@@ -118,9 +120,9 @@ function editor(kind: EditorKind, file: string, ms: number): void {
     const typed = `- typed line ${saves} (${kind})`;
     wanted.push(typed);
     SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`);
-    pause(15);
+    pause(pauseMs);
   }
-  process.stdout.write(`${JSON.stringify({ saves, lost, firstLost })}\n`);
+  process.stdout.write(`${JSON.stringify({ saves, lost, firstLost, sawTool })}\n`);
 }
 
 /** A run of the tool writing its macro block, a row more each time. */
@@ -146,6 +148,8 @@ export interface RaceReport {
   /** Times the editor found a line its user had saved missing from the file. */
   lost: number;
   firstLost?: string;
+  /** Reloads in which the editor found a run's block: the runs wrote while it saved. */
+  sawTool: number;
   /** The user's lines missing from the document at the end. */
   lostAtEnd: string[];
   updates: number;
@@ -178,20 +182,20 @@ function start(args: string[]): Actor {
   return { ready: Promise.race([isReady, report.then(() => undefined)]), go: () => child.stdin.end('go\n'), report };
 }
 
-/** One trial: an editor of `kind` saving for `ms` while `writers` runs of the tool write (their section ids). */
-export async function raceOnce(kind: EditorKind, writers: number, ms: number): Promise<RaceReport> {
+/** One trial: an editor of `kind` saving for `ms` (pausing `pauseMs` after each save) while `writers` runs of the tool write. */
+export async function raceOnce(kind: EditorKind, writers: number, ms: number, pauseMs = 15): Promise<RaceReport> {
   const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
   const file = join(dir, 'doc.md');
   writeFileSync(file, USER_DOC);
   try {
     const actors = [
-      start(['editor', kind, file, String(ms)]),
+      start(['editor', kind, file, String(ms), String(pauseMs)]),
       ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, String(ms + 100), dir])),
     ];
     await Promise.all(actors.map((a) => a.ready));
     actors.forEach((a) => a.go());
     const [ed, ...ws] = await Promise.all(actors.map((a) => a.report));
-    const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string };
+    const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string; sawTool: number };
     const w = ws.map((x) => JSON.parse(x) as { updates: number; errors: string[]; warnings: number });
     const final = readFileSync(file, 'utf8');
     const typed = Array.from({ length: e.saves }, (_, i) => `- typed line ${i} (${kind})`);
@@ -200,6 +204,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number): P
       saves: e.saves,
       lost: e.lost,
       firstLost: e.firstLost,
+      sawTool: e.sawTool,
       lostAtEnd,
       updates: w.reduce((n, x) => n + x.updates, 0),
       errors: w.flatMap((x) => x.errors),
@@ -213,9 +218,9 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number): P
 }
 
 if (require.main === module) {
-  const [role, a, file, ms, workspace] = process.argv.slice(2);
+  const [role, a, file, ms, extra] = process.argv.slice(2);
   process.stdout.write('ready\n');
   readSync(0, Buffer.alloc(3));
-  if (role === 'editor') editor(a as EditorKind, file, Number(ms));
-  else writer(a, file, Number(ms), workspace);
+  if (role === 'editor') editor(a as EditorKind, file, Number(ms), Number(extra));
+  else writer(a, file, Number(ms), extra);
 }
