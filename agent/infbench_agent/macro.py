@@ -499,7 +499,9 @@ class MacroRun:
                 break
             if summary.get("completed") == 0 and failures and set(failures) <= {"timeout", "stalled"} and not self.cancel.requested:
                 # Connected, yet nothing came back in time: a frozen server would stall every further level the same way.
-                bound = f"silent over {args.stall_timeout:g} s or " if args.stall_timeout else ""
+                # The silence bound is named only where it can end a request before the whole-request timeout.
+                silent = args.stall_timeout and args.stall_timeout < args.request_timeout
+                bound = f"silent over {args.stall_timeout:g} s or " if silent else ""
                 result["stopped"] = f"every request of {level.label()} stalled: each was {bound}unfinished after {args.request_timeout:g} s"
                 result["stalled"] = True
                 break

@@ -214,7 +214,8 @@ describe('micro phase', function () {
       const kinds = new Set(result.points.map((p) => p.kind));
       assert.deepEqual([...kinds].sort(), ['allreduce', 'gemm', 'launch', 'peak']);
       const doc = readFileSync(join(ws, 'findings.md'), 'utf8');
-      assert.match(doc, /\*\*CPU only — moe\.gate_up M=1: [\d.]+ µs, \d+% of peak bandwidth/);
+      // On a CPU the rotated weights may sit in its caches: then the headline says so instead of a share above 100%.
+      assert.match(doc, /\*\*CPU only — moe\.gate_up M=1: [\d.]+ µs, (\d+% of peak bandwidth|faster than the measured memory peak \(operands in cache\))/);
       assert.match(doc, /GEMM time \(µs\) by shape and M/);
       assert.match(doc, /\| moe\.gate_up +\| 64×256 +\|/);
       assert.match(doc, /All-reduce \(gloo, 2 processes, fp16\)/);
