@@ -106,7 +106,10 @@ describe('CLI messages for problems the user can fix', function () {
     assert.equal(r.code, 1, r.stderr);
     // Two requests of 1.5 s, not three levels of them (nor 600 s each).
     assert.ok(r.ms < 20_000, `took ${r.ms} ms`);
-    assert.match(r.stderr, /answered none in time: every request of c=1 stalled: each was unfinished after 1\.5 s.*raise --stall-timeout and --request-timeout/);
+    assert.match(
+      r.stderr,
+      /answered none in time: every request of c=1 stalled: each was unfinished after 1\.5 s.*raise --stall-timeout and --request-timeout/,
+    );
     const out = JSON.parse(readFileSync(join(ws, 'out.json'), 'utf8')) as { levels: { failures: Record<string, number> }[] };
     assert.equal(out.levels.length, 1);
     assert.deepEqual(out.levels[0].failures, { timeout: 2 });

@@ -5,7 +5,17 @@ import { microHeadline, microTables } from '../../../src/core/micro/tables';
 // measured memory peak (a copy through memory). "214% of peak" was printed; the figure stays, the
 // percentage goes, and the reason is named.
 describe('a micro GEMM faster than the measured memory peak', () => {
-  const gemm = (m: number, pct: number) => ({ kind: 'gemm', shape: 'moe.gate_up', m, n: 256, k: 64, us: 2.5, tbps: 0.09, tflops: 0.2, pct_peak_bw: pct });
+  const gemm = (m: number, pct: number) => ({
+    kind: 'gemm' as const,
+    shape: 'moe.gate_up',
+    m,
+    n: 256,
+    k: 64,
+    us: 2.5,
+    tbps: 0.09,
+    tflops: 0.2,
+    pct_peak_bw: pct,
+  });
 
   it('says the operands were in cache instead of a share above 100%', () => {
     assert.equal(microHeadline([gemm(1, 214)]), 'moe.gate_up M=1: 2.5 µs, faster than the measured memory peak (operands in cache)');
