@@ -1,6 +1,7 @@
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs, ParseArgsConfig } from 'node:util';
-import { writeFileSync } from 'node:fs';
-import { RunStatus, storageProblem } from '../core/runs/runFolder';
+import { RunStatus, storageProblem, writeAtomic } from '../core/runs/runFolder';
 
 /** One `infbench` subcommand. Each lives in its own file under src/cli/commands/. */
 export interface CliCommand {
@@ -32,16 +33,35 @@ export function phaseExitCode(command: string, status: RunStatus, reason: string
   return status === 'cancelled' ? 130 : 1;
 }
 
-/**
- * Writes an output file the user asked for (--out). A full disk or a read-only folder is said on
- * stderr in those words and returns false, so the command still reports its run (and exits non-zero).
- */
-export function writeOutputFile(command: string, path: string, text: string): boolean {
+/** Refuses an --out that cannot be written before the work runs, rather than after it; `otherwise` says what to do instead. */
+export function checkOutPath(out: string, otherwise = 'drop --out'): void {
+  const dir = dirname(resolve(out));
+  if (existsSync(out) && statSync(out).isDirectory())
+    throw new UsageError(`--out ${out} is a folder: give a file name, for example ${join(out, 'result.json')}.`);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`--out ${out}: the folder ${dir} does not exist. Create it, or write elsewhere.`);
   try {
-    writeFileSync(path, text);
+    // The file is written beside itself and renamed: the folder must be writable, not only the file.
+    accessSync(dir, constants.W_OK);
+  } catch {
+    throw new UsageError(`--out ${out}: no permission to write in ${dir}. Write elsewhere, or ${otherwise}.`);
+  }
+}
+
+/**
+ * Writes an output file the user asked for (--out) through a temporary file renamed over it, so a
+ * full disk never leaves an empty or partial file. A failure is said on stderr with where the result
+ * is (the run folder's result.json, when it could be written there) and returns false.
+ */
+export function writeOutputFile(command: string, path: string, text: string, runDir?: string): boolean {
+  try {
+    writeAtomic(path, text);
     return true;
   } catch (err) {
-    process.stderr.write(`infbench ${command}: ${storageProblem(err, path).message} The run folder has the result either way.\n`);
+    const kept =
+      runDir && existsSync(join(runDir, 'result.json')) ? `The result is in ${join(runDir, 'result.json')}` : 'The events received are in the run folder';
+    process.stderr.write(
+      `infbench ${command}: ${storageProblem(err, path).message} ${kept}; ${existsSync(path) ? `${path} was left as it was` : `no ${path} was made`}.\n`,
+    );
     return false;
   }
 }

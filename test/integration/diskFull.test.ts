@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
@@ -86,6 +86,9 @@ describe('a run on a disk that fills up', function () {
       .map(String)
       .filter((f) => f.endsWith('.tmp'));
     assert.deepEqual(temps, [], 'temp files left behind');
+    // --out is written whole or not at all, and the message says where the result is (not "the run folder has the result").
+    assert.ok(!existsSync(out), `a ${existsSync(out) ? statSync(out).size : 0}-byte --out was left`);
+    assert.match(r.stderr, /infbench macro: Disk full at .*out\.json.*The events received are in the run folder; no .*out\.json was made/);
     assert.deepEqual(pgrep(`pyz .*macro --url ${sim.url}`), [], 'the agent still runs');
   });
 

@@ -1,6 +1,6 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { CliCommand, UsageError } from '../command';
+import { checkOutPath, CliCommand, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { writeAtomic } from '../../core/runs/runFolder';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
@@ -74,7 +74,7 @@ export function parseAnalyzeArgs(argv: string[]): AnalyzeArgs {
   }
   for (const f of families) userPattern(`--family ${f.category}=`, f.pattern);
   if (options.stepAnnotation !== undefined) userPattern('--step-annotation', options.stepAnnotation);
-  if (out !== undefined) checkWritable(out);
+  if (out !== undefined) checkOutPath(out, 'drop --out and use --json');
   if (families.length) options.extraFamilies = families;
   return { files: unique.map((f) => resolve(f)), out, json, options, notes };
 }
@@ -85,19 +85,6 @@ function userPattern(flag: string, source: string): void {
     compileUserPattern(`The pattern of ${flag}`, source);
   } catch (err) {
     throw new UsageError((err as Error).message);
-  }
-}
-
-/** Refuses an --out that cannot be written before the analysis runs, rather than after it. */
-function checkWritable(out: string): void {
-  const dir = dirname(resolve(out));
-  if (existsSync(out) && statSync(out).isDirectory()) throw new UsageError(`--out ${out} is a folder: give a file name, for example ${out}/breakdown.json.`);
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`--out ${out}: the folder ${dir} does not exist. Create it, or write elsewhere.`);
-  try {
-    // The file is written beside itself and renamed: the folder must be writable, not only the file.
-    accessSync(dir, constants.W_OK);
-  } catch {
-    throw new UsageError(`--out ${out}: no permission to write in ${dir}. Write elsewhere, or drop --out and use --json.`);
   }
 }
 

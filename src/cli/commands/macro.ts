@@ -1,4 +1,4 @@
-import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
+import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroDataset, MacroOptions, MacroOptionsError } from '../../core/macro/options';
@@ -91,6 +91,8 @@ export const macroCommand: CliCommand = {
     const v = parsed.values;
     const options = macroOptionsFromFlags(v);
 
+    // A bad --out is said before the run, not after it.
+    if (v.out) checkOutPath(v.out);
     const opened = await openCliTarget(v, 'macro', 'Stopping: the levels finished so far are kept…');
     try {
       let printed = 0;
@@ -107,7 +109,7 @@ export const macroCommand: CliCommand = {
         throw err;
       }
       const result = outcome.run.readResult<Record<string, unknown>>() ?? { levels: outcome.levels };
-      const outWritten = !v.out || writeOutputFile('macro', v.out, JSON.stringify(result, null, 2));
+      const outWritten = !v.out || writeOutputFile('macro', v.out, JSON.stringify(result, null, 2), outcome.run.dir);
       if (v.json) {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       } else {

@@ -1,4 +1,4 @@
-import { CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
+import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
 import { kernelFamilyFlag, positiveNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
@@ -66,12 +66,14 @@ export const profileCommand: CliCommand = {
       stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
+    // A bad --out is said before the run, not after it.
+    if (v.out) checkOutPath(v.out);
     const opened = await openCliTarget(v, 'profile', 'Stopping the profile run…');
     try {
       const outcome = await runProfilePhase(cliPhaseContext(opened), options);
       const b = outcome.breakdown;
       if (b) {
-        if (v.out && !writeOutputFile('profile', v.out, `${JSON.stringify(b, null, 2)}\n`)) return 1;
+        if (v.out && !writeOutputFile('profile', v.out, `${JSON.stringify(b, null, 2)}\n`, outcome.run.dir)) return 1;
         if (v.json) process.stdout.write(`${JSON.stringify(b, null, 2)}\n`);
         else {
           if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);
