@@ -28,6 +28,8 @@ export type HostToWebview =
   | { type: 'breakdown'; breakdown?: BreakdownView }
   /** The decode-step budget changed (a macro, micro or profile run finished). */
   | { type: 'budget'; budget?: DecodeBudgetView }
+  /** What changed between the shown run (A) and the compared one (B) beyond noise, in sentences (src/core/compare), or why they cannot be compared. */
+  | { type: 'verdict'; runId: string; compareRunId: string; lines: string[]; flagged: number }
   | { type: 'reply'; requestId: number; ok: boolean; error?: string };
 
 /** What the kernel-breakdown side view draws: one profile run. */

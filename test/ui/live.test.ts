@@ -489,6 +489,22 @@ describe('live results in code-server (UI)', function () {
     await wb.page.keyboard.press('Escape');
   });
 
+  it('compares two macro runs in the results view: B in other colours, and what changed beyond noise in one line', async () => {
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    const other = await view
+      .locator('#compare-select option', { hasText: new RegExp(`^B: macro · ${TARGET} `) })
+      .first()
+      .getAttribute('value');
+    await view.locator('#compare-select').selectOption(other!);
+    const verdict = view.locator('#compare-verdict');
+    await verdict.waitFor({ timeout: 30_000 });
+    // The CLI's own compare rules answer: changes flagged beyond noise, or none.
+    assert.match(await verdict.innerText(), /^(▲ \d+ changes? beyond noise: .+|No difference between .+ beyond noise .+)$/);
+    await wb.screenshot('live-compare-dark');
+    await view.locator('#compare-select').selectOption('');
+    await verdict.waitFor({ state: 'detached' });
+  });
+
   it('adds a second target on the same host from its ~/.ssh/config alias, and both show the one connection', async () => {
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
     if (!(await targetRow(TARGET).isVisible())) await wb.openSideBar('Inference Bench');

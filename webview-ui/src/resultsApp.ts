@@ -1,7 +1,7 @@
 // The results panel: draws the selected run (and a second one overlaid for comparison) from the
 // snapshot and increments the host sends. It keeps no truth of its own beyond which runs are picked.
 import type { DecodeBudgetView } from '../../src/shared/budget';
-import type { ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
+import type { HostToWebview, ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
 import { hasResults, listedRuns, type RunSummary } from '../../src/shared/results';
 import { host, onHostMessage, post } from './api';
 import { ChartCard, setTheme } from './charts';
@@ -22,6 +22,7 @@ export function startResultsApp(app: HTMLElement): void {
   let compareRunId = saved.compareRunId;
   let cards: ChartCard[] = [];
   let budget: DecodeBudgetView | undefined;
+  let verdict: Extract<HostToWebview, { type: 'verdict' }> | undefined;
   let budgetCard: ChartCard | undefined;
 
   const toolbar = el('div', undefined, 'toolbar');
@@ -111,6 +112,21 @@ export function startResultsApp(app: HTMLElement): void {
       header.append(headline);
     }
     if (other) header.append(el('p', `A (solid): ${runLabel(run)} — B (dashed): ${runLabel(other)}${other.headline ? ` — ${other.headline}` : ''}`, 'meta'));
+    // Compare's answer in one line (the biggest change beyond noise), the others under it.
+    if (other && verdict && verdict.runId === run.id && verdict.compareRunId === other.id) {
+      const line = el(
+        'p',
+        `${verdict.flagged ? `▲ ${verdict.flagged} change${verdict.flagged === 1 ? '' : 's'} beyond noise: ` : ''}${verdict.lines[0] ?? ''}`,
+        'verdict',
+      );
+      line.id = 'compare-verdict';
+      header.append(line);
+      if (verdict.lines.length > 1) {
+        const more = el('ul', undefined, 'meta verdict-more');
+        for (const l of verdict.lines.slice(1)) more.append(el('li', l));
+        header.append(more);
+      }
+    }
   }
 
   function specsFor(run: RunSummary, other: RunSummary | undefined): ChartSpec[] {
@@ -248,6 +264,10 @@ export function startResultsApp(app: HTMLElement): void {
       case 'budget':
         budget = m.budget;
         renderBudget();
+        break;
+      case 'verdict':
+        verdict = m;
+        renderHeader(selected(), compared());
         break;
       case 'select':
         selectedRunId = m.runId;

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { budgetViewForWorkspace } from '../../core/explain/campaign';
+import { compareRunFolders, findRun } from '../../core/compare/compareRuns';
 import { HostToWebview, WebviewToHost } from '../../shared/protocol';
 import { RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
@@ -106,6 +107,25 @@ export class ResultsPanel extends Disposable {
     this.post({ type: 'select', runId, compareRunId });
     this.sendFull(runId, compareRunId);
     this.post({ type: 'budget', budget: this.budget() });
+    this.sendVerdict();
+  }
+
+  /** Compare's one-line answer: what changed beyond noise between the two runs shown, by the CLI's own rules. */
+  private sendVerdict(): void {
+    const root = workspaceRoot();
+    const a = this.selectedRunId;
+    const b = this.compareRunId;
+    if (!root || !a || !b) return;
+    let lines: string[];
+    let flagged = 0;
+    try {
+      const comparison = compareRunFolders(findRun(root, a), findRun(root, b));
+      flagged = comparison.differences.filter((d) => d.flagged).length;
+      lines = comparison.summary;
+    } catch (err) {
+      lines = [err instanceof Error ? err.message : String(err)];
+    }
+    this.post({ type: 'verdict', runId: a, compareRunId: b, lines, flagged });
   }
 
   private runUpdated(run: RunSummary): void {
@@ -165,6 +185,7 @@ export class ResultsPanel extends Disposable {
         await this.deps.source.refreshRuns();
         this.visibleAndReady = true;
         this.sendSnapshot();
+        this.sendVerdict();
         return;
       case 'selectRun': {
         const before = this.selectedRunId ? this.deps.source.run(this.selectedRunId)?.target : undefined;
@@ -172,6 +193,7 @@ export class ResultsPanel extends Disposable {
         this.compareRunId = message.compareRunId;
         this.sendFull(message.runId, message.compareRunId);
         if (this.deps.source.run(message.runId)?.target !== before) this.post({ type: 'budget', budget: this.budget() });
+        this.sendVerdict();
         return;
       }
       case 'inspectBreakdown':
