@@ -100,7 +100,10 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         break;
       case 'profile.trace':
         remote.push({ path: event.path, rank: event.rank, bytes: event.bytes, host: event.host, frontend: event.frontend, node: 0 });
-        ctx.log.info(`profile: trace of rank ${event.rank ?? '?'} ready: ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB)`);
+        // A trace whose file name carries no rank gets one when it is read; the log says so rather than "rank ?".
+        ctx.log.info(
+          `profile: ${event.rank === undefined || event.rank === null ? 'a trace (its rank is read from the file)' : `the trace of rank ${event.rank}`} is ready: ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB)`,
+        );
         break;
       case 'error':
         ctx.log.error(`profile on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
