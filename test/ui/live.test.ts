@@ -622,6 +622,9 @@ describe('live results in code-server (UI)', function () {
     const kept = readFileSync(knownHosts, 'utf8');
     assert.ok(kept.includes(sshd!.hostKey.publicLine.split(' ')[1]) && !kept.includes(old.publicLine.split(' ')[1]), kept);
     assert.ok(existsSync(`${knownHosts}.old`), 'ssh-keygen keeps the previous known_hosts');
+    // Focus back where a user leaves it, in the sidebar: with the dialogs gone, VS Code hands it to the
+    // results view's frame without its page taking it, and the next palette would wait on that page.
+    await wb.page.getByRole('treeitem', { name: /^GPU 0/ }).click();
   });
 
   it('follows a switch to a light theme: the charts repaint with the new colours', async () => {
