@@ -499,7 +499,7 @@ describe('live results in code-server (UI)', function () {
     const verdict = view.locator('#compare-verdict');
     await verdict.waitFor({ timeout: 30_000 });
     // The CLI's own compare rules answer: changes flagged beyond noise, or none.
-    assert.match(await verdict.innerText(), /^(▲ \d+ changes? beyond noise: .+|No difference between .+ beyond noise .+)$/);
+    assert.match(await verdict.innerText(), /^(▲ \d+ changes? beyond noise: .+|No difference between .+ beyond noise .+|Nothing to compare between .+)$/);
     await wb.screenshot('live-compare-dark');
     await view.locator('#compare-select').selectOption('');
     await verdict.waitFor({ state: 'detached' });

@@ -24,7 +24,9 @@ Example: infbench compare 2026-12-01_05-15-00-000-macro 2026-12-01_06-02-11-482-
 
 export function comparisonText(c: Comparison, all: boolean): string {
   const out = [`A: ${c.a.label}`, `B: ${c.b.label}`, ''];
-  for (const s of c.summary) out.push(`${s.startsWith('No difference') ? '' : '▲ '}${s}`);
+  // A flagged change is marked; the one line saying there is none (or nothing to compare) is not.
+  const flagged = c.differences.some((d) => d.flagged) || c.summary.length > 1;
+  for (const s of c.summary) out.push(`${flagged ? '▲ ' : ''}${s}`);
   out.push('');
   for (const t of c.tables) {
     const rows = all ? t.rows : t.rows.filter((r) => r.flag !== '');

@@ -163,6 +163,8 @@ function diff(
 
 export function summarize(differences: Difference[], a: RunRef, b: RunRef): string[] {
   const flagged = differences.filter((d) => d.flagged).sort((x, y) => Math.abs(y.relative ?? 0) - Math.abs(x.relative ?? 0));
+  if (!differences.length)
+    return [`Nothing to compare between ${a.id} and ${b.id}: they measured nothing the same way (no common level, shape or category with the same workload).`];
   if (!flagged.length) return [`No difference between ${a.id} and ${b.id} beyond noise (${differences.length} quantities compared).`];
   return flagged.map((d) => d.reading ?? `${d.where}: ${d.metric} changed.`);
 }

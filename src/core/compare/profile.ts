@@ -106,7 +106,8 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
   // The step first: it is what the categories add up to.
   const summary = summarize(numeric, a, b).sort((x, y) => Number(y.startsWith('The decode step')) - Number(x.startsWith('The decode step')));
   if (kernelLines.length) {
-    if (summary.length === 1 && summary[0].startsWith('No difference')) summary.length = 0;
+    // Kernels that appeared or vanished are the news: no "no difference" line above them.
+    if (!numeric.some((d) => d.flagged)) summary.length = 0;
     summary.push(...kernelLines);
   }
   const table = differenceTable(

@@ -121,7 +121,8 @@ export class ResultsPanel extends Disposable {
     try {
       const comparison = compareRunFolders(findRun(root, a), findRun(root, b));
       flagged = comparison.differences.filter((d) => d.flagged).length;
-      lines = comparison.summary;
+      // With nothing flagged, why some quantities were not compared (a level only one run has, another workload).
+      lines = flagged ? comparison.summary : [...comparison.summary, ...comparison.unmatched.slice(0, 3)];
     } catch (err) {
       lines = [err instanceof Error ? err.message : String(err)];
     }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compareRunFolders, CompareError, findRun } from '../../../src/core/compare/compareRuns';
 import { compareMacro } from '../../../src/core/compare/macro';
+import { comparisonText } from '../../../src/cli/commands/compare';
 import { compareMicro } from '../../../src/core/compare/micro';
 import { normalQuantile, standardError } from '../../../src/core/compare/noise';
 import { compareProfiles } from '../../../src/core/compare/profile';
@@ -81,6 +82,16 @@ describe('comparing macro runs', () => {
     assert.equal(c.differences.filter((d) => d.flagged).length, 0, c.summary.join('\n'));
     assert.match(c.summary[0], /No difference between A and B beyond noise/);
     assert.deepEqual(c.unmatched, ['c=4 only in B', 'c=16 only in B']);
+  });
+
+  it('says there is nothing to compare when the runs share no level, rather than "no difference", and marks nothing', () => {
+    const a = levels(C1);
+    const b = levels(SWEEP).filter((l) => l.max_concurrency !== a[0].max_concurrency);
+    const c = compareMacro(ref('A'), a, ref('B'), b);
+    assert.deepEqual(c.summary, [
+      'Nothing to compare between A and B: they measured nothing the same way (no common level, shape or category with the same workload).',
+    ]);
+    assert.doesNotMatch(comparisonText(c, false), /▲/);
   });
 
   it('flags an 8% slower TPOT and the lower throughput that comes with it, naming the better run', () => {
