@@ -19,6 +19,7 @@ sys.path.insert(0, AGENT)
 
 from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
 from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, message_content  # noqa: E402
+from test_macro_loadgen import run_macro as run_agent_macro  # noqa: E402
 
 
 def token(text):
@@ -144,20 +145,9 @@ def run_macro(url, prompts, *args):
             f.write(json.dumps({"prompt": prompt, "output_len": output_len}) + "\n")
     try:
         file_args = ["--prompts-file", f.name] if prompts else []
-        out = subprocess.run(
-            [sys.executable, "-m", "infbench_agent", "macro", "--url", url, *file_args, "--warmup", "0", *args],
-            cwd=AGENT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return run_agent_macro(url, *file_args, "--warmup", "0", *args)
     finally:
         os.unlink(f.name)
-    events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    results = [e["result"] for e in events if e["type"] == "result"]
-    if not results:
-        raise AssertionError(f"no result event: {out.stdout[-2000:]} {out.stderr[-2000:]}")
-    return results[0], events
 
 
 class AHostileServer(unittest.TestCase):
