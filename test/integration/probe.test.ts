@@ -7,7 +7,8 @@ import { nullSink, PhaseContext, ResultSink } from '../../src/core/campaign/phas
 import { Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
-import { probeSummaryLines, runProbePhase } from '../../src/core/phases/probe';
+import { runProbePhase } from '../../src/core/phases/probe';
+import { probeSummaryLines } from '../../src/core/probe/tables';
 import { RunFolder } from '../../src/core/runs/runFolder';
 import { readStoredRun } from '../../src/core/runs/storedRuns';
 import { RunSummary } from '../../src/shared/results';

@@ -1,6 +1,7 @@
 import { CliCommand, parseCommandArgs } from '../command';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { probeSummaryLines, runClusterProbe } from '../../core/phases/probe';
+import { runClusterProbe } from '../../core/phases/probe';
+import { probeSummaryLines } from '../../core/probe/tables';
 
 const USAGE = `infbench probe — what is on the target: Python and packages, GPUs and who holds them, the server
 

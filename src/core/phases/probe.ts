@@ -9,7 +9,6 @@ import { gpuTable, networkLine, probeView, serverName } from '../probe/tables';
 
 // What agent/infbench_agent/probe.py reports (its `probe` and `result` events), as events.py defines it.
 export type { ProbeResult } from '../../remote/agentProtocol';
-export { probeSummaryLines } from '../probe/tables';
 
 export interface ProbePhaseOutcome {
   run: RunFolder;
