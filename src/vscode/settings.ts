@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { parseTarget, SettingsError, Target } from '../core/config/target';
 import { parseTraceSettings } from '../core/config/traceSettings';
 import { findingsPathInWorkspace } from '../core/findings/location';
-import { DEFAULT_FINDINGS_DOCUMENT } from '../core/findings/skeleton';
+import { defaultFindingsDocument } from '../core/findings/campaignName';
 import { TraceAnalysisOptions } from '../core/trace/types';
 
 export const SECTION = 'inferenceBench';
@@ -58,7 +58,7 @@ export function readSettings(): Settings {
   return {
     targets,
     problems,
-    findingsDocument: config.get<string>('findingsDocument', DEFAULT_FINDINGS_DOCUMENT),
+    findingsDocument: config.get<string>('findingsDocument', '').trim(),
     findingsPreview: config.get<boolean>('findingsPreview', true) !== false,
     traceAnalysis,
     requestTimeoutS: requestTimeoutS as number,
@@ -74,11 +74,12 @@ export function workspaceRoot(): string | undefined {
 export function findingsDocumentPath(settings: Settings): string | undefined {
   const root = workspaceRoot();
   if (!root) return undefined;
-  const file = findingsPathInWorkspace(root, settings.findingsDocument);
+  // Unset, the campaign's model and hardware name it (k25b6000bench1.md), found again each time.
+  const file = findingsPathInWorkspace(root, settings.findingsDocument || defaultFindingsDocument(root));
   if (!file) {
     throw new SettingsError(
       `${SECTION}.findingsDocument is "${settings.findingsDocument}", outside the workspace folder ${root}: Inference Bench writes only findings documents of the workspace. ` +
-        `Set it to a path inside the folder (the default is ${DEFAULT_FINDINGS_DOCUMENT}).`,
+        'Set it to a path inside the folder, or clear it to name the document after the campaign (model, GPU, bench number).',
     );
   }
   return file;

@@ -9,11 +9,12 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Frame, Page } from 'playwright-core';
+import { defaultFindingsDocument } from '../../src/core/findings/campaignName';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
 import { makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
 import { packageVsix } from '../support/vsix';
-import { poll, recordCspViolations, Workbench } from './workbench';
+import { escapeRegExp, poll, recordCspViolations, Workbench } from './workbench';
 
 // Functions passed to evaluate() run in the webview; the repository's tsconfig has no DOM library,
 // so the few browser names they use are declared here, for this file only.
@@ -149,6 +150,8 @@ describe('live results in code-server (UI)', function () {
   });
 
   const SECOND = 'gpu-box-2';
+  /** The findings document's name: after the probe, the simulator's model and this GPU-less host (cpu). */
+  const findingsName = () => defaultFindingsDocument(workspace);
   /** A target's row in the sidebar (its accessible name is "name, description"). */
   const targetRow = (name: string) => wb.page.getByRole('treeitem', { name: new RegExp(`^${name}, `) }).first();
 
@@ -157,7 +160,7 @@ describe('live results in code-server (UI)', function () {
     wb.page
       .locator('.editor-group-container')
       .nth(1)
-      .getByRole('tab', { name: /^k25b6000bench1\.md/ });
+      .getByRole('tab', { name: new RegExp(`^${escapeRegExp(findingsName())}`) });
 
   it('shows the SSH target (a ~/.ssh/config alias for a loopback sshd) in the sidebar', async () => {
     await wb.activityBarItem('Inference Bench').click();
@@ -240,13 +243,13 @@ describe('live results in code-server (UI)', function () {
 
   it('fills the findings document in the editor as the run goes', async () => {
     await wb.page
-      .getByRole('tab', { name: /k25b6000bench1\.md/ })
+      .getByRole('tab', { name: new RegExp(escapeRegExp(findingsName())) })
       .first()
       .waitFor({ timeout: 30_000 });
     await poll(
       'the macro section in the findings document',
       () => {
-        const file = join(workspace, 'k25b6000bench1.md');
+        const file = join(workspace, findingsName());
         return existsSync(file) && readFileSync(file, 'utf8').includes(`Serving benchmark — ${TARGET}`) ? true : undefined;
       },
       60_000,
@@ -454,7 +457,7 @@ describe('live results in code-server (UI)', function () {
     await wb.answer(/: goodput SLOs$/, 'ttft:1000 tpot:100');
     // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for;
     // with lengths drawn over a range, the prompts' range and each level's mean lengths.
-    const file = join(workspace, 'k25b6000bench1.md');
+    const file = join(workspace, findingsName());
     await poll(
       "the custom run's table in the findings document",
       () => {

@@ -159,24 +159,24 @@ describe('the extension in code-server (UI)', function () {
     await wb.screenshot('sidebar-targets-and-runs');
   });
 
-  it('opens the findings document from the command palette', async () => {
+  it('opens the findings document from the command palette (findings.md before any probe names the campaign)', async () => {
     await wb.runCommand('Inference Bench: Open Findings Document');
     await wb.page
-      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .getByRole('tab', { name: /^findings\.md/ })
       .first()
       .waitFor();
-    assert.ok(existsSync(join(workspace, 'k25b6000bench1.md')));
+    assert.ok(existsSync(join(workspace, 'findings.md')));
     // Its tables wrap in a text column: a rendered preview opens beside it, and the text keeps the focus.
     const groups = wb.page.locator('.editor-group-container');
     await groups
       .nth(0)
-      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .getByRole('tab', { name: /^findings\.md/ })
       .waitFor();
     await groups
       .nth(1)
-      .getByRole('tab', { name: /^k25b6000bench1\.md/ })
+      .getByRole('tab', { name: /^findings\.md/ })
       .waitFor();
-    await poll('the rendered heading in the preview beside the text', () => renderedFrame(wb, 'h1', 'Findings: k25b6000bench1'));
+    await poll('the rendered heading in the preview beside the text', () => renderedFrame(wb, 'h1', 'Findings: findings'));
     await wb.page.locator('.monaco-editor.focused').waitFor();
     await wb.screenshot('findings-with-preview');
   });

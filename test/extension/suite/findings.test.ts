@@ -1,7 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
+import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
 import { markerId, parseRegions, userText } from '../../../src/core/findings/markers';
 import { renderSkeleton } from '../../../src/core/findings/skeleton';
 import { applyFindingsUpdate, EDITED_NOTE } from '../../../src/core/findings/update';
@@ -227,9 +228,9 @@ describe('the findings document in the editor', () => {
 
   it('Insert Result Here puts a chosen table at the cursor', async () => {
     // The extension's own instance reads the tables back from the configured findings document.
-    const configured = join(workspaceFolder(), 'k25b6000bench1.md');
+    const configured = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
     const before = existsSync(configured) ? readFileSync(configured, 'utf8') : undefined;
-    writeFileSync(configured, applyFindingsUpdate(renderSkeleton('k25b6000bench1.md'), profileUpdate()).text);
+    writeFileSync(configured, applyFindingsUpdate(renderSkeleton(basename(configured)), profileUpdate()).text);
     try {
       const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: '# My report\n\nThe step:\n' });
       const editor = await vscode.window.showTextDocument(doc);

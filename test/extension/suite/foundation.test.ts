@@ -3,6 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { allTabs, closeAllEditors, sleep, waitFor, workspaceFolder } from '../helpers';
+import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
 
 /**
  * Answers the real quick pick and input boxes of a running command through the workbench's own
@@ -43,8 +44,9 @@ describe('the foundation commands', () => {
     assert.deepEqual(file['inferenceBench.targets'], saved);
   });
 
-  it('Open Findings Document creates k25b6000bench1.md in the workspace folder and opens it', async () => {
-    const file = join(workspaceFolder(), 'k25b6000bench1.md');
+  it("Open Findings Document creates the campaign's document in the workspace folder and opens it", async () => {
+    // Named after the first probe's model and GPU (k25b6000bench1.md), findings.md before any probe.
+    const file = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
     rmSync(file, { force: true });
     await vscode.commands.executeCommand('inferenceBench.openFindings');
     assert.ok(existsSync(file), `${file} was not created`);

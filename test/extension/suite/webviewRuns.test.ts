@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
+import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
 import { RunningSimulator, startSimulator } from '../../../src/core/macro/simulator';
 import type { RunSummary } from '../../../src/shared/results';
 import { allTabs, closeAllEditors, sleep, waitFor, workspaceFolder } from '../helpers';
@@ -75,7 +76,7 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
       'no results panel',
     );
     // The findings document gained the run's section.
-    const findings = join(workspaceFolder(), 'k25b6000bench1.md');
+    const findings = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
     const text = await waitFor('the macro section in the findings document', () => {
       const doc = vscode.workspace.textDocuments.find((d) => d.uri.fsPath === findings);
       const t = doc?.getText() ?? (existsSync(findings) ? readFileSync(findings, 'utf8') : '');
