@@ -27,6 +27,7 @@ from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_
 from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
 from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
 from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
+from infbench_agent.server_state import ServerStateSampler
 from infbench_agent.macro_workers import run_level_workers, worker_main
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
@@ -406,12 +407,15 @@ class MacroRun:
             wall0 = time.monotonic()
             if self.run_start is None:
                 self.run_start = wall0
+            # The server's queue, batch and KV cache over the level's seconds, on the requests' time axis.
+            state = ServerStateSampler(endpoint, origin=self.run_start).start()
             if len(plans) == 1:
                 plans[0]["start_at"] = level.started_at = time.monotonic()
                 cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel)
             else:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0
+            server_state = state.stop()
             after, metrics_status = read_server_metrics(endpoint)
             server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
             if trust_streamed_counts(server_metrics, level.records):
@@ -425,6 +429,8 @@ class MacroRun:
                 "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
             }
             summary["server_metrics"] = server_metrics
+            if server_state["samples"]:
+                summary["server_state"] = server_state
             summary["cancelled"] = self.cancel.requested
             summary = clean(summary)
             lag = (summary.get("scheduling_lag_ms") or {}).get("p99")

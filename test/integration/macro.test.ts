@@ -184,6 +184,26 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.equal(out.summary.macro?.requests?.length, 16 + 64);
   });
 
+  it("records the server's queue and batch per level and names the level past which more load only waits", async function () {
+    // The simulator batches at most 4 requests: c=16 queues 12 while throughput stays where c=4 had it.
+    const sim = await simulator({ maxBatch: 4 });
+    const sink = new RecordingSink();
+    const out = await runMacroPhase(context(sim, sink), { ...base, outputLen: 64, concurrency: [2, 4, 16] });
+    assert.equal(out.agent.status, 'completed', out.agent.reason);
+    const findings = sink.findings.at(-1)!;
+    const state = findings.tables.find((t) => t.id === 'macro-server-state');
+    assert.ok(state, `no server-state table in the findings: ${findings.tables.map((t) => t.id).join(', ')}`);
+    const [c2, c4, c16] = state.rows;
+    assert.ok((c2.running_max as number) <= 2 && c2.waiting_max === 0, `c=2: ${JSON.stringify(c2)}`);
+    assert.equal(c4.running_max, 4);
+    assert.equal(c16.running_max, 4, 'the server never ran more than its batch');
+    assert.ok((c16.waiting_max as number) >= 10, `c=16 queued ${String(c16.waiting_max)} at most; 12 expected`);
+    const saturated = findings.lines.filter((l) => /Over-saturated/.test(l));
+    assert.equal(saturated.length, 1, findings.lines.join('\n'));
+    assert.match(saturated[0], /from c=16: the server queued \d+\.\d requests on average/);
+    assert.match(saturated[0], /past c=4 more load only waits/);
+  });
+
   it('reports faults as failures with reasons and keeps them out of the latency figures', async function () {
     const sim = await simulator({ faults: ['error500:every=4', 'cut:every=5:after=3'] });
     const sink = new RecordingSink();

@@ -1,6 +1,7 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from '../macro/options';
 import { failureTable, levelFlagLines, levelTable, macroHeadline } from '../macro/tables';
+import { saturationLines, serverStateTable } from '../macro/serverState';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
@@ -194,9 +195,12 @@ function findingsUpdate(
     );
   }
   lines.push(...levelFlagLines(levels));
+  lines.push(...saturationLines(levels));
   const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
   const tables = [levelTable(levels, note)];
   const failures = failureTable(levels);
   if (failures) tables.push(failures);
+  const state = serverStateTable(levels);
+  if (state) tables.push(state);
   return { sectionId: `macro-${run.info.id}`, heading: `Serving benchmark — ${summary.target}`, lines, tables };
 }
