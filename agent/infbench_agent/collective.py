@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from infbench_agent import events
+from infbench_agent import auth, events
 from infbench_agent.events import AgentError
 from infbench_agent.micro_allreduce import (
     SAFE_ENV,
@@ -64,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="a preset, a model folder, or a Hugging Face id in the host's cache (for --plan)")
     p.add_argument("--config", help="the model's config.json (or its folder) (for --plan)")
     p.add_argument("--server-url", help="find the model through this server's /v1/models (for --plan)")
+    auth.add_arguments(p)
     p.add_argument("--hidden", type=int, default=0, help="hidden size when no model is given (for --plan)")
     p.add_argument("--top-k", type=int, default=0, help="experts per token when no model is given (for --plan)")
     p.add_argument("--m", default=None, help=f"token counts M of a decode step (default {DEFAULT_M}; {CPU_M} on a CPU)")
@@ -130,7 +131,7 @@ def plan(args: Any) -> dict:
     model = None
     if args.model or args.config or args.server_url:
         try:
-            model = resolve_model(args.model, args.config, args.server_url)
+            model = resolve_model(args.model, args.config, args.server_url, auth.resolve_api_key(args))
         except ModelError as exc:
             raise AgentError("bad_model", str(exc), "Pass --model (a preset), --config, or --hidden and --top-k.") from exc
     config = model.config if model else {}

@@ -161,7 +161,8 @@ STRUCTS: Dict[str, Dict[str, str]] = {
     },
     "ProbeModel": {"id": "string | null", "max_model_len": "number | null", "owned_by?": "string | null", "root?": "string | null"},
     "ProbeProfiler": {"enabled": "boolean | null", "kind?": "'torch' | 'cuda' | null", "evidence": "string | null", "*": "unknown"},
-    "ProbeAuth": {"required": "boolean", "key_given": "boolean", "status": "number | null"},
+    # required: the server refused a request without a key; key_accepted: whether it took the key given (null: none given).
+    "ProbeAuth": {"required": "boolean", "key_given": "boolean", "key_accepted?": "boolean | null", "status": "number | null"},
     "ProbeParallel": {"tp": "number", "pp": "number", "dp": "number", "dp_attention": "boolean", "ranks": "number"},
     # One finished request of a macro level, in milliseconds; start_s from the level's first send, run_s the run's.
     "MacroRequestRecord": {

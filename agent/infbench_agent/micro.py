@@ -13,7 +13,7 @@ import platform
 import sys
 from typing import Any, Optional, cast
 
-from infbench_agent import events
+from infbench_agent import auth, events
 from infbench_agent.events import AgentError
 from infbench_agent.micro_allreduce import annotate, doubling_sizes, run_allreduce, worker_main
 from infbench_agent.micro_guard import check_gpus, describe, read_occupancy
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help=f"a preset ({', '.join(preset_names())}), a model folder, or a Hugging Face id in the host's cache")
     p.add_argument("--config", help="the model's config.json (or its folder)")
     p.add_argument("--server-url", help="find the model through this server's /v1/models when no --model/--config is given")
+    auth.add_arguments(p)
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel size the shapes are split by (default 1)")
     p.add_argument("--m", default=None, help=f"token counts M to sweep (default {DEFAULT_M}; {CPU_M} on a CPU)")
     p.add_argument("--shape", action="append", default=[], help="an extra GEMM NAME=NxK (repeatable); with no model, the only shapes")
@@ -84,7 +85,7 @@ def select_shapes(args: Any) -> tuple[Optional[ModelInfo], list[GemmShape]]:
     shapes: list[GemmShape] = []
     try:
         if args.model or args.config or (args.server_url and not args.shape):
-            model = resolve_model(args.model, args.config, args.server_url)
+            model = resolve_model(args.model, args.config, args.server_url, auth.resolve_api_key(args))
             shapes = gemm_shapes(model, args.tp)
         shapes += [parse_shape(s) for s in args.shape]
     except ModelError as exc:

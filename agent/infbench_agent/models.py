@@ -11,9 +11,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
+
+from infbench_agent import auth
 
 
 @dataclass
@@ -249,11 +252,17 @@ def hf_cache_config(model_id: str) -> Optional[str]:
     return None
 
 
-def served_model_root(server_url: str, timeout: float = 5.0) -> Optional[str]:
+def served_model_root(server_url: str, timeout: float = 5.0, api_key: Optional[str] = None) -> Optional[str]:
     """The model path or id the server loaded: vLLM and SGLang give it as `root` in /v1/models."""
+    url = server_url.rstrip("/") + "/v1/models"
+    req = urllib.request.Request(url, headers=auth.auth_headers(api_key))
     try:
-        with urllib.request.urlopen(server_url.rstrip("/") + "/v1/models", timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
             body = json.load(resp)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ModelError(f"{auth.unauthorized_message(url, exc.code, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}.") from exc
+        return None
     except (OSError, ValueError):
         return None
     entries = body.get("data") if isinstance(body, dict) else None
@@ -272,7 +281,7 @@ def _config_on_host(name: str) -> Optional[ModelInfo]:
     return load_config_file(cached) if cached else None
 
 
-def resolve_model(model: Optional[str], config_path: Optional[str], server_url: Optional[str]) -> ModelInfo:
+def resolve_model(model: Optional[str], config_path: Optional[str], server_url: Optional[str], api_key: Optional[str] = None) -> ModelInfo:
     """Finds the model to take shapes from: an explicit config, then a preset, then a path or HF id, then the server."""
     if config_path:
         return load_config_file(config_path)
@@ -288,7 +297,7 @@ def resolve_model(model: Optional[str], config_path: Optional[str], server_url: 
             "Hugging Face cache. Pass --config with the model's config.json."
         )
     if server_url:
-        root = served_model_root(server_url)
+        root = served_model_root(server_url, api_key=api_key)
         if root:
             found = _config_on_host(root)
             if found is not None:

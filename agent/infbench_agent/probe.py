@@ -241,7 +241,7 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
         "simulated": False,
         "version": None,
         "models": [],
-        "auth": {"required": False, "key_given": bool(api_key), "status": None},
+        "auth": {"required": False, "key_given": bool(api_key), "key_accepted": None, "status": None},
         "profiler": {"enabled": None, "kind": None, "evidence": None},
         "pid": None,
         "command_line": None,
@@ -269,8 +269,14 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
 
     status, body, _, _ = get("/v1/models")
     if status in (401, 403):
-        out["auth"].update(required=True, status=status)
+        out["auth"].update(required=True, status=status, key_accepted=False if api_key else None)
         out["error"] = f"{auth.unauthorized_message(base + '/v1/models', status, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}."
+    elif status == 200 and api_key:
+        # The key was accepted; whether the server needs it at all shows only in a request without it.
+        bare_status, _, _, _ = http(base + "/v1/models", timeout, "GET", None)
+        out["auth"].update(key_accepted=True)
+        if bare_status in (401, 403):
+            out["auth"].update(required=True, status=bare_status)
     models = json_of(body) if status == 200 else None
     if isinstance(models, dict) and isinstance(models.get("data"), list):
         for m in models["data"]:

@@ -27,7 +27,7 @@ export interface ProbeGpuProcess { gpu_uuid: string; gpu_index: number | null; p
 export interface ProbeServer { url: string; reachable: boolean; healthy: boolean | null; error: string | null; kind: ServerKind; kind_evidence: string | null; simulated: boolean; version: string | null; models: ProbeModel[]; profiler: ProbeProfiler; auth?: ProbeAuth; cwd?: string | null; parallel?: ProbeParallel | null; pid: number | null; command_line: string[] | null; [field: string]: unknown }
 export interface ProbeModel { id: string | null; max_model_len: number | null; owned_by?: string | null; root?: string | null }
 export interface ProbeProfiler { enabled: boolean | null; kind?: 'torch' | 'cuda' | null; evidence: string | null; [field: string]: unknown }
-export interface ProbeAuth { required: boolean; key_given: boolean; status: number | null }
+export interface ProbeAuth { required: boolean; key_given: boolean; key_accepted?: boolean | null; status: number | null }
 export interface ProbeParallel { tp: number; pp: number; dp: number; dp_attention: boolean; ranks: number }
 export interface MacroRequestRecord { id: number | null; ok: boolean; reason: string | null; error: string | null; prompt_tokens: number | null; output_tokens: number | null; ttft_ms: number | null; tpot_ms: number | null; e2el_ms: number | null; itl_mean_ms: number | null; itl_max_ms: number | null; lag_ms: number | null; start_s: number | null; run_s: number | null }
 export interface MacroResult { levels: MacroLevelSummary[]; server: ServerInfo; cancelled: boolean; client: MacroClient; stopped?: string; stalled?: boolean; [field: string]: unknown }

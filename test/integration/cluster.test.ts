@@ -276,6 +276,32 @@ function rankPid(rank: number): number | undefined {
     }
   });
 
+  it("a micro run with the server's API key finds the model through the keyed server and measures across both hosts", async () => {
+    // vLLM 0.16 started with --api-key refuses /v1/models without it; its model is served under the path of a config.json here.
+    const key = 'sk-cluster-key-0123456789';
+    const sim = await startSimulator({ extraArgs: ['--mimic', 'vllm-0.16', '--api-key', key, '--served-model-name', resolve('test/fixtures/micro/tiny-moe')] });
+    const target = parseTarget({ name: 'pair', nodes: ['alpha', 'beta'], python: TORCH_PYTHON, serverUrl: sim.url });
+    const { nodes, close } = await connect(target);
+    const workspace = join(dir, 'api-key');
+    mkdirSync(workspace);
+    try {
+      const outcome = await runMicroPhase(
+        { ...context(target, nodes, workspace, new AbortController().signal, () => undefined), apiKey: key },
+        { device: 'cpu', skip: ['peak', 'gemm', 'launch'], m: [1, 4], arWorldSize: 2, repeats: 1 },
+      );
+      assert.equal(outcome.summary.status, 'completed', outcome.summary.reason);
+      const result = outcome.run.readResult<{ points: MicroPoint[]; cluster: { plan: { model: string; hidden: number; top_k: number } } }>()!;
+      // tiny-moe's config.json: hidden 256, top-4 experts.
+      assert.deepEqual([result.cluster.plan.hidden, result.cluster.plan.top_k], [256, 4]);
+      assert.ok(result.points.some((p) => p.kind === 'alltoall' && p.scope === 'inter-node'));
+      for (const file of ['events.jsonl', 'nodes/0-alpha/events.jsonl', 'result.json'])
+        assert.ok(!readFileSync(join(outcome.run.dir, file), 'utf8').includes(key), `the key is not in ${file}`);
+    } finally {
+      await close();
+      await sim.stop();
+    }
+  });
+
   it('a rank killed mid-run stops every rank on both hosts, and the run names the host and the rank', async () => {
     let killed = false;
     const outcome = await longSweep('killed', (points) => {

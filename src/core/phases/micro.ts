@@ -110,7 +110,12 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, { signal: ctx.signal, onEvent, leaveOpen: acrossHosts });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, {
+    signal: ctx.signal,
+    onEvent,
+    leaveOpen: acrossHosts,
+    apiKey: ctx.apiKey,
+  });
   if (acrossHosts) {
     let status = agent.status;
     let reason = agent.reason;

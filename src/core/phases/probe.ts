@@ -5,7 +5,7 @@ import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 import { ProbeResult } from '../../remote/agentProtocol';
-import { gpuTable, networkLine, probeView, serverName } from '../probe/tables';
+import { apiKeyState, gpuTable, networkLine, probeView, serverName } from '../probe/tables';
 
 // What agent/infbench_agent/probe.py reports (its `probe` and `result` events), as events.py defines it.
 export type { ProbeResult } from '../../remote/agentProtocol';
@@ -94,7 +94,7 @@ function probeFindings(targetName: string, run: RunFolder, r: ProbeResult): Find
     s.simulated ? 'The server is the inference-bench SIMULATOR, not a real model.' : '',
     s.reachable && s.profiler.enabled === false ? `Profiler: not enabled — ${s.profiler.evidence}.` : '',
     s.reachable && s.profiler.kind === 'cuda' ? `Profiler: vLLM's CUDA profiler — ${s.profiler.evidence}.` : '',
-    s.auth?.required ? `API key: ${s.error ?? 'the server wants an API key'}` : '',
+    apiKeyState(s) ? `API key: ${apiKeyState(s)}` : '',
   ].filter(Boolean);
   const network = networkLine(r);
   if (network) lines.push(network);

@@ -45,7 +45,7 @@ export function stateFromProbe(r: ProbeResult, probedAt: string): Partial<Target
     })),
     probedAt,
     detail: r.gpus.available ? undefined : (r.gpus.error ?? 'no GPUs seen'),
-    needsApiKey: server.reachable && !!server.auth?.required,
+    needsApiKey: server.reachable && !!server.auth?.required && !server.auth.key_accepted,
     serverDown: server.reachable ? undefined : (server.error ?? `nothing answers at ${server.url}`),
   };
 }

@@ -11,6 +11,13 @@ export function serverName(r: ProbeResult): string {
 
 const mib = (v: number | null) => (v === null ? null : v / 1024);
 
+/** What the probe found of the server's API key, or undefined where the server wants none. */
+export function apiKeyState(s: ProbeResult['server']): string | undefined {
+  if (!s.auth?.required) return undefined;
+  if (s.auth.key_accepted) return 'required, and the key given is accepted';
+  return s.error ?? 'this server wants an API key';
+}
+
 export function gpuTable(r: ProbeResult): ResultTable {
   return {
     id: 'probe-gpus',
@@ -52,7 +59,8 @@ export function probeSummaryLines(r: ProbeResult): string[] {
     lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
   } else {
     lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy === false ? ' (health check failed)' : ''}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
-    if (s.auth?.required) lines.push(`  API key: ${s.error ?? 'this server wants an API key'}`);
+    const apiKey = apiKeyState(s);
+    if (apiKey) lines.push(`  API key: ${apiKey}`);
     for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
     const p = s.profiler;
     lines.push(
@@ -103,7 +111,7 @@ export function environmentTable(r: ProbeResult): ResultTable {
     ['Python', `${r.python.version} (${r.python.executable})`],
     ...Object.entries(r.packages).map(([name, v]): [string, string] => [name, v ?? 'not installed']),
     ['Server', s.reachable ? `${serverName(r)} at ${s.url}${s.healthy === false ? ' (health check failed)' : ''}` : (s.error ?? `nothing answers at ${s.url}`)],
-    ['API key', s.auth?.required ? (s.error ?? 'the server wants one') : undefined],
+    ['API key', apiKeyState(s)],
     ['Models', s.models.map((m) => `${m.id}${m.max_model_len ? ` (max_model_len ${m.max_model_len})` : ''}`).join(', ') || undefined],
     [
       'Profiler',
