@@ -900,6 +900,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--profiler-dir", default=None, help="enables /start_profile and /stop_profile; traces go here")
     p.add_argument("--profile-max-steps", type=int, default=32, help="steps recorded per profile (vLLM's max_iterations)")
     p.add_argument("--fault", action="append", help="e.g. error500:every=5, error429:every=3, cut:every=7:after=3, slow:every=4:ms=500")
+    p.add_argument(
+        "--startup-seconds",
+        type=float,
+        default=0.0,
+        help="take this long to start (weights, CUDA graphs), writing a start-up log like vLLM's on stderr",
+    )
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
     p.add_argument(
         "--mimic",
@@ -931,14 +937,39 @@ def describe(sim: Simulator) -> dict:
     }
 
 
+def startup_log(text: str, where: str) -> None:
+    """One line as vLLM's logger writes it: `INFO 10-06 12:00:31 [default_loader.py:272] ...`."""
+    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [{where}] {text} (SIMULATED)", file=sys.stderr, flush=True)
+
+
+async def simulate_startup(sim: "Simulator", seconds: float) -> None:
+    """The milestones of a vLLM start, spread over `seconds`, before the port is bound (as /health
+    refusing until then). The words are vLLM's: "Loading weights took %.2f seconds"
+    (vllm/model_executor/model_loader/default_loader.py), the "Capturing CUDA graphs" progress bar and
+    "Graph capturing finished in %.0f secs, took %.2f GiB" (vllm/v1/worker/gpu_model_runner.py)."""
+    startup_log(f"Starting to load model {sim.served_name}...", "gpu_model_runner.py:2602")
+    await asyncio.sleep(0.6 * seconds)
+    startup_log(f"Loading weights took {0.6 * seconds:.2f} seconds", "default_loader.py:272")
+    print("Capturing CUDA graphs (decode, FULL): 100%|##########| 11/11", file=sys.stderr, flush=True)
+    await asyncio.sleep(0.35 * seconds)
+    startup_log(f"Graph capturing finished in {0.35 * seconds:.0f} secs, took 0.31 GiB", "gpu_model_runner.py:3480")
+    await asyncio.sleep(0.05 * seconds)
+
+
 async def serve(args: argparse.Namespace) -> None:
     global MIMIC_LINE
     sim = Simulator(args)
     if sim.mimic:
         MIMIC_LINE = f"{sim.mimic.server} {sim.mimic.version}"
     sim.loop = asyncio.get_running_loop()
+    if args.startup_seconds > 0:
+        await simulate_startup(sim, args.startup_seconds)
     server = await asyncio.start_server(sim.handle_connection, args.host, args.port, backlog=2048, limit=1 << 20)
     port = server.sockets[0].getsockname()[1]
+    if args.startup_seconds > 0:
+        # vllm/entrypoints/openai/api_server.py, then uvicorn's own line.
+        startup_log(f"Starting vLLM API server 0 on http://{args.host}:{port}", "api_server.py:1971")
+        print("INFO:     Application startup complete.", file=sys.stderr, flush=True)
     thread = threading.Thread(target=sim.scheduler_thread, name="scheduler", daemon=True)
     thread.start()
     stop = asyncio.Event()

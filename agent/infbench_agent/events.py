@@ -51,7 +51,13 @@ ErrorCode = Literal[
     "rank_died",
     "server_down",
     "server_error",
+    "server_identity_changed",
+    "server_manual",
+    "server_secret_missing",
     "server_stalled",
+    "server_start_failed",
+    "server_start_timeout",
+    "server_stop_failed",
     "server_unreachable",
     "start_profile_failed",
     "start_profile_timeout",
@@ -80,7 +86,9 @@ ALIASES: Dict[str, str] = {
     "ErrorCode": " | ".join(f"'{c}'" for c in ERROR_CODES),
     "ServerKind": "'vllm' | 'sglang' | 'unknown'",
     "MicroKind": "'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak'",
-    "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult",
+    "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult | ServerControlResult",
+    "ServerManagerKind": "'process' | 'systemd' | 'docker' | 'podman'",
+    "ServerStage": "'stopping' | 'stopped' | 'starting' | 'weights' | 'cuda_graphs' | 'api' | 'ready' | 'failed'",
 }
 # Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
 HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results"}
@@ -230,6 +238,34 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "addr": "string | null",
     },
     "CollectiveSize": {"m": "number", "bytes": "number", "tokens_per_rank?": "number"},
+    # How the server runs, as adopted from its process (server.py): what starts it again as it was.
+    # Secret values (--api-key, *_TOKEN) read REDACTED; the agent fills them in on the host.
+    "ServerRecipe": {
+        "url": "string",
+        "argv": "string[]",
+        "cwd": "string | null",
+        "env": "Record<string, string>",
+        "user": "string | null",
+        "manager": "ServerManager",
+        "kind": "ServerKind",
+        "version": "string | null",
+        # The process it was adopted from (or started as): pid and start time in clock ticks since boot.
+        "identity": "ServerIdentity | null",
+    },
+    "ServerManager": {"kind": "ServerManagerKind", "unit?": "string", "container?": "string"},
+    "ServerIdentity": {"pid": "number", "start_ticks": "number"},
+    "ServerControlResult": {
+        "action": "'status' | 'stop' | 'start'",
+        "recipe": "ServerRecipe | null",
+        # status --profiler-dir: the same recipe with the profiler switched on for the server's version.
+        "profiler_recipe?": "ServerRecipe | null",
+        "profiler_change?": "string | null",
+        "running?": "boolean",
+        "log_file?": "string",
+        "ready_s?": "number",
+        "estimate_s?": "number | null",
+        "*": "unknown",
+    },
     "ProfileCapture": {"server": "ServerInfo", "trace_dir": "string", "workload": "ProfileWorkload", "*": "unknown"},
     "ProfileWorkload": {"concurrency": "number", "output_len": "number", "input_len": "number", "*": "unknown"},
 }
@@ -246,6 +282,10 @@ EVENTS: Dict[str, Dict[str, str]] = {
     "macro.level": {"level": "number", "partial": "boolean", "summary": "MacroLevelSummary"},
     "micro.point": {"kind": "MicroKind", "point": "MicroPointPayload"},
     "profile.status": {"stage": "string", "message": "string"},
+    # The server's lifecycle (server stop/start): where it is, with the estimate from its last start.
+    "server.state": {"stage": "ServerStage", "message": "string", "elapsed_s?": "number", "estimate_s?": "number | null"},
+    # One line of the server's start-up log as it is written; stage when the line marks one.
+    "server.log": {"line": "string", "stage?": "ServerStage"},
     # frontend: vLLM's CPU-only API-server trace.
     "profile.trace": {"path": "string", "rank": "number | null", "bytes": "number", "host?": "string", "frontend?": "boolean"},
     # The phase's final result object.
@@ -283,6 +323,8 @@ MACRO_LEVEL = "macro.level"
 MICRO_POINT = "micro.point"
 PROFILE_STATUS = "profile.status"
 PROFILE_TRACE = "profile.trace"
+SERVER_STATE = "server.state"
+SERVER_LOG = "server.log"
 RESULT = "result"
 ERROR = "error"
 DONE = "done"

@@ -14,7 +14,7 @@ AGENT_VERSION = "0.1.0"
 MIN_PYTHON = (3, 8)
 
 
-COMMANDS = ("probe", "macro", "micro", "profile", "collective")
+COMMANDS = ("probe", "macro", "micro", "profile", "collective", "server")
 
 
 def refuse_old_python(argv):

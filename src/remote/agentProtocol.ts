@@ -13,6 +13,7 @@ import {
   MIN_PYTHON,
   ProbeResult,
   ProfileCapture,
+  ServerControlResult,
 } from './agentSchema';
 
 export * from './agentSchema';
@@ -24,6 +25,7 @@ export interface AgentResults {
   micro: MicroResult;
   profile: ProfileCapture;
   collective: CollectiveResult;
+  server: ServerControlResult;
 }
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set<string>(AGENT_EVENT_TYPES);

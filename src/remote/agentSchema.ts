@@ -7,13 +7,15 @@ export const AGENT_VERSION = '0.1.0';
 /** The oldest Python the agent runs on, as [major, minor]. */
 export const MIN_PYTHON: readonly [number, number] = [3, 8];
 
-export type AgentCommand = 'probe' | 'macro' | 'micro' | 'profile' | 'collective';
+export type AgentCommand = 'probe' | 'macro' | 'micro' | 'profile' | 'collective' | 'server';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type LogTopic = 'gemm_kernel';
-export type ErrorCode = 'allreduce_failed' | 'allreduce_wrong' | 'alltoall_wrong' | 'bad_arguments' | 'bad_model' | 'bad_option' | 'bad_prompts_file' | 'cancelled' | 'collective_failed' | 'crash' | 'cuda_profiler' | 'gpus_busy' | 'no_gpu' | 'no_model' | 'no_shapes' | 'no_torch' | 'no_traces' | 'nvidia_smi_failed' | 'profiler_disabled' | 'python_too_old' | 'rank_died' | 'server_down' | 'server_error' | 'server_stalled' | 'server_unreachable' | 'start_profile_failed' | 'start_profile_timeout' | 'stop_profile_failed' | 'stop_timeout' | 'trace_dir_remote' | 'trace_dir_unknown' | 'trace_dir_unresolved' | 'unauthorized' | 'unknown_server' | 'warmup_failed' | 'workers_failed' | 'workload_failed';
+export type ErrorCode = 'allreduce_failed' | 'allreduce_wrong' | 'alltoall_wrong' | 'bad_arguments' | 'bad_model' | 'bad_option' | 'bad_prompts_file' | 'cancelled' | 'collective_failed' | 'crash' | 'cuda_profiler' | 'gpus_busy' | 'no_gpu' | 'no_model' | 'no_shapes' | 'no_torch' | 'no_traces' | 'nvidia_smi_failed' | 'profiler_disabled' | 'python_too_old' | 'rank_died' | 'server_down' | 'server_error' | 'server_identity_changed' | 'server_manual' | 'server_secret_missing' | 'server_stalled' | 'server_start_failed' | 'server_start_timeout' | 'server_stop_failed' | 'server_unreachable' | 'start_profile_failed' | 'start_profile_timeout' | 'stop_profile_failed' | 'stop_timeout' | 'trace_dir_remote' | 'trace_dir_unknown' | 'trace_dir_unresolved' | 'unauthorized' | 'unknown_server' | 'warmup_failed' | 'workers_failed' | 'workload_failed';
 export type ServerKind = 'vllm' | 'sglang' | 'unknown';
 export type MicroKind = 'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak';
-export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult;
+export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult | ServerControlResult;
+export type ServerManagerKind = 'process' | 'systemd' | 'docker' | 'podman';
+export type ServerStage = 'stopping' | 'stopped' | 'starting' | 'weights' | 'cuda_graphs' | 'api' | 'ready' | 'failed';
 
 export interface ServerInfo { url: string; kind: ServerKind; version: string | null; model: string | null; simulated: boolean; [field: string]: unknown }
 export interface ProbeResult { host: string; platform: string; python: ProbePython; packages: Record<string, string | null>; cuda_visible_devices: string | null; gpus: ProbeGpus; network?: ProbeNetwork; server: ProbeServer; [field: string]: unknown }
@@ -40,6 +42,10 @@ export interface MicroAllreduce { backend: string; world_size: number; note: str
 export interface CollectiveResult { plan?: CollectivePlan; host?: string; ranks?: number; backend?: string; points?: MicroPointPayload[]; [field: string]: unknown }
 export interface CollectivePlan { model: string | null; hidden: number; top_k: number | null; layers: number | null; moe_layers: number | null; world_size: number; m: number[]; allreduce: CollectiveSize[]; alltoall: CollectiveSize[]; port: number; host: string; local_ranks: number; device: 'cuda' | 'cpu'; addr: string | null }
 export interface CollectiveSize { m: number; bytes: number; tokens_per_rank?: number }
+export interface ServerRecipe { url: string; argv: string[]; cwd: string | null; env: Record<string, string>; user: string | null; manager: ServerManager; kind: ServerKind; version: string | null; identity: ServerIdentity | null }
+export interface ServerManager { kind: ServerManagerKind; unit?: string; container?: string }
+export interface ServerIdentity { pid: number; start_ticks: number }
+export interface ServerControlResult { action: 'status' | 'stop' | 'start'; recipe: ServerRecipe | null; profiler_recipe?: ServerRecipe | null; profiler_change?: string | null; running?: boolean; log_file?: string; ready_s?: number; estimate_s?: number | null; [field: string]: unknown }
 export interface ProfileCapture { server: ServerInfo; trace_dir: string; workload: ProfileWorkload; [field: string]: unknown }
 export interface ProfileWorkload { concurrency: number; output_len: number; input_len: number; [field: string]: unknown }
 
@@ -58,6 +64,8 @@ export interface MacroRequestEvent extends EventBase { type: 'macro.request'; le
 export interface MacroLevelEvent extends EventBase { type: 'macro.level'; level: number; partial: boolean; summary: MacroLevelSummary }
 export interface MicroPointEvent extends EventBase { type: 'micro.point'; kind: MicroKind; point: MicroPointPayload }
 export interface ProfileStatusEvent extends EventBase { type: 'profile.status'; stage: string; message: string }
+export interface ServerStateEvent extends EventBase { type: 'server.state'; stage: ServerStage; message: string; elapsed_s?: number; estimate_s?: number | null }
+export interface ServerLogEvent extends EventBase { type: 'server.log'; line: string; stage?: ServerStage }
 export interface ProfileTraceEvent extends EventBase { type: 'profile.trace'; path: string; rank: number | null; bytes: number; host?: string; frontend?: boolean }
 export interface ResultEvent extends EventBase { type: 'result'; result: AgentResult }
 export interface ErrorEvent extends EventBase { type: 'error'; code: ErrorCode; message: string; hint?: string }
@@ -73,6 +81,8 @@ export type AgentEvent =
   | MacroLevelEvent
   | MicroPointEvent
   | ProfileStatusEvent
+  | ServerStateEvent
+  | ServerLogEvent
   | ProfileTraceEvent
   | ResultEvent
   | ErrorEvent
@@ -80,4 +90,4 @@ export type AgentEvent =
 
 export type AgentEventType = AgentEvent['type'];
 
-export const AGENT_EVENT_TYPES: readonly AgentEventType[] = ['hello', 'log', 'progress', 'server', 'probe', 'macro.request', 'macro.level', 'micro.point', 'profile.status', 'profile.trace', 'result', 'error', 'done'];
+export const AGENT_EVENT_TYPES: readonly AgentEventType[] = ['hello', 'log', 'progress', 'server', 'probe', 'macro.request', 'macro.level', 'micro.point', 'profile.status', 'server.state', 'server.log', 'profile.trace', 'result', 'error', 'done'];

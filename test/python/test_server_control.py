@@ -1,0 +1,180 @@
+"""The `server` command: a recipe adopted from a real process (the simulator), stopped by pid and
+identity only, started again detached with its start-up log followed to ready, and a start that fails."""
+import contextlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "agent"))
+
+from infbench_agent import events, server  # noqa: E402
+from infbench_agent.events import AgentError  # noqa: E402
+
+SIM = os.path.join(ROOT, "simulator", "vllm_sim.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def quietly(fn, *args):
+    """Runs fn with the agent's events captured; returns (its value, the events)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        value = fn(*args)
+    seen = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
+    for e in seen:
+        assert not events.problems(e), events.problems(e)
+    return value, seen
+
+
+class ManagerTest(unittest.TestCase):
+    def test_tells_a_service_a_container_and_a_plain_process_apart(self):
+        self.assertEqual(server.manager_of("0::/system.slice/vllm.service\n"), {"kind": "systemd", "unit": "vllm.service"})
+        docker = "0::/system.slice/docker-" + "a" * 64 + ".scope\n"
+        self.assertEqual(server.manager_of(docker), {"kind": "docker", "container": "a" * 12})
+        self.assertEqual(server.manager_of("12:memory:/docker/" + "b" * 64 + "\n")["kind"], "docker")
+        self.assertEqual(server.manager_of("0::/machine.slice/libpod-" + "c" * 64 + ".scope\n")["kind"], "podman")
+        # A login session, a user's own systemd, the inside of a container: a process the tool starts itself.
+        self.assertEqual(server.manager_of("0::/user.slice/user-1000.slice/session-3.scope\n"), {"kind": "process"})
+        self.assertEqual(server.manager_of("0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.service\n"), {"kind": "process"})
+        self.assertEqual(server.manager_of("0::/\n"), {"kind": "process"})
+
+
+class ProfilerRecipeTest(unittest.TestCase):
+    def recipe(self, kind, version, argv=None):
+        return {"url": "http://127.0.0.1:8000", "argv": argv or ["vllm", "serve", "m"], "env": {}, "kind": kind, "version": version}
+
+    def test_vllm_016_takes_the_profiler_config_with_a_bounded_capture(self):
+        changed, words = server.profiler_recipe(self.recipe("vllm", "0.16.0"), "/t", delay=8, max_iterations=4)
+        config = json.loads(changed["argv"][changed["argv"].index("--profiler-config") + 1])
+        self.assertEqual(
+            config,
+            {"profiler": "torch", "torch_profiler_dir": "/t", "delay_iterations": 8, "max_iterations": 4, "ignore_frontend": True},
+        )
+        self.assertIn("--profiler-config", words)
+
+    def test_vllm_before_013_takes_the_environment_variable(self):
+        changed, words = server.profiler_recipe(self.recipe("vllm", "0.11.2"), "/t")
+        self.assertEqual(changed["env"], {"VLLM_TORCH_PROFILER_DIR": "/t"})
+        self.assertEqual(changed["argv"], ["vllm", "serve", "m"])
+
+    def test_an_existing_profiler_config_is_replaced_not_doubled(self):
+        argv = ["vllm", "serve", "m", "--profiler-config.profiler", "cuda", "--profiler-config={}"]
+        changed, _ = server.profiler_recipe(self.recipe("vllm", "0.16.0", argv), "/t")
+        self.assertEqual(changed["argv"][:3], ["vllm", "serve", "m"])
+        self.assertEqual(sum(a.startswith("--profiler-config") for a in changed["argv"]), 1)
+
+    def test_sglang_only_gets_its_trace_folder(self):
+        changed, _ = server.profiler_recipe(self.recipe("sglang", "0.5.2"), "/t")
+        self.assertEqual(changed["env"], {"SGLANG_TORCH_PROFILER_DIR": "/t"})
+
+
+class StagesTest(unittest.TestCase):
+    def test_reads_vllm_and_sglang_start_up_milestones(self):
+        self.assertEqual(server.stage_of("INFO 10-06 12:00:31 [default_loader.py:272] Loading weights took 3.22 seconds"), "weights")
+        self.assertEqual(server.stage_of("Capturing CUDA graphs (decode, FULL): 100%|##| 4/4"), "cuda_graphs")
+        self.assertEqual(
+            server.stage_of("[2025-05-02 16:14:33] Capture cuda graph begin. This can take up to several minutes."), "cuda_graphs"
+        )
+        self.assertEqual(server.stage_of("INFO:     Application startup complete."), "ready")
+        self.assertIsNone(server.stage_of("INFO 10-06 12:00:31 [kv_cache_utils.py:1087] GPU KV cache size: 49,152 tokens"))
+
+
+class LifecycleTest(unittest.TestCase):
+    """A real process: the simulator, started with a short start-up, adopted, stopped and started again."""
+
+    def setUp(self):
+        self.cache = tempfile.mkdtemp(prefix="ib-server-cache-")
+        os.environ["XDG_CACHE_HOME"] = self.cache
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.argv = [
+            sys.executable,
+            SIM,
+            "--mimic",
+            "vllm-0.16",
+            "--port",
+            str(self.port),
+            "--startup-seconds",
+            "0.5",
+            "--api-key",
+            "s3cret",
+        ]
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def recipe_of_running(self):
+        proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            recipe = server.adopt(self.url)
+            if recipe:
+                return proc, recipe
+            time.sleep(0.1)
+        self.fail("the simulator did not listen")
+
+    def test_adopts_stops_by_identity_and_starts_the_same_command_again(self):
+        proc, recipe = self.recipe_of_running()
+        self.assertEqual(recipe["identity"]["pid"], proc.pid)
+        self.assertEqual(recipe["argv"][-1], "REDACTED", "the API key leaves the host redacted")
+        self.assertEqual(recipe["manager"], {"kind": "process"})
+        self.assertEqual(recipe["cwd"], os.getcwd())
+
+        # Another start time under the same pid is another process: refused, nothing signalled.
+        with self.assertRaises(AgentError) as refused:
+            server.stop(self.url, proc.pid, recipe["identity"]["start_ticks"] + 1, recipe["argv"], 5)
+        self.assertEqual(refused.exception.code, "server_identity_changed")
+        self.assertIsNone(proc.poll())
+
+        result, seen = quietly(server.stop, self.url, proc.pid, recipe["identity"]["start_ticks"], recipe["argv"], 5)
+        self.assertEqual(proc.wait(5), 0, "SIGTERM let it end its own way")
+        self.assertEqual(result["stopped_pid"], proc.pid)
+        self.assertEqual([e["stage"] for e in seen if e["type"] == "server.state"], ["stopping", "stopped"])
+
+        result, seen = quietly(server.start, recipe, 30, 2, "s3cret")
+        started = result["recipe"]["identity"]["pid"]
+        self.addCleanup(lambda: os.kill(started, 9) if server._alive(started) else None)
+        stages = [e["stage"] for e in seen if e["type"] == "server.state"]
+        self.assertEqual(stages[0], "starting")
+        for stage in ("weights", "cuda_graphs", "api", "ready"):
+            self.assertIn(stage, stages)
+        self.assertTrue(any("Loading weights took" in e["line"] for e in seen if e["type"] == "server.log"))
+        again = server.adopt(self.url)
+        self.assertEqual(again["argv"], recipe["argv"], "started with the same command line, secret filled in on the host")
+        self.assertEqual(again["identity"]["pid"], started)
+        self.assertGreater(result["ready_s"], 0.5)
+        # The next start of the same recipe is estimated from this one.
+        self.assertEqual(server.last_start_s(recipe), result["ready_s"])
+        quietly(server.stop, self.url, started, again["identity"]["start_ticks"], again["argv"], 5)
+        self.assertFalse(server._alive(started))
+
+    def test_a_start_that_fails_says_the_log_tail(self):
+        proc, recipe = self.recipe_of_running()
+        quietly(server.stop, self.url, proc.pid, recipe["identity"]["start_ticks"], recipe["argv"], 5)
+        proc.wait(5)
+        bad = dict(recipe, argv=recipe["argv"] + ["--no-such-flag"])
+        with self.assertRaises(AgentError) as failed:
+            quietly(server.start, bad, 30, 2, "s3cret")
+        self.assertEqual(failed.exception.code, "server_start_failed")
+        self.assertIn("unrecognized arguments: --no-such-flag", failed.exception.message)
+
+
+if __name__ == "__main__":
+    unittest.main()
