@@ -270,7 +270,7 @@ describe('live results in code-server (UI)', function () {
       .filter({ has: preview.locator('th', { hasText: /^Load$/ }) })
       .first();
     await table.waitFor();
-    await table.locator('th', { hasText: /^TTFT mean ms$/ }).waitFor();
+    await table.locator('th', { hasText: /^TTFT p99 ms$/ }).waitFor();
     assert.ok((await table.locator('tbody tr').count()) >= 4, 'the preview should render a row per level of the seed sweep');
     assert.equal(await preview.locator('p', { hasText: /^\|/ }).count(), 0, 'a table left as text in the preview');
     await wb.screenshot('live-findings-preview-dark');

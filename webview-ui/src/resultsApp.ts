@@ -8,7 +8,7 @@ import { ChartCard, setTheme } from './charts';
 import { button, el, renderTable } from './dom';
 import type { ChartSpec } from './specs';
 import { watchTheme } from './theme';
-import { macroCharts } from './views/macro';
+import { macroCharts, servingTable } from './views/macro';
 import { microCharts } from './views/micro';
 import { budgetChart } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
@@ -181,6 +181,15 @@ export function startResultsApp(app: HTMLElement): void {
       chartsHolder.append(el('p', run.status === 'running' ? 'Waiting for the first results…' : 'This run has no results to draw.', 'empty'));
     const kernels = run.phase === 'profile' ? topKernels(run) : undefined;
     extras.replaceChildren();
+    // The full serving table (the findings document quotes only a few of its columns).
+    const full = run.phase === 'macro' ? servingTable(run) : undefined;
+    if (full) {
+      const section = el('section', undefined, 'card');
+      section.id = 'serving-table';
+      section.append(el('h3', full.title), el('div', undefined, 'table-scroll'));
+      section.lastElementChild!.append(renderTable(full));
+      extras.append(section);
+    }
     if (kernels) {
       const section = el('section', undefined, 'card');
       section.append(el('h3', kernels.title), el('div', undefined, 'table-scroll'));

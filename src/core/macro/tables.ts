@@ -1,5 +1,7 @@
-// How macro results read: the headline, the per-level table and the failures table.
+// How macro results read: the headline, the figures people quote per level (the findings document's
+// table), the full per-level table (the run folder, the results view, the CLI) and the failures table.
 import { MacroLevelSummary } from '../../shared/results';
+import { GOODPUT_COLUMN, SERVING_FIGURE_COLUMNS } from '../../shared/servingColumns';
 import { ResultTable } from '../../shared/table';
 import { cutText, isWholeLevel, limitText } from './levelFlags';
 
@@ -82,22 +84,9 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
           { key: 'mean_output_tokens', label: 'Output tok mean', digits: 0 },
         ]
       : []),
-    { key: 'mean_ttft_ms', label: 'TTFT mean ms', digits: 1 },
-    { key: 'p50_ttft_ms', label: 'TTFT p50', digits: 1 },
-    { key: 'p99_ttft_ms', label: 'TTFT p99', digits: 1 },
-    { key: 'mean_tpot_ms', label: 'TPOT mean ms', digits: 2 },
-    { key: 'p50_tpot_ms', label: 'TPOT p50', digits: 2 },
-    { key: 'p99_tpot_ms', label: 'TPOT p99', digits: 2 },
-    { key: 'mean_itl_ms', label: 'ITL mean ms', digits: 2 },
-    { key: 'p50_itl_ms', label: 'ITL p50', digits: 2 },
-    { key: 'p99_itl_ms', label: 'ITL p99', digits: 2 },
-    { key: 'mean_e2el_ms', label: 'E2EL mean ms', digits: 1 },
-    { key: 'p99_e2el_ms', label: 'E2EL p99', digits: 1 },
-    { key: 'output_throughput', label: 'Output tok/s', digits: 1 },
-    { key: 'total_token_throughput', label: 'Total tok/s', digits: 1 },
-    { key: 'request_throughput', label: 'Req/s', digits: 2 },
+    ...SERVING_FIGURE_COLUMNS,
   ];
-  if (hasGoodput) columns.push({ key: 'request_goodput', label: 'Goodput req/s', digits: 2 });
+  if (hasGoodput) columns.push(GOODPUT_COLUMN);
   columns.push({ key: 'client_cpu', label: 'Client CPU µs/tok', digits: 1 });
   const anyLimited = levels.some((l) => l.limits?.length);
   if (anyLimited) columns.push({ key: 'limited', label: 'Load generator limit', align: 'left' });
@@ -119,6 +108,33 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
     return row;
   });
   return { id: 'macro-levels', title: 'Serving metrics per load level', columns, rows, note };
+}
+
+/**
+ * The figures people quote, one row per level, narrow enough for a document beside the results:
+ * TTFT and TPOT p50/p99, output throughput and goodput (when SLOs were set). Failures and the load
+ * generator's limits are marked on the load; the full table (means, ITL, E2EL, request throughput,
+ * client CPU) is levelTable's, kept in the run folder and the results view.
+ */
+export function quotedFiguresTable(levels: readonly MacroLevelSummary[], note?: string): ResultTable {
+  const hasGoodput = levels.some((l) => num(l.request_goodput) !== null);
+  const anyFailed = levels.some((l) => (num(l.failed) ?? 0) > 0);
+  const columns: ResultTable['columns'] = [
+    { key: 'level', label: 'Load', align: 'left' },
+    ...(anyFailed ? [{ key: 'failed', label: 'Failed', digits: 0 }] : []),
+    { key: 'p50_ttft_ms', label: 'TTFT p50 ms', digits: 1 },
+    { key: 'p99_ttft_ms', label: 'TTFT p99 ms', digits: 1 },
+    { key: 'p50_tpot_ms', label: 'TPOT p50 ms', digits: 2 },
+    { key: 'p99_tpot_ms', label: 'TPOT p99 ms', digits: 2 },
+    { key: 'output_throughput', label: 'Output tok/s', digits: 1 },
+    ...(hasGoodput ? [{ key: 'request_goodput', label: 'Goodput req/s', digits: 2 }] : []),
+  ];
+  const rows = levels.map((l) => {
+    const row: ResultTable['rows'][number] = { level: `${levelRowLabel(l)}${l.limits?.length ? ' ⚠' : ''}` };
+    for (const c of columns) if (c.key !== 'level') row[c.key] = num((l as Record<string, unknown>)[c.key]);
+    return row;
+  });
+  return { id: 'macro-quoted', title: 'Serving figures per load level', columns, rows, note };
 }
 
 /** Failures by reason per level, or undefined when every request completed. */

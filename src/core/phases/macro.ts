@@ -1,6 +1,7 @@
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from '../macro/options';
-import { failureTable, levelFlagLines, levelTable, macroHeadline } from '../macro/tables';
+import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
+import { SERVING_TABLE_FILE, writeServingTable } from '../findings/servingTable';
 import { saturationLines, serverStateTable } from '../macro/serverState';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
@@ -149,6 +150,13 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   } else if (Array.isArray(agent.result.levels)) {
     run.writeResult({ ...agent.result, levels: finals });
   }
+  if (finals.length) {
+    try {
+      writeServingTable(run.dir, finals, METRICS_NOTE);
+    } catch (err) {
+      ctx.log.warn(`macro: the full serving table could not be written to the run folder: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
@@ -159,6 +167,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server));
   return { run, summary, levels: finals, agent };
 }
+
+const METRICS_NOTE = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
 
 function findingsUpdate(
   run: RunFolder,
@@ -196,8 +206,9 @@ function findingsUpdate(
   }
   lines.push(...levelFlagLines(levels));
   lines.push(...saturationLines(levels));
-  const note = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
-  const tables = [levelTable(levels, note)];
+  // The document quotes the figures people cite; the full table (means, ITL, E2EL, req/s, client CPU) is the run folder's and the results view's.
+  const note = `${METRICS_NOTE} The full table (means, ITL, E2E latency, request throughput, client CPU): \`.inference-bench/runs/${run.info.id}/${SERVING_TABLE_FILE}\` and the results view.`;
+  const tables = [quotedFiguresTable(levels, note)];
   const failures = failureTable(levels);
   if (failures) tables.push(failures);
   const state = serverStateTable(levels);

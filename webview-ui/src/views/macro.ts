@@ -1,6 +1,7 @@
 // Macro run charts: throughput vs load, latency percentiles vs load, latency of each request over time.
 import type { MacroLevelSummary, RunSummary } from '../../../src/shared/results';
-import type { TableColumn, TableCell } from '../../../src/shared/table';
+import { GOODPUT_COLUMN, SERVING_FIGURE_COLUMNS } from '../../../src/shared/servingColumns';
+import type { ResultTable, TableColumn, TableCell } from '../../../src/shared/table';
 import type { ChartSpec, Series } from '../specs';
 import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
 
@@ -233,4 +234,29 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
     });
   }
   return charts;
+}
+
+/**
+ * The full serving table of a run, one row per level (the findings document quotes only TTFT and
+ * TPOT p50/p99, throughput and goodput; everything `vllm bench serve` reports is here).
+ */
+export function servingTable(run: RunSummary): ResultTable | undefined {
+  const levels = allLevelsSorted(run);
+  if (!levels.length) return undefined;
+  const goodput = levels.some((l) => finite(l.request_goodput) !== undefined);
+  const columns: TableColumn[] = [
+    { key: 'load', label: loadAxis([run]).key === 'request_rate' ? 'req/s sent' : 'concurrency', digits: loadAxis([run]).key === 'request_rate' ? 2 : 0 },
+    { key: 'state', label: 'level', align: 'left' },
+    { key: 'completed', label: 'OK', digits: 0 },
+    { key: 'failed', label: 'Failed', digits: 0 },
+    { key: 'duration', label: 'Duration s', digits: 2 },
+    ...SERVING_FIGURE_COLUMNS,
+    ...(goodput ? [GOODPUT_COLUMN] : []),
+  ];
+  const rows = levels.map((l) => {
+    const row: Record<string, TableCell> = { load: loadOf(l), state: levelState(l) };
+    for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? null;
+    return row;
+  });
+  return { id: 'macro-serving', title: 'Serving metrics per load level', columns, rows };
 }
