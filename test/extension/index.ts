@@ -10,6 +10,7 @@ interface RunnerEnv {
   INFBENCH_SUMMARY_FILE?: string;
   INFBENCH_EXTENSION_TEST_LOG?: string;
   INFBENCH_FIXTURE_WORKSPACE?: string;
+  INFBENCH_EXTENSION_GREP?: string;
 }
 
 // The activation suite must see the extension before anything else touches it.
@@ -27,7 +28,14 @@ export function run(): Promise<void> {
   if (logFile) Mocha.reporters.Base.consoleLog = (...args: unknown[]) => appendFileSync(logFile, `${format(...args)}\n`);
 
   const repoRoot = resolve(__dirname, '..', '..');
-  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 30_000, reporter: join(repoRoot, 'test', 'support', 'summaryReporter.js') });
+  const grep = process.env.INFBENCH_EXTENSION_GREP;
+  const mocha = new Mocha({
+    ui: 'bdd',
+    color: false,
+    timeout: 30_000,
+    reporter: join(repoRoot, 'test', 'support', 'summaryReporter.js'),
+    ...(grep ? { grep } : {}),
+  });
   const suiteDir = join(__dirname, 'suite');
   const files = (readdirSync(suiteDir, { recursive: true }) as string[])
     .filter((f) => f.endsWith('.test.js'))

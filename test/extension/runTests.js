@@ -27,6 +27,8 @@ async function main() {
     INFBENCH_SUMMARY_FILE: process.env.INFBENCH_SUMMARY_FILE ? resolve(process.env.INFBENCH_SUMMARY_FILE) : join(logDir, 'summary.json'),
     INFBENCH_EXTENSION_TEST_LOG: testLog,
     INFBENCH_EXTENSION_LOG_DIR: logDir,
+    // Only the tests whose full title matches (mocha's --grep), for working on one suite.
+    ...(process.env.INFBENCH_EXTENSION_GREP ? { INFBENCH_EXTENSION_GREP: process.env.INFBENCH_EXTENSION_GREP } : {}),
   };
   // The extension host may not inherit our environment (desktop VS Code strips some, code-server
   // starts it from its server process): the test index reads the same values from this file.

@@ -34,16 +34,35 @@ const MARKDOWN_PREVIEW = 'vscode.markdown.preview.editor';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long VS Code may take to reload a clean document from the file the tool wrote (its watcher reports within a second). */
+const RELOAD_WAIT_MS = 5000;
+
+/** A document's text as the buffer and the file both hold it: line breaks and a byte-order mark aside. */
+const comparable = (text: string) => text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+
 /**
  * Keeps the campaign's findings document filled in while phases run, without ever taking a
- * keystroke from the user: updates are gathered per section for a moment (a sweep sends a row at a
- * time), then each lands as one WorkspaceEdit computed from the document's text at that instant,
- * tried again if the user typed in between. A document no editor holds is edited on disk.
+ * keystroke from the user or saving one they have not saved: updates are gathered per section for a
+ * moment (a sweep sends a row at a time), then each lands
+ * - on disk when the document holds nothing unsaved (closed, or open and clean): the same guarded
+ *   write as the CLI's, and VS Code reloads a clean document from it, so its tab never shows unsaved
+ *   for the tool's own writes;
+ * - in the editor's buffer when the user has unsaved text there: one WorkspaceEdit computed from the
+ *   document's text at that instant, tried again if the user typed in between, and never saved (the
+ *   save would take their unsaved text with it). The file then gets the update once the buffer is
+ *   clean again: saved by the user (the results go with it), or reverted or closed without saving
+ *   (the update is written on disk then). Writing the file while the buffer is dirty would make the
+ *   user's next save stop on "the file is newer".
  * It is the VS Code front end's ResultSink.findings.
  */
 export class FindingsEditor extends Disposable implements Pick<ResultSink, 'findings'> {
   private readonly pending = new Map<string, Pending>();
+  /** Sections written into the document, in the buffer or on disk (a region gone since was deleted by the user). */
   private readonly written = new Set<string>();
+  /** Sections written into the file itself: the buffer may hold some the file does not yet. */
+  private readonly writtenOnDisk = new Set<string>();
+  /** The newest update of each section that went only into a dirty buffer: the file gets it once the buffer is clean or closed. */
+  private readonly owedToDisk = new Map<string, FindingsUpdate>();
   private readonly latestTables = new Map<string, LabeledTable[]>();
   /** The closed document's text as last read or written on disk (a file suddenly empty is not the user's). */
   private lastDiskText?: string;
@@ -60,6 +79,27 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     super();
     // Updates still gathered when the extension goes away are written rather than dropped.
     this._register({ dispose: () => void this.flush() });
+    // A buffer that turns clean (saved, reverted) or is closed lets the owed updates reach the file:
+    // after a save they are already there (the write finds nothing to change); after a revert or a
+    // close without saving they are written now, and VS Code reloads a clean buffer from the file.
+    const settle = (doc: vscode.TextDocument) => {
+      if (this.owedToDisk.size && doc.uri.scheme === 'file' && (doc.isClosed || !doc.isDirty) && this.isOurDocument(doc)) this.payOwed();
+    };
+    this._register(vscode.workspace.onDidChangeTextDocument((e) => settle(e.document)));
+    this._register(vscode.workspace.onDidSaveTextDocument(settle));
+    this._register(vscode.workspace.onDidCloseTextDocument(settle));
+  }
+
+  private isOurDocument(doc: vscode.TextDocument): boolean {
+    const file = this.resolvePath();
+    return !!file && doc.uri.fsPath === vscode.Uri.file(file).fsPath;
+  }
+
+  private payOwed(): void {
+    const owed = [...this.owedToDisk.values()];
+    this.owedToDisk.clear();
+    for (const update of owed)
+      this.queue(update).catch((err: unknown) => this.log.warn(`Could not write "${update.heading || update.sectionId}" to the findings file: ${String(err)}`));
   }
 
   /** The document's path, or an error that says how to get one. */
@@ -226,39 +266,16 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     const now = this.options.now?.() ?? new Date();
     const maxAttempts = this.options.maxAttempts ?? 40;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      const previouslyWritten = this.written.has(update.sectionId);
       const doc = this.openDocument(file);
-      if (!doc) {
-        if (!existsSync(file) && createSkeletonIfAbsent(file)) this.log.info(`Created the findings document ${file}`);
-        // The same guarded write as the CLI's: never over a save in progress, never into a read-only file.
-        let result;
-        try {
-          result = applyUpdateOnDisk(file, update, { now, previouslyWritten, previousText: this.lastDiskText });
-        } catch (err) {
-          // Asked once: a file that stays empty is the user's from the next update on.
-          if (err instanceof FindingsDiskError && err.emptied) this.lastDiskText = undefined;
-          throw err;
-        }
-        this.lastDiskText = result.diskText;
-        this.written.add(update.sectionId);
-        if (result.notice) this.log.warn(result.notice);
+      if (!doc || !doc.isDirty) {
+        const diskText = this.writeOnDisk(file, update, now);
+        if (doc && !doc.isClosed) await this.followDisk(doc, update, diskText, now);
         return;
       }
       // Read, compute and hand the edit over without yielding in between: the edit then carries
       // exactly the version it was computed from, and VS Code refuses it if the user typed since.
-      const version = doc.version;
-      const wasDirty = doc.isDirty;
-      const result = applyFindingsUpdate(doc.getText(), update, { now, previouslyWritten });
-      if (!result.edits.length) return;
-      const edit = new vscode.WorkspaceEdit();
-      for (const e of result.edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
-      const applied = await vscode.workspace.applyEdit(edit);
-      if (applied) {
-        this.written.add(update.sectionId);
-        if (result.notice) this.log.warn(result.notice);
-        // A document that held nothing unsaved is saved again, so the file on disk keeps up;
-        // one the user is editing stays theirs to save.
-        if (!wasDirty && doc.isDirty && doc.version === version + 1) await doc.save();
+      if (await this.editBuffer(doc, update, now)) {
+        this.owedToDisk.set(update.sectionId, update);
         return;
       }
       this.log.debug(`Findings edit for ${update.sectionId} did not apply (the document changed underneath, attempt ${attempt}); trying again.`);
@@ -266,6 +283,69 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     }
     throw new Error(
       `Inference Bench could not write "${update.heading || update.sectionId}" into ${file}: the document kept changing or refused the edit (is it read-only?). The results are in the run folder; run "Inference Bench: Insert Result Here" to add them by hand.`,
+    );
+  }
+
+  /** The same guarded write as the CLI's: never over a save in progress, never into a read-only file. Returns the file's text after it. */
+  private writeOnDisk(file: string, update: FindingsUpdate, now: Date): string {
+    if (!existsSync(file) && createSkeletonIfAbsent(file)) this.log.info(`Created the findings document ${file}`);
+    let result;
+    try {
+      result = applyUpdateOnDisk(file, update, { now, previouslyWritten: this.writtenOnDisk.has(update.sectionId), previousText: this.lastDiskText });
+    } catch (err) {
+      // Asked once: a file that stays empty is the user's from the next update on.
+      if (err instanceof FindingsDiskError && err.emptied) this.lastDiskText = undefined;
+      throw err;
+    }
+    this.lastDiskText = result.diskText;
+    this.written.add(update.sectionId);
+    this.writtenOnDisk.add(update.sectionId);
+    if (result.notice) this.log.warn(result.notice);
+    return result.diskText;
+  }
+
+  /** Applies the update to the buffer as one edit; false when VS Code refused it (the user typed since it was computed). */
+  private async editBuffer(doc: vscode.TextDocument, update: FindingsUpdate, now: Date): Promise<boolean> {
+    const result = applyFindingsUpdate(doc.getText(), update, { now, previouslyWritten: this.written.has(update.sectionId) });
+    if (!result.edits.length) return true;
+    const edit = new vscode.WorkspaceEdit();
+    for (const e of result.edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
+    if (!(await vscode.workspace.applyEdit(edit))) return false;
+    this.written.add(update.sectionId);
+    if (result.notice) this.log.warn(result.notice);
+    return true;
+  }
+
+  /**
+   * Waits until VS Code has reloaded the clean buffer from the file just written, so that the next
+   * update, and the user, see what is on disk. A user who typed before the reload reached the buffer
+   * keeps their text (VS Code reloads no dirty buffer): the update then goes into the buffer too, and
+   * their save will ask whether to overwrite the file, which holds nothing the buffer lacks but their text.
+   */
+  private async followDisk(doc: vscode.TextDocument, update: FindingsUpdate, diskText: string, now: Date): Promise<void> {
+    const same = () => comparable(doc.getText()) === comparable(diskText);
+    if (same()) return;
+    const reloaded = await new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        listening.dispose();
+        resolve(ok);
+      };
+      const listening = vscode.workspace.onDidChangeTextDocument((e) => {
+        if (e.document !== doc) return;
+        if (same()) done(true);
+        else if (doc.isDirty) done(false);
+      });
+      // VS Code hears of the file through its watcher; one that excludes the file never reloads it.
+      const timer = setTimeout(() => done(same()), RELOAD_WAIT_MS);
+    });
+    if (reloaded || doc.isClosed) return;
+    if (doc.isDirty) {
+      for (let attempt = 0; attempt < 10 && !(await this.editBuffer(doc, update, now)); attempt++) await sleep(20);
+      return;
+    }
+    this.log.warn(
+      `VS Code has not reloaded the findings document from disk after ${RELOAD_WAIT_MS / 1000} s (is it excluded by files.watcherExclude?); the file holds the results: File: Revert File shows them.`,
     );
   }
 }

@@ -105,6 +105,8 @@ describe('the findings document in the editor', () => {
 
   it('tries again when the user types between reading the document and applying the edit', async () => {
     const editor = await findings.ensureOpen(undefined, { focus: true });
+    // Unsaved text already there: the update goes into the buffer, where the race is.
+    await typeAt(editor, endOf(editor.document), '\nY');
     const end = editor.document.positionAt(endOf(editor.document));
     editor.selection = new vscode.Selection(end, end);
     // A keystroke sent just before the edit reaches the workbench first, exactly as when the user
@@ -126,12 +128,13 @@ describe('the findings document in the editor', () => {
     }
     assert.ok(refused >= 1 && calls >= 2, `the stale edit was refused and tried again (calls ${calls}, refused ${refused})`);
     const text = editor.document.getText();
-    assert.ok(text.endsWith('Z'), 'the keystroke stayed');
+    assert.ok(text.endsWith('YZ'), 'the keystrokes stayed');
     assert.match(regionContent(text, macroUpdate(1).sectionId), /\| +2 \| +47\.0 \|/);
   });
 
   it('gathers a burst of rows into one edit, so that one undo takes back one batch', async () => {
     const editor = await findings.ensureOpen(undefined, { focus: true });
+    await typeAt(editor, endOf(editor.document), '\nMy note.');
     await findings.update(macroUpdate(1));
     const afterFirst = editor.document.getText();
     const workspace = vscode.workspace as { applyEdit: typeof vscode.workspace.applyEdit };
@@ -152,12 +155,53 @@ describe('the findings document in the editor', () => {
     assert.equal(editor.document.getText(), afterFirst);
   });
 
-  it('saves a document that held nothing unsaved, so the file on disk keeps up', async () => {
+  it('writes the results to the file of a document with nothing unsaved, and its tab never shows unsaved', async () => {
     const editor = await findings.ensureOpen();
-    await findings.update(profileUpdate());
+    const dirtyAt: number[] = [];
+    const watching = vscode.workspace.onDidChangeTextDocument((e) => {
+      if (e.document === editor.document && e.document.isDirty) dirtyAt.push(e.document.version);
+    });
+    try {
+      await findings.update(macroUpdate(2));
+      await findings.update(profileUpdate());
+    } finally {
+      watching.dispose();
+    }
+    assert.deepEqual(dirtyAt, [], 'the tab showed unsaved (●) while the tool wrote');
     assert.equal(editor.document.isDirty, false);
-    assert.equal(readFileSync(file, 'utf8'), editor.document.getText());
     assert.match(readFileSync(file, 'utf8'), /\| all-reduce \| +11\.17 \| +51\.5 \|/);
+    assert.equal(editor.document.getText(), readFileSync(file, 'utf8'), 'the editor shows what the file holds');
+  });
+
+  it("never saves the user's unsaved text; the results reach the file when the user discards it", async () => {
+    const editor = await findings.ensureOpen(undefined, { focus: true });
+    await typeAt(editor, endOf(editor.document), '\nDraft, not to be saved');
+    await findings.update(profileUpdate());
+    assert.ok(editor.document.getText().includes('all-reduce'), 'the results are in the editor at once');
+    assert.ok(editor.document.getText().includes('Draft, not to be saved'));
+    assert.ok(editor.document.isDirty, 'the draft is still unsaved');
+    assert.ok(!readFileSync(file, 'utf8').includes('Draft'), 'the draft was saved without the user');
+    // The user discards the draft (File: Revert File): the results must not go with it.
+    await vscode.commands.executeCommand('workbench.action.files.revert');
+    const onDisk = await waitFor('the results in the file', () => {
+      const text = readFileSync(file, 'utf8');
+      return text.includes('all-reduce') ? text : undefined;
+    });
+    assert.ok(!onDisk.includes('Draft'));
+    await waitFor('the editor to show the file', () => editor.document.getText() === onDisk && !editor.document.isDirty);
+  });
+
+  it("results that landed beside the user's unsaved text reach the file with the user's own save", async () => {
+    const editor = await findings.ensureOpen(undefined, { focus: true });
+    await typeAt(editor, endOf(editor.document), '\nKept.');
+    await findings.update(macroUpdate(3));
+    assert.ok(!readFileSync(file, 'utf8').includes('Serving by concurrency'), 'nothing written behind the dirty editor');
+    assert.ok(await editor.document.save());
+    const text = readFileSync(file, 'utf8');
+    assert.ok(text.includes('Kept.') && text.includes('Serving by concurrency'));
+    await findings.update(macroUpdate(4));
+    assert.equal(editor.document.isDirty, false, 'the next update goes to the file of the clean document');
+    assert.match(regionContent(readFileSync(file, 'utf8'), macroUpdate(1).sectionId), /\| +4 \| +54\.0 \|/);
   });
 
   it('leaves a region the user edited as theirs and writes a fresh one below it', async () => {
