@@ -66,7 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("status", "stop", "start"))
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds per HTTP request")
-    parser.add_argument("--profiler-dir", default=None, help="status: also give the recipe with the torch profiler writing here")
+    parser.add_argument(
+        "--profiler-dir",
+        default=None,
+        help="status: also give the recipe with the torch profiler writing here (auto: a new folder in the agent's cache)",
+    )
     parser.add_argument("--profile-delay-iterations", type=int, default=0, help="status: engine steps the profiler skips first (vLLM)")
     parser.add_argument("--profile-max-iterations", type=int, default=0, help="status: engine steps the profiler records at most (vLLM)")
     parser.add_argument("--pid", type=int, default=None, help="stop: the server's pid")
@@ -333,6 +337,8 @@ def status(url: str, timeout: float, api_key: Optional[str], trace_dir: Optional
     if server.get("simulated") and not server.get("mimic"):
         recipe["simulated_plain"] = True
     result["estimate_s"] = last_start_s(recipe)
+    if trace_dir == "auto":
+        trace_dir = os.path.join(cache_dir(), "traces", time.strftime("%Y%m%d-%H%M%S"))
     if trace_dir:
         changed, change = profiler_recipe(recipe, trace_dir, delay, max_iterations)
         result["profiler_recipe"], result["profiler_change"] = changed, change

@@ -1,0 +1,276 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Target } from '../config/target';
+import { Logger } from '../log';
+import { AgentLog, writeAtomic } from '../runs/runFolder';
+import { AgentEvent, ServerControlResult, ServerRecipe, ServerStage } from '../../remote/agentProtocol';
+import { DeployedAgent } from '../../remote/agentDeploy';
+import { Transport } from '../../remote/transport';
+import { AgentRunOutcome, runAgentCommand } from '../phases/agentRun';
+import { recipeDifferences, sameRecipe, startCommand, stopCommand } from './recipe';
+
+/** What the server's lifecycle needs of a phase's context. */
+export interface ServerContext {
+  target: Target;
+  transport: Transport;
+  agent: DeployedAgent;
+  workspace: string;
+  log: Logger;
+  apiKey?: string;
+}
+
+/** One step of a change the user is asked about: the exact commands and what they change. */
+export interface ServerStep {
+  kind: 'stop' | 'restart' | 'restore';
+  title: string;
+  commands: string[];
+  changes: string[];
+  /** Seconds the last start of the recipe to be started took on this host, when known. */
+  estimateS?: number | null;
+}
+
+/** Asks the user; true only on an explicit yes. */
+export type Consent = (step: ServerStep) => Promise<boolean>;
+
+/** The server's start-up as it goes: a stage reached, or one line of its log. */
+export interface ServerProgress {
+  stage?: ServerStage;
+  line?: string;
+  message: string;
+  elapsedS?: number;
+  estimateS?: number | null;
+}
+
+/** Where a change stands; anything but `adopted` and `restored` means the original is not running. */
+export type ServerChangeState = 'adopted' | 'stopped' | 'starting' | 'changed' | 'restoring' | 'restored' | 'failed';
+
+/** change.json: kept before anything is stopped, updated at every step, so a lost connection leaves it. */
+export interface ServerChangeRecord {
+  target: string;
+  url: string;
+  purpose: string;
+  state: ServerChangeState;
+  /** The recipe as adopted before any change: what restoring starts again. */
+  original: ServerRecipe;
+  /** What runs now, when the tool started it. */
+  running?: ServerRecipe;
+  history: { at: string; state: ServerChangeState; note?: string }[];
+}
+
+export class ServerControlError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+const STOP_TIMEOUT_S = 60;
+
+/** The folder of the workspace's server changes, `<workspace>/.inference-bench/server`. */
+export function serverChangesRoot(workspace: string): string {
+  return join(workspace, '.inference-bench', 'server');
+}
+
+/** Changes of this target's server that were not put back (a lost connection, a crash), newest first. */
+export function pendingServerChanges(workspace: string, target: string): { dir: string; record: ServerChangeRecord }[] {
+  const root = serverChangesRoot(workspace);
+  if (!existsSync(root)) return [];
+  const out: { dir: string; record: ServerChangeRecord }[] = [];
+  for (const name of readdirSync(root).sort().reverse()) {
+    try {
+      const record = JSON.parse(readFileSync(join(root, name, 'change.json'), 'utf8')) as ServerChangeRecord;
+      if (record.target === target && record.state !== 'adopted' && record.state !== 'restored') out.push({ dir: join(root, name), record });
+    } catch {
+      // not a change folder, or one being written
+    }
+  }
+  return out;
+}
+
+/**
+ * One change of a target's server, from adopting its recipe to putting the original back. Every
+ * agent call it makes is logged in its folder (events.jsonl per step), and change.json says where the
+ * change stands, so that Cancel, a failure or the next connection can restore the original.
+ */
+export class ServerChange {
+  private steps = 0;
+
+  private constructor(
+    private readonly ctx: ServerContext,
+    readonly dir: string,
+    readonly record: ServerChangeRecord,
+  ) {}
+
+  /**
+   * Adopts the running server's recipe (and, with `profilerDir`, the same recipe with the profiler on)
+   * and keeps it in a new change folder before anything is changed.
+   */
+  static async adopt(
+    ctx: ServerContext,
+    purpose: string,
+    options: { profilerDir?: string; delayIterations?: number; maxIterations?: number; signal?: AbortSignal } = {},
+  ): Promise<{ change: ServerChange; status: ServerControlResult }> {
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
+    const dir = join(serverChangesRoot(ctx.workspace), `${stamp}-${ctx.target.name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
+    mkdirSync(dir, { recursive: true });
+    const args = ['--url', ctx.target.serverUrl];
+    if (options.profilerDir) args.push('--profiler-dir', options.profilerDir);
+    if (options.delayIterations) args.push('--profile-delay-iterations', String(options.delayIterations));
+    if (options.maxIterations) args.push('--profile-max-iterations', String(options.maxIterations));
+    const pending = new ServerChange(ctx, dir, undefined as unknown as ServerChangeRecord);
+    const outcome = await pending.call('status', args, options.signal);
+    const status = outcome.result!;
+    if (!status.recipe) {
+      throw new ServerControlError(
+        `No server process was found behind ${ctx.target.serverUrl} on ${ctx.transport.label}: ` +
+          (status.running
+            ? 'it answers, but its process is not visible from where the agent runs (another container or user). Run the agent where the server runs (--prefix "docker exec -i NAME"), or stop and start it yourself.'
+            : 'nothing answers there. Start the server first.'),
+        'no_recipe',
+      );
+    }
+    const record: ServerChangeRecord = {
+      target: ctx.target.name,
+      url: ctx.target.serverUrl,
+      purpose,
+      state: 'adopted',
+      original: status.recipe,
+      history: [{ at: new Date().toISOString(), state: 'adopted' }],
+    };
+    const change = new ServerChange(ctx, dir, record);
+    change.steps = pending.steps;
+    change.save('adopted');
+    writeAtomic(join(dir, 'original-recipe.json'), JSON.stringify(status.recipe, null, 2));
+    return { change, status };
+  }
+
+  /** Opens a change a previous session left (for restoring it). */
+  static open(ctx: ServerContext, dir: string): ServerChange {
+    const change = new ServerChange(ctx, dir, JSON.parse(readFileSync(join(dir, 'change.json'), 'utf8')) as ServerChangeRecord);
+    change.steps = readdirSync(dir).filter((name) => /^\d+-/.test(name)).length;
+    return change;
+  }
+
+  /** The consent step for stopping the adopted server. */
+  stopStep(): ServerStep {
+    const original = this.record.original;
+    return {
+      kind: 'stop',
+      title: `Stop the server on ${this.ctx.target.name} (pid ${original.identity?.pid ?? '?'}) for ${this.record.purpose}, and start it again afterwards`,
+      commands: [stopCommand(original, STOP_TIMEOUT_S), startCommand(original)],
+      changes: ['the server does not answer until it is started again', `its original recipe is kept in ${join(this.dir, 'original-recipe.json')}`],
+    };
+  }
+
+  /** The consent step for restarting the adopted server as `changed`. */
+  restartStep(changed: ServerRecipe, estimateS?: number | null): ServerStep {
+    const original = this.record.original;
+    return {
+      kind: 'restart',
+      title: `Restart the server on ${this.ctx.target.name} (pid ${original.identity?.pid ?? '?'}) for ${this.record.purpose}, then put the original back`,
+      commands: [stopCommand(original, STOP_TIMEOUT_S), startCommand(changed), `afterwards: ${startCommand(original)}`],
+      changes: recipeDifferences(original, changed),
+      estimateS,
+    };
+  }
+
+  /** Stops the adopted server (its identity checked on the host); the caller has the user's yes. */
+  async stop(onProgress?: (p: ServerProgress) => void): Promise<void> {
+    const recipe = this.record.running ?? this.record.original;
+    await this.stopRecipe(recipe, onProgress);
+    this.record.running = undefined;
+    this.save('stopped');
+  }
+
+  private async stopRecipe(recipe: ServerRecipe, onProgress?: (p: ServerProgress) => void): Promise<void> {
+    if (!recipe.identity) throw new ServerControlError('The server process has no known identity (pid and start time): nothing was stopped.');
+    await this.call(
+      'stop',
+      [
+        '--url',
+        recipe.url,
+        '--pid',
+        String(recipe.identity.pid),
+        '--start-ticks',
+        String(recipe.identity.start_ticks),
+        '--argv-json',
+        JSON.stringify(recipe.argv),
+        '--stop-timeout',
+        String(STOP_TIMEOUT_S),
+      ],
+      undefined,
+      onProgress,
+    );
+  }
+
+  /**
+   * Starts `recipe` and waits until it answers /health and /v1/models. Cancel (the signal) ends the
+   * half-started server on the host; the caller then restores.
+   */
+  async start(recipe: ServerRecipe, options: { signal?: AbortSignal; onProgress?: (p: ServerProgress) => void } = {}): Promise<ServerControlResult> {
+    this.save('starting');
+    const outcome = await this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, options.onProgress);
+    const result = outcome.result!;
+    this.record.running = result.recipe ?? undefined;
+    this.save(sameRecipe(recipe, this.record.original) ? 'restored' : 'changed');
+    return result;
+  }
+
+  /**
+   * Puts the original back: stops what the tool started (by its identity), then starts the original.
+   * Nothing is done when the original already runs. Never takes the run's signal: a restore is not cancelled.
+   */
+  async restore(onProgress?: (p: ServerProgress) => void): Promise<void> {
+    this.save('restoring');
+    const status = (await this.call('status', ['--url', this.record.url])).result!;
+    const now = status.recipe;
+    if (now && sameRecipe(now, this.record.original)) {
+      this.record.running = now;
+      this.save('restored', 'the original was already running');
+      return;
+    }
+    try {
+      if (now) await this.stopRecipe(now, onProgress);
+      await this.start(this.record.original, { onProgress });
+    } catch (err) {
+      this.save('failed', err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+  }
+
+  private save(state: ServerChangeState, note?: string): void {
+    if (!this.record) return;
+    this.record.state = state;
+    if (this.record.history.at(-1)?.state !== state || note) this.record.history.push({ at: new Date().toISOString(), state, ...(note ? { note } : {}) });
+    writeAtomic(join(this.dir, 'change.json'), JSON.stringify(this.record, null, 2));
+  }
+
+  /** One agent `server` call, logged in its own step folder; a failure throws with the agent's words. */
+  private async call(
+    action: 'status' | 'stop' | 'start',
+    args: string[],
+    signal?: AbortSignal,
+    onProgress?: (p: ServerProgress) => void,
+  ): Promise<AgentRunOutcome<'server'>> {
+    const step = join(this.dir, `${++this.steps}-${action}`);
+    mkdirSync(step, { recursive: true });
+    const onEvent = (event: AgentEvent) => {
+      if (event.type === 'server.state') onProgress?.({ stage: event.stage, message: event.message, elapsedS: event.elapsed_s, estimateS: event.estimate_s });
+      else if (event.type === 'server.log') onProgress?.({ stage: event.stage, line: event.line, message: event.line });
+      else if (event.type === 'log') this.ctx.log[event.level](`server: ${event.message}`);
+    };
+    const outcome = await runAgentCommand(this.ctx.transport, this.ctx.agent, 'server', [action, ...args], new AgentLog(step), {
+      signal,
+      onEvent,
+      apiKey: this.ctx.apiKey,
+    });
+    if (outcome.status !== 'completed' || !outcome.result) {
+      const first = outcome.errors[0];
+      const words = first ? `${first.message}${first.hint ? ` — ${first.hint}` : ''}` : (outcome.reason ?? outcome.status);
+      throw new ServerControlError(`server ${action} on ${this.ctx.transport.label}: ${words}`, first?.code ?? outcome.status);
+    }
+    return outcome;
+  }
+}

@@ -1,0 +1,237 @@
+import * as assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PhaseContext } from '../../src/core/campaign/phaseContext';
+import { Target } from '../../src/core/config/target';
+import { silentLogger } from '../../src/core/log';
+import { runProfilePhase } from '../../src/core/phases/profile';
+import { withProfilerServer, withServerStopped } from '../../src/core/server/phaseServer';
+import {
+  pendingServerChanges,
+  ServerChange,
+  ServerChangeRecord,
+  ServerContext,
+  ServerControlError,
+  ServerProgress,
+  ServerStep,
+} from '../../src/core/server/serverChange';
+import { bundledAgentPath, deployAgent } from '../../src/remote/agentDeploy';
+import { ServerRecipe } from '../../src/remote/agentProtocol';
+import { openTransport } from '../../src/remote/openTransport';
+import { Transport } from '../../src/remote/transport';
+import { freePort, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+
+// The server's lifecycle over a real SSH connection (a private sshd on loopback) against real
+// processes: the simulator mimicking vLLM 0.16, started as a user would with a short start-up
+// (weights, CUDA graphs, ready, in vLLM's words), adopted, stopped, restarted with the profiler and
+// put back by the agent. What the user checks: the server's command line before and after.
+
+const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
+const STARTUP_S = '1.5';
+
+/** What /proc says the process listening on the port runs, as the user would read it with ps. */
+function listening(port: number): { pid: number; argv: string[] } | undefined {
+  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+  const pid = /pid=(\d+)/.exec(out)?.[1];
+  if (!pid) return undefined;
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  return { pid: Number(pid), argv };
+}
+
+async function health(url: string): Promise<number | undefined> {
+  try {
+    return (await fetch(`${url}/health`)).status;
+  } catch {
+    return undefined;
+  }
+}
+
+describe('the server lifecycle over SSH: adopt, stop, restart with the profiler, restore', function () {
+  this.timeout(120_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ib-server-'));
+  let sshd: Sshd;
+  let sshConfig: string;
+  let transport: Transport;
+  let ctx: ServerContext;
+  let port: number;
+  let url: string;
+  let originalArgv: string[];
+
+  before(async () => {
+    const key = makeKey(dir, 'client');
+    sshd = await startSshd({ authorizedKeys: [key.publicLine] });
+    sshConfig = writeClientConfig(
+      join(dir, 'client-config'),
+      { gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'] },
+      [sshd.knownHostsLine],
+    ).configFile;
+  });
+  after(async () => sshd?.stop());
+
+  beforeEach(async () => {
+    port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    // The user's server: started outside the tool, in a session of its own, as from their shell.
+    const proc = spawn('python3', ['-u', 'simulator/vllm_sim.py', '--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], {
+      stdio: 'ignore',
+      detached: true,
+    });
+    proc.unref();
+    const deadline = Date.now() + 20_000;
+    while ((await health(url)) !== 200) {
+      if (Date.now() > deadline) throw new Error('the simulator did not start');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    originalArgv = listening(port)!.argv;
+    const target: Target = { name: 'gpubox', kind: 'ssh', host: 'gpubox', serverUrl: url, python: 'python3' };
+    transport = await openTransport({ ...target, configFile: sshConfig, home: dir });
+    const agent = await deployAgent(transport, bundledAgentPath(), target.python);
+    ctx = { target, transport, agent, workspace: dir, log: silentLogger };
+  });
+
+  afterEach(async () => {
+    await transport?.close();
+    // Whatever serves the port now is this test's (the original or the tool's restart of it).
+    const left = listening(port);
+    if (left) process.kill(left.pid, 'SIGKILL');
+  });
+
+  it('stops the server for micro after a yes that shows the exact pid, and starts the same command again', async () => {
+    const before = listening(port)!;
+    const asked: ServerStep[] = [];
+    const progress: ServerProgress[] = [];
+    const { value: duringMicro, change } = await withServerStopped(
+      ctx,
+      'micro',
+      {
+        consent: async (step) => {
+          asked.push(step);
+          return true;
+        },
+        onProgress: (p) => progress.push(p),
+      },
+      async () => ({ health: await health(url), listening: listening(port) }),
+    );
+    assert.equal(asked.length, 1);
+    assert.match(asked[0].commands[0], new RegExp(`^kill -TERM ${before.pid} `));
+    assert.equal(duringMicro.health, undefined, 'nothing answers while micro runs');
+    assert.equal(duringMicro.listening, undefined);
+
+    const after = listening(port)!;
+    assert.deepEqual(after.argv, originalArgv, 'the same command line runs again');
+    assert.notEqual(after.pid, before.pid);
+    assert.equal(await health(url), 200);
+    // The start-up log came through in vLLM's words, stage by stage.
+    assert.ok(progress.some((p) => p.line?.includes('Loading weights took')));
+    for (const stage of ['stopped', 'starting', 'weights', 'cuda_graphs', 'ready'] as const)
+      assert.ok(
+        progress.some((p) => p.stage === stage),
+        `no ${stage} stage`,
+      );
+    const record = JSON.parse(readFileSync(join(change.dir, 'change.json'), 'utf8')) as ServerChangeRecord;
+    assert.equal(record.state, 'restored');
+    assert.deepEqual(
+      record.history.map((h) => h.state),
+      ['adopted', 'stopped', 'restoring', 'starting', 'restored'],
+    );
+    assert.ok(existsSync(join(change.dir, 'original-recipe.json')));
+  });
+
+  it('leaves the server running when the stop is not agreed to', async () => {
+    const before = listening(port)!;
+    await assert.rejects(
+      withServerStopped(ctx, 'micro', { consent: async () => false }, async () => assert.fail('micro ran without a yes')),
+      (err: ServerControlError) => err.code === 'declined',
+    );
+    assert.equal(listening(port)!.pid, before.pid);
+  });
+
+  it('restarts with the profiler flag of vLLM 0.16, profiles through it, and puts the original back', async () => {
+    let during: { argv: string[] } | undefined;
+    let step: ServerStep | undefined;
+    const { value: profile } = await withProfilerServer(
+      ctx,
+      'profile',
+      {
+        profilerDir: join(dir, 'traces'),
+        consent: async (s) => {
+          step = s;
+          return true;
+        },
+      },
+      async () => {
+        during = listening(port);
+        const phase: PhaseContext = { ...ctx, sink: { runChanged: () => undefined, findings: () => undefined } };
+        return runProfilePhase(phase, { concurrency: 1, outputLen: 8 });
+      },
+    );
+    const config = JSON.stringify({ profiler: 'torch', torch_profiler_dir: join(dir, 'traces') });
+    assert.deepEqual(step!.changes, [`adds --profiler-config '${config}'`]);
+    assert.deepEqual(during!.argv, [...originalArgv, '--profiler-config', config], 'the server ran with the profiler flag');
+    assert.equal(profile.summary.status, 'completed', profile.summary.reason);
+    assert.ok(profile.traces.length > 0, 'traces were written by the restarted server');
+    assert.deepEqual(listening(port)!.argv, originalArgv, 'the original command line is back');
+    assert.equal(await health(url), 200);
+  });
+
+  it('Cancel during the restart ends the half-started server and puts the original back', async () => {
+    const abort = new AbortController();
+    let sawStart = false;
+    await assert.rejects(
+      withProfilerServer(
+        ctx,
+        'profile',
+        {
+          profilerDir: join(dir, 'traces'),
+          signal: abort.signal,
+          consent: async () => true,
+          onProgress: (p) => {
+            // The profiler server is loading its weights: the user presses Cancel.
+            if (p.stage === 'weights' && !sawStart) {
+              sawStart = true;
+              abort.abort();
+            }
+          },
+        },
+        async () => assert.fail('the phase ran after Cancel'),
+      ),
+      (err: ServerControlError) => err.code === 'cancelled',
+    );
+    assert.ok(sawStart);
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+    assert.equal(await health(url), 200);
+    assert.deepEqual(pendingServerChanges(dir, 'gpubox'), [], 'nothing left to restore');
+  });
+
+  it('a start that fails on a bad flag says the log tail, and the original is put back', async () => {
+    const { change } = await ServerChange.adopt(ctx, 'a bad flag');
+    await change.stop();
+    const bad: ServerRecipe = { ...change.record.original, argv: [...change.record.original.argv, '--no-such-flag'] };
+    await assert.rejects(change.start(bad), (err: ServerControlError) => {
+      assert.equal(err.code, 'server_start_failed');
+      assert.match(err.message, /exited with code 2 while starting/);
+      assert.match(err.message, /unrecognized arguments: --no-such-flag/);
+      return true;
+    });
+    await change.restore();
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+  });
+
+  it('a connection lost after the stop leaves a record, and the next connection restores from it', async () => {
+    const { change } = await ServerChange.adopt(ctx, 'micro');
+    await change.stop();
+    await transport.close();
+    assert.equal(listening(port), undefined);
+
+    const pending = pendingServerChanges(dir, 'gpubox');
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0].record.state, 'stopped');
+    transport = await openTransport({ ...ctx.target, configFile: sshConfig, home: dir } as Target & { configFile: string; home: string });
+    const agent = await deployAgent(transport, bundledAgentPath(), 'python3');
+    await ServerChange.open({ ...ctx, transport, agent }, pending[0].dir).restore();
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+    assert.deepEqual(pendingServerChanges(dir, 'gpubox'), []);
+  });
+});
