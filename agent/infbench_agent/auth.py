@@ -37,14 +37,10 @@ _TOKEN_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,})\b")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--api-key",
-        default=None,
-        help="bearer token for a server started with --api-key; default from " "the environment: INFBENCH_API_KEY, else OPENAI_API_KEY",
-    )
-    p.add_argument(
-        "--api-key-stdin", action="store_true", help="read the API key from the first line of stdin (keeps it off the host's process list)"
-    )
+    """The key's flags as the options table defines them (options.py), for a command with options of its own."""
+    from infbench_agent import options  # imported here: options imports models, which imports this module
+
+    options.add_key_arguments(p)
 
 
 def resolve_api_key(args: argparse.Namespace) -> Optional[str]:

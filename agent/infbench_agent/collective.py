@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from infbench_agent import auth, events
+from infbench_agent import auth, events, options
 from infbench_agent.events import AgentError
 from infbench_agent.micro_allreduce import (
     SAFE_ENV,
@@ -50,8 +50,8 @@ from infbench_agent.micro_allreduce import (
 from infbench_agent.micro_guard import GpuOccupancy, check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
-DEFAULT_M = "1,2,4,8,16,32,64,128,256"
-CPU_M = "1,4,16"
+DEFAULT_M = options.DEFAULT_M
+CPU_M = options.CPU_M
 # A rank that dies leaves the others waiting in a collective; the rendezvous itself waits this long for every host.
 RENDEZVOUS_TIMEOUT_S = 120
 # After a rank fails, how long the others may take to report that they lost it before they are stopped.
@@ -59,32 +59,7 @@ FAILURE_GRACE_S = 1.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "All-reduce and all-to-all across hosts (one agent per host), through torch.distributed's env:// rendezvous."
-    p.add_argument("--plan", action="store_true", help="only print the decode-step message sizes and a free rendezvous port (no PyTorch)")
-    p.add_argument("--model", help="a preset, a model folder, or a Hugging Face id in the host's cache (for --plan)")
-    p.add_argument("--config", help="the model's config.json (or its folder) (for --plan)")
-    p.add_argument("--server-url", help="find the model through this server's /v1/models (for --plan)")
-    auth.add_arguments(p)
-    p.add_argument("--hidden", type=int, default=0, help="hidden size when no model is given (for --plan)")
-    p.add_argument("--top-k", type=int, default=0, help="experts per token when no model is given (for --plan)")
-    p.add_argument("--m", default=None, help=f"token counts M of a decode step (default {DEFAULT_M}; {CPU_M} on a CPU)")
-    p.add_argument("--cpu", action="store_true", help="plan for a CPU run (short M list)")
-    p.add_argument("--world-size", type=int, default=1, help="ranks on all hosts together (--plan with 0: only count this host's)")
-    p.add_argument("--master-addr", default="127.0.0.1", help="the first host's address as the other hosts reach it")
-    p.add_argument("--master-port", type=int, default=0, help="the rendezvous port on the first host (from --plan)")
-    p.add_argument("--node-rank", type=int, default=0, help="this host's place in the cluster (0 = the first host)")
-    p.add_argument("--rank-offset", type=int, default=0, help="global rank of this host's first process")
-    p.add_argument("--local-ranks", type=int, default=0, help="processes on this host (default: one per GPU; 2 on a CPU)")
-    p.add_argument("--backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
-    p.add_argument("--device", default="auto", help="auto, cuda or cpu")
-    p.add_argument("--ops", default="allreduce,alltoall", help="collectives to time (default allreduce,alltoall)")
-    p.add_argument("--ar-sizes", default="", help="all-reduce message bytes, comma-separated (from --plan)")
-    p.add_argument("--a2a-sizes", default="", help="all-to-all bytes per rank, comma-separated (from --plan)")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats per point; the median is reported")
-    p.add_argument("--allow-busy", action="store_true", help="run even when this host's GPUs' memory is mostly taken (--plan)")
-    p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
-    # Internal: one rank, started by the launcher with torchrun's variables.
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    options.add_arguments(p, "collective")
 
 
 def parse_sizes(text: str, flag: str) -> list[int]:

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, List, Optional, Tuple
 
-from infbench_agent import auth, events
+from infbench_agent import auth, events, options
 from infbench_agent.loadgen_http import Endpoint
 from infbench_agent.loadgen_metrics import parse_slos
 from infbench_agent.macro_drive import Cancel, raise_open_file_limit
@@ -53,75 +53,7 @@ VLLM_FIELD_NOTES = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", default="http://127.0.0.1:8000", help="the server's base URL as seen from this host")
-    p.add_argument("--model", default=None, help="model name; default: the first one /v1/models lists")
-    auth.add_arguments(p)
-    p.add_argument("--api", choices=("completions", "chat"), default="completions")
-    p.add_argument("--concurrency", default="1", help="comma-separated levels, e.g. 1,8,32 (closed loop)")
-    p.add_argument(
-        "--request-rate", default=None, help="comma-separated request rates per second (open loop, gamma arrivals); 'inf' sends all at once"
-    )
-    p.add_argument("--max-concurrency", type=int, default=None, help="cap on requests in flight in request-rate mode")
-    p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape of the arrival gaps; 1 = Poisson")
-    p.add_argument(
-        "--requests", type=int, default=None, help="requests per level (default: max(8, 4 x concurrency), or 10 s worth in rate mode)"
-    )
-    p.add_argument("--duration", type=float, default=None, help="seconds per level instead of a request count")
-    p.add_argument("--input-len", type=int, default=256, help="prompt tokens (random prompts, calibrated with /tokenize)")
-    p.add_argument("--output-len", type=int, default=128, help="max_tokens for each request")
-    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS instead of output-len")
-    p.add_argument(
-        "--range-ratio",
-        "--random-range-ratio",
-        dest="range_ratio",
-        type=float,
-        default=0.0,
-        help="random prompts: each request's prompt and output lengths drawn uniformly from "
-        "[len * (1 - r), len * (1 + r)], 0 <= r < 1, as vllm bench serve --random-range-ratio",
-    )
-    p.add_argument(
-        "--prompts-file",
-        default=None,
-        help='JSONL of prompts: {"prompt": ...} or {"messages": [...]}, '
-        'optional "output_len" (the same as --dataset-name jsonl --dataset-path FILE)',
-    )
-    p.add_argument(
-        "--dataset-name",
-        choices=("random", "jsonl", "sharegpt"),
-        default=None,
-        help="random prompts (default), a JSONL of prompts, or ShareGPT conversations (vllm bench serve's "
-        "sharegpt); default with --dataset-path: told from the file (a JSON list is ShareGPT)",
-    )
-    p.add_argument("--dataset-path", default=None, help="the dataset file on this host")
-    p.add_argument(
-        "--sharegpt-output-len",
-        type=int,
-        default=None,
-        help="ShareGPT: output tokens of every request instead of each conversation's second turn",
-    )
-    p.add_argument("--warmup", type=int, default=2, help="requests sent and discarded before the first level")
-    p.add_argument("--seed", type=int, default=None, help="prompt seed; default random, so runs never share a prefix")
-    p.add_argument("--percentiles", default="50,90,99")
-    p.add_argument("--goodput", default=None, help="SLOs in ms for goodput, e.g. 'ttft:500 tpot:50'")
-    p.add_argument(
-        "--request-timeout",
-        type=float,
-        default=600.0,
-        help="seconds a request may take from send to its last token before it counts as failed (timeout)",
-    )
-    p.add_argument(
-        "--stall-timeout",
-        type=float,
-        default=60.0,
-        help="seconds a stream may send nothing before it fails as stalled (a request still waiting for its first "
-        "token only while every stream is silent, so a queue is no stall); 0 turns it off",
-    )
-    p.add_argument("--workers", default="auto", help="load-generator processes per level: auto or a number")
-    p.add_argument("--streams-per-worker", type=int, default=96, help="with --workers auto: in-flight streams per process")
-    p.add_argument("--update-interval", type=float, default=1.0, help="seconds between running aggregates")
-    p.add_argument("--no-request-events", action="store_true", help="do not emit one event per request")
-    p.add_argument("--no-tokenize", action="store_true", help="skip /tokenize calibration (assume 1 token per word)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    options.add_arguments(p, "macro")
 
 
 def parse_levels(text: Optional[str], kind: type, what: str) -> List:

@@ -13,60 +13,24 @@ import platform
 import sys
 from typing import Any, Optional, cast
 
-from infbench_agent import auth, events
+from infbench_agent import auth, events, options
 from infbench_agent.events import AgentError
 from infbench_agent.micro_allreduce import annotate, doubling_sizes, run_allreduce, worker_main
 from infbench_agent.micro_guard import check_gpus, describe, read_occupancy
 from infbench_agent.models import GemmShape, ModelError, ModelInfo, gemm_shapes, parse_shape, preset_names, resolve_model
 
 MIB = 1024 * 1024
-DEFAULT_M = "1,2,4,8,16,32,64,128,256"
+DEFAULT_M = options.DEFAULT_M
 # On a CPU the figures show the code path, not a GPU's: a short sweep of the decode-step shapes, so
 # that a CPU-only run takes seconds, not the minutes the big shapes (LM head, dense MLP) would.
-CPU_M = "1,4,16"
+CPU_M = options.CPU_M
 CPU_MAX_WEIGHTS = 8 * 1024 * 1024
 CPU_REPEATS = 3
-PARTS = ("peak", "gemm", "launch", "allreduce")
+PARTS = options.MICRO_PARTS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "Micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead."
-    p.add_argument("--model", help=f"a preset ({', '.join(preset_names())}), a model folder, or a Hugging Face id in the host's cache")
-    p.add_argument("--config", help="the model's config.json (or its folder)")
-    p.add_argument("--server-url", help="find the model through this server's /v1/models when no --model/--config is given")
-    auth.add_arguments(p)
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size the shapes are split by (default 1)")
-    p.add_argument("--m", default=None, help=f"token counts M to sweep (default {DEFAULT_M}; {CPU_M} on a CPU)")
-    p.add_argument("--shape", action="append", default=[], help="an extra GEMM NAME=NxK (repeatable); with no model, the only shapes")
-    p.add_argument("--only", action="append", default=[], help="keep only shapes whose name contains this (repeatable)")
-    p.add_argument(
-        "--dtype",
-        default="auto",
-        choices=["auto", "bf16", "fp16", "fp32", "fp8", "int4"],
-        help="GEMM weights: auto follows the model (int4 -> Marlin, fp8 -> scaled_mm, else its dtype)",
-    )
-    p.add_argument("--group-size", type=int, default=0, help="int4 quantization group size (default: the model's, else 128)")
-    p.add_argument("--device", default="auto", help="auto (a GPU when one is there), cuda, cuda:N or cpu")
-    p.add_argument("--allow-busy", action="store_true", help="run even when the GPUs' memory is mostly taken, sized to what is free")
-    p.add_argument("--busy-threshold", type=float, default=0.5, help="fraction of GPU memory in use that counts as busy (default 0.5)")
-    p.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
-    p.add_argument(
-        "--repeats", type=int, default=None, help=f"timed repeats per point; the median is reported (default 10; {CPU_REPEATS} on a CPU)"
-    )
-    p.add_argument("--launch-kernels", type=int, default=1000, help="kernels per launch-overhead sample (default 1000)")
-    p.add_argument("--ar-world-size", type=int, default=0, help="all-reduce processes (default: one per GPU; 2 on CPU)")
-    p.add_argument("--ar-backend", default="auto", choices=["auto", "nccl", "gloo"], help="auto: nccl on GPUs, gloo on CPU")
-    p.add_argument("--ar-min-bytes", type=int, default=1024, help="smallest message of the doubling sweep (default 1 KiB)")
-    p.add_argument(
-        "--ar-max-bytes", type=int, default=0, help="largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)"
-    )
-    p.add_argument("--hidden", type=int, default=0, help="hidden size for decode all-reduce sizes when no model is given")
-    # Internal: a worker rank of the all-reduce, started by the agent itself.
-    p.add_argument("--allreduce-worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--world-size", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--rendezvous", help=argparse.SUPPRESS)
-    p.add_argument("--ar-sizes", default="", help=argparse.SUPPRESS)
+    options.add_arguments(p, "micro")
 
 
 def parse_m_list(text: str) -> list[int]:

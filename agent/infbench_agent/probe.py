@@ -22,7 +22,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import auth, events
+from infbench_agent import auth, events, options
 from infbench_agent.simulator_mark import MIMIC_HEADER, SIMULATOR_MARK
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -31,10 +31,8 @@ PACKAGES = ["torch", "vllm", "sglang", "transformers", "triton", "flashinfer-pyt
 SERVER_ENV = ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_CUDA_PROFILE", "SGLANG_TORCH_PROFILER_DIR", "HOME")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
-    parser.add_argument("--timeout", type=float, default=3.0, help="seconds per HTTP request and nvidia-smi call")
-    auth.add_arguments(parser)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_arguments(p, "probe")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Optional, Tuple, cast
 
-from infbench_agent import auth, events
+from infbench_agent import auth, events, options
 from infbench_agent.probe import (
     attach_process,
     flag_value,
@@ -44,40 +44,7 @@ WORDS = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
-    p.add_argument("--model", default=None, help="model name for requests (default: the server's first model)")
-    p.add_argument(
-        "--trace-dir",
-        default=None,
-        help="where the server writes traces (vLLM: read from its command line or environment when "
-        "possible; SGLang: sent as output_dir, default SGLANG_TORCH_PROFILER_DIR or /tmp as SGLang does)",
-    )
-    p.add_argument("--concurrency", type=int, default=4, help="requests decoding at once (the decode batch)")
-    p.add_argument("--output-len", type=int, default=48, help="tokens each request generates: about that many decode steps")
-    p.add_argument("--input-len", type=int, default=128, help="prompt length in words (about tokens)")
-    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds per request")
-    p.add_argument(
-        "--start-timeout",
-        type=float,
-        default=120.0,
-        help="seconds to wait for /start_profile to answer (older SGLang answers only after num_steps ran)",
-    )
-    p.add_argument("--stop-timeout", type=float, default=1200.0, help="seconds to wait for /stop_profile (ranks flush their traces)")
-    p.add_argument("--settle-seconds", type=float, default=3.0, help="a trace file counts as written once its size holds this long")
-    p.add_argument("--settle-timeout", type=float, default=900.0, help="seconds to wait for all trace files to appear and settle")
-    p.add_argument("--expect-ranks", type=int, default=None, help="trace files to wait for (default: from the server's command line)")
-    p.add_argument(
-        "--nodes", type=int, default=1, help="hosts the server spans: each writes its own ranks' traces (the head waits for its share)"
-    )
-    p.add_argument(
-        "--collect-since",
-        type=float,
-        default=None,
-        metavar="EPOCH",
-        help="on another host of a multi-node server: only collect the trace files written in --trace-dir since EPOCH "
-        "(this host's clock), without driving the server",
-    )
-    auth.add_arguments(p)
+    options.add_arguments(p, "profile")
 
 
 # ---------------------------------------------------------------------------------------------- HTTP

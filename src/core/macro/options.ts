@@ -1,4 +1,6 @@
 // What a macro run asks of the load generator, and how that becomes the agent's command line.
+import { agentArgv } from '../../remote/agentArgv';
+import { MacroAgentOptions } from '../../remote/agentOptions';
 
 export interface MacroOptions {
   /** The server's base URL as seen from the target host; default the target's serverUrl. */
@@ -74,37 +76,39 @@ function positiveList(values: number[] | undefined, name: string, allowInfinity 
 /** The agent's `macro` arguments for these options (validated; the message names the bad option). */
 export function macroAgentArgs(options: MacroOptions, serverUrl: string): string[] {
   const o = { ...DEFAULT_MACRO_OPTIONS, ...options };
-  const args = ['--url', o.url ?? serverUrl, '--api', o.api, '--input-len', String(o.inputLen), '--output-len', String(o.outputLen)];
   const rates = positiveList(o.requestRate, 'request rate', true);
-  if (rates) {
-    args.push('--request-rate', rates.map((r) => (Number.isFinite(r) ? String(r) : 'inf')).join(','));
-    if (o.maxConcurrency !== undefined) args.push('--max-concurrency', String(o.maxConcurrency));
-    if (o.burstiness !== undefined) args.push('--burstiness', String(o.burstiness));
-  } else {
-    const levels = positiveList(o.concurrency, 'concurrency')!;
-    if (levels.some((c) => !Number.isInteger(c))) throw new MacroOptionsError('concurrency levels must be whole numbers, for example 1,8,32.');
-    args.push('--concurrency', levels.join(','));
-  }
+  const levels = rates ? undefined : positiveList(o.concurrency, 'concurrency')!;
+  if (levels?.some((c) => !Number.isInteger(c))) throw new MacroOptionsError('concurrency levels must be whole numbers, for example 1,8,32.');
   for (const [name, v] of [
     ['input length', o.inputLen],
     ['output length', o.outputLen],
   ] as const) {
     if (!Number.isInteger(v) || v < 1) throw new MacroOptionsError(`${name} must be a whole number of tokens, at least 1; got ${v}.`);
   }
-  if (o.model) args.push('--model', o.model);
-  if (o.requests !== undefined) args.push('--requests', String(o.requests));
-  if (o.durationS !== undefined) args.push('--duration', String(o.durationS));
-  if (o.ignoreEos === false) args.push('--no-ignore-eos');
-  args.push('--warmup', String(o.warmup));
-  if (o.seed !== undefined) args.push('--seed', String(o.seed));
-  if (o.percentiles?.length) args.push('--percentiles', o.percentiles.join(','));
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
-  if (slos.length) args.push('--goodput', slos.map(([k, v]) => `${k}:${v}`).join(' '));
-  args.push(...datasetArgs(o));
-  if (o.workers !== undefined) args.push('--workers', String(o.workers));
-  if (o.requestTimeoutS !== undefined) args.push('--request-timeout', String(o.requestTimeoutS));
-  if (o.stallTimeoutS !== undefined) args.push('--stall-timeout', String(o.stallTimeoutS));
-  return args;
+  const dataset = datasetOptions(o);
+  return agentArgv('macro', {
+    url: o.url ?? serverUrl,
+    api: o.api,
+    inputLen: o.inputLen,
+    outputLen: o.outputLen,
+    requestRate: rates?.map((r) => (Number.isFinite(r) ? String(r) : 'inf')).join(','),
+    maxConcurrency: rates ? o.maxConcurrency : undefined,
+    burstiness: rates ? o.burstiness : undefined,
+    concurrency: levels?.join(','),
+    model: o.model || undefined,
+    requests: o.requests,
+    duration: o.durationS,
+    noIgnoreEos: o.ignoreEos === false,
+    warmup: o.warmup,
+    seed: o.seed,
+    percentiles: o.percentiles?.length ? o.percentiles.join(',') : undefined,
+    goodput: slos.length ? slos.map(([k, v]) => `${k}:${v}`).join(' ') : undefined,
+    ...dataset,
+    workers: o.workers !== undefined ? String(o.workers) : undefined,
+    requestTimeout: o.requestTimeoutS,
+    stallTimeout: o.stallTimeoutS,
+  });
 }
 
 /** The dataset a run's options name: its kind (undefined when a file's kind is left to the agent to tell) and file. */
@@ -114,7 +118,7 @@ export function macroDataset(o: MacroOptions): { name?: MacroDataset; path?: str
   return { name: o.dataset ?? 'random' };
 }
 
-function datasetArgs(o: MacroOptions): string[] {
+function datasetOptions(o: MacroOptions): MacroAgentOptions {
   const { name, path } = macroDataset(o);
   if (o.promptsFile && o.dataset && o.dataset !== 'jsonl')
     throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
@@ -134,12 +138,13 @@ function datasetArgs(o: MacroOptions): string[] {
     if (name !== 'sharegpt')
       throw new MacroOptionsError('a ShareGPT output length applies to the sharegpt dataset only; for random prompts give the output length.');
   }
-  const args: string[] = [];
-  if (o.promptsFile) args.push('--prompts-file', o.promptsFile);
-  else if (path) args.push(...(name ? ['--dataset-name', name] : []), '--dataset-path', path);
-  if (o.rangeRatio) args.push('--range-ratio', String(o.rangeRatio));
-  if (o.sharegptOutputLen !== undefined) args.push('--sharegpt-output-len', String(o.sharegptOutputLen));
-  return args;
+  if (o.promptsFile) return { promptsFile: o.promptsFile, rangeRatio: o.rangeRatio || undefined, sharegptOutputLen: o.sharegptOutputLen };
+  return {
+    datasetName: path ? name : undefined,
+    datasetPath: path,
+    rangeRatio: o.rangeRatio || undefined,
+    sharegptOutputLen: o.sharegptOutputLen,
+  };
 }
 
 const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;

@@ -1,4 +1,5 @@
 // What a micro run asks of the agent, and how that becomes the agent's `micro` command line.
+import { agentArgv } from '../../remote/agentArgv';
 
 export type MicroPart = 'peak' | 'gemm' | 'launch' | 'allreduce';
 export const MICRO_PARTS: readonly MicroPart[] = ['peak', 'gemm', 'launch', 'allreduce'];
@@ -50,52 +51,41 @@ function positiveInteger(value: number | undefined, name: string): number | unde
 
 /** The agent's `micro` arguments for these options (validated; the message names the bad option). */
 export function microAgentArgs(options: MicroOptions, serverUrl?: string): string[] {
-  const args: string[] = [];
-  if (options.model) args.push('--model', options.model);
-  if (options.config) args.push('--config', options.config);
-  if (!options.model && !options.config && !options.shapes?.length && serverUrl) args.push('--server-url', serverUrl);
   const tp = positiveInteger(options.tp, 'tp');
-  if (tp) args.push('--tp', String(tp));
   // Without an M list the agent picks one for the device: DEFAULT_M on a GPU, a short one on a CPU.
   if (options.m) {
     if (!options.m.length) throw new MicroOptionsError('m needs at least one token count, for example 1,8,64.');
     options.m.forEach((v) => positiveInteger(v, 'each M'));
-    args.push('--m', options.m.join(','));
   }
   for (const s of options.shapes ?? []) {
     if (!SHAPE.test(s)) throw new MicroOptionsError(`shape "${s}" is not NAME=NxK, for example gate_up=512x7168.`);
-    args.push('--shape', s);
   }
-  for (const o of options.only ?? []) args.push('--only', o);
-  if (options.dtype && options.dtype !== 'auto') args.push('--dtype', options.dtype);
   const group = positiveInteger(options.groupSize, 'group size');
-  if (group) args.push('--group-size', String(group));
-  if (options.device) {
-    if (!/^(auto|cpu|cuda(:\d+)?)$/.test(options.device)) throw new MicroOptionsError(`device must be auto, cpu, cuda or cuda:N; got "${options.device}".`);
-    args.push('--device', options.device);
-  }
-  if (options.allowBusy) args.push('--allow-busy');
-  if (options.busyThreshold !== undefined) {
-    if (!(options.busyThreshold > 0 && options.busyThreshold <= 1))
-      throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
-    args.push('--busy-threshold', String(options.busyThreshold));
-  }
-  if (options.skip?.length) {
-    const bad = options.skip.filter((p) => !MICRO_PARTS.includes(p));
-    if (bad.length) throw new MicroOptionsError(`skip: unknown part ${bad.join(', ')}; parts are ${MICRO_PARTS.join(', ')}.`);
-    args.push('--skip', options.skip.join(','));
-  }
-  const numeric: [keyof MicroOptions, string][] = [
-    ['repeats', '--repeats'],
-    ['launchKernels', '--launch-kernels'],
-    ['arWorldSize', '--ar-world-size'],
-    ['arMaxBytes', '--ar-max-bytes'],
-    ['hidden', '--hidden'],
-  ];
-  for (const [key, flag] of numeric) {
-    const v = positiveInteger(options[key] as number | undefined, flag.slice(2));
-    if (v) args.push(flag, String(v));
-  }
-  if (options.arBackend && options.arBackend !== 'auto') args.push('--ar-backend', options.arBackend);
-  return args;
+  if (options.device && !/^(auto|cpu|cuda(:\d+)?)$/.test(options.device))
+    throw new MicroOptionsError(`device must be auto, cpu, cuda or cuda:N; got "${options.device}".`);
+  if (options.busyThreshold !== undefined && !(options.busyThreshold > 0 && options.busyThreshold <= 1))
+    throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
+  const bad = (options.skip ?? []).filter((p) => !MICRO_PARTS.includes(p));
+  if (bad.length) throw new MicroOptionsError(`skip: unknown part ${bad.join(', ')}; parts are ${MICRO_PARTS.join(', ')}.`);
+  return agentArgv('micro', {
+    model: options.model || undefined,
+    config: options.config || undefined,
+    serverUrl: !options.model && !options.config && !options.shapes?.length ? serverUrl : undefined,
+    tp,
+    m: options.m?.join(','),
+    shape: options.shapes,
+    only: options.only,
+    dtype: options.dtype !== 'auto' ? options.dtype : undefined,
+    groupSize: group,
+    device: options.device || undefined,
+    allowBusy: options.allowBusy,
+    busyThreshold: options.busyThreshold,
+    skip: options.skip?.length ? options.skip.join(',') : undefined,
+    repeats: positiveInteger(options.repeats, 'repeats'),
+    launchKernels: positiveInteger(options.launchKernels, 'launch-kernels'),
+    arWorldSize: positiveInteger(options.arWorldSize, 'ar-world-size'),
+    arMaxBytes: positiveInteger(options.arMaxBytes, 'ar-max-bytes'),
+    hidden: positiveInteger(options.hidden, 'hidden'),
+    arBackend: options.arBackend !== 'auto' ? options.arBackend : undefined,
+  });
 }

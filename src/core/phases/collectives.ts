@@ -4,6 +4,7 @@ import { MicroPoint } from '../micro/tables';
 import { RunFolder, RunStatus } from '../runs/runFolder';
 import { RunStop } from '../runs/runStop';
 import { CollectivePlan, CollectiveSize } from '../../remote/agentProtocol';
+import { agentArgv } from '../../remote/agentArgv';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
@@ -78,26 +79,29 @@ export async function runClusterCollectives(
     nodes: nodes.map((n) => ({ name: n.target.name, where: n.transport.label, status: 'running' })),
   };
   const fail = (status: RunStatus, reason: string) => ({ ...outcome, status, reason });
-  const modelArgs = [
-    ...(options.model ? ['--model', options.model] : []),
-    ...(options.config ? ['--config', options.config] : []),
-    ...(!options.model && !options.config && !options.hidden && hooks.serverUrl ? ['--server-url', hooks.serverUrl] : []),
-    ...(options.hidden ? ['--hidden', String(options.hidden)] : []),
-    ...(options.topK ? ['--top-k', String(options.topK)] : []),
-    ...(options.m?.length ? ['--m', options.m.join(',')] : []),
-  ];
-  const deviceArgs = [
-    ...(options.device && options.device !== 'auto' ? ['--device', options.device] : []),
-    ...(options.localRanks ? ['--local-ranks', String(options.localRanks)] : []),
-    ...(options.allowBusy ? ['--allow-busy'] : []),
-    ...(options.busyThreshold !== undefined ? ['--busy-threshold', String(options.busyThreshold)] : []),
-  ];
+  const modelArgs = agentArgv('collective', {
+    model: options.model || undefined,
+    config: options.config || undefined,
+    serverUrl: !options.model && !options.config && !options.hidden ? hooks.serverUrl : undefined,
+    hidden: options.hidden || undefined,
+    topK: options.topK || undefined,
+    m: options.m?.length ? options.m.join(',') : undefined,
+  });
+  const deviceArgs = agentArgv('collective', {
+    device: options.device && options.device !== 'auto' ? options.device : undefined,
+    localRanks: options.localRanks || undefined,
+    allowBusy: options.allowBusy,
+    busyThreshold: options.busyThreshold,
+  });
   const logs = nodes.map((n, i) => run.nodeLog(`${i}-${n.target.host ?? n.target.name}`));
 
   // 1. What each host runs: its ranks and device.
   const counted = await Promise.all(
     nodes.map((n, i) =>
-      runAgentCommand(n.transport, n.agent, 'collective', ['--plan', '--world-size', '0', ...deviceArgs], logs[i], { signal: hooks.signal, leaveOpen: true }),
+      runAgentCommand(n.transport, n.agent, 'collective', [...agentArgv('collective', { plan: true, worldSize: 0 }), ...deviceArgs], logs[i], {
+        signal: hooks.signal,
+        leaveOpen: true,
+      }),
     ),
   );
   const bad = counted.findIndex((c) => c.status !== 'completed' || !c.result?.plan);
@@ -122,7 +126,7 @@ export async function runClusterCollectives(
     nodes[0].transport,
     nodes[0].agent,
     'collective',
-    ['--plan', ...modelArgs, ...deviceArgs, '--world-size', String(world)],
+    [...agentArgv('collective', { plan: true }), ...modelArgs, ...deviceArgs, ...agentArgv('collective', { worldSize: world })],
     logs[0],
     {
       signal: hooks.signal,
@@ -156,13 +160,20 @@ export async function runClusterCollectives(
     const rankOffset = offset;
     offset += plans[i].local_ranks;
     outcome.nodes[i] = { ...outcome.nodes[i], rankOffset, ranks: plans[i].local_ranks };
-    const args = [
-      ...['--world-size', String(world), '--node-rank', String(i), '--rank-offset', String(rankOffset)],
-      ...['--local-ranks', String(plans[i].local_ranks), '--master-addr', masterAddr, '--master-port', String(plan.port)],
-      ...['--device', device, '--backend', backend, '--repeats', String(options.repeats ?? 5)],
-      ...['--ar-sizes', plan.allreduce.map((s) => s.bytes).join(','), '--a2a-sizes', plan.alltoall.map((s) => s.bytes).join(',')],
-      ...(plan.alltoall.length ? [] : ['--ops', 'allreduce']),
-    ];
+    const args = agentArgv('collective', {
+      worldSize: world,
+      nodeRank: i,
+      rankOffset,
+      localRanks: plans[i].local_ranks,
+      masterAddr,
+      masterPort: plan.port,
+      device,
+      backend,
+      repeats: options.repeats ?? 5,
+      arSizes: plan.allreduce.map((s) => s.bytes).join(','),
+      a2aSizes: plan.alltoall.map((s) => s.bytes).join(','),
+      ops: plan.alltoall.length ? undefined : 'allreduce',
+    });
     return runAgentCommand(n.transport, n.agent, 'collective', args, logs[i], {
       signal: stopAll.signal,
       leaveOpen: true,

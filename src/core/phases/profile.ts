@@ -5,6 +5,7 @@ import { RunFolder, RunStatus } from '../runs/runFolder';
 import { analyzeTracesInWorker } from '../trace/analyzeInWorker';
 import { breakdownTables } from '../trace/format';
 import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
+import { agentArgv } from '../../remote/agentArgv';
 import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
@@ -47,19 +48,17 @@ interface RemoteTrace {
 }
 
 export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1): string[] {
-  const args = ['--url', url];
-  const add = (flag: string, v: string | number | undefined) => {
-    if (v !== undefined) args.push(flag, String(v));
-  };
-  add('--concurrency', options.concurrency);
-  add('--output-len', options.outputLen);
-  add('--input-len', options.inputLen);
-  add('--model', options.model);
-  add('--trace-dir', options.traceDir);
-  add('--expect-ranks', options.expectRanks);
-  add('--stop-timeout', options.stopTimeoutS);
-  if (nodes > 1) add('--nodes', nodes);
-  return args;
+  return agentArgv('profile', {
+    url,
+    concurrency: options.concurrency,
+    outputLen: options.outputLen,
+    inputLen: options.inputLen,
+    model: options.model,
+    traceDir: options.traceDir,
+    expectRanks: options.expectRanks,
+    stopTimeout: options.stopTimeoutS,
+    nodes: nodes > 1 ? nodes : undefined,
+  });
 }
 
 /**
@@ -150,8 +149,11 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     const collected = await Promise.all(
       nodes.slice(1).map((n, i) => {
         if (clocks[i] === undefined) return { status: 'failed' as const, reason: 'its clock could not be read' };
-        const collectArgs = ['--collect-since', String(clocks[i]), '--trace-dir', capture.trace_dir];
-        if (typeof capture.expected_ranks === 'number') collectArgs.push('--expect-ranks', String(capture.expected_ranks));
+        const collectArgs = agentArgv('profile', {
+          collectSince: clocks[i],
+          traceDir: capture.trace_dir,
+          expectRanks: typeof capture.expected_ranks === 'number' ? capture.expected_ranks : undefined,
+        });
         return runAgentCommand(n.transport, n.agent, 'profile', collectArgs, run.nodeLog(`${i + 1}-${n.target.host ?? n.target.name}`), {
           signal: ctx.signal,
           onEvent: (event) => {
