@@ -177,12 +177,16 @@ class ServerStateSampler:
 
 
 def summarize(samples: List[dict], first: Optional[Dict[str, float]], last: Optional[Dict[str, float]]) -> dict:
-    """Mean and peak of each gauge over the samples, and the level's totals from the counters' change."""
+    """Each gauge's mean over the level's steady part and its peak over all of it, and the level's totals
+    from the counters' change. The first read lands as the level's requests arrive (queued until the
+    scheduler's next step) and the last after they drained: the mean leaves both out when it can."""
     out: dict = {"samples": len(samples)}
+    steady = samples[1:-1] if len(samples) >= 3 else samples
     for key in ("running", "waiting", "kv_cache_usage"):
         vs = [s[key] for s in samples if isinstance(s.get(key), (int, float))]
+        steady_vs = [s[key] for s in steady if isinstance(s.get(key), (int, float))] or vs
         if vs:
-            out[key] = {"mean": round(sum(vs) / len(vs), 4), "max": max(vs)}
+            out[key] = {"mean": round(sum(steady_vs) / len(steady_vs), 4), "max": max(vs)}
     if first is not None and last is not None:
         delta = {k: last[k] - first[k] for k in last if k in first}
         if "preemptions" in delta:

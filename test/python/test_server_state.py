@@ -74,6 +74,10 @@ class Parsing(unittest.TestCase):
         self.assertEqual(summary["prefix_cache_hit_rate"], 0.75)
         self.assertEqual(summary["running"], {"mean": 8.0, "max": 8.0})
 
+    def test_the_mean_leaves_out_the_arrival_burst_and_the_drain_but_the_peak_keeps_them(self):
+        rows = [{"t": 0.0, "waiting": 8}, {"t": 1.0, "waiting": 2}, {"t": 2.0, "waiting": 2}, {"t": 2.4, "waiting": 0}]
+        self.assertEqual(summarize(rows, None, None)["waiting"], {"mean": 2.0, "max": 8})
+
     def test_a_counter_that_went_back_is_a_restart_not_a_negative_rate(self):
         _, c0 = read_state(VLLM_TWO_ENGINES)
         g1, c1 = read_state(VLLM_TWO_ENGINES.replace("} 500.0", "} 10.0"))

@@ -3,6 +3,7 @@ import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from
 import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
 import { SERVING_TABLE_FILE, writeServingTable } from '../findings/servingTable';
 import { saturationLines, serverStateTable } from '../macro/serverState';
+import { REQUEST_TRACE_FILE, writeRequestTrace } from '../runs/requestTrace';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
@@ -157,6 +158,12 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
       ctx.log.warn(`macro: the full serving table could not be written to the run folder: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  let requestTracePath: string | undefined;
+  try {
+    requestTracePath = writeRequestTrace(run, finals);
+  } catch (err) {
+    ctx.log.warn(`macro: the requests' Chrome trace could not be written: ${err instanceof Error ? err.message : String(err)}`);
+  }
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
@@ -164,7 +171,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   summary.headline = macroHeadline(finals) ?? summary.headline;
   ctx.sink.runChanged({ ...summary });
   // An attempt that measured nothing (the server down, a bad option) is no finding: the run folder keeps why.
-  if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server));
+  if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server, requestTracePath));
   return { run, summary, levels: finals, agent };
 }
 
@@ -176,6 +183,7 @@ function findingsUpdate(
   levels: MacroLevelSummary[],
   settings: MacroOptions & { url: string },
   server: Partial<ServerInfo>,
+  requestTracePath?: string,
 ): FindingsUpdate {
   const lines: string[] = [];
   if (summary.headline) lines.push(`**${summary.headline}**`);
@@ -213,5 +221,10 @@ function findingsUpdate(
   if (failures) tables.push(failures);
   const state = serverStateTable(levels);
   if (state) tables.push(state);
+  if (requestTracePath) {
+    lines.push(
+      `Each request and the server's state over time, as a Chrome trace that opens in Perfetto beside the server's own profile: \`.inference-bench/runs/${run.info.id}/${REQUEST_TRACE_FILE}\` in the workspace.`,
+    );
+  }
   return { sectionId: `macro-${run.info.id}`, heading: `Serving benchmark — ${summary.target}`, lines, tables };
 }
