@@ -65,9 +65,7 @@ export const simulateCommand: CliCommand = {
       profilerDir: v['profiler-dir'],
       faults: v.fault,
     };
-    const sim = await startSimulator(options, (text) => {
-      if (!text.startsWith('{"ready"')) process.stderr.write(text);
-    });
+    const sim = await startSimulator(options, (text) => process.stderr.write(text));
     process.stdout.write(`SIMULATOR (not a real model) serving "${sim.model}" at ${sim.url} — ${sim.mode}. Ctrl-C stops it.\n`);
     await new Promise<void>((res) => {
       const stop = () => void sim.stop().then(res);

@@ -161,8 +161,11 @@ function diff(
   };
 }
 
-export function summarize(differences: Difference[], a: RunRef, b: RunRef): string[] {
-  const flagged = differences.filter((d) => d.flagged).sort((x, y) => Math.abs(y.relative ?? 0) - Math.abs(x.relative ?? 0));
+/** One line per flagged difference, largest first (`lead` first of all where flagged), or the one line saying there is none. */
+export function summarize(differences: Difference[], a: RunRef, b: RunRef, lead?: Difference): string[] {
+  const flagged = differences
+    .filter((d) => d.flagged)
+    .sort((x, y) => Number(y === lead) - Number(x === lead) || Math.abs(y.relative ?? 0) - Math.abs(x.relative ?? 0));
   if (!differences.length)
     return [`Nothing to compare between ${a.id} and ${b.id}: they measured nothing the same way (no common level, shape or category with the same workload).`];
   if (!flagged.length) return [`No difference between ${a.id} and ${b.id} beyond noise (${differences.length} quantities compared).`];

@@ -19,7 +19,7 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
   const differences: Difference[] = [];
   const unmatched: string[] = [];
   const step = judgeFixed(pa.step_ms, pb.step_ms, STEP_RELATIVE, 0);
-  differences.push({
+  const stepDifference: Difference = {
     where: 'decode step',
     metric: 'ms per step',
     a: pa.step_ms,
@@ -30,7 +30,8 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
     flagged: step.flagged,
     better: step.flagged ? (step.delta < 0 ? 'b' : 'a') : undefined,
     reading: step.flagged ? `The decode step went from ${pa.step_ms.toFixed(2)} to ${pb.step_ms.toFixed(2)} ms (${pct(step.relative)}).` : undefined,
-  });
+  };
+  differences.push(stepDifference);
   if (pa.batch !== pb.batch) unmatched.push(`The profiles ran different batches (${pa.batch} and ${pb.batch}); their steps are not like for like.`);
 
   const categories = [...new Set([...Object.keys(pa.by_category_ms), ...Object.keys(pb.by_category_ms)])];
@@ -104,7 +105,7 @@ export function compareProfiles(a: RunRef, pa: ProfileInput, b: RunRef, pb: Prof
   }
   const numeric = differences.filter((d) => d.a !== undefined && d.b !== undefined);
   // The step first: it is what the categories add up to.
-  const summary = summarize(numeric, a, b).sort((x, y) => Number(y.startsWith('The decode step')) - Number(x.startsWith('The decode step')));
+  const summary = summarize(numeric, a, b, stepDifference);
   if (kernelLines.length) {
     // Kernels that appeared or vanished are the news: no "no difference" line above them.
     if (!numeric.some((d) => d.flagged)) summary.length = 0;

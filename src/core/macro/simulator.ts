@@ -74,6 +74,16 @@ export function simulatorArgs(o: SimulatorOptions): string[] {
   return [...args, ...(o.extraArgs ?? [])];
 }
 
+/** The simulator's ready record, `{"ready": true, "url": ..., ...}`, or undefined for any other line. */
+function readyRecord(line: string): { url: string; port: number; model: string; mode: string } | undefined {
+  try {
+    const value = JSON.parse(line) as { ready?: unknown; url: string; port: number; model: string; mode: string } | null;
+    return value?.ready === true ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Starts the simulator as a child process and resolves once it prints its ready line. */
 export function startSimulator(o: SimulatorOptions = {}, onOutput?: (text: string) => void): Promise<RunningSimulator> {
   const python = o.python ?? 'python3';
@@ -94,17 +104,21 @@ export function startSimulator(o: SimulatorOptions = {}, onOutput?: (text: strin
       void stop();
       reject(new Error(`The simulator did not start within 15 s (${python} ${simulatorScriptPath()}). Its output: ${stderr.trim().slice(-500) || '(none)'}`));
     }, 15000);
+    // stdout is lines: the one ready record (JSON), which is ours, and the simulator's log, which is the caller's.
     child.stdout!.on('data', (b: Buffer) => {
-      const text = b.toString('utf8');
-      onOutput?.(text);
-      if (ready) return;
-      stdout += text;
-      const line = stdout.split('\n').find((l) => l.startsWith('{') && l.includes('"ready"'));
-      if (!line) return;
-      ready = true;
-      clearTimeout(timer);
-      const info = JSON.parse(line) as { url: string; port: number; model: string; mode: string };
-      resolvePromise({ ...info, process: child, stop });
+      stdout += b.toString('utf8');
+      const lines = stdout.split('\n');
+      stdout = lines.pop() ?? '';
+      for (const line of lines) {
+        const info = ready ? undefined : readyRecord(line);
+        if (!info) {
+          onOutput?.(`${line}\n`);
+          continue;
+        }
+        ready = true;
+        clearTimeout(timer);
+        resolvePromise({ ...info, process: child, stop });
+      }
     });
     child.stderr!.on('data', (b: Buffer) => {
       const text = b.toString('utf8');

@@ -150,6 +150,8 @@ describe('comparing profiles', () => {
     assert.ok(flagged.includes('decode step'));
     assert.ok(flagged.includes('category all-reduce'));
     assert.ok(!flagged.includes('category moe gemm'), '0.01 ms is not a change that matters');
+    // The step leads, though all-reduce moved further: it is what the categories add up to.
+    assert.match(c.summary[0], /^The decode step went from/);
     const text = c.summary.join('\n');
     assert.match(text, /all-reduce: 11\.17 → 6\.10 ms per step \(−45\.4%\), 51\.5% → 36\.7% of the step/);
     assert.match(text, /Vanished in B: cross_device_reduce_1stage<bf16>/);
