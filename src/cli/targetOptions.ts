@@ -6,7 +6,7 @@ import { onStopSignals } from './stopSignals';
 import { showDiedRuns } from './diedRuns';
 import { keepRunFindings } from '../core/runs/runFindings';
 import { connectClusterNodes, FindingsUpdate, nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
-import { RunnablePhase } from '../core/campaign/phaseRunner';
+import { RunnablePhase } from '../core/campaign/runnablePhase';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';
 import { NodeConnection } from '../core/phases/collectives';
 import { Logger } from '../core/log';

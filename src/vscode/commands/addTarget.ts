@@ -53,13 +53,21 @@ async function pickHost(): Promise<HostPick | undefined> {
     { label: '$(gear) Open SSH Config File', description: sshConfigFile(), value: 'config' },
   ];
   return vscode.window.showQuickPick(items, {
-    title: 'Add Target',
+    title: stepTitle('Add Target', 1, ADD_TARGET_STEPS),
     placeHolder: hostItems.length
       ? 'Select an SSH host from ~/.ssh/config, or another machine'
       : 'Where does the inference server run? (~/.ssh/config names no Host yet)',
     matchOnDescription: true,
     ignoreFocusOut: true,
   });
+}
+
+/** Add Target's prompts: where, server URL, Python, name (and the address, for a host typed by hand). */
+const ADD_TARGET_STEPS = 4;
+
+/** A prompt's title with where it stands, as VS Code's own multi-step inputs show it: "Add Target: name (4/4)". */
+export function stepTitle(title: string, step: number, total: number): string {
+  return `${title} (${step}/${total})`;
 }
 
 /** Splits `user@host:port` the way ssh reads it. */
@@ -81,10 +89,13 @@ export async function addTargetCommand(log: vscode.LogOutputChannel): Promise<Ta
     return undefined;
   }
   const raw: Record<string, unknown> = { kind: where.value === 'local' ? 'local' : 'ssh' };
+  // A host typed by hand takes one step more.
+  const total = ADD_TARGET_STEPS + (where.value === 'manual' ? 1 : 0);
+  let step = 1;
   if (where.value === 'alias') raw.host = where.alias;
   if (where.value === 'manual') {
     const host = await vscode.window.showInputBox({
-      title: 'Add Target: SSH host',
+      title: stepTitle('Add Target: SSH host', ++step, total),
       prompt: 'user@host[:port] (a Host alias from ~/.ssh/config works too)',
       ignoreFocusOut: true,
       validateInput: (v) => (v.trim() ? undefined : 'Enter a host'),
@@ -93,7 +104,7 @@ export async function addTargetCommand(log: vscode.LogOutputChannel): Promise<Ta
     Object.assign(raw, splitSshAddress(host));
   }
   const serverUrl = await vscode.window.showInputBox({
-    title: 'Add Target: server URL',
+    title: stepTitle('Add Target: server URL', ++step, total),
     prompt: "The inference server's URL as seen from that machine",
     value: 'http://127.0.0.1:8000',
     ignoreFocusOut: true,
@@ -101,7 +112,7 @@ export async function addTargetCommand(log: vscode.LogOutputChannel): Promise<Ta
   if (serverUrl === undefined) return undefined;
   raw.serverUrl = serverUrl;
   const python = await vscode.window.showInputBox({
-    title: 'Add Target: Python',
+    title: stepTitle('Add Target: Python', ++step, total),
     prompt: 'The Python interpreter there (the one with PyTorch and vLLM)',
     value: 'python3',
     ignoreFocusOut: true,
@@ -110,7 +121,7 @@ export async function addTargetCommand(log: vscode.LogOutputChannel): Promise<Ta
   raw.python = python;
   const names = new Set(readSettings().targets.map((t) => t.name));
   const name = await vscode.window.showInputBox({
-    title: 'Add Target: name',
+    title: stepTitle('Add Target: name', ++step, total),
     prompt: 'The name the sidebar, the runs and the findings use',
     value: (raw.host as string | undefined) ?? 'local',
     ignoreFocusOut: true,

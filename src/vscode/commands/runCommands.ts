@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
-import { PHASE_ORDER, PhaseRunner, PhaseRunners, RunnablePhase } from '../../core/campaign/phaseRunner';
+import { PHASE_ORDER, RunnablePhase } from '../../core/campaign/runnablePhase';
+import { PhaseRunner, PhaseRunners } from '../runs/phaseRunner';
 import { pickTarget } from './pickers';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = {

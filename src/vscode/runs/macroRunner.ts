@@ -3,7 +3,7 @@ import { Target } from '../../core/config/target';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs, macroDataset } from '../../core/macro/options';
 import { readSettings } from '../settings';
 import { runMacroPhase } from '../../core/phases/macro';
-import { PhaseRunner } from '../../core/campaign/phaseRunner';
+import { PhaseRunner } from './phaseRunner';
 
 interface Workload {
   label: string;

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { MicroOptions } from '../../core/micro/options';
 import { runMicroPhase } from '../../core/phases/micro';
-import { PhaseRunner } from '../../core/campaign/phaseRunner';
+import { PhaseRunner } from './phaseRunner';
 
 const MODELS = [
   { label: 'kimi-k2.5', detail: 'Kimi-K2.5 (DeepSeek-V3 shapes: hidden 7168, 384 experts, 8 active), INT4 weights — the seed scenario', tp: 8 },

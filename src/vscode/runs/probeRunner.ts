@@ -1,4 +1,4 @@
-import { PhaseRunner } from '../../core/campaign/phaseRunner';
+import { PhaseRunner } from './phaseRunner';
 import { runClusterProbe } from '../../core/phases/probe';
 import { newestProbeStates, stateFromProbe } from '../../core/phases/probeState';
 import { TargetStates } from '../views/targetState';

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { readSettings } from '../settings';
-import { PhaseRunner } from '../../core/campaign/phaseRunner';
+import { PhaseRunner } from './phaseRunner';
 
 const WORKLOADS = [
   {

@@ -9,7 +9,7 @@ import { Disposable } from '../disposable';
 import { findingsDocumentPath, readSettings, workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
 import { Connection, Connector } from '../../core/campaign/connection';
-import { PhaseRunner } from '../../core/campaign/phaseRunner';
+import { PhaseRunner } from './phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
 import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';

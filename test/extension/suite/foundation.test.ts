@@ -36,7 +36,25 @@ describe('the foundation commands', () => {
   });
 
   it('Add Target saves "This machine" with the proposed server URL and interpreter in the workspace settings', async () => {
-    await answerWithDefaults(vscode.commands.executeCommand('inferenceBench.addTarget'), 1);
+    // The titles the prompts show, read as they open (the workbench draws them in the quick input's title bar).
+    const titles: string[] = [];
+    const window = vscode.window as { showInputBox: typeof vscode.window.showInputBox; showQuickPick: typeof vscode.window.showQuickPick };
+    const { showInputBox, showQuickPick } = window;
+    window.showInputBox = (options, token) => {
+      titles.push(options?.title ?? '');
+      return showInputBox.call(vscode.window, options, token);
+    };
+    window.showQuickPick = ((items: never, options: vscode.QuickPickOptions | undefined, token: never) => {
+      titles.push(options?.title ?? '');
+      return showQuickPick.call(vscode.window, items, options, token);
+    }) as typeof vscode.window.showQuickPick;
+    try {
+      await answerWithDefaults(vscode.commands.executeCommand('inferenceBench.addTarget'), 1);
+    } finally {
+      window.showInputBox = showInputBox;
+      window.showQuickPick = showQuickPick;
+    }
+    assert.deepEqual(titles, ['Add Target (1/4)', 'Add Target: server URL (2/4)', 'Add Target: Python (3/4)', 'Add Target: name (4/4)']);
     const saved = vscode.workspace.getConfiguration('inferenceBench').get<Record<string, unknown>[]>('targets');
     assert.deepEqual(saved, [{ name: 'local', kind: 'local', serverUrl: 'http://127.0.0.1:8000', python: 'python3' }]);
     // What a user would open: the workspace's settings file.

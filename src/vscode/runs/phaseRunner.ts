@@ -1,7 +1,8 @@
-import { Target } from '../config/target';
-import { PhaseContext } from './phaseContext';
-
-export type RunnablePhase = 'probe' | 'macro' | 'micro' | 'profile';
+// How the extension starts a phase: a quick pick for its options, then core's function for it. A VS Code
+// contract, so it lives with the front end; core knows only which phases there are (RunnablePhase).
+import { Target } from '../../core/config/target';
+import { PhaseContext } from '../../core/campaign/phaseContext';
+import { RunnablePhase } from '../../core/campaign/runnablePhase';
 
 /** A phase as the front end starts it: how to ask for its options, and the core function that runs it. */
 export interface PhaseRunner {
@@ -16,5 +17,3 @@ export interface PhaseRunner {
 
 /** Every phase's runner; the extension's composition root makes them. */
 export type PhaseRunners = Record<RunnablePhase, PhaseRunner>;
-
-export const PHASE_ORDER: RunnablePhase[] = ['macro', 'micro', 'profile'];
