@@ -30,6 +30,8 @@ export type HostToWebview =
   | { type: 'budget'; budget?: DecodeBudgetView }
   /** What changed between the shown run (A) and the compared one (B) beyond noise, in sentences (src/core/compare), or why they cannot be compared. */
   | { type: 'verdict'; runId: string; compareRunId: string; lines: string[]; flagged: number }
+  /** Scroll to a part of the view and give it focus (Show Decode-Step Budget opens the view at the budget). */
+  | { type: 'reveal'; section: 'budget' }
   | { type: 'reply'; requestId: number; ok: boolean; error?: string };
 
 /** What the kernel-breakdown side view draws: one profile run. */

@@ -18,6 +18,7 @@ import { TargetsTreeProvider } from './views/targetsTree';
 import { BreakdownViewProvider } from './webview/breakdownView';
 import { ResultsPanel, ResultsPanelDeps } from './webview/resultsPanel';
 import { pickTarget } from './commands/pickers';
+import { showBudgetCommand } from './commands/showBudget';
 import { ApiKeyStore } from './connections/apiKeyStore';
 import { ServerWatch } from './connections/serverWatch';
 
@@ -102,6 +103,9 @@ export function activate(context: vscode.ExtensionContext): void {
       showResults(typeof runId === 'string' ? runId : undefined, typeof compareRunId === 'string' ? compareRunId : undefined);
     }),
     vscode.commands.registerCommand('inferenceBench.refresh', () => tree.refresh()),
+    vscode.commands.registerCommand('inferenceBench.showBudget', (arg?: unknown) =>
+      showBudgetCommand({ runs: () => controller.runs(), showBudgetOf: (runId) => ResultsPanel.show(panelDeps, runId, undefined, 'budget') }, arg),
+    ),
     vscode.window.registerWebviewPanelSerializer(ResultsPanel.viewType, {
       deserializeWebviewPanel: async (panel) => {
         context.subscriptions.push(ResultsPanel.revive(panel, panelDeps));

@@ -31,12 +31,13 @@ export class ResultsPanel extends Disposable {
   private visibleAndReady = false;
   private selectedRunId: string | undefined;
   private compareRunId: string | undefined;
+  private pendingReveal: 'budget' | undefined;
   private readonly pending = new Map<string, RunSummary>();
   private flushTimer: NodeJS.Timeout | undefined;
   /** The last render the view reported: how many points and how long it took. */
   lastRender: { points: number; ms: number } | undefined;
 
-  static show(deps: ResultsPanelDeps, runId?: string, compareRunId?: string): ResultsPanel {
+  static show(deps: ResultsPanelDeps, runId?: string, compareRunId?: string, reveal?: 'budget'): ResultsPanel {
     let view = ResultsPanel.current;
     if (!view) {
       // The second column: the findings document takes the first, so that both stay in sight while a run goes.
@@ -49,7 +50,25 @@ export class ResultsPanel extends Disposable {
       view = ResultsPanel.current = new ResultsPanel(panel, deps);
     } else view.panel.reveal(undefined, true);
     if (runId) view.select(runId, compareRunId);
+    if (reveal) view.reveal(reveal);
     return view;
+  }
+
+  /** The run shown, whose target's budget is below it. */
+  get shownRunId(): string | undefined {
+    return this.selectedRunId;
+  }
+
+  /** Scrolls the view to a section, now or once it has drawn its snapshot. */
+  reveal(section: 'budget'): void {
+    this.pendingReveal = section;
+    this.sendReveal();
+  }
+
+  private sendReveal(): void {
+    if (!this.visibleAndReady || !this.pendingReveal) return;
+    this.post({ type: 'reveal', section: this.pendingReveal });
+    this.pendingReveal = undefined;
   }
 
   static revive(panel: vscode.WebviewPanel, deps: ResultsPanelDeps): ResultsPanel {
@@ -187,6 +206,7 @@ export class ResultsPanel extends Disposable {
         this.visibleAndReady = true;
         this.sendSnapshot();
         this.sendVerdict();
+        this.sendReveal();
         return;
       case 'selectRun': {
         const before = this.selectedRunId ? this.deps.source.run(this.selectedRunId)?.target : undefined;
