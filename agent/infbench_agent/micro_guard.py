@@ -144,7 +144,8 @@ def check_gpus(occ: GpuOccupancy, threshold: float, allow_busy: bool, gpu_indice
             "gpus_busy",
             f"The GPUs are busy: {describe(occ)}. Micro-benchmarks beside a running server would measure the "
             f"server too and may run out of memory ({free / 1024:.1f} GiB free on the fullest GPU).",
-            "Stop the server (or wait until it is idle) and run again; or consent to run anyway with --allow-busy "
+            "Stop the server (or wait until it is idle) and run again, or let Inference Bench stop it and start it again "
+            "afterwards (infbench micro --stop-server; it asks first); or consent to run anyway with --allow-busy "
             "(the run then sizes itself to the free memory, and its numbers include the server's interference).",
         )
     return free

@@ -11,6 +11,7 @@ import { explainCommand } from './commands/explain';
 import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 import { microCommand } from './commands/micro';
+import { serverCommand } from './commands/server';
 import { stopExitCode } from './stopSignals';
 
 // Each phase adds its subcommand here as it lands.
@@ -25,6 +26,7 @@ const COMMANDS: CliCommand[] = [
   compareCommand,
   importCommand,
   probeCommand,
+  serverCommand,
 ];
 
 function help(): string {

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -233,5 +233,110 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     await ServerChange.open({ ...ctx, transport, agent }, pending[0].dir).restore();
     assert.deepEqual(listening(port)!.argv, originalArgv);
     assert.deepEqual(pendingServerChanges(dir, 'gpubox'), []);
+  });
+});
+
+describe('infbench server and the phases’ server flags (local target)', function () {
+  this.timeout(180_000);
+  const ws = mkdtempSync(join(tmpdir(), 'ib-server-cli-'));
+  let port: number;
+  let url: string;
+  let originalArgv: string[];
+
+  function cli(args: string[]) {
+    return spawnSync('node', ['dist/cli.js', ...args, '--target', 'local', '--python', 'python3', '--url', url, '--workspace', ws], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
+  beforeEach(async () => {
+    port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    spawn('python3', ['-u', 'simulator/vllm_sim.py', '--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], {
+      stdio: 'ignore',
+      detached: true,
+    }).unref();
+    const deadline = Date.now() + 20_000;
+    while ((await health(url)) !== 200) {
+      if (Date.now() > deadline) throw new Error('the simulator did not start');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    originalArgv = listening(port)!.argv;
+  });
+
+  afterEach(() => {
+    const left = listening(port);
+    if (left) process.kill(left.pid, 'SIGKILL');
+  });
+
+  it('shows the exact commands and changes nothing without a yes', () => {
+    const before = listening(port)!;
+    const r = cli(['server', 'restart', '--with-profiler', 'auto']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`\\$ kill -TERM ${before.pid} `));
+    assert.match(r.stderr, /adds --profiler-config '\{"profiler":"torch","torch_profiler_dir":"[^']+"\}'/);
+    assert.match(r.stderr, /Pass --yes to agree/);
+    assert.equal(listening(port)!.pid, before.pid, 'still the same process');
+  });
+
+  it('restarts with the profiler on --yes, and `restore` puts the same command line back', () => {
+    const status = cli(['server', 'status']);
+    assert.equal(status.status, 0, status.stderr);
+    assert.match(status.stdout, /Server at .*: vllm 0\.16\.0, pid \d+/);
+    assert.match(status.stdout, /Run by: process/);
+    const restart = cli(['server', 'restart', '--with-profiler', 'auto', '--yes']);
+    assert.equal(restart.status, 0, restart.stderr);
+    assert.match(restart.stderr, /\| INFO .*Loading weights took/);
+    const during = listening(port)!.argv;
+    assert.deepEqual(during.slice(0, originalArgv.length), originalArgv);
+    assert.equal(during[originalArgv.length], '--profiler-config');
+    // Another phase now says the server is not as it was, and how to put it back.
+    const again = cli(['server', 'status']);
+    assert.match(again.stderr, /was changed for infbench server restart and not put back .*infbench server restore --target local/);
+    const restore = cli(['server', 'restore', '--yes']);
+    assert.equal(restore.status, 0, restore.stderr);
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+  });
+
+  (existsSync('/usr/bin/python3') ? it : it.skip)('micro --stop-server measures with the server stopped and starts it again', () => {
+    const before = listening(port)!;
+    const r = spawnSync(
+      'node',
+      [
+        'dist/cli.js',
+        'micro',
+        '--stop-server',
+        '--yes',
+        '--target',
+        'local',
+        '--python',
+        '/usr/bin/python3',
+        '--url',
+        url,
+        '--workspace',
+        ws,
+        '--shape',
+        'tiny=64x64',
+        '--m',
+        '1',
+        '--skip',
+        'allreduce,launch,peak',
+        '--device',
+        'cpu',
+        '--repeats',
+        '1',
+        '--json',
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`kill -TERM ${before.pid} `));
+    assert.match(r.stderr, /server: stopped pid \d+ ended/);
+    const result = JSON.parse(r.stdout) as { points: { kind: string }[] };
+    assert.ok(result.points.some((p) => p.kind === 'gemm'));
+    const after = listening(port)!;
+    assert.notEqual(after.pid, before.pid);
+    assert.deepEqual(after.argv, originalArgv);
   });
 });

@@ -6,6 +6,9 @@ import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } f
 import { CollectiveModel, microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
 import { renderTextTable } from '../../shared/table';
+import { withServerStopped } from '../../core/server/phaseServer';
+import { ServerControlError } from '../../core/server/serverChange';
+import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
 
 const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
 
@@ -29,6 +32,9 @@ Run:
   --device auto|cuda|cuda:N|cpu
   --allow-busy              run even when the GPUs are mostly taken (sized to the free memory)
   --busy-threshold F        fraction of GPU memory in use that counts as busy (default 0.5)
+  --stop-server             stop the server first (its pid, after a yes showing the exact command),
+                            and start it again afterwards, also on failure or Ctrl-C
+  --yes                     agree to --stop-server's stop and start without asking
   --skip ${MICRO_PARTS.join(',')}   leave parts out
   --repeats N               timed repeats per point, median reported (default 10)
   --ar-world-size N         all-reduce processes (default one per GPU; 2 on CPU)
@@ -59,6 +65,8 @@ export const microCommand: CliCommand = {
         'group-size': { type: 'string' },
         device: { type: 'string' },
         'allow-busy': { type: 'boolean' },
+        'stop-server': { type: 'boolean' },
+        yes: { type: 'boolean' },
         'busy-threshold': { type: 'string' },
         skip: { type: 'string' },
         repeats: { type: 'string' },
@@ -111,11 +119,22 @@ export const microCommand: CliCommand = {
         const points = run.micro?.points ?? [];
         for (; printed < points.length; printed++) process.stderr.write(`${pointLine(points[printed])}\n`);
       });
+      warnPendingServerChange(opened);
       let outcome;
       try {
-        outcome = await runMicroPhase(ctx, options);
+        outcome = v['stop-server']
+          ? (
+              await withServerStopped(ctx, 'micro', { consent: cliConsent(v.yes), onProgress: cliServerProgress, signal: opened.signal }, () =>
+                runMicroPhase(ctx, options),
+              )
+            ).value
+          : await runMicroPhase(ctx, options);
       } catch (err) {
         if (err instanceof MicroOptionsError) throw new UsageError(err.message);
+        if (err instanceof ServerControlError) {
+          process.stderr.write(`infbench micro: ${err.message}\n`);
+          return 1;
+        }
         throw err;
       }
       if (outcome.busy) {

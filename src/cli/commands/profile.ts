@@ -1,8 +1,11 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
-import { kernelFamilyFlag, positiveNumber } from '../flags';
+import { kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
+import { withProfilerServer } from '../../core/server/phaseServer';
+import { ServerControlError } from '../../core/server/serverChange';
+import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
 
 const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
 
@@ -24,6 +27,15 @@ Traces:
   --stop-timeout S          seconds to wait while the ranks flush (default 1200)
   --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
   --step-annotation REGEX   the server's step annotation, if not a known one
+Server:
+  --restart-with-profiler   restart a server that runs without the profiler with it on (the flag or
+                            variable of its version), profile, then put the original back; asks
+                            first, showing the exact commands
+  --restart-trace-dir DIR   where the restarted server writes traces on the host (default: a new
+                            folder in the agent's cache there)
+  --profiler-delay-iterations N   vLLM: engine steps skipped after /start_profile (steady state)
+  --profiler-max-iterations N     vLLM: engine steps recorded at most
+  --yes                     agree to the restart without asking
 Output:
   --out FILE                also write the breakdown JSON to FILE
   --json                    print the breakdown JSON instead of tables
@@ -48,6 +60,11 @@ export const profileCommand: CliCommand = {
         'stop-timeout': { type: 'string' },
         family: { type: 'string', multiple: true },
         'step-annotation': { type: 'string' },
+        'restart-with-profiler': { type: 'boolean' },
+        'restart-trace-dir': { type: 'string' },
+        'profiler-delay-iterations': { type: 'string' },
+        'profiler-max-iterations': { type: 'string' },
+        yes: { type: 'boolean' },
         out: { type: 'string' },
         json: { type: 'boolean' },
       },
@@ -70,7 +87,32 @@ export const profileCommand: CliCommand = {
     if (v.out) checkOutPath(v.out);
     const opened = await openCliTarget(v, 'profile', 'Stopping the profile run…');
     try {
-      const outcome = await runProfilePhase(cliPhaseContext(opened), options);
+      warnPendingServerChange(opened);
+      const ctx = cliPhaseContext(opened);
+      let outcome;
+      try {
+        outcome = v['restart-with-profiler']
+          ? (
+              await withProfilerServer(
+                ctx,
+                'profile',
+                {
+                  profilerDir: v['restart-trace-dir'] ?? 'auto',
+                  delayIterations: positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations'),
+                  maxIterations: positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations'),
+                  consent: cliConsent(v.yes),
+                  onProgress: cliServerProgress,
+                  signal: opened.signal,
+                },
+                () => runProfilePhase(ctx, options),
+              )
+            ).value
+          : await runProfilePhase(ctx, options);
+      } catch (err) {
+        if (!(err instanceof ServerControlError)) throw err;
+        process.stderr.write(`infbench profile: ${err.message}\n`);
+        return 1;
+      }
       const b = outcome.breakdown;
       if (b) {
         if (v.out && !writeOutputFile('profile', v.out, `${JSON.stringify(b, null, 2)}\n`, outcome.run.dir)) return 1;

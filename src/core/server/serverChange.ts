@@ -231,6 +231,13 @@ export class ServerChange {
       this.save('restored', 'the original was already running');
       return;
     }
+    const running = this.record.running?.identity;
+    const ours = running && now?.identity && now.identity.pid === running.pid && now.identity.start_ticks === running.start_ticks;
+    if (now && !ours) {
+      const message = `pid ${now.identity?.pid ?? '?'} serves ${this.record.url} now and the tool did not start it: it was left alone. Stop it yourself, then restore again.`;
+      this.save('failed', message);
+      throw new ServerControlError(message, 'not_ours');
+    }
     try {
       if (now) await this.stopRecipe(now, onProgress);
       await this.start(this.record.original, { onProgress });

@@ -1,0 +1,191 @@
+import { createInterface } from 'node:readline/promises';
+import { CliCommand, parseCommandArgs, UsageError } from '../command';
+import { positiveWholeNumber } from '../flags';
+import { openCliTarget, OpenedTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
+import { startCommand } from '../../core/server/recipe';
+import { Consent, pendingServerChanges, ServerChange, ServerControlError, ServerProgress, ServerStep } from '../../core/server/serverChange';
+
+const USAGE = `infbench server — the inference server's recipe, and stopping, restarting and restoring it
+
+Usage: infbench server status|stop|restart|restore [options]
+
+  status     adopt the running server's recipe from its process (command line, folder, environment,
+             user, pid and start time, and whether systemd or a container runs it) and show it
+  stop       stop it (only that pid, after checking its start time and command line; SIGTERM, SIGKILL
+             after 60 s); \`restore\` starts it again
+  restart    stop it and start it again, with --with-profiler: with the torch profiler on, as its
+             version takes it (vLLM >= 0.13 --profiler-config, older VLLM_TORCH_PROFILER_DIR);
+             \`restore\` puts the original back
+  restore    put back the original of the last change not yet put back (after a lost connection too)
+
+Nothing is stopped or started without a yes: the exact commands are shown and asked about on the
+terminal (y/N), or --yes agrees in advance. Each change keeps the original recipe, and every step,
+under .inference-bench/server/ in the workspace.
+
+${targetUsage()}
+Options:
+  --yes                     agree to the stop or start shown (needed where there is no terminal)
+  --with-profiler DIR|auto  restart: the profiler writes traces to DIR on the host (auto: a new folder
+                            in the agent's cache there)
+  --profiler-delay-iterations N   restart, vLLM: engine steps skipped after /start_profile
+  --profiler-max-iterations N     restart, vLLM: engine steps recorded at most (a bounded capture)
+  --start-timeout S         seconds to wait for /health and /v1/models (default 3600)
+
+Example: infbench server restart --target gpubox --with-profiler auto --profiler-max-iterations 64`;
+
+/** Says a consent step on stderr and asks y/N on the terminal; --yes answers yes, no terminal answers no. */
+export function cliConsent(yes: boolean | undefined): Consent {
+  return async (step: ServerStep) => {
+    const lines = [`${step.title}:`, ...step.commands.map((c) => `  $ ${c}`)];
+    for (const c of step.changes) lines.push(`  - ${c}`);
+    if (step.estimateS) lines.push(`  The last start of this recipe took ${Math.round(step.estimateS)} s.`);
+    process.stderr.write(`${lines.join('\n')}\n`);
+    if (yes) {
+      process.stderr.write('--yes given: going ahead.\n');
+      return true;
+    }
+    if (!process.stdin.isTTY) {
+      process.stderr.write('Not done: there is no terminal to ask on. Pass --yes to agree to the commands above.\n');
+      return false;
+    }
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      return /^y(es)?$/i.test((await rl.question('Go ahead? [y/N] ')).trim());
+    } finally {
+      rl.close();
+    }
+  };
+}
+
+/** The server's start-up on stderr: its log lines as they come, and where it stands. */
+export function cliServerProgress(p: ServerProgress): void {
+  if (p.line !== undefined) {
+    process.stderr.write(`  | ${p.line}\n`);
+    return;
+  }
+  const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
+  process.stderr.write(`server: ${p.stage ?? ''} ${p.message}${time}\n`);
+}
+
+/** Said before a phase on a target whose server a previous session changed and did not put back. */
+export function warnPendingServerChange(opened: OpenedTarget): void {
+  const pending = pendingServerChanges(opened.workspace, opened.target.name)[0];
+  if (!pending) return;
+  process.stderr.write(
+    `The server on ${opened.target.name} was changed for ${pending.record.purpose} and not put back (${pending.record.state}, record ${pending.dir}). ` +
+      `Put the original back with: infbench server restore --target ${opened.target.name}\n`,
+  );
+}
+
+export const serverCommand: CliCommand = {
+  name: 'server',
+  summary: "the server's recipe; stop, restart (with the profiler) and restore it, with consent",
+  usage: USAGE,
+  async run(argv: string[]): Promise<number> {
+    const parsed = parseCommandArgs('server', {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        ...TARGET_OPTIONS,
+        yes: { type: 'boolean' },
+        'with-profiler': { type: 'string' },
+        'profiler-delay-iterations': { type: 'string' },
+        'profiler-max-iterations': { type: 'string' },
+        'start-timeout': { type: 'string' },
+      },
+      strict: true,
+    });
+    const v = parsed.values;
+    const action = parsed.positionals[0];
+    if (!['status', 'stop', 'restart', 'restore'].includes(action ?? '')) throw new UsageError('Say what to do: infbench server status|stop|restart|restore.');
+    if (v['with-profiler'] !== undefined && action !== 'restart') throw new UsageError('--with-profiler goes with restart.');
+    const delayIterations = positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations');
+    const maxIterations = positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations');
+    const opened = await openCliTarget(v, 'macro', 'Stopping…');
+    const consent = cliConsent(v.yes);
+    try {
+      if (action === 'restore') return await restore(opened, consent);
+      const { change, status } = await ServerChange.adopt(opened, action === 'status' ? 'a look' : `infbench server ${action}`, {
+        profilerDir: v['with-profiler'],
+        delayIterations,
+        maxIterations,
+        signal: opened.signal,
+      });
+      const recipe = change.record.original;
+      if (action === 'status') {
+        const id = recipe.identity;
+        process.stdout.write(
+          [
+            `Server at ${recipe.url}: ${recipe.kind}${recipe.version ? ` ${recipe.version}` : ''}, pid ${id?.pid ?? '?'} (start time ${id?.start_ticks ?? '?'}), user ${recipe.user ?? '?'}`,
+            `Run by: ${recipe.manager.kind}${recipe.manager.unit ? ` ${recipe.manager.unit}` : ''}${recipe.manager.container ? ` ${recipe.manager.container}` : ''}`,
+            `Recipe: ${startCommand(recipe)}`,
+            `Last start of this recipe: ${status.estimate_s ? `${Math.round(status.estimate_s)} s` : 'not seen yet'}`,
+            `Kept in: ${change.dir}`,
+            '',
+          ].join('\n'),
+        );
+        warnPendingServerChange(opened);
+        return 0;
+      }
+      if (action === 'stop') {
+        const step = change.stopStep();
+        if (
+          !(await consent({
+            ...step,
+            title: `Stop the server on ${opened.target.name} (pid ${recipe.identity?.pid ?? '?'})`,
+            commands: step.commands.slice(0, 1),
+          }))
+        )
+          return 1;
+        await change.stop(cliServerProgress);
+        process.stdout.write(`Stopped. Start it again with: infbench server restore --target ${opened.target.name}\n`);
+        return 0;
+      }
+      const changed = v['with-profiler'] ? status.profiler_recipe : recipe;
+      if (!changed) throw new ServerControlError('No recipe with the profiler could be made for this server.');
+      if (!(await consent(change.restartStep(changed, status.estimate_s)))) return 1;
+      await change.stop(cliServerProgress);
+      try {
+        await change.start(changed, { signal: opened.signal, onProgress: cliServerProgress });
+      } catch (err) {
+        process.stderr.write(`${err instanceof Error ? err.message : String(err)}\nPutting the original back…\n`);
+        await change.restore(cliServerProgress);
+        return 1;
+      }
+      process.stdout.write(
+        v['with-profiler'] ? `Running with the profiler. Put the original back with: infbench server restore --target ${opened.target.name}\n` : 'Restarted.\n',
+      );
+      return 0;
+    } catch (err) {
+      if (err instanceof ServerControlError) {
+        process.stderr.write(`infbench server ${action}: ${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    } finally {
+      await opened.close();
+    }
+  },
+};
+
+async function restore(opened: OpenedTarget, consent: Consent): Promise<number> {
+  const pending = pendingServerChanges(opened.workspace, opened.target.name)[0];
+  if (!pending) {
+    process.stdout.write(`Nothing to put back: no change of the server on ${opened.target.name} is pending.\n`);
+    return 0;
+  }
+  const original = pending.record.original;
+  const yes = await consent({
+    kind: 'restore',
+    title: `Put the original server back on ${opened.target.name} (changed for ${pending.record.purpose}, now ${pending.record.state})`,
+    commands: [
+      ...(pending.record.running ? [`stop pid ${pending.record.running.identity?.pid ?? '?'} (the server the tool started)`] : []),
+      startCommand(original),
+    ],
+    changes: [],
+  });
+  if (!yes) return 1;
+  await ServerChange.open(opened, pending.dir).restore(cliServerProgress);
+  process.stdout.write('The original server is back.\n');
+  return 0;
+}
