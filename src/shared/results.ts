@@ -55,10 +55,31 @@ export interface RunSummary {
   /** One line a user reads first: "decode 57.1 tok/s at c=1", "all-reduce 51.5% of a decode step". */
   headline?: string;
   macro?: { levels: MacroLevelSummary[]; requests?: MacroRequestPoint[] };
+  /** While a macro level runs: how far it is (the agent reports it every second). */
+  levelProgress?: LevelProgress;
   /** alltoall: a cluster run's all-to-all at expert-parallel decode sizes, across the hosts. */
   micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; alltoall?: AllReducePoint[]; peak?: GpuPeak };
   profile?: Record<string, unknown> & Partial<ProfileSummary>;
   probe?: ProbeView;
+}
+
+/** How far the macro level now running is: requests done of those it sends, and the time left at the pace so far. */
+export interface LevelProgress {
+  /** The level as the agent names it: "c=8", "rate 4/s". */
+  level: string;
+  done: number;
+  /** Requests the level sends; 0 when it runs for a time instead. */
+  total: number;
+  elapsedS: number;
+}
+
+/** "c=8: 12 of 32 requests · about 9 s left", for the progress notification and the results view. */
+export function levelProgressText(p: LevelProgress): string {
+  const count = p.total > 0 ? `${p.done} of ${p.total} requests` : `${p.done} requests`;
+  if (!(p.total > 0) || p.done <= 0 || p.elapsedS <= 0) return `${p.level}: ${count}`;
+  const left = Math.max(0, Math.round((p.elapsedS * (p.total - p.done)) / p.done));
+  const when = left >= 120 ? `about ${Math.round(left / 60)} min left` : `about ${left} s left`;
+  return `${p.level}: ${count} · ${when}`;
 }
 
 /**

@@ -2,7 +2,7 @@
 // snapshot and increments the host sends. It keeps no truth of its own beyond which runs are picked.
 import type { DecodeBudgetView } from '../../src/shared/budget';
 import type { HostToWebview, ResultsSnapshot, ResultsViewState } from '../../src/shared/protocol';
-import { hasResults, listedRuns, type RunSummary } from '../../src/shared/results';
+import { hasResults, levelProgressText, listedRuns, type RunSummary } from '../../src/shared/results';
 import { host, onHostMessage, post } from './api';
 import { ChartCard, setTheme } from './charts';
 import { button, el, renderTable } from './dom';
@@ -105,6 +105,12 @@ export function startResultsApp(app: HTMLElement): void {
       el('span', undefined, `codicon codicon-${run.status === 'running' ? 'loading codicon-modifier-spin' : run.status === 'completed' ? 'pass' : 'warning'}`),
     );
     status.append(el('span', ` ${run.status}${run.reason ? ` — ${run.reason}` : ''}`));
+    // A macro level running: requests done of its total and the time left at its pace so far.
+    if (run.status === 'running' && run.levelProgress) {
+      const going = el('span', ` · ${levelProgressText(run.levelProgress)}`);
+      going.id = 'level-progress';
+      status.append(going);
+    }
     header.append(status);
     if (run.headline) {
       const headline = el('p', run.headline, 'headline');
@@ -278,6 +284,17 @@ export function startResultsApp(app: HTMLElement): void {
         verdict = m;
         renderHeader(selected(), compared());
         break;
+      case 'reveal': {
+        // The budget's heading takes focus, so that a keyboard or screen-reader user lands where the command said.
+        const heading = budgetHolder.querySelector('h2');
+        budgetHolder.scrollIntoView({ block: 'start' });
+        if (heading) {
+          heading.tabIndex = -1;
+          heading.focus({ preventScroll: true });
+        }
+        document.body.dataset.revealed = m.section;
+        break;
+      }
       case 'select':
         selectedRunId = m.runId;
         compareRunId = m.compareRunId;

@@ -51,6 +51,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   let server: Partial<ServerInfo> = {};
   let lastLive = 0;
   let lastProgressLog = 0;
+  // The level now running and when its first progress came, for the time left at its pace.
+  let progressLevel: { label: string; since: number } | undefined;
 
   const currentLevels = (): MacroLevelSummary[] => {
     const all = new Map<number, MacroLevelSummary>(live);
@@ -85,6 +87,13 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         // stall still shows it is alive); the log takes one of those lines every PROGRESS_LOG_MS.
         if (!event.message) break;
         const now = Date.now();
+        // "c=8: 12 of 32 requests done after 4 s": the level is named before the colon.
+        const label = /^(c=\d+|rate [^:]+):/.exec(event.message)?.[1];
+        if (label) {
+          if (progressLevel?.label !== label) progressLevel = { label, since: now };
+          summary.levelProgress = { level: label, done: event.done, total: event.total, elapsedS: (now - progressLevel.since) / 1000 };
+          ctx.sink.runChanged({ ...summary });
+        }
         if (now - lastProgressLog >= PROGRESS_LOG_MS) {
           lastProgressLog = now;
           ctx.log.info(`macro: ${event.message}`);
@@ -167,6 +176,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
+  delete summary.levelProgress;
   summary.macro = { levels: [...finals], requests };
   summary.headline = macroHeadline(finals) ?? summary.headline;
   ctx.sink.runChanged({ ...summary });

@@ -4,7 +4,7 @@ import { connectClusterNodes, FindingsUpdate, PhaseContext, ResultSink } from '.
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
 import { inExtensionWords } from './extensionWords';
 import { Target } from '../../core/config/target';
-import { RunSummary } from '../../shared/results';
+import { levelProgressText, RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
 import { findingsDocumentPath, readSettings, workspaceRoot } from '../settings';
 import { RunsSource } from '../webview/runsSource';
@@ -211,7 +211,9 @@ export class RunController extends Disposable implements RunsSource {
                 active.runId = run.id;
                 last = run;
                 this.runChanged(workspace, run);
-                progress.report({ message: run.headline ?? run.status });
+                // A macro level running says how far it is and the time left; the headline follows it.
+                const going = run.status === 'running' && run.levelProgress ? levelProgressText(run.levelProgress) : undefined;
+                progress.report({ message: [going, run.headline ?? (going ? undefined : run.status)].filter(Boolean).join(' · ') });
               },
               findings: (update) => this.findings({ ...update, lines: update.lines.map((l) => inExtensionWords(l, target)) }),
             };
