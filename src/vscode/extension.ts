@@ -10,7 +10,7 @@ import { macroRunner } from './runs/macroRunner';
 import { microRunner } from './runs/microRunner';
 import { probeRunner, restoreProbedStates } from './runs/probeRunner';
 import { profileRunner } from './runs/profileRunner';
-import { PhaseRunners } from '../core/campaign/phaseRunner';
+import { PhaseRunners } from './runs/phaseRunner';
 import { RunController } from './runs/runController';
 import { findingsDocumentPath, readSettings, workspaceRoot } from './settings';
 import { TargetStates } from './views/targetState';

@@ -3,7 +3,7 @@ import { Logger } from '../log';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { NodeConnection } from '../phases/collectives';
-import type { RunnablePhase } from './phaseRunner';
+import type { RunnablePhase } from './runnablePhase';
 import { RunSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { PhaseRunners } from '../../core/campaign/phaseRunner';
+import { PhaseRunners } from '../runs/phaseRunner';
 import { RunController } from '../runs/runController';
 import { compareRunsCommand, revealRunCommand } from './runFolderCommands';
 import { runAllCommand, runPhaseCommand, stopCommand } from './runCommands';

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { connectClusterNodes } from '../../../src/core/campaign/phaseContext';
-import { RunnablePhase } from '../../../src/core/campaign/phaseRunner';
+import { RunnablePhase } from '../../../src/core/campaign/runnablePhase';
 import { clusterNodes, describeTarget, isCluster, parseTarget, SettingsError, Target } from '../../../src/core/config/target';
 import { DeployedAgent } from '../../../src/remote/agentDeploy';
 import { Transport } from '../../../src/remote/transport';
