@@ -70,14 +70,23 @@ function referenceLine(label: string, y: number, xs: number[]): Series | undefin
   };
 }
 
+/**
+ * Where a message-size axis (log) puts its labels: at measured sizes, no two closer than one doubling
+ * (a sweep of decode sizes and powers of two measures 14 KiB beside 16 KiB, whose labels would print
+ * over each other), and at most MAX_SIZE_TICKS of them (then every fourfold step).
+ */
 function ticks(values: number[]): number[] | undefined {
-  const distinct = [...new Set(values)].sort((a, b) => a - b);
-  if (distinct.length <= 12) return distinct;
-  // Many sizes: a tick at each power of four between them, which reads as 1 KiB, 4 KiB, 16 KiB...
-  const out: number[] = [];
-  for (let v = 2 ** Math.ceil(Math.log2(distinct[0])); v <= distinct.at(-1)!; v *= 4) out.push(v);
-  return out.length >= 2 ? out : undefined;
+  const distinct = [...new Set(values)].filter((v) => v > 0).sort((a, b) => a - b);
+  if (distinct.length < 2) return distinct.length ? distinct : undefined;
+  for (const apart of [1.9, 3.9, 15.9]) {
+    const out = [distinct[0]];
+    for (const v of distinct) if (v / out.at(-1)! >= apart) out.push(v);
+    if (out.length <= MAX_SIZE_TICKS) return out;
+  }
+  return undefined;
 }
+
+const MAX_SIZE_TICKS = 10;
 
 /** The columns of a collective's timings table (collectiveRow's keys); `processes` names its world size. */
 function collectiveColumns(runColumn: TableColumn[], processes: string): TableColumn[] {
