@@ -21,12 +21,13 @@ import { pickTarget } from './commands/pickers';
 import { showBudgetCommand } from './commands/showBudget';
 import { ApiKeyStore } from './connections/apiKeyStore';
 import { ServerWatch } from './connections/serverWatch';
+import { disposeServerOutputChannel } from './server/serverPrompts';
 
 /** The composition root: creates the owned parts and registers commands; the work lives in the parts. */
 export function activate(context: vscode.ExtensionContext): void {
   const started = Date.now();
   const log = vscode.window.createOutputChannel('Inference Bench', { log: true });
-  context.subscriptions.push(log);
+  context.subscriptions.push(log, { dispose: disposeServerOutputChannel });
 
   const states = new TargetStates();
   // One shared SSH connection per host (targets on it share it and its state); host-key prompts and passphrases (SecretStorage) live there.

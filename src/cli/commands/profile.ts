@@ -123,6 +123,10 @@ export const profileCommand: CliCommand = {
           process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nBreakdown: ${v.out}` : ''}\n`);
         }
       }
+      if (outcome.summary.errorCode === 'profiler_disabled')
+        process.stderr.write(
+          'Or let infbench restart the server with the profiler for this run and put the original back: add --restart-with-profiler (it asks first).\n',
+        );
       return phaseExitCode('profile', outcome.summary.status, outcome.summary.reason);
     } finally {
       await opened.close();

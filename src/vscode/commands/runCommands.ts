@@ -4,6 +4,7 @@ import { RunController } from '../runs/runController';
 import { PHASE_ORDER, RunnablePhase } from '../../core/campaign/runnablePhase';
 import { PhaseRunner, PhaseRunners } from '../runs/phaseRunner';
 import { pickTarget } from './pickers';
+import { showRunAllPlan } from '../server/serverPrompts';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = {
   probe: 'Probe Target',
@@ -60,6 +61,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   const target = await pickTarget(arg, 'Run All Phases');
   if (!target) return;
   const runners = PHASE_ORDER.map((p) => phases[p]);
+  showRunAllPlan(target.name);
   await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();

@@ -2,6 +2,9 @@ import * as vscode from 'vscode';
 import { MicroOptions } from '../../core/micro/options';
 import { runMicroPhase } from '../../core/phases/micro';
 import { PhaseRunner } from './phaseRunner';
+import { withServerStopped } from '../../core/server/phaseServer';
+import { ServerControlError } from '../../core/server/serverChange';
+import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
 
 const MODELS = [
   { label: 'kimi-k2.5', detail: 'Kimi-K2.5 (DeepSeek-V3 shapes: hidden 7168, 384 experts, 8 active), INT4 weights — the seed scenario', tp: 8 },
@@ -48,15 +51,28 @@ export const microRunner: PhaseRunner = {
     return options as Record<string, unknown>;
   },
   async run(ctx, options) {
+    await offerPendingRestore(ctx);
     let outcome = await runMicroPhase(ctx, options as MicroOptions);
     if (outcome.busy && !ctx.signal?.aborted) {
-      const go = 'Run Beside It';
+      const stop = 'Stop the Server, Run, Start It Again';
+      const beside = 'Run Beside It';
       const pick = await vscode.window.showWarningMessage(
-        `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message}${outcome.busy.hint ? ` ${outcome.busy.hint}` : ''} Timings taken beside a loaded server are skewed. Stop the server and run again for clean numbers, or run now sized to the free memory.`,
+        `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message} Timings taken beside a loaded server are skewed. Stop the server for the run (it is started again afterwards, also on Cancel), or run now sized to the free memory.`,
         { modal: true },
-        go,
+        stop,
+        beside,
       );
-      if (pick === go) outcome = await runMicroPhase(ctx, { ...(options as MicroOptions), allowBusy: true });
+      if (pick === beside) outcome = await runMicroPhase(ctx, { ...(options as MicroOptions), allowBusy: true });
+      if (pick === stop) {
+        try {
+          outcome = (await withServerStopped(ctx, 'micro', vscodeServerOptions(ctx.target.name, ctx.signal), () => runMicroPhase(ctx, options as MicroOptions)))
+            .value;
+        } catch (err) {
+          if (!(err instanceof ServerControlError)) throw err;
+          serverOutputChannel().error(err.message);
+          if (err.code !== 'declined') void vscode.window.showErrorMessage(`Inference Bench: ${err.message}`);
+        }
+      }
     }
     return outcome.summary;
   },

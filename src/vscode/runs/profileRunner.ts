@@ -2,6 +2,9 @@ import * as vscode from 'vscode';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { readSettings } from '../settings';
 import { PhaseRunner } from './phaseRunner';
+import { withProfilerServer } from '../../core/server/phaseServer';
+import { ServerControlError } from '../../core/server/serverChange';
+import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
 
 const WORKLOADS = [
   {
@@ -35,7 +38,25 @@ export const profileRunner: PhaseRunner = {
     return picked ? { ...picked.options } : undefined;
   },
   async run(ctx, options) {
-    const outcome = await runProfilePhase(ctx, { ...(options as ProfileOptions), analysis: readSettings().traceAnalysis });
-    return outcome.summary;
+    await offerPendingRestore(ctx);
+    const profileOptions = { ...(options as ProfileOptions), analysis: readSettings().traceAnalysis };
+    const outcome = await runProfilePhase(ctx, profileOptions);
+    if (outcome.summary.errorCode !== 'profiler_disabled' || ctx.signal?.aborted) return outcome.summary;
+    const restart = 'Restart With the Profiler';
+    const pick = await vscode.window.showWarningMessage(
+      `Inference Bench: the server on ${ctx.target.name} runs without its profiler. ${outcome.summary.reason ?? ''} Restart it with the profiler for this run? The original is put back afterwards, also on failure or Cancel.`,
+      { modal: true },
+      restart,
+    );
+    if (pick !== restart) return outcome.summary;
+    try {
+      const options = { ...vscodeServerOptions(ctx.target.name, ctx.signal), profilerDir: 'auto' };
+      return (await withProfilerServer(ctx, 'profile', options, () => runProfilePhase(ctx, profileOptions))).value.summary;
+    } catch (err) {
+      if (!(err instanceof ServerControlError)) throw err;
+      serverOutputChannel().error(err.message);
+      if (err.code !== 'declined') void vscode.window.showErrorMessage(`Inference Bench: ${err.message}`);
+      return outcome.summary;
+    }
   },
 };

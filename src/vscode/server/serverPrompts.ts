@@ -1,0 +1,105 @@
+import * as vscode from 'vscode';
+import { ServerChangeOptions } from '../../core/server/phaseServer';
+import { startCommand } from '../../core/server/recipe';
+import { pendingServerChanges, ServerChange, ServerContext, ServerProgress, ServerStep } from '../../core/server/serverChange';
+
+// The server's start-up log and every stop, start and restore, one channel for the whole window.
+let channel: vscode.LogOutputChannel | undefined;
+
+export function serverOutputChannel(): vscode.LogOutputChannel {
+  channel ??= vscode.window.createOutputChannel('Inference Bench: Server', { log: true });
+  return channel;
+}
+
+export function disposeServerOutputChannel(): void {
+  channel?.dispose();
+  channel = undefined;
+}
+
+const BUTTON: Record<ServerStep['kind'], string> = {
+  stop: 'Stop the Server',
+  restart: 'Restart the Server',
+  restore: 'Put the Original Back',
+};
+
+/** A modal that shows the exact commands and what they change; only the button is a yes. */
+export async function confirmServerStep(step: ServerStep): Promise<boolean> {
+  const detail = [
+    'Commands:',
+    ...step.commands.map((c) => `$ ${c}`),
+    ...(step.changes.length ? ['', 'What changes:', ...step.changes.map((c) => `• ${c}`)] : []),
+    ...(step.estimateS ? ['', `The last start of this recipe took ${Math.round(step.estimateS)} s.`] : []),
+  ].join('\n');
+  serverOutputChannel().info(`Asked: ${step.title}\n${detail}`);
+  const pick = await vscode.window.showWarningMessage(`Inference Bench: ${step.title}?`, { modal: true, detail }, BUTTON[step.kind]);
+  serverOutputChannel().info(pick ? 'Agreed.' : 'Declined: nothing was changed.');
+  return pick === BUTTON[step.kind];
+}
+
+/** The start-up log into the output channel, and where it stands in the status bar. */
+export function serverProgressToChannel(targetName: string): (p: ServerProgress) => void {
+  const out = serverOutputChannel();
+  let shown = false;
+  let status: vscode.Disposable | undefined;
+  return (p) => {
+    if (!shown) {
+      out.show(true);
+      shown = true;
+    }
+    if (p.line !== undefined) {
+      out.info(`  | ${p.line}`);
+      return;
+    }
+    const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
+    out.info(`${p.stage ?? ''}: ${p.message}${time}`);
+    status?.dispose();
+    status =
+      p.stage === 'ready' || p.stage === 'failed'
+        ? undefined
+        : vscode.window.setStatusBarMessage(`$(sync~spin) Server on ${targetName}: ${p.stage ?? ''}${time}`);
+    if (p.stage === 'ready' || p.stage === 'failed') vscode.window.setStatusBarMessage(`Server on ${targetName}: ${p.stage}`, 5000);
+  };
+}
+
+/** Consent through the modal, progress into the output channel, Cancel from the run's signal. */
+export function vscodeServerOptions(targetName: string, signal?: AbortSignal): ServerChangeOptions {
+  return { consent: confirmServerStep, onProgress: serverProgressToChannel(targetName), signal };
+}
+
+/**
+ * A change of this target's server that an earlier session did not put back (the window closed, the
+ * connection dropped mid-restart): offered before the phase runs, with the exact command.
+ */
+export async function offerPendingRestore(ctx: ServerContext): Promise<void> {
+  const pending = pendingServerChanges(ctx.workspace, ctx.target.name)[0];
+  if (!pending) return;
+  const step: ServerStep = {
+    kind: 'restore',
+    title: `Put the original server back on ${ctx.target.name} (changed for ${pending.record.purpose} and left ${pending.record.state} by an earlier session)`,
+    commands: [startCommand(pending.record.original)],
+    changes: [`the record is ${pending.dir}`],
+  };
+  if (!(await confirmServerStep(step))) return;
+  try {
+    await ServerChange.open(ctx, pending.dir).restore(serverProgressToChannel(ctx.target.name));
+    void vscode.window.showInformationMessage(`Inference Bench: the original server is back on ${ctx.target.name}.`);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Inference Bench: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** What Run All Phases will do to the server, said before it starts (in the output channel and a message that does not wait). */
+export function showRunAllPlan(targetName: string): void {
+  const plan = [
+    `Run All Phases on ${targetName}:`,
+    '  1. probe: what is there (GPUs, server, model, profiler)',
+    '  2. macro: the server as it runs now (the production configuration)',
+    '  3. micro: if the server holds the GPUs, you are asked to stop it (the exact command shown); it is started again right after',
+    '  4. profile: if the server runs without its profiler, you are asked to restart it with the profiler; the original is put back after',
+    'Each restart takes about as long as the server’s last start (said when asked). Cancel during a restart puts the original back.',
+  ];
+  serverOutputChannel().info(plan.join('\n'));
+  void vscode.window.showInformationMessage(
+    `Inference Bench: Run All Phases on ${targetName} — probe, macro on the server as it runs, micro (stopping the server only if you agree), profile (restarting it with the profiler only if you agree, then putting it back).`,
+  );
+}
