@@ -1,5 +1,5 @@
 import { Logger } from '../core/log';
-import { settleDiedRuns } from '../core/runs/runFindings';
+import { settleDiedRuns } from '../core/findings/runFindings';
 import { FindingsFile } from './findingsFile';
 
 /**

@@ -4,7 +4,7 @@ import { stderrLogger } from './cliLogger';
 import { FindingsFile, findingsFlagPath } from './findingsFile';
 import { onStopSignals } from './stopSignals';
 import { showDiedRuns } from './diedRuns';
-import { keepRunFindings } from '../core/runs/runFindings';
+import { keepRunFindings } from '../core/findings/runFindings';
 import { connectClusterNodes, FindingsUpdate, nullSink, PhaseContext, ResultSink } from '../core/campaign/phaseContext';
 import { RunnablePhase } from '../core/campaign/runnablePhase';
 import { DEFAULT_PYTHON, DEFAULT_SERVER_URL, parseTarget, Target } from '../core/config/target';

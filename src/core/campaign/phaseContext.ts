@@ -2,22 +2,9 @@ import { clusterNodes, isCluster, Target } from '../config/target';
 import { Logger } from '../log';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
-import { NodeConnection } from '../phases/collectives';
+import { FindingsUpdate } from '../findings/findingsUpdate';
 import type { RunnablePhase } from './runnablePhase';
 import { RunSummary } from '../../shared/results';
-import { ResultTable } from '../../shared/table';
-
-/**
- * A section of the findings document that a phase fills in. The section id names the marked
- * region (one per phase and run), the tables are rendered by the findings model.
- */
-export interface FindingsUpdate {
-  sectionId: string;
-  heading: string;
-  /** Prose first (one or two lines: the headline finding, provenance), then the tables. */
-  lines: string[];
-  tables: ResultTable[];
-}
 
 /**
  * Where a phase's results go as they arrive: the results view and sidebar (runChanged), and the
@@ -45,6 +32,16 @@ export interface PhaseContext {
    * stdin, never put on a command line, in an environment or in the run folder.
    */
   apiKey?: string;
+}
+
+// Phases and front ends name the findings' update with the sink it goes through.
+export type { FindingsUpdate };
+
+/** One host of a cluster, connected, with the agent deployed on it. */
+export interface NodeConnection {
+  target: Target;
+  transport: Transport;
+  agent: DeployedAgent;
 }
 
 export const nullSink: ResultSink = { runChanged() {}, findings() {} };

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { FindingsUpdate } from '../campaign/phaseContext';
+import { FindingsUpdate } from './findingsUpdate';
 import { decodeDocument, encodeDocument } from './bytes';
 import { fileTypeProblem, findingsFileProblem, realPathOf } from './location';
 import { ProbeInfo, renderSkeleton } from './skeleton';

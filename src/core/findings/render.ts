@@ -1,4 +1,4 @@
-import { FindingsUpdate } from '../campaign/phaseContext';
+import { FindingsUpdate } from './findingsUpdate';
 import { ResultTable } from '../../shared/table';
 import { renderMarkdownTable } from './markdownTable';
 import { looksLikeMarker } from './markers';

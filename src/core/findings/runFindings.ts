@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { FindingsUpdate } from '../campaign/phaseContext';
-import { findingsPathInWorkspace } from '../findings/location';
-import { markerId, parseRegions } from '../findings/markers';
-import { runDiedLine } from '../findings/render';
-import { markIfDied, metaPath, RunMeta, runDir, runsRoot, writeAtomic } from './runFolder';
+import { markIfDied, metaPath, RunMeta, runDir, runsRoot, writeAtomic } from '../runs/runFolder';
+import { FindingsUpdate } from './findingsUpdate';
+import { findingsPathInWorkspace } from './location';
+import { markerId, parseRegions } from './markers';
+import { runDiedLine } from './render';
 
 /** The file in a run folder that keeps the run's last findings block, so that a run that dies can still say so there. */
 const FINDINGS_FILE = 'findings.json';

@@ -1,4 +1,4 @@
-import { FindingsUpdate } from '../campaign/phaseContext';
+import { FindingsUpdate } from './findingsUpdate';
 import { beginMarker, endMarker, markerId } from './markers';
 import { renderUpdate } from './render';
 import { NOTES_TITLE, PHASE_SECTIONS } from './sections';

@@ -1,4 +1,4 @@
-import { FindingsUpdate } from '../campaign/phaseContext';
+import { FindingsUpdate } from './findingsUpdate';
 import { detectEol, isBlank, Line } from './lines';
 import { beginMarker, endMarker, markerId, parseRegions, ParsedRegions, Region } from './markers';
 import { NOTE_PREFIX, renderUpdate } from './render';

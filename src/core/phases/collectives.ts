@@ -1,20 +1,13 @@
-import { Target } from '../config/target';
+import { NodeConnection } from '../campaign/phaseContext';
 import { Logger } from '../log';
 import { MicroPoint } from '../micro/tables';
 import { RunFolder, RunStatus } from '../runs/runFolder';
 import { RunStop } from '../runs/runStop';
 import { CollectivePlan, CollectiveSize } from '../../remote/agentProtocol';
 import { agentArgv } from '../../remote/agentArgv';
-import { DeployedAgent } from '../../remote/agentDeploy';
-import { Transport } from '../../remote/transport';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 
-/** One host of a cluster, connected, with the agent deployed on it. */
-export interface NodeConnection {
-  target: Target;
-  transport: Transport;
-  agent: DeployedAgent;
-}
+export type { NodeConnection } from '../campaign/phaseContext';
 
 export interface CollectiveOptions {
   model?: string;

@@ -13,7 +13,7 @@ import { PhaseRunner } from './phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
 import { runDir } from '../../core/runs/runFolder';
 import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';
-import { diedRunBlock, keepRunFindings } from '../../core/runs/runFindings';
+import { diedRunBlock, keepRunFindings } from '../../core/findings/runFindings';
 import { RunStop } from '../../core/runs/runStop';
 import { SshError } from '../../remote/ssh/errors';
 import { showConnectionFailure } from '../connections/connectionFailure';

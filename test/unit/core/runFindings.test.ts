@@ -5,7 +5,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { applyFindingsUpdate } from '../../../src/core/findings/update';
-import { diedRunBlock, keepRunFindings, settleDiedRuns } from '../../../src/core/runs/runFindings';
+import { diedRunBlock, keepRunFindings, settleDiedRuns } from '../../../src/core/findings/runFindings';
 import { metaPath, RunFolder, RunMeta } from '../../../src/core/runs/runFolder';
 import { procStat, RunOwner } from '../../../src/core/runs/runOwner';
 import { StoredRuns } from '../../../src/core/runs/storedRuns';
