@@ -128,6 +128,47 @@ class SimRequest:
     aborted: bool = False
     done: Optional[asyncio.Future] = None
     text: List[str] = field(default_factory=list)
+    # Prompt tokens found in the prefix cache: their prefill is skipped.
+    cached_tokens: int = 0
+
+
+class PrefixCache:
+    """vLLM's automatic prefix caching, as its V1 KV-cache manager does it (vllm/v1/core/kv_cache_utils.py,
+    hash_block_tokens; vllm/v1/core/kv_cache_manager.py, get_computed_blocks): a prompt's full blocks of
+    `block_size` tokens are hashed in a chain (each block's hash covers every token before it); a request's
+    hits are its leading blocks already cached, never the whole prompt (the last token is always computed);
+    its blocks are cached as it is scheduled, so a later request with the same prefix hits them. Least
+    recently used blocks go first when the cache is full. Counted as vLLM counts them: queries are prompt
+    tokens, hits cached tokens (vllm:prefix_cache_queries / vllm:prefix_cache_hits)."""
+
+    def __init__(self, capacity_blocks: int, block_size: int = 16) -> None:
+        self.capacity, self.block_size = capacity_blocks, block_size
+        self.blocks: "collections.OrderedDict[int, None]" = collections.OrderedDict()
+        self.queries = 0
+        self.hits = 0
+
+    def lookup_and_insert(self, tokens: List[str], prompt_tokens: int) -> int:
+        """The request's cached tokens; its full blocks are cached from now on."""
+        hashes: List[int] = []
+        h = 0
+        usable = max(0, min(len(tokens), prompt_tokens - 1))
+        for start in range(0, usable - usable % self.block_size, self.block_size):
+            h = hash((h, tuple(tokens[start : start + self.block_size])))
+            hashes.append(h)
+        hit_blocks = 0
+        for h in hashes:
+            if h not in self.blocks:
+                break
+            hit_blocks += 1
+        for h in hashes:
+            self.blocks[h] = None
+            self.blocks.move_to_end(h)
+        while len(self.blocks) > self.capacity:
+            self.blocks.popitem(last=False)
+        cached = hit_blocks * self.block_size
+        self.queries += prompt_tokens
+        self.hits += cached
+        return cached
 
 
 class Histogram:
@@ -222,6 +263,8 @@ class Simulator:
             [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0],
         )
         self.created = int(time.time())
+        # On by default, as in vLLM V1 (--no-enable-prefix-caching turns it off).
+        self.prefix_cache = PrefixCache(args.kv_cache_tokens // 16) if args.enable_prefix_caching else None
 
     # ---------------- scheduler (one thread, absolute deadlines) ----------------
 
@@ -262,7 +305,7 @@ class Simulator:
                 batch = list(self.running)
             if not batch:
                 continue
-            prefill = sum(r.prompt_tokens for r in joiners)
+            prefill = sum(r.prompt_tokens - r.cached_tokens for r in joiners)
             step_s = model.step_ms(len(batch), prefill) / 1000.0
             end = next_start + step_s
             if self.profiling and len(self.profiled_steps) < self.profile_max_steps:
@@ -466,6 +509,10 @@ class Simulator:
         assert self.loop is not None
         r.done = self.loop.create_future()
         self.prompt_tokens_total += prompt_tokens
+        if self.prefix_cache is not None:
+            # A chat prompt's template tokens come first and are the same for every request.
+            words = (["<chat>"] * (3 * len(body["messages"]) + 2) if chat else []) + TOKEN_RE.findall(text)
+            r.cached_tokens = self.prefix_cache.lookup_and_insert(words, prompt_tokens)
         if stream:
             writer.write(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
@@ -638,6 +685,15 @@ class Simulator:
             "# TYPE vllm:request_success_total counter",
             f'vllm:request_success_total{{{labels},finished_reason="length"}} {float(self.success_total)}',
         ]
+        if self.prefix_cache is not None:
+            lines += [
+                "# HELP vllm:prefix_cache_queries Prefix cache queries, in terms of number of queried tokens.",
+                "# TYPE vllm:prefix_cache_queries counter",
+                f"vllm:prefix_cache_queries_total{{{labels}}} {float(self.prefix_cache.queries)}",
+                "# HELP vllm:prefix_cache_hits Prefix cache hits, in terms of number of cached tokens.",
+                "# TYPE vllm:prefix_cache_hits counter",
+                f"vllm:prefix_cache_hits_total{{{labels}}} {float(self.prefix_cache.hits)}",
+            ]
         for h in (self.h_ttft, self.h_itl, self.h_e2e):
             lines.extend(h.render(labels))
         text = "\n".join(lines) + "\n"
@@ -906,6 +962,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         default=0.0,
         help="take this long to start (weights, CUDA graphs), writing a start-up log like vLLM's on stderr",
     )
+    p.add_argument(
+        "--enable-prefix-caching",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="vLLM's automatic prefix caching (on by default, as in vLLM V1): cached prompt blocks skip their prefill",
+    )
+    p.add_argument("--kv-cache-tokens", type=int, default=1_000_000, help="prefix-cache capacity in tokens (blocks of 16)")
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
     p.add_argument(
         "--mimic",

@@ -31,8 +31,10 @@ EXPIRY_CHECK_INTERVAL = 0.1
 
 
 class Endpoint:
-    def __init__(self, base_url: str, api_key: Optional[str] = None) -> None:
+    def __init__(self, base_url: str, api_key: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> None:
         self.api_key = api_key
+        # --header KEY=VALUE pairs, sent with every request (a gateway's routing or tenant headers).
+        self.headers = dict(headers or {})
         parts = urlsplit(base_url)
         if parts.scheme != "http":
             raise ValueError(
@@ -53,7 +55,7 @@ class Endpoint:
         ]
         if self.api_key:
             lines.append(f"Authorization: Bearer {self.api_key}")
-        for k, v in extra_headers.items():
+        for k, v in {**self.headers, **extra_headers}.items():
             lines.append(f"{k}: {v}")
         if body is not None:
             lines.append("Content-Type: application/json")

@@ -17,7 +17,7 @@ import os
 import random
 import sys
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events, options
 from infbench_agent.loadgen_http import Endpoint
@@ -89,11 +89,19 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
             f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
             "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE",
         )
-    if name == "random" and path:
+    if name in ("random", "prefix_repetition") and path:
         raise events.AgentError(
-            "bad_arguments", f"random prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
+            "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
         )
-    if name != "random" and not path:
+    if name == "prefix_repetition":
+        p = (args.prefix_repetition_prefix_len, args.prefix_repetition_suffix_len, args.prefix_repetition_num_prefixes)
+        if min(p) < 1:
+            raise events.AgentError(
+                "bad_arguments",
+                "--prefix-repetition-prefix-len, --prefix-repetition-suffix-len and --prefix-repetition-num-prefixes must be at least 1",
+                "",
+            )
+    elif name != "random" and not path:
         raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
     if name != "random" and args.range_ratio:
         raise events.AgentError(
@@ -104,6 +112,29 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
             "bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only", "for random prompts pass --output-len"
         )
     return name, path
+
+
+def request_extras(args: argparse.Namespace) -> Tuple[dict, dict, Dict[str, str]]:
+    """The sampling parameters, the --extra-body object and the --header pairs every request carries, checked
+    as vllm/benchmarks/serve.py reads them (--extra-body a JSON object, --header KEY=VALUE)."""
+    sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p") if getattr(args, k) is not None}
+    extra: dict = {}
+    if args.extra_body:
+        try:
+            extra = json.loads(args.extra_body)
+        except ValueError as exc:
+            raise events.AgentError("bad_arguments", f"--extra-body is not JSON: {exc}", "for example '{\"top_k\": 20}'")
+        if not isinstance(extra, dict):
+            raise events.AgentError("bad_arguments", "--extra-body must be a JSON object", "for example '{\"top_k\": 20}'")
+    headers: Dict[str, str] = {}
+    for pair in args.header or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or any(c in pair for c in "\r\n"):
+            raise events.AgentError(
+                "bad_arguments", f"--header takes KEY=VALUE, got {pair!r}", "for example --header x-request-source=bench"
+            )
+        headers[key.strip()] = value.strip()
+    return sampling, extra, headers
 
 
 def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Optional[float]) -> Optional[int]:
@@ -130,6 +161,8 @@ def dataset_prompts(
                 "output_len_range": list(length_range(args.output_len, args.range_ratio)),
             }
         )
+        return None, info
+    if dataset == "prefix_repetition":
         return None, info
     totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
     # As many conversations as the largest level sends, each level drawing from the same ones as vLLM's runs
@@ -172,7 +205,9 @@ class MacroRun:
         raise_open_file_limit()
         auth.resolve_api_key(args)
         try:
-            endpoint = Endpoint(args.url, args.api_key)
+            sampling, extra_body, headers = request_extras(args)
+            args.request_headers = headers
+            endpoint = Endpoint(args.url, args.api_key, headers)
             slos = parse_slos(args.goodput)
             percentiles = [float(p) for p in str(args.percentiles).split(",") if p.strip()]
         except ValueError as exc:
@@ -217,6 +252,17 @@ class MacroRun:
             seed,
             file_prompts=file_prompts,
             range_ratio=args.range_ratio if dataset == "random" else 0.0,
+            prefix=(
+                {
+                    "prefix_len": args.prefix_repetition_prefix_len,
+                    "suffix_len": args.prefix_repetition_suffix_len,
+                    "num_prefixes": args.prefix_repetition_num_prefixes,
+                }
+                if dataset == "prefix_repetition"
+                else None
+            ),
+            sampling=sampling,
+            extra_body=extra_body,
         )
         calibration = (
             {"calibrated": False, "note": "prompts from a file"}
@@ -240,7 +286,8 @@ class MacroRun:
             "levels": [],
             "server": server,
             "cancelled": False,
-            "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key")},
+            # Header values may carry a gateway's tokens: the result names the headers only (request_extras).
+            "config": {k: v for k, v in vars(args).items() if k not in ("worker", "api_key", "header", "request_headers")},
             "prompts": {
                 "seed": seed,
                 "calibration": calibration,
@@ -307,6 +354,21 @@ class MacroRun:
             "input_len": None,
             "output_len": args.sharegpt_output_len if dataset == "sharegpt" else args.output_len,
         }
+        if dataset == "prefix_repetition":
+            data_meta.update(
+                {
+                    "input_len": args.prefix_repetition_prefix_len + args.prefix_repetition_suffix_len,
+                    "prefix_len": args.prefix_repetition_prefix_len,
+                    "suffix_len": args.prefix_repetition_suffix_len,
+                    "num_prefixes": args.prefix_repetition_num_prefixes,
+                }
+            )
+        if sampling or extra_body or headers:
+            data_meta["request_extras"] = {
+                **sampling,
+                **({"extra_body": extra_body} if extra_body else {}),
+                **({"headers": sorted(headers)} if headers else {}),
+            }
         if dataset == "random":
             data_meta.update({"input_len": args.input_len, "range_ratio": args.range_ratio})
             if args.range_ratio:

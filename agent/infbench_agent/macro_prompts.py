@@ -53,6 +53,9 @@ class PromptMaker:
         file_prompts: Optional[List[dict]] = None,
         dropped_fields: Optional[List[str]] = None,
         range_ratio: float = 0.0,
+        prefix: Optional[dict] = None,
+        sampling: Optional[dict] = None,
+        extra_body: Optional[dict] = None,
     ) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
@@ -61,6 +64,11 @@ class PromptMaker:
         # Fields the server refused (HTTP 400 in the warm-up), left out of every request.
         self.dropped_fields = dropped_fields or []
         self.range_ratio = range_ratio
+        # prefix_repetition: {"prefix_len", "suffix_len", "num_prefixes"} tokens (see text()).
+        self.prefix = prefix
+        # temperature, top_p, top_k, min_p as given (temperature 0 unless given, as vllm bench serve sends).
+        self.sampling = sampling or {}
+        self.extra_body = extra_body or {}
 
     def to_json(self) -> dict:
         return {
@@ -75,12 +83,17 @@ class PromptMaker:
             "file_prompts": self.file_prompts,
             "dropped_fields": self.dropped_fields,
             "range_ratio": self.range_ratio,
+            "prefix": self.prefix,
+            "sampling": self.sampling,
+            "extra_body": self.extra_body,
         }
 
     def lengths(self, index: int) -> Tuple[int, int]:
         """Request `index`'s prompt and output tokens. vLLM draws every request's pair up front from one numpy
         generator; here each is drawn from the seed and the request's index, so that every worker process draws
         the same for the same request."""
+        if self.prefix:
+            return self.prefix["prefix_len"] + self.prefix["suffix_len"], self.output_len
         if not self.range_ratio:
             return self.input_len, self.output_len
         rng = random.Random(f"{self.seed}:lengths:{index}")
@@ -94,9 +107,30 @@ class PromptMaker:
         return max(1, int(round((tokens - self.overhead) / max(self.tokens_per_word, 1e-6))))
 
     def text(self, index: int, words: Optional[int] = None) -> str:
+        if self.prefix and words is None:
+            return self.prefixed_text(index)
         rng = random.Random(f"{self.seed}:{index}")
         n = words if words is not None else self.words_for(self.lengths(index)[0])
         return " ".join(rng.choice(WORDS) for _ in range(n))
+
+    def prefix_group(self, index: int) -> int:
+        """Which shared prefix request `index` carries. vLLM gives each prefix num_requests // num_prefixes
+        prompts and shuffles them; here the groups take turns, so every worker process agrees on a request's
+        group and the groups stay the same size in any level."""
+        assert self.prefix
+        return index % self.prefix["num_prefixes"]
+
+    def prefixed_text(self, index: int) -> str:
+        """prefix_repetition as vllm/benchmarks/datasets.py's PrefixRepetitionRandomDataset makes it: the group's
+        prefix of prefix_len tokens, then the request's own random suffix of suffix_len tokens. The prefix is
+        drawn from the seed and the group alone: every level of the run shares it, as a server's system prompts
+        are shared over a day; the calibration's overhead falls in the suffix."""
+        assert self.prefix
+        group = random.Random(f"{self.seed}:prefix:{self.prefix_group(index)}")
+        prefix_words = max(1, int(round(self.prefix["prefix_len"] / max(self.tokens_per_word, 1e-6))))
+        own = random.Random(f"{self.seed}:{index}")
+        suffix_words = self.words_for(self.prefix["suffix_len"])
+        return " ".join([group.choice(WORDS) for _ in range(prefix_words)] + [own.choice(WORDS) for _ in range(suffix_words)])
 
     def estimated_prompt_tokens(self, index: int) -> int:
         """The prompt's length in tokens as calibrated, for when the server reports no usage."""
@@ -132,9 +166,11 @@ class PromptMaker:
             if prompt is None and messages:
                 prompt = "\n".join(str(m.get("content", "")) for m in messages)
             payload = {"model": self.model, "prompt": prompt, "max_tokens": out_len}
-        payload.update({"temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}})
+        payload.update({"temperature": 0.0, **self.sampling, "stream": True, "stream_options": {"include_usage": True}})
         if self.ignore_eos:
             payload["ignore_eos"] = True
+        # vllm bench serve merges --extra-body over what it built; so does this.
+        payload.update(self.extra_body)
         for name in self.dropped_fields:
             payload.pop(name, None)
         return json.dumps(payload).encode()

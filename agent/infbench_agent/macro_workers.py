@@ -27,7 +27,7 @@ def worker_main() -> int:
     raise_open_file_limit()
     job = json.loads(sys.stdin.readline())
     maker = PromptMaker.from_json(job["prompt"])
-    endpoint = Endpoint(job["url"], job.get("api_key"))
+    endpoint = Endpoint(job["url"], job.get("api_key"), job.get("headers"))
     out = sys.stdout
 
     def write(obj: dict) -> None:
@@ -104,6 +104,7 @@ def run_level_workers(
                 "prompt": maker.to_json(),
                 "request_timeout": args.request_timeout,
                 "api_key": args.api_key,
+                "headers": getattr(args, "request_headers", None),
             }
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(job) + "\n").encode())

@@ -108,12 +108,29 @@ OPTIONS: List[Option] = [
         "--dataset-name",
         "str",
         ("macro",),
-        "random prompts (default), a JSONL of prompts, or ShareGPT conversations (vllm bench serve's "
-        "sharegpt); default with --dataset-path: told from the file (a JSON list is ShareGPT)",
-        choices=("random", "jsonl", "sharegpt"),
+        "random prompts (default), a JSONL of prompts, ShareGPT conversations (vllm bench serve's "
+        "sharegpt), or groups of prompts that share a prefix (its prefix_repetition); default with "
+        "--dataset-path: told from the file (a JSON list is ShareGPT)",
+        choices=("random", "jsonl", "sharegpt", "prefix_repetition"),
     ),
     _opt("--dataset-path", "str", ("macro",), "the dataset file on this host"),
     _opt("--sharegpt-output-len", "int", ("macro",), "ShareGPT: output tokens of every request instead of each conversation's second turn"),
+    # vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset: its defaults.
+    _opt("--prefix-repetition-prefix-len", "int", ("macro",), "prefix_repetition: tokens of the prefix a group shares", 256),
+    _opt("--prefix-repetition-suffix-len", "int", ("macro",), "prefix_repetition: tokens of each request's own suffix", 256),
+    _opt("--prefix-repetition-num-prefixes", "int", ("macro",), "prefix_repetition: groups, each with its own prefix", 10),
+    # ---- macro: what each request asks for (vllm/benchmarks/serve.py's sampling and request flags)
+    _opt("--temperature", "float", ("macro",), "sampling temperature (default 0, greedy, as vllm bench serve sends)"),
+    _opt("--top-p", "float", ("macro",), "top-p sampling"),
+    _opt("--top-k", "int", ("macro",), "top-k sampling"),
+    _opt("--min-p", "float", ("macro",), "min-p sampling"),
+    _opt(
+        "--extra-body",
+        "str",
+        ("macro",),
+        'a JSON object merged into every request body, e.g. \'{"chat_template_kwargs":{"enable_thinking":false}}\'',
+    ),
+    _opt("--header", "strs", ("macro",), "KEY=VALUE: a header sent with every request (repeatable)", [], metavar="KEY=VALUE"),
     _opt("--warmup", "int", ("macro",), "requests sent and discarded before the first level", 2),
     _opt("--seed", "int", ("macro",), "prompt seed; default random, so runs never share a prefix"),
     _opt("--percentiles", "str", ("macro",), "percentiles of each latency, comma-separated", "50,90,99"),

@@ -225,6 +225,27 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.ok(Math.max(...queued) >= 10, `the server's queue on the trace: ${queued.join(', ')}`);
   });
 
+  it("measures a shared-prefix workload's prefix-cache hit rate from the server's own counters, as the workload implies", async function () {
+    // 20 requests in 4 groups, one at a time: each group's first misses, the other 16 find their 64 prefix tokens cached.
+    const sim = await simulator();
+    const sink = new RecordingSink();
+    const out = await runMacroPhase(context(sim, sink), {
+      ...base,
+      warmup: 0,
+      outputLen: 4,
+      concurrency: [1],
+      requests: 20,
+      dataset: 'prefix_repetition',
+      prefixRepetition: { prefixLen: 64, suffixLen: 32, numPrefixes: 4 },
+    });
+    assert.equal(out.agent.status, 'completed', out.agent.reason);
+    const findings = sink.findings.at(-1)!;
+    assert.match(findings.lines.join('\n'), /prompts in 4 groups sharing a prefix \(vllm bench serve's prefix_repetition\): 64 shared \+ 32 own tokens/);
+    const state = findings.tables.find((t) => t.id === 'macro-server-state');
+    assert.ok(state?.columns.some((c) => c.label === 'Prefix-cache hit %'));
+    within(state!.rows[0].hit_rate as number, (100 * 16 * 64) / (20 * 96), 0.001, 0, 'prefix-cache hit % at c=1');
+  });
+
   it('reports faults as failures with reasons and keeps them out of the latency figures', async function () {
     const sim = await simulator({ faults: ['error500:every=4', 'cut:every=5:after=3'] });
     const sink = new RecordingSink();

@@ -29,11 +29,20 @@ Load:
   --api completions|chat    (default completions)
   --model NAME              default: the first model /v1/models lists
   --prompts-file PATH       JSONL prompts on the target host
-  --dataset-name random|jsonl|sharegpt
+  --dataset-name random|jsonl|sharegpt|prefix_repetition
                             where prompts come from (default random; with --dataset-path told from the
-                            file: a JSON list is ShareGPT)
+                            file: a JSON list is ShareGPT; prefix_repetition: groups sharing a prefix)
   --dataset-path PATH       the dataset file on the target host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json
   --sharegpt-output-len N   ShareGPT: N output tokens per request instead of each second turn's length
+  --prefix-repetition-prefix-len N, --prefix-repetition-suffix-len N, --prefix-repetition-num-prefixes N
+                            prefix_repetition: N groups (default 10) whose prompts share a prefix of N tokens
+                            (default 256), each with its own suffix (default 256); the hit rate comes from
+                            the server's own prefix-cache counters
+Each request:
+  --temperature T, --top-p P, --top-k K, --min-p P
+                            sampling (default temperature 0, greedy, as vllm bench serve sends)
+  --extra-body JSON         merged into every request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'
+  --header KEY=VALUE        sent with every request (repeatable)
   --warmup N                warm-up requests (default 2)
   --request-timeout S       seconds one request may take before it fails as a timeout (default 600);
                             a level whose requests all stall stops the run
@@ -76,6 +85,15 @@ export const macroCommand: CliCommand = {
         'dataset-name': { type: 'string' },
         'dataset-path': { type: 'string' },
         'sharegpt-output-len': { type: 'string' },
+        'prefix-repetition-prefix-len': { type: 'string' },
+        'prefix-repetition-suffix-len': { type: 'string' },
+        'prefix-repetition-num-prefixes': { type: 'string' },
+        temperature: { type: 'string' },
+        'top-p': { type: 'string' },
+        'top-k': { type: 'string' },
+        'min-p': { type: 'string' },
+        'extra-body': { type: 'string' },
+        header: { type: 'string', multiple: true },
         warmup: { type: 'string' },
         'request-timeout': { type: 'string' },
         'stall-timeout': { type: 'string' },
@@ -130,7 +148,7 @@ export const macroCommand: CliCommand = {
 };
 
 /** The flags' values as parseArgs gives them: strings, and booleans for the switches. */
-export type MacroFlagValues = Record<string, string | boolean | undefined>;
+export type MacroFlagValues = Record<string, string | boolean | string[] | undefined>;
 
 /** The run's options from `infbench macro`'s flags, each bad value named by its flag. */
 export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
@@ -165,6 +183,10 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     dataset: datasetFlag(v('dataset-name')),
     datasetPath: v('dataset-path'),
     sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
+    prefixRepetition: prefixRepetitionFlags(v),
+    sampling: samplingFlags(v),
+    extraBody: extraBodyFlag(v('extra-body')),
+    headers: Array.isArray(values.header) && values.header.length ? values.header : undefined,
     warmup: finiteNumber(v('warmup'), '--warmup'),
     requestTimeoutS: positiveSeconds(v('request-timeout'), '--request-timeout'),
     stallTimeoutS: nonNegativeNumber(v('stall-timeout'), '--stall-timeout'),
@@ -179,6 +201,39 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
 
 function datasetFlag(text: string | undefined): MacroDataset | undefined {
   if (text === undefined) return undefined;
-  if (text === 'random' || text === 'jsonl' || text === 'sharegpt') return text;
-  throw new UsageError(`--dataset-name takes random, jsonl or sharegpt; got "${text}".`);
+  if (text === 'random' || text === 'jsonl' || text === 'sharegpt' || text === 'prefix_repetition') return text;
+  throw new UsageError(`--dataset-name takes random, jsonl, sharegpt or prefix_repetition; got "${text}".`);
+}
+
+type FlagText = (flag: string) => string | undefined;
+
+function prefixRepetitionFlags(v: FlagText): MacroOptions['prefixRepetition'] {
+  const p = {
+    prefixLen: positiveWholeNumber(v('prefix-repetition-prefix-len'), '--prefix-repetition-prefix-len'),
+    suffixLen: positiveWholeNumber(v('prefix-repetition-suffix-len'), '--prefix-repetition-suffix-len'),
+    numPrefixes: positiveWholeNumber(v('prefix-repetition-num-prefixes'), '--prefix-repetition-num-prefixes'),
+  };
+  return Object.values(p).some((x) => x !== undefined) ? p : undefined;
+}
+
+function samplingFlags(v: FlagText): MacroOptions['sampling'] {
+  const s = {
+    temperature: nonNegativeNumber(v('temperature'), '--temperature'),
+    topP: finiteNumber(v('top-p'), '--top-p'),
+    topK: finiteNumber(v('top-k'), '--top-k'),
+    minP: finiteNumber(v('min-p'), '--min-p'),
+  };
+  return Object.values(s).some((x) => x !== undefined) ? s : undefined;
+}
+
+function extraBodyFlag(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--extra-body is not JSON (${err instanceof Error ? err.message : String(err)}); for example '{"top_k": 20}'.`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--extra-body must be a JSON object, for example '{"top_k": 20}'.`);
+  return value as Record<string, unknown>;
 }

@@ -46,12 +46,26 @@ export interface MacroOptions {
   requestTimeoutS?: number;
   /** Seconds a stream may send nothing before it fails as stalled (the agent's default 60); 0 turns it off. */
   stallTimeoutS?: number;
+  /** prefix_repetition: groups of requests that share a prefix (vllm bench serve's defaults 256, 256, 10). */
+  prefixRepetition?: { prefixLen?: number; suffixLen?: number; numPrefixes?: number };
+  /** Sampling parameters every request carries; temperature 0 (greedy) unless given, as vllm bench serve sends. */
+  sampling?: { temperature?: number; topP?: number; topK?: number; minP?: number };
+  /** A JSON object merged into every request body (vllm bench serve --extra-body). */
+  extraBody?: Record<string, unknown>;
+  /** KEY=VALUE headers sent with every request (vllm bench serve --header). */
+  headers?: string[];
   /** Bearer token for a server started with --api-key; handed to the agent on stdin, never stored. */
   apiKey?: string;
 }
 
-/** random: generated prompts; jsonl: a file of prompts; sharegpt: ShareGPT conversations, as vllm bench serve --dataset-name sharegpt. */
-export type MacroDataset = 'random' | 'jsonl' | 'sharegpt';
+/**
+ * random: generated prompts; jsonl: a file of prompts; sharegpt: ShareGPT conversations; prefix_repetition:
+ * groups of generated prompts that share a prefix (each as vllm bench serve's --dataset-name).
+ */
+export type MacroDataset = 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition';
+
+/** vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset's defaults. */
+export const PREFIX_REPETITION_DEFAULTS = { prefixLen: 256, suffixLen: 256, numPrefixes: 10 };
 
 /** The seed scenario's defaults: single stream first, then a sweep. */
 export const DEFAULT_MACRO_OPTIONS: Required<Pick<MacroOptions, 'api' | 'concurrency' | 'inputLen' | 'outputLen' | 'warmup'>> = {
@@ -105,6 +119,7 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
     percentiles: o.percentiles?.length ? o.percentiles.join(',') : undefined,
     goodput: slos.length ? slos.map(([k, v]) => `${k}:${v}`).join(' ') : undefined,
     ...dataset,
+    ...requestExtras(o),
     workers: o.workers !== undefined ? String(o.workers) : undefined,
     requestTimeout: o.requestTimeoutS,
     stallTimeout: o.stallTimeoutS,
@@ -124,7 +139,21 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
     throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
   if (o.promptsFile && o.datasetPath && o.datasetPath !== o.promptsFile)
     throw new MacroOptionsError('the prompts file and the dataset path name different files; give one of them.');
-  if (name === 'random' && o.datasetPath) throw new MacroOptionsError(`random prompts take no dataset file; got ${o.datasetPath}.`);
+  if ((name === 'random' || name === 'prefix_repetition') && o.datasetPath)
+    throw new MacroOptionsError(`${name === 'random' ? 'random' : 'prefix-repetition'} prompts take no dataset file; got ${o.datasetPath}.`);
+  if (name === 'prefix_repetition') {
+    for (const [label, v] of Object.entries(o.prefixRepetition ?? {}))
+      if (v !== undefined && (!Number.isInteger(v) || v < 1))
+        throw new MacroOptionsError(`prefix repetition ${label} must be a whole number, at least 1; got ${v}.`);
+    if (o.rangeRatio) throw new MacroOptionsError('range ratio applies to random prompts only: prefix-repetition prompts keep the prefix and suffix lengths.');
+    const p = o.prefixRepetition ?? {};
+    return {
+      datasetName: 'prefix_repetition',
+      prefixRepetitionPrefixLen: p.prefixLen,
+      prefixRepetitionSuffixLen: p.suffixLen,
+      prefixRepetitionNumPrefixes: p.numPrefixes,
+    };
+  }
   if (name && name !== 'random' && !path) throw new MacroOptionsError(`the ${name} dataset needs its file's path on the host.`);
   if (o.rangeRatio !== undefined) {
     if (!(o.rangeRatio >= 0 && o.rangeRatio < 1))
@@ -147,6 +176,25 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
   };
 }
 
+function requestExtras(o: MacroOptions): MacroAgentOptions {
+  const s = o.sampling ?? {};
+  for (const [label, v] of Object.entries(s))
+    if (v !== undefined && !Number.isFinite(v)) throw new MacroOptionsError(`${label} must be a number; got ${String(v)}.`);
+  if (s.topK !== undefined && !Number.isInteger(s.topK)) throw new MacroOptionsError(`top-k must be a whole number; got ${s.topK}.`);
+  for (const h of o.headers ?? []) {
+    const at = h.indexOf('=');
+    if (at < 1 || /[\r\n]/.test(h)) throw new MacroOptionsError(`a header is KEY=VALUE, for example x-tenant=bench; got "${h}".`);
+  }
+  return {
+    temperature: s.temperature,
+    topP: s.topP,
+    topK: s.topK,
+    minP: s.minP,
+    extraBody: o.extraBody && Object.keys(o.extraBody).length ? JSON.stringify(o.extraBody) : undefined,
+    header: o.headers?.length ? o.headers : undefined,
+  };
+}
+
 const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;
 
 /** The lengths a request may draw, as the agent bounds them (macro_prompts.py length_range, vLLM's floor and ceil). */
@@ -159,12 +207,40 @@ export function lengthRange(length: number, ratio: number): [number, number] {
  * 256 → 128 tokens, each ±25% (range ratio 0.25)", "ShareGPT conversations from FILE, ...".
  */
 export function datasetText(o: MacroOptions): string {
+  const extras = requestExtrasText(o);
+  return extras ? `${promptsText(o)}; ${extras}` : promptsText(o);
+}
+
+/** What every request carried beyond its prompt, in words: "temperature 0.6, top-k 40, extra body {…}, headers x-tenant". */
+export function requestExtrasText(o: MacroOptions): string {
+  const s = o.sampling ?? {};
+  const parts = [
+    s.temperature !== undefined ? `temperature ${s.temperature}` : '',
+    s.topP !== undefined ? `top-p ${s.topP}` : '',
+    s.topK !== undefined ? `top-k ${s.topK}` : '',
+    s.minP !== undefined ? `min-p ${s.minP}` : '',
+    o.extraBody && Object.keys(o.extraBody).length ? `extra body ${JSON.stringify(o.extraBody)}` : '',
+    // Header values may be a gateway's tokens: only their names are said.
+    o.headers?.length ? `headers ${o.headers.map((h) => h.slice(0, h.indexOf('='))).join(', ')}` : '',
+  ];
+  return parts.filter(Boolean).join(', ');
+}
+
+function promptsText(o: MacroOptions): string {
   const { name, path } = macroDataset(o);
   if (name === 'jsonl') return `prompts from ${path}`;
   if (name === 'sharegpt') {
     return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : "each with its second turn's output length"}`;
   }
   if (path) return `prompts from ${path}`;
+  if (name === 'prefix_repetition') {
+    const given = Object.entries(o.prefixRepetition ?? {}).filter(([, v]) => v !== undefined);
+    const p = { ...PREFIX_REPETITION_DEFAULTS, ...Object.fromEntries(given) };
+    return (
+      `prompts in ${p.numPrefixes} groups sharing a prefix (vllm bench serve's prefix_repetition): ${p.prefixLen} shared + ` +
+      `${p.suffixLen} own tokens → ${o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen} tokens`
+    );
+  }
   const input = o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen;
   const output = o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen;
   if (!o.rangeRatio) return `random prompts, ${input} → ${output} tokens`;
