@@ -13,7 +13,7 @@ const layer = (files, regex, message) => layers(files, [{ regex, message }]);
 const CORE_ABOVE_FRONT_ENDS = { regex: '(^|/)(cli|vscode)(/|$)', message: 'src/core is below the front ends: it never imports src/cli or src/vscode.' };
 // Core's folders, lowest first (docs/ARCHITECTURE.md, "Core's inner order"): each imports only the
 // folders before it (and log.ts, below them all), so core has no import cycle.
-const CORE_ORDER = ['trace', 'config', 'macro', 'micro', 'probe', 'runs', 'findings', 'campaign', 'phases', 'explain', 'compare', 'server'];
+export const CORE_ORDER = ['trace', 'config', 'macro', 'micro', 'probe', 'runs', 'findings', 'campaign', 'phases', 'explain', 'compare', 'server'];
 const coreFolder = (folder, index) => {
   const above = CORE_ORDER.slice(index + 1);
   const patterns = [CORE_ABOVE_FRONT_ENDS];
