@@ -302,6 +302,8 @@ export interface RankParts extends RankFileFacts {
   analysis: 'streaming' | 'in-memory';
   /** Sums of steps whose kind was known when they closed (streaming); their aggregates keep only times. */
   folded?: Record<StepKind, FoldedSteps>;
+  /** Why there are no steps although there are kernels (StepFinding.noSteps). */
+  noSteps?: string;
 }
 
 /** The in-memory way: every kernel was kept, the steps found afterwards (steps.ts). */
@@ -371,6 +373,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
     kernelsOutside: steps.kernelsOutside,
     warnings,
     analysis: 'in-memory',
+    ...(steps.noSteps ? { noSteps: steps.noSteps } : {}),
   };
 }
 
@@ -459,6 +462,7 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
     truncated: p.truncated,
     analysis: p.analysis,
     warnings,
+    ...(p.noSteps ? { noSteps: p.noSteps } : {}),
   };
 }
 
@@ -557,6 +561,16 @@ export function combineRanks(all: RankBreakdown[], categoryOrder: string[]): Tra
   };
 }
 
+/** Kernel time over the whole capture by category, for a trace whose steps are not known: totals, never per step. */
+function totalsLine(r: RankBreakdown): string {
+  const byCategory = new Map<string, number>();
+  for (const k of r.kernelTotals) byCategory.set(k.category, (byCategory.get(k.category) ?? 0) + k.totalMs);
+  const top = [...byCategory].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  const total = r.totals.kernelMs;
+  const parts = top.map(([c, v]) => `${c} ${total > 0 ? ((100 * v) / total).toFixed(1) : '0'}%`);
+  return `Totals over the capture: ${r.totals.kernels} kernels, ${total.toFixed(2)} ms of kernel time${parts.length ? ` (${parts.join(', ')})` : ''}.`;
+}
+
 /** GPU idle above this share of the decode step means the step waits on the CPU, not on kernels. */
 const CPU_BOUND_IDLE_PCT = 50;
 
@@ -572,6 +586,7 @@ function headlineOf(ranks: RankBreakdown[], withDecode: RankBreakdown[], categor
   const how = `steps from ${methods.join(' / ')}`;
   if (!n) {
     const none = ranks.find((r) => r.stepSource === 'none' && r.totals.kernels > 0);
+    if (none?.noSteps) return `${none.noSteps.replace(/ Profile .*$/, '')} ${totalsLine(none)}`;
     if (none)
       return `Steps not found: no step annotations and no repeating forward pass in ${none.totals.kernels} kernels (${ms(none.totals.kernelMs)} ms of GPU time); profile through the server, whose steps are named, or give the step annotation.`;
     return 'No decode steps found in the trace(s).';

@@ -44,6 +44,8 @@ export const enum RuntimeKind {
   GraphLaunch = 1,
   Copy = 2,
   Sync = 3,
+  /** Graph capture or instantiation (cudaStreamBeginCapture, cudaGraphInstantiate): a server building its graphs. */
+  Capture = 4,
 }
 
 export interface Annotation {
@@ -144,6 +146,7 @@ export function runtimeKind(name: string): RuntimeKind | undefined {
     return RuntimeKind.KernelLaunch;
   if (/^(cu(da)?|hip)Mem(cpy|set)/.test(name)) return RuntimeKind.Copy;
   if (/Synchronize$/.test(name)) return RuntimeKind.Sync;
+  if (/^(cuda|cu|hip)(StreamBeginCapture|GraphInstantiate)/.test(name)) return RuntimeKind.Capture;
   return undefined;
 }
 

@@ -261,7 +261,7 @@ export class OnlineAnalyzer {
   /** Every GPU-side annotation was given before reading (the second reading): those in the file are skipped. */
   private readonly gpuPreset: boolean;
   /** The prefix grew to its cap with no steps in it: nothing more is collected, and the trace has none. */
-  private noSteps: { kernels: number } | undefined;
+  private noSteps: { kernels: number; reason?: string } | undefined;
   private readonly graphCorrs: number[] = [];
   /** Events whose ts or dur was not a finite, non-negative number: left out, and counted. */
   private badTimes = 0;
@@ -352,11 +352,12 @@ export class OnlineAnalyzer {
     if (slot >= 0) {
       this.span(ts, dur);
       const launchTs = this.launches.a[slot];
-      if (this.launches.c[slot] !== 1) {
+      const byGraph = this.launches.c[slot] === 1;
+      if (!byGraph) {
         this.launches.remove(corr);
         if (!memory) this.launchToStart.add(ts - launchTs);
       }
-      this.route(launchTs, ts, dur, id);
+      this.route(launchTs, ts, dur, id, byGraph);
     } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
       // The launch call comes later in the file: keep the kernel until it does (in the GPU span
       // then, or at the end if it never comes; one that starts before its launch is taken out).
@@ -431,7 +432,7 @@ export class OnlineAnalyzer {
     }
     if (this.unnamed) this.collector = undefined;
     else if (finding.source === 'none' && this.decideAt >= MAX_PREFIX_FACTOR * this.prefixKernels) {
-      this.noSteps = { kernels: this.decideAt };
+      this.noSteps = { kernels: this.decideAt, reason: finding.noSteps };
       this.collector = undefined;
     } else this.decideAt *= 2;
   }
@@ -445,6 +446,7 @@ export class OnlineAnalyzer {
       this.syncUs += dur;
       return;
     }
+    if (kind === RuntimeKind.Capture) return;
     const graph = kind === RuntimeKind.GraphLaunch;
     if (kind !== RuntimeKind.Copy) {
       this.launchCount++;
@@ -477,7 +479,7 @@ export class OnlineAnalyzer {
         }
         this.span(ts, this.pendingKernels.b[s]);
         if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - e.ts);
-        this.route(e.ts, ts, this.pendingKernels.b[s], id);
+        this.route(e.ts, ts, this.pendingKernels.b[s], id, graph);
       }
       this.pendingCount -= waiting.length;
       this.pendingKernels.remove(corr);
@@ -528,8 +530,8 @@ export class OnlineAnalyzer {
     return undefined;
   };
 
-  private route(launchTs: number, ts: number, dur: number, id: number): void {
-    this.unnamed?.launched(launchTs, ts, dur, id);
+  private route(launchTs: number, ts: number, dur: number, id: number, graph: boolean): void {
+    this.unnamed?.launched(launchTs, ts, dur, id, graph);
     // Tracks below the best one that has steps can no longer be chosen (finish() takes the first
     // annotation pattern with kernels): skip them. A graph launch inside a step range brings all
     // its replayed kernels into that step, however many graphs the step replays.
@@ -630,12 +632,14 @@ export class OnlineAnalyzer {
 
   /** The parts of a trace that the prefix, grown to its cap, showed no steps in. */
   private noStepParts(base: RankFileFacts, unresolved: number): RankParts {
-    const warnings = [...this.leadWarnings(unresolved), noStepsWarning(this.noSteps!.kernels)];
+    const { kernels, reason } = this.noSteps!;
+    const warnings = [...this.leadWarnings(unresolved), reason ?? noStepsWarning(kernels)];
     if (this.badTimes) warnings.push(badTimesWarning(this.badTimes));
     if (this.beforeLaunch) warnings.push(beforeLaunchWarning(this.beforeLaunch));
     return {
       ...this.common(base),
       source: 'none',
+      ...(reason ? { noSteps: reason } : {}),
       confidence: 'unsure',
       steps: [],
       kernelsOutside: this.kernels,

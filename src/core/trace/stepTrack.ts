@@ -1,5 +1,5 @@
 import { aggregateStep, foldStep, FoldedSteps, newFolded, StepAggregate } from './breakdown';
-import { lastAtOrBefore, StepKind } from './steps';
+import { lastAtOrBefore, nextStepHeadAt, StepKind } from './steps';
 
 /** Steps left open at once per track; an older one is reduced when a newer one gets kernels. */
 const OPEN_STEPS = 3;
@@ -9,6 +9,8 @@ interface KernelBuffer {
   ts: number[];
   dur: number[];
   name: number[];
+  /** Replayed by the step's graph launch (graph steps only). */
+  graph: boolean[];
 }
 
 export interface OnlineStep {
@@ -52,9 +54,14 @@ export class StepTrack {
   late = 0;
   routed = 0;
 
+  /**
+   * `graphSteps`: steps run from one graph launch to the next, so the kernels launched after a
+   * step's graph that prepare the next step are moved to it as the step closes (steps.ts nextStepHeadAt).
+   */
   constructor(
     readonly category: readonly string[],
     readonly sink: StepSink = new FoldKnownKinds(),
+    private readonly graphSteps = false,
   ) {}
 
   /** Adds a step range, keeping the list sorted; ranges wholly inside an earlier one are nested, not steps. */
@@ -84,7 +91,7 @@ export class StepTrack {
     return i >= 0 && t <= this.steps[i].end ? this.steps[i] : undefined;
   }
 
-  add(step: OnlineStep | undefined, ts: number, dur: number, name: number): void {
+  add(step: OnlineStep | undefined, ts: number, dur: number, name: number, graph = false): void {
     if (!step) {
       this.outside++;
       return;
@@ -96,7 +103,7 @@ export class StepTrack {
     this.routed++;
     if (!step.open) {
       step.open = true;
-      step.buffer = this.pool.pop() ?? { ts: [], dur: [], name: [] };
+      step.buffer = this.pool.pop() ?? { ts: [], dur: [], name: [], graph: [] };
       this.open.push(step);
       while (this.open.length > OPEN_STEPS) this.close(this.open.shift()!);
     }
@@ -104,6 +111,7 @@ export class StepTrack {
     b.ts.push(ts);
     b.dur.push(dur);
     b.name.push(name);
+    b.graph.push(graph);
     step.received++;
   }
 
@@ -112,10 +120,29 @@ export class StepTrack {
     const b = step.buffer!;
     const n = b.ts.length;
     const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => b.ts[x] - b.ts[y] || x - y);
+    let kept = n;
+    // The last step has no next one: whatever follows its graph is its own.
+    const next = this.graphSteps ? this.stepAfter(step) : undefined;
+    if (next) {
+      kept = nextStepHeadAt(
+        n,
+        (i) => b.ts[order[i]],
+        (i) => b.dur[order[i]],
+        (i) => b.graph[order[i]],
+      );
+      if (kept < n) {
+        for (let i = kept; i < n; i++) {
+          const o = order[i];
+          this.add(next, b.ts[o], b.dur[o], b.name[o]);
+        }
+        // Counted once, where they land.
+        this.routed -= n - kept;
+      }
+    }
     step.aggregate = aggregateStep(
       step.label,
       step.kind,
-      n,
+      kept,
       (i) => b.ts[order[i]],
       (i) => b.dur[order[i]],
       (i) => b.name[order[i]],
@@ -124,9 +151,16 @@ export class StepTrack {
     b.ts.length = 0;
     b.dur.length = 0;
     b.name.length = 0;
+    b.graph.length = 0;
     this.pool.push(b);
     step.buffer = undefined;
     this.sink.closed(step.aggregate);
+  }
+
+  /** The step that starts next after `step`, or undefined for the last. */
+  private stepAfter(step: OnlineStep): OnlineStep | undefined {
+    for (let i = this.steps.length - 1; i >= 0; i--) if (this.steps[i] === step) return this.steps[i + 1];
+    return undefined;
   }
 
   /** Closes the steps still open; with `dropLast` (a cut file) the latest of them is left out, being cut too. */

@@ -27,6 +27,10 @@ export interface StepFinding {
   writer?: string;
   /** The repeating pass, where one was found; for 'repeating-pattern' its steps are `steps` (kernel indices by then). */
   repeats?: RepeatingSteps;
+  /** What else gave the count of steps a cut with no names has (graph launches, sampling kernels...), in words. */
+  witness?: string;
+  /** Why there are no steps although there are kernels, in words: what the trace is, or which witnesses disagreed. */
+  noSteps?: string;
 }
 
 export interface StepPattern {
@@ -42,6 +46,12 @@ export const byName = (name: string): StepKind | undefined => (/prefill|extend/i
 /** The kind a request count split gives: any context request makes the step a prefill, both make it mixed. */
 const fromCounts = (context: number, generation: number): StepKind => (context > 0 ? (generation > 0 ? 'mixed' : 'prefill') : 'decode');
 
+/** vLLM's step name, any payload: execute_[N_]context_C(...)_generation_G(...); groups: C, G. */
+export const VLLM_ITERATION_NAME = /^execute_(?:\d+_)?context_(\d+)(?:\([^)]*\)?)?_generation_(\d+)(?:\(|$)/;
+
+/** vLLM's older step name: execute_new_N_cached_M, any payload after the counts; groups: N, M. */
+export const VLLM_NEW_CACHED_NAME = /^execute_new_(\d+)(?:\([^)]*\)?)?_cached_(\d+)/;
+
 /** Where the module forward of a with_stack trace starts: torch names python_function ranges of modules `nn.Module: <Class>_<n>`. */
 export const MODULE_FORWARD = /^nn\.Module: /;
 
@@ -51,18 +61,25 @@ export const BUILTIN_PATTERNS: StepPattern[] = [
     // vLLM 0.26+: vllm/v1/worker/gpu_worker.py annotate_profile() names each step
     // execute_context_{ctx reqs}({ctx tokens})_generation_{gen reqs}({gen tokens}), counted by
     // vllm/v1/utils.py compute_iteration_details(), where a request still in chunked prefill is context.
-    re: /^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$/,
+    // Public vLLM traces also carry other payloads in the same frame: the step's request count before
+    // "context" (execute_32_context_0(...)_generation_32(...)), and per part more than a token count
+    // in the parentheses (888_788544, sq32sk55086...), cut short at times. Only the request counts
+    // after "context_" and "generation_" are read: the kind comes from them, whatever the parentheses hold.
+    re: VLLM_ITERATION_NAME,
     kindOf: (n) => {
-      const m = /^execute_context_(\d+)\(\d+\)_generation_(\d+)/.exec(n);
+      const m = VLLM_ITERATION_NAME.exec(n);
       return m ? fromCounts(Number(m[1]), Number(m[2])) : undefined;
     },
     writer: "vLLM's step annotation",
   },
   {
     // vLLM 0.11-0.25: the same annotate_profile() wrote execute_new_{N}_cached_{M}: N new requests
-    // (a prefill when N > 0); a continuing chunked prefill counts among the M cached ones.
-    re: /^execute_new_(\d+)_cached_(\d+)/,
-    kindOf: (n) => (Number(/^execute_new_(\d+)/.exec(n)?.[1] ?? 0) > 0 ? 'prefill' : 'decode'),
+    // (prefill), M cached ones (decoding, or a chunked prefill going on). Both at once is a mixed step.
+    re: VLLM_NEW_CACHED_NAME,
+    kindOf: (n) => {
+      const m = VLLM_NEW_CACHED_NAME.exec(n);
+      return m ? fromCounts(Number(m[1]), Number(m[2])) : undefined;
+    },
     writer: "vLLM's step annotation",
   },
   {
@@ -364,16 +381,20 @@ export function repeatingConfidence(periodicity: number): StepConfidence {
   return periodicity >= 0.9 ? 'likely' : 'unsure';
 }
 
-/** What a breakdown cut at a repeating pass says of it. */
-export function repeatingWarning(period: number, anchorName: string, periodicity: number, graphLaunches: number, steps: number): string {
+/** What a breakdown cut at a repeating pass says of it; `witness`: what else gives the same count of steps. */
+export function repeatingWarning(period: number, anchorName: string, periodicity: number, graphLaunches: number, steps: number, witness?: string): string {
   return (
     `No step annotations: steps cut where the kernel sequence repeats (a pass of ${period} kernels, each starting at ${shortKernelName(anchorName, 48)}, ` +
-    `${(100 * periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill.` +
-    (graphLaunches
-      ? ` The ${graphLaunches} CUDA graph launches are ${(graphLaunches / steps).toFixed(1)} per step (piecewise graphs), so they do not mark steps.`
-      : '')
+    `${(100 * periodicity).toFixed(0)}% of kernels repeat one pass later), the first larger pass taken as the prefill` +
+    (witness ? `; as many steps as ${witness} give.` : '.') +
+    (graphLaunches ? ` The ${graphLaunches} CUDA graph launches are ${(graphLaunches / steps).toFixed(1)} per step (piecewise graphs).` : '')
   );
 }
+
+/** What a breakdown cut at graph launches says of it. */
+export const graphStepsWarning = (witness: string): string =>
+  `No step annotations: one step per cudaGraphLaunch, as many as ${witness} give; each step runs from its input preparation, ` +
+  'launched before the graph, to its sampling after it.';
 
 export const unlaunchedWarning = (n: number): string =>
   `${n} kernels have no launch call in the trace (no matching correlation id) and were left out of the steps.`;
@@ -385,6 +406,103 @@ export const noStepsWarning = (firstKernels?: number): string =>
   'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence' +
   (firstKernels === undefined ? '' : ` of the first ${firstKernels} kernels (of a longer trace; no further kernels were kept to look for steps)`) +
   ': the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.';
+
+/** Kernels that pick the next token, counted over the trace: one sampling per step (or a few kernels each). */
+export function samplingKernels(trace: CollectedTrace): number {
+  const k = trace.kernels;
+  const sampling = k.names.map((n) => SAMPLING.test(n));
+  let n = 0;
+  for (let i = 0; i < k.count; i++) if (sampling[k.name[i]] && !k.memory[i]) n++;
+  return n;
+}
+
+/** Two counts of steps agree: within two steps, or a tenth of the larger (a profile cuts a step at each end). */
+export const countsAgree = (a: number, b: number): boolean => Math.abs(a - b) <= Math.max(2, 0.1 * Math.max(a, b));
+
+/** The number of sampling kernels per step (1 to 4) at which `sampling` kernels agree with `steps` steps, or 0. */
+export function samplingPerStep(sampling: number, steps: number): number {
+  for (let k = 1; k <= 4 && steps > 0; k++) if (countsAgree(sampling, k * steps)) return k;
+  return 0;
+}
+
+/** What the trace says about its steps besides their names: each a count that a cut must agree with. */
+export interface StepWitnesses {
+  graphLaunches: number;
+  /** Passes of the repeating kernel sequence, 0 where none repeats. */
+  repeats: number;
+  sampling: number;
+  /** Steps the workload must have caused, where the caller drove it (TraceAnalysisOptions.expectedSteps). */
+  expected?: { min: number; max: number; what: string };
+}
+
+/**
+ * The first witness other than `self` that agrees with a cut of `count` steps, in words (no counts:
+ * a streamed trace decides on its first kernels, and the words must hold for the whole), or undefined.
+ */
+export function confirmingWitness(count: number, w: StepWitnesses, self: 'graph' | 'repeat'): string | undefined {
+  if (self !== 'graph' && w.graphLaunches && countsAgree(w.graphLaunches, count)) return 'the CUDA graph launches';
+  if (self !== 'repeat' && w.repeats && countsAgree(w.repeats, count)) return 'the repeats of the kernel sequence';
+  const perStep = samplingPerStep(w.sampling, count);
+  if (perStep) return `the sampling kernels (${perStep} per step)`;
+  if (w.expected && count >= w.expected.min && count <= w.expected.max) return `the workload driven (${w.expected.what})`;
+  return undefined;
+}
+
+/** Why steps cut without names were not taken: the witnesses, each with the count it gives. */
+export function unidentifiedReason(w: StepWitnesses): string {
+  const said: string[] = [];
+  if (w.graphLaunches) said.push(`${w.graphLaunches} CUDA graph launches`);
+  if (w.repeats) said.push(`a kernel sequence that repeats ${w.repeats} times`);
+  said.push(`${w.sampling} sampling kernels`);
+  if (w.expected) said.push(`${w.expected.min}-${w.expected.max} steps from the workload driven (${w.expected.what})`);
+  return (
+    `Steps could not be identified: no step names, and the trace's own counts disagree (${said.join(', ')}); ` +
+    'no cut is borne out by two of them, so only totals over the capture are shown. Profile through the server (its step names), or give --step-annotation.'
+  );
+}
+
+/** Graph capture and instantiation calls, and no graph launched: a profile of a server's start-up. */
+export function captureOnlyReason(captures: number, kernels: number): string {
+  return (
+    `A CUDA-graph capture profile: ${captures} graph capture call(s) and no graph launch — a server's start-up (warm-up passes and graph capture), ` +
+    `not serving. Its ${kernels} kernels are warm-up, not decode steps; profile while requests run.`
+  );
+}
+
+/** GPU idle after a graph's last kernel that marks the next step's start: at least this long, and longer than any gap inside the replay. */
+const STEP_BREAK_MIN_US = 20;
+
+/**
+ * Where the next step's head starts among kernels cut from one graph launch to the next (start
+ * order): the launch call comes after the next step's input preparation, so the kernels launched
+ * between are that step's head. It starts at the longest GPU gap after the graph's last kernel (the
+ * host between steps: sampling read back, scheduling), when that gap is longer than any inside the
+ * replay; else nothing is the next step's (returns n).
+ */
+export function nextStepHeadAt(n: number, ts: (i: number) => number, dur: (i: number) => number, graph: (i: number) => boolean): number {
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < n; i++) {
+    if (!graph(i)) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (last < 0) return n;
+  let end = ts(first) + dur(first);
+  let inside = 0;
+  for (let i = first + 1; i <= last; i++) {
+    inside = Math.max(inside, ts(i) - end);
+    end = Math.max(end, ts(i) + dur(i));
+  }
+  let best = n;
+  let bestGap = Math.max(STEP_BREAK_MIN_US, inside);
+  for (let i = last + 1; i < n; i++) {
+    const gap = ts(i) - end;
+    if (gap > bestGap) [best, bestGap] = [i, gap];
+    end = Math.max(end, ts(i) + dur(i));
+  }
+  return best;
+}
 
 /** Assigns kernels to CPU ranges by their launch call's time; returns the kernels outside every range. */
 function assignByLaunch(
@@ -505,18 +623,28 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     }
   }
 
-  // 3. The repeating forward pass; graph launches name the steps when there is one per repeat.
+  // 3. No names: graph launches, or the repeating forward pass, each taken only where another
+  // witness (sampling kernels, the other of the two, the workload driven) gives the same count.
   const graphStarts: number[] = [];
   const graphCorrToStep = new Map<number, number>();
+  let captures = 0;
   {
     const r = trace.runtime;
     const graphIdx: number[] = [];
-    for (let i = 0; i < r.count; i++) if (r.kind[i] === RuntimeKind.GraphLaunch) graphIdx.push(i);
+    for (let i = 0; i < r.count; i++) {
+      if (r.kind[i] === RuntimeKind.GraphLaunch) graphIdx.push(i);
+      else if (r.kind[i] === RuntimeKind.Capture) captures++;
+    }
     graphIdx.sort((a, b) => r.ts[a] - r.ts[b]);
     graphIdx.forEach((gi, s) => {
       graphStarts.push(r.ts[gi]);
       graphCorrToStep.set(r.correlation[gi], s);
     });
+  }
+  if (captures && !graphStarts.length) {
+    const noSteps = captureOnlyReason(captures, k.count);
+    warnings.push(noSteps);
+    return { source: 'none', steps: [], kernelsOutside: k.count, warnings, confidence: 'unsure', noSteps };
   }
   const repeats = findRepeatingSteps(
     (o) => k.name[order[o]],
@@ -524,19 +652,34 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     order.length,
     (id) => k.names[id],
   );
-  // Graph launches mark the steps when there is one per pass (give or take the pass a partial trace cuts).
-  const onePerPass = repeats && graphStarts.length && Math.abs(graphStarts.length - repeats.steps.length) <= (partial ? 1 : 0);
-  if (repeats && !onePerPass) {
+  const witnesses: StepWitnesses = {
+    graphLaunches: graphStarts.length,
+    repeats: repeats?.steps.length ?? 0,
+    sampling: samplingKernels(trace),
+    // The workload's count holds for a whole capture, not for the first kernels of one.
+    expected: partial ? undefined : options.expectedSteps,
+  };
+  const graphWitness = graphStarts.length ? confirmingWitness(graphStarts.length, witnesses, 'graph') : undefined;
+  const repeatWitness = repeats && !graphWitness ? confirmingWitness(repeats.steps.length, witnesses, 'repeat') : undefined;
+  if (repeats && repeatWitness) {
     // From positions in start order to kernel indices, in place: a second array per step would be a copy of every kernel.
     const steps = repeats.steps;
     for (const step of steps) for (let i = 0; i < step.kernels.length; i++) step.kernels[i] = order[step.kernels[i]];
     settleKindsByShape(trace, steps);
-    warnings.push(repeatingWarning(repeats.period, k.names[repeats.anchor], repeats.periodicity, graphStarts.length, steps.length));
-    return { source: 'repeating-pattern', steps, kernelsOutside: 0, warnings, confidence: repeatingConfidence(repeats.periodicity), repeats };
+    warnings.push(repeatingWarning(repeats.period, k.names[repeats.anchor], repeats.periodicity, graphStarts.length, steps.length, repeatWitness));
+    return {
+      source: 'repeating-pattern',
+      steps,
+      kernelsOutside: 0,
+      warnings,
+      confidence: repeatingConfidence(repeats.periodicity),
+      repeats,
+      witness: repeatWitness,
+    };
   }
 
   // 4. CUDA graphs: each cudaGraphLaunch starts a step; its replayed kernels carry its correlation id.
-  if (graphStarts.length) {
+  if (graphStarts.length && graphWitness) {
     const steps: Step[] = graphStarts.map((_, s) => ({ kind: 'decode', label: `cudaGraphLaunch #${s + 1}`, kernels: [] }));
     let outside = 0;
     for (let o = 0; o < order.length; o++) {
@@ -551,11 +694,21 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       if (s >= 0) steps[s].kernels.push(ki);
       else outside++;
     }
-    warnings.push(
-      repeats
-        ? 'No step annotations: one step per cudaGraphLaunch (the kernel sequence repeats once per launch).'
-        : 'No step annotations: one step per cudaGraphLaunch. A server that replays several graphs per step (piecewise graphs) shows each piece as a step; profile with step annotations for exact steps.',
-    );
+    // The kernels launched after a step's graph that prepare the next step belong to the next one.
+    const isGraph = (ki: number) => graphCorrToStep.has(k.correlation[ki]);
+    // The last step has no next one: whatever follows its graph is its own.
+    steps.slice(0, -1).forEach((step, s) => {
+      const ks = step.kernels;
+      const head = nextStepHeadAt(
+        ks.length,
+        (i) => k.ts[ks[i]],
+        (i) => k.dur[ks[i]],
+        (i) => isGraph(ks[i]),
+      );
+      if (head === ks.length) return;
+      steps[s + 1].kernels.unshift(...ks.splice(head));
+    });
+    warnings.push(graphStepsWarning(graphWitness));
     const pending = steps.filter((s) => s.kernels.length).map((step) => ({ step, kind: undefined as StepKind | undefined }));
     settleKinds(trace, pending);
     return {
@@ -563,9 +716,15 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
       steps: pending.map((p) => p.step),
       kernelsOutside: outside,
       warnings,
-      confidence: repeats ? 'likely' : 'unsure',
+      confidence: 'likely',
       repeats,
     };
+  }
+
+  if (graphStarts.length || repeats) {
+    const noSteps = unidentifiedReason(witnesses);
+    warnings.push(noSteps);
+    return { source: 'none', steps: [], kernelsOutside: k.count, warnings, confidence: 'unsure', repeats, noSteps };
   }
 
   warnings.push(noStepsWarning());

@@ -20,6 +20,11 @@ export interface TraceAnalysisOptions {
   extraFamilies?: KernelFamilySpec[];
   /** A regular expression for step annotations, tried before the built-in ones. */
   stepAnnotation?: string;
+  /**
+   * How many steps the workload must have caused, where the caller drove it (the profile phase's
+   * streams and tokens): a witness that a cut of a trace with no step names must agree with.
+   */
+  expectedSteps?: { min: number; max: number; what: string };
   /** How many kernels to list in `topKernels`; default 15. */
   topKernels?: number;
   /**
@@ -149,6 +154,8 @@ export interface RankBreakdown {
     /** Kernels that belong to no step (before the first or between steps). */
     kernelsOutsideSteps: number;
   };
+  /** Why no step was found although kernels ran: a capture profile, or witnesses of a cut with no names that disagree. */
+  noSteps?: string;
   /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
   truncated?: string;
   /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones too once the first kernels showed how to cut them, or cut from the kernels that pass kept in a shorter trace); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */

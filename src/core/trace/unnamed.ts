@@ -502,7 +502,7 @@ export class UnnamedSteps {
     // Module forwards or graph launches: the ranges seen so far, and the collected kernels routed
     // into them by their launch call, in start order as steps.ts assigns them. Kernels whose launch
     // call has not come yet are the analyzer's to route when it comes.
-    const track = new StepTrack(ctx.category, this.kinds);
+    const track = new StepTrack(ctx.category, this.kinds, this.source === 'cuda-graph');
     this.byLaunch = track;
     if (this.source === 'module-forward') {
       for (const a of outermost(trace.annotations.filter((x) => x.module))) track.addRange(a.name, undefined, a.ts, a.ts + a.dur);
@@ -517,7 +517,7 @@ export class UnnamedSteps {
     for (let o = 0; o < order.length; o++) {
       const ki = order[o];
       const row = launches.find(k.correlation[ki]);
-      if (row >= 0) this.launched(trace.runtime.ts[row], k.ts[ki], k.dur[ki], idOf[k.name[ki]]);
+      if (row >= 0) this.launched(trace.runtime.ts[row], k.ts[ki], k.dur[ki], idOf[k.name[ki]], trace.runtime.kind[row] === RuntimeKind.GraphLaunch);
     }
   }
 
@@ -527,10 +527,10 @@ export class UnnamedSteps {
     this.byGpu?.kernel(ts, dur, name);
   }
 
-  /** A kernel whose launch call is known, at the launch call's CPU time. */
-  launched(launchTs: number, ts: number, dur: number, name: number): void {
+  /** A kernel whose launch call is known, at the launch call's CPU time; `graph`: replayed by a graph launch. */
+  launched(launchTs: number, ts: number, dur: number, name: number, graph = false): void {
     const t = this.byLaunch;
-    if (t) t.add(t.find(launchTs), ts, dur, name);
+    if (t) t.add(t.find(launchTs), ts, dur, name, graph);
   }
 
   graphLaunch(ts: number): void {
@@ -576,7 +576,14 @@ export class UnnamedSteps {
     let confidence = gpu ? 'likely' : this.finding!.confidence;
     if (this.cutter) {
       const periodicity = this.cutter.periodicity;
-      warnings[warnings.length - 1] = repeatingWarning(this.cutter.period, this.anchorName, periodicity, opts.graphLaunches, steps.length);
+      warnings[warnings.length - 1] = repeatingWarning(
+        this.cutter.period,
+        this.anchorName,
+        periodicity,
+        opts.graphLaunches,
+        steps.length,
+        this.finding!.witness,
+      );
       confidence = repeatingConfidence(periodicity);
     }
     if (late) warnings.push(`${late} kernels came too far out of order in the file to be cut into their step, and were left out of the steps.`);

@@ -151,14 +151,16 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
     assert.equal(both.categoryOrder.at(-1), 'idle');
   });
 
-  it('falls back to CUDA graph launches, then to the repeating pass, and still tells the prefill apart', async () => {
+  it('falls back to CUDA graph launches, then to the repeating pass, where the workload driven gives the same count, and still tells the prefill apart', async () => {
     const graphSteps: StepSpec[] = [prefillStep(), ...Array.from({ length: 3 }, () => ({ ...decodeStep(50), graph: true }))];
-    const g = (await analyzeTraceFiles([write('graph.json', kinetoTrace(graphSteps))])).ranks[0];
+    // These synthetic steps sample nothing: the workload's count is the second witness.
+    const workload = (steps: number) => ({ expectedSteps: { min: steps, max: steps, what: `${steps} steps` } });
+    const g = (await analyzeTraceFiles([write('graph.json', kinetoTrace(graphSteps))], workload(3))).ranks[0];
     assert.equal(g.stepSource, 'cuda-graph');
     assert.equal(g.decode.count, 3);
     assert.equal(g.totals.kernelsOutsideSteps, 1, 'the eager prefill before the first graph launch belongs to no step');
 
-    const gaps = (await analyzeTraceFiles([write('gaps.json', rankTrace(50, 0, false))])).ranks[0];
+    const gaps = (await analyzeTraceFiles([write('gaps.json', rankTrace(50, 0, false))], workload(5))).ranks[0];
     assert.equal(gaps.stepSource, 'repeating-pattern');
     assert.equal(gaps.decode.count, 4);
     assert.equal(gaps.prefill.count, 1);
@@ -200,7 +202,7 @@ describe('streaming and in-memory analysis agree', () => {
   }
 
   it('reads a trace once when nothing names its steps, cutting them from the kernels that pass kept', async () => {
-    const r = (await analyzeTraceFiles([write('gaps2.json', rankTrace(50, 0, false))])).ranks[0];
+    const r = (await analyzeTraceFiles([write('gaps2.json', rankTrace(50, 0, false))], { expectedSteps: { min: 5, max: 5, what: '5 steps' } })).ranks[0];
     assert.equal(r.analysis, 'streaming');
     assert.equal(r.stepSource, 'repeating-pattern');
   });
