@@ -42,6 +42,13 @@ export interface LevelLimit {
   reading: string;
 }
 
+/** An agent's error as a front end renders it: the code picks the remedy, the message says what failed. */
+export interface RunFailure {
+  code: string;
+  message: string;
+  hint?: string;
+}
+
 export interface RunSummary {
   id: string;
   phase: Phase;
@@ -51,6 +58,11 @@ export interface RunSummary {
   reason?: string;
   /** The agent's error code when it failed (`unauthorized`, `gpus_busy`...), so that a front end offers the remedy. */
   errorCode?: string;
+  /**
+   * Why the agent failed, as data: its error code, message and hint. The reason above is the CLI's
+   * words (the hint names flags); another front end says the remedy for the code in its own.
+   */
+  failure?: RunFailure;
   simulated?: boolean;
   /** One line a user reads first: "decode 57.1 tok/s at c=1", "all-reduce 51.5% of a decode step". */
   headline?: string;

@@ -4,6 +4,7 @@ import { AgentEventParser } from '../../remote/eventStream';
 import { Transport } from '../../remote/transport';
 import { AgentLog, RunStatus } from '../runs/runFolder';
 import { stopOf } from '../runs/runStop';
+import { RunFailure } from '../../shared/results';
 
 // The agent's stdin stays open and carries an empty line this often; an agent that hears nothing for
 // HEARTBEAT_TIMEOUT_S (its controller gone without a word, as in a network partition) stops itself.

@@ -176,6 +176,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
+  summary.failure = agent.failure;
   delete summary.levelProgress;
   summary.macro = { levels: [...finals], requests };
   summary.headline = macroHeadline(finals) ?? summary.headline;

@@ -156,6 +156,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
+  summary.failure = agent.failure;
   publish(true);
   return { run, summary, points, agent, busy: busyError ? { message: busyError.message, hint: busyError.hint } : undefined };
 }

@@ -40,6 +40,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
   summary.status = agent.status;
   summary.reason = agent.reason;
   summary.errorCode = agent.errors[0]?.code;
+  summary.failure = agent.failure;
   if (result) {
     summary.headline = probeHeadline(result);
     summary.probe = probeView(result);

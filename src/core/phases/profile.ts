@@ -4,6 +4,7 @@ import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { RunFolder, RunStatus } from '../runs/runFolder';
 import { analyzeTracesInWorker } from '../trace/analyzeInWorker';
 import { breakdownTables } from '../trace/format';
+import { workloadSteps } from '../trace/steps';
 import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
 import { agentArgv } from '../../remote/agentArgv';
 import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
@@ -130,6 +131,8 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     summary.status = status;
     summary.reason = reason;
     if (status !== 'completed') summary.errorCode = agent.errors[0]?.code;
+    // The agent's error as data, where the reason is that error (not a later step's failure).
+    if (status !== 'completed' && reason === agent.reason) summary.failure = agent.failure;
     if (breakdown) {
       summary.headline = breakdown.headline;
       summary.profile = breakdown as unknown as Record<string, unknown>;
@@ -218,14 +221,21 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   try {
     publish('analyze', `analysing ${local.length} trace(s)`);
     let lastNote = 0;
-    breakdown = await analyzeTracesInWorker(local, options.analysis ?? {}, {
-      signal: ctx.signal,
-      onProgress: (path, read, total) => {
-        if (Date.now() - lastNote < 1000) return;
-        lastNote = Date.now();
-        publish('analyze', `analysing ${basename(path)}: ${((100 * read) / Math.max(1, total)).toFixed(0)}%`);
+    // The workload the agent drove is a witness for steps the server does not name.
+    const drove = capture?.workload;
+    const expectedSteps = drove ? workloadSteps(drove.concurrency, drove.output_len) : undefined;
+    breakdown = await analyzeTracesInWorker(
+      local,
+      { ...(expectedSteps ? { expectedSteps } : {}), ...(options.analysis ?? {}) },
+      {
+        signal: ctx.signal,
+        onProgress: (path, read, total) => {
+          if (Date.now() - lastNote < 1000) return;
+          lastNote = Date.now();
+          publish('analyze', `analysing ${basename(path)}: ${((100 * read) / Math.max(1, total)).toFixed(0)}%`);
+        },
       },
-    });
+    );
   } catch (err) {
     if (ctx.signal?.aborted)
       return finish('cancelled', 'Cancelled during the analysis; the traces are in the run folder (infbench analyze reads them).', undefined, local);

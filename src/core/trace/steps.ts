@@ -448,6 +448,16 @@ export function confirmingWitness(count: number, w: StepWitnesses, self: 'graph'
   return undefined;
 }
 
+/**
+ * The steps a decode workload the tool drove must have caused: `streams` requests at once, each
+ * `outputTokens` long. All in step: one prefill and outputTokens - 1 decode steps; one after
+ * another: a prefill and outputTokens - 1 decode steps each. A step either end may be cut.
+ */
+export function workloadSteps(streams: number, outputTokens: number): StepWitnesses['expected'] {
+  if (!(streams >= 1 && outputTokens >= 2)) return undefined;
+  return { min: outputTokens - 2, max: streams * outputTokens + 2, what: `${streams} stream(s) × ${outputTokens} tokens` };
+}
+
 /** Why steps cut without names were not taken: the witnesses, each with the count it gives. */
 export function unidentifiedReason(w: StepWitnesses): string {
   const said: string[] = [];
