@@ -18,6 +18,24 @@ describe('runtime calls', () => {
 describe('kernel families', () => {
   const c = new KernelClassifier();
 
+  it('knows the ROCm kernels of vLLM and SGLang on MI300X (hipBLASLt, CK, aiter, RCCL), not "other"', () => {
+    const expect: [string, string][] = [
+      ['Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64_MI16x16x1_SN_LDSB1_gfx942', 'gemm'],
+      ['Custom_Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_NTD_SK3_UserArgs_MT256x256x64_MI16x16x1_shortname0_gfx950', 'gemm'],
+      ['void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, int, int, __hip_bfloat16 const*, ...)', 'gemm'],
+      ['void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<...>>(...)', 'gemm'],
+      ['void ck_tile::kentry<ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVS<...>>>(...)', 'attention'],
+      ['void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, ...>(...)', 'attention'],
+      ['kernel_unified_attention_2d', 'attention'],
+      ['fmoe_bf16_g1u1_subGU_256', 'moe gemm'],
+      ['void ck_tile::kentry<ck_tile::MoeSortingKernel<ck_tile::MoeSortingProblem<...>>>(...)', 'moe routing'],
+      ['void aiter::add_rmsnorm2d_fwd<...>(...)', 'norm'],
+      ['ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)', 'nccl other'],
+      ['void aiter::cross_device_reduce_1stage<__hip_bfloat16, 8>(...)', 'all-reduce'],
+    ];
+    for (const [name, category] of expect) assert.equal(c.classify(name), category, name);
+  });
+
   it('sees flash attention inside cutlass names as attention, not GEMM', () => {
     assert.equal(
       c.classify('void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<>>>>(flash::FlashAttnFwdSm90::Params)'),
