@@ -22,6 +22,8 @@ export interface AgentRunOutcome<C extends AgentCommand = AgentCommand> {
   events: AgentEvent[];
   errors: { code: ErrorCode; message: string; hint?: string }[];
   reason?: string;
+  /** The error the reason was made from, as data (absent when the reason is not the agent's error). */
+  failure?: RunFailure;
 }
 
 /**
@@ -111,6 +113,7 @@ export async function runAgentCommand<C extends AgentCommand>(
 
   let status: RunStatus;
   let reason: string | undefined;
+  let failure: RunFailure | undefined;
   const said = stderrTail.trim().split('\n').at(-1)?.trim();
   const storage = run.storageProblem;
   if (storage) {
@@ -138,6 +141,7 @@ export async function runAgentCommand<C extends AgentCommand>(
     status = 'failed';
     const first = errors[0];
     reason = first ? `${first.message}${first.hint ? ` — ${first.hint}` : ''}` : `The agent reported a failure (exit code ${exit.code}).`;
+    failure = first;
   } else {
     status = 'interrupted';
     reason = exit.lostConnection
@@ -145,9 +149,10 @@ export async function runAgentCommand<C extends AgentCommand>(
       : `The agent stopped before finishing (exit code ${exit.code ?? 'none'}${exit.signal ? `, signal ${exit.signal}` : ''}${events.length === 0 && said ? `: ${said}` : ''}); ${events.length} events received before it are kept.`;
   }
   if (result && !run.writeResult(result) && status === 'completed') {
+    failure = undefined;
     status = 'failed';
     reason = `${run.storageProblem?.message ?? 'result.json could not be written.'} The events are in events.jsonl.`;
   }
   if (!options.leaveOpen) run.finish(status, reason);
-  return { status, result, events, errors, reason };
+  return { status, result, events, errors, reason, failure };
 }
