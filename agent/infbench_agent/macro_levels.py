@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, Engine
 from infbench_agent.loadgen_metrics import compact_record, summarize
+from infbench_agent.macro_steady import steady_window, steady_window_note
 from infbench_agent.macro_drive import cpu_seconds, drive
 from infbench_agent.macro_prompts import PromptMaker
 
@@ -161,6 +162,8 @@ class LevelRun:
         s = dict(self.meta)
         s.update(summarize(self.records, self.percentiles, self.slos, self.started_at))
         s["partial"] = partial
+        if not partial:
+            s["steady"] = steady_window(self.records, self.percentiles) or {"note": steady_window_note()}
         return clean(s)
 
 

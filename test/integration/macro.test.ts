@@ -8,6 +8,7 @@ import { FindingsUpdate, PhaseContext } from '../../src/core/campaign/phaseConte
 import { silentLogger } from '../../src/core/log';
 import { startSimulator, RunningSimulator, SimulatorOptions } from '../../src/core/macro/simulator';
 import { runMacroPhase } from '../../src/core/phases/macro';
+import { steadyWindow } from '../../src/core/macro/steadyWindow';
 import { MacroOptions } from '../../src/core/macro/options';
 import { deployAgent, DeployedAgent } from '../../src/remote/agentDeploy';
 import { LocalTransport } from '../../src/remote/localTransport';
@@ -244,6 +245,32 @@ describe('macro phase against the simulator (known answers)', function () {
     const state = findings.tables.find((t) => t.id === 'macro-server-state');
     assert.ok(state?.columns.some((c) => c.label === 'Prefix-cache hit %'));
     within(state!.rows[0].hit_rate as number, (100 * 16 * 64) / (20 * 96), 0.001, 0, 'prefix-cache hit % at c=1');
+  });
+
+  it("trims a level's ramp and drain: its steady window holds the batch the level names", async function () {
+    // step = 10 + 2 x running ms. Eight streams keep 8 running, but for the step after each finish (the next
+    // request joins a step later), so inside the window a step holds 7 or 8: TPOT between step(7) and step(8), and
+    // tokens/s between 7/step(7) and 8/step(8). The whole level's figures include the ramp and the drain.
+    const sim = await simulator({ stepBaseMs: 10, stepPerSeqMs: 2, prefillPerTokenMs: 0 });
+    const out = await runMacroPhase(context(sim, new RecordingSink()), {
+      ...base,
+      warmup: 0,
+      inputLen: 16,
+      outputLen: 32,
+      rangeRatio: 0.5,
+      concurrency: [8],
+      requests: 40,
+    });
+    assert.equal(out.agent.status, 'completed', out.agent.reason);
+    const steady = steadyWindow(out.levels[0]);
+    assert.ok(steady, `no steady window: ${JSON.stringify(out.levels[0].steady)}`);
+    const step = (running: number) => 10 + 2 * running;
+    const tpot = steady.mean_tpot_ms!;
+    assert.ok(tpot >= step(7) * 0.99 && tpot <= step(8) * 1.01, `steady TPOT ${tpot} ms, between ${step(7)} and ${step(8)} expected`);
+    const tput = steady.output_throughput;
+    assert.ok(tput >= (7000 / step(7)) * 0.98 && tput <= (8000 / step(8)) * 1.02, `steady output ${tput} tok/s`);
+    assert.ok(out.levels[0].output_throughput < tput, "the ramp and drain lower the whole level's throughput");
+    assert.ok(steady.start_s > 0 && steady.end_s < out.levels[0].duration, `window ${steady.start_s}–${steady.end_s} s of ${out.levels[0].duration} s`);
   });
 
   it('reports faults as failures with reasons and keeps them out of the latency figures', async function () {

@@ -3,6 +3,7 @@ import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from
 import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
 import { SERVING_TABLE_FILE, writeServingTable } from '../findings/servingTable';
 import { saturationLines, serverStateTable } from '../macro/serverState';
+import { steadyWindowTable } from '../macro/steadyWindow';
 import { REQUEST_TRACE_FILE, writeRequestTrace } from '../runs/requestTrace';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
@@ -230,6 +231,8 @@ function findingsUpdate(
   const tables = [quotedFiguresTable(levels, note)];
   const failures = failureTable(levels);
   if (failures) tables.push(failures);
+  const steady = steadyWindowTable(levels);
+  if (steady) tables.push(steady);
   const state = serverStateTable(levels);
   if (state) tables.push(state);
   if (requestTracePath) {
