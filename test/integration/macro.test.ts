@@ -8,6 +8,7 @@ import { FindingsUpdate, PhaseContext } from '../../src/core/campaign/phaseConte
 import { silentLogger } from '../../src/core/log';
 import { startSimulator, RunningSimulator, SimulatorOptions } from '../../src/core/macro/simulator';
 import { runMacroPhase } from '../../src/core/phases/macro';
+import { levelTable } from '../../src/core/macro/tables';
 import { steadyWindow } from '../../src/core/macro/steadyWindow';
 import { MacroOptions } from '../../src/core/macro/options';
 import { deployAgent, DeployedAgent } from '../../src/remote/agentDeploy';
@@ -405,7 +406,8 @@ describe('macro phase against the simulator (known answers)', function () {
     );
     const update = sink.findings.at(-1)!;
     assert.match(update.lines.join('\n'), /random prompts, 100 → 32 tokens, each ±50% \(50–150 → 16–48, range ratio 0\.5\)/);
-    const row = update.tables[0].rows[0];
+    // The full table (the results view's, and serving-table.md in the run folder) says what each level sent.
+    const row = levelTable(out.levels).rows[0];
     assert.equal(row.mean_input_tokens, level.total_input_tokens / 24);
   });
 
