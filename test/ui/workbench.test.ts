@@ -132,7 +132,7 @@ describe('the extension in code-server (UI)', function () {
     await wb.runCommand('Inference Bench: Add Target');
     // No ~/.ssh/config here (HOME is a scratch folder): the host is typed in, as for a machine not in the config.
     await wb.quickInput.getByRole('option', { name: /Open SSH Config File/ }).waitFor();
-    await wb.answer(/^Add Target$/, 'Enter user@host');
+    await wb.answer(/^Add Target \(1\/4\)$/, 'Enter user@host');
     await wb.answer(/user@host\[:port\]/, 'gpu-box');
     await wb.answer(/server URL/i);
     await wb.answer(/Python/);

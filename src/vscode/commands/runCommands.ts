@@ -62,7 +62,6 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   if (!target) return;
   const runners = PHASE_ORDER.map((p) => phases[p]);
   showRunAllPlan(target.name);
-  await controller.showFindings();
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
   // What is there first (GPUs, server, model): the sidebar and the findings header show it.
@@ -70,6 +69,8 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   const step = (n: number) => `step ${n} of ${steps} of Run All Phases`;
   const probed = await controller.runPhase(phases.probe, target, {}, all.signal, step(1));
   if (probed?.status === 'cancelled') return;
+  // Shown once the probe has named it after the model and GPU (before, a fresh campaign's would be findings.md).
+  await controller.showFindings();
   for (const [i, runner] of runners.entries()) {
     if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
       void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);

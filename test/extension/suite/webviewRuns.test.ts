@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
 import { RunningSimulator, startSimulator } from '../../../src/core/macro/simulator';
@@ -125,7 +125,13 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
         .update('targets', [{ name, kind: 'local', serverUrl: profiled.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
       const root = join(workspaceFolder(), '.inference-bench', 'runs');
       const before = new Set(existsSync(root) ? readdirSync(root) : []);
+      await closeAllEditors();
       await vscode.commands.executeCommand('inferenceBench.runAll', name);
+      // The probe names the findings document (model, GPU, bench N) before it is shown: no other document was opened for it.
+      const findingsFile = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
+      assert.match(basename(findingsFile), /^[a-z0-9]+bench\d+\.md$/);
+      const documentTabs = allTabs().flatMap((t) => (t.input instanceof vscode.TabInputText ? [t.input.uri.fsPath] : []));
+      assert.deepEqual(documentTabs, [findingsFile], 'the documents Run All Phases showed');
       const made = readdirSync(root)
         .filter((d) => !before.has(d))
         .sort();
