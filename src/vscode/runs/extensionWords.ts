@@ -1,7 +1,11 @@
 // The agent and the core speak to a terminal user: "give its URL with --url". In VS Code the same
-// fix is a target setting or a command, so a message shown there is rewritten into those words.
-// Pure text work (no `vscode` import), so that the unit tests check it in plain Node.
+// fix is a target setting or a command. A failure that comes as data (the agent's error code) gets
+// the remedy for its code in these words (REMEDIES); text without a code is still rewritten
+// (REWRITES), until every message carries its remedy as data.
+// No `vscode` import, so that the unit tests check it in plain Node.
 import { Target } from '../../core/config/target';
+import { ErrorCode } from '../../remote/agentProtocol';
+import { RunSummary } from '../../shared/results';
 
 interface Rewrite {
   pattern: RegExp;
@@ -50,6 +54,22 @@ const REWRITES: Rewrite[] = [
   { pattern: /--accept-new-host-key/g, replace: () => 'accepting the host key when asked' },
   { pattern: /\(?--trace-dir(?:, sent as output_dir)?\)?/g, replace: () => "(the trace folder: the server's own torch_profiler_dir)" },
 ];
+
+/** The remedy for each agent error code that has one, as VS Code offers it. */
+const REMEDIES: Partial<Record<ErrorCode, (t: Target) => string>> = {
+  unauthorized: (t) => `give the key the server was started with: Inference Bench: Set Server API Key... on ${t.name}`,
+  server_unreachable: (t) => `set the target's server URL (now ${t.serverUrl}) to its URL as seen from ${where(t)}, with ${edit(t)}`,
+  no_torch: (t) => `set the target's Python (now ${t.python}) to the interpreter that has PyTorch, with ${edit(t)}`,
+  server_stalled: () => 'raise the inferenceBench.stallTimeout setting if the server is only slow',
+  trace_dir_unresolved: () => "set the server's trace folder (its torch_profiler_dir) to an absolute path",
+};
+
+/** A run's summary with its reason in the extension's words: from its failure's code where there is one. */
+export function runInExtensionWords(run: RunSummary, target: Target): RunSummary {
+  const remedy = run.failure && REMEDIES[run.failure.code as ErrorCode];
+  if (run.failure && remedy) return { ...run, reason: `${run.failure.message} — ${remedy(target)}` };
+  return run.reason ? { ...run, reason: inExtensionWords(run.reason, target) } : run;
+}
 
 function where(t: Target): string {
   return t.kind === 'local' ? 'this machine' : (t.host ?? t.name);

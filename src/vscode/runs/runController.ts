@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { connectClusterNodes, FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
-import { inExtensionWords } from './extensionWords';
+import { inExtensionWords, runInExtensionWords } from './extensionWords';
 import { Target } from '../../core/config/target';
 import { levelProgressText, RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
@@ -207,7 +207,7 @@ export class RunController extends Disposable implements RunsSource {
             const sink: ResultSink = {
               runChanged: (incoming) => {
                 // The core says what to do in the CLI's words (--url); here it is the target's settings.
-                const run = incoming.reason ? { ...incoming, reason: inExtensionWords(incoming.reason, target) } : incoming;
+                const run = runInExtensionWords(incoming, target);
                 active.runId = run.id;
                 last = run;
                 this.runChanged(workspace, run);

@@ -2,13 +2,31 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Target } from '../../../src/core/config/target';
-import { inExtensionWords } from '../../../src/vscode/runs/extensionWords';
+import { inExtensionWords, runInExtensionWords } from '../../../src/vscode/runs/extensionWords';
+import { RunSummary } from '../../../src/shared/results';
 
 // The messages below are the agent's and the core's own (agent/infbench_agent/profile.py, micro.py,
 // auth.py, src/core/explain/budget.ts), as a VS Code user would otherwise read them.
 const target: Target = { name: 'b6000', kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: '/opt/venv/bin/python' };
 
 describe("failures in the extension's words", () => {
+  it("says the remedy for the agent's error code, whatever words its hint uses", () => {
+    const message = 'http://127.0.0.1:8000/v1/models answered HTTP 401: this server wants an API key.';
+    const run: RunSummary = {
+      id: 'r1',
+      phase: 'macro',
+      target: 'b6000',
+      startedAt: '2026-12-02T10:00:00Z',
+      status: 'failed',
+      // The CLI's words, and a hint reworded since the rewrites were written: the code decides, not the text.
+      reason: `${message} — Hand the server's key over with --api-key KEY, or export it`,
+      failure: { code: 'unauthorized', message, hint: "Hand the server's key over with --api-key KEY, or export it" },
+    };
+    const said = runInExtensionWords(run, target).reason!;
+    assert.equal(said, `${message} — give the key the server was started with: Inference Bench: Set Server API Key... on b6000`);
+    assert.doesNotMatch(said, /--api-key|export/);
+  });
+
   it('turns "point --url at the server" into the target\'s server URL setting, and the analyze CLI into the command', () => {
     const agent =
       "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise capture a torch profiler trace with the server's own tools and break it down with `infbench analyze TRACE...` (or Analyze Trace File... in VS Code).";
