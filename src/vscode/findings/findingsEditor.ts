@@ -64,7 +64,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
   /** The newest update of each section that went only into a dirty buffer: the file gets it once the buffer is clean or closed. */
   private readonly owedToDisk = new Map<string, FindingsUpdate>();
   private readonly latestTables = new Map<string, LabeledTable[]>();
-  /** The closed document's text as last read or written on disk (a file suddenly empty is not the user's). */
+  /** The file's text as last read or written (a file suddenly empty is not the user's). */
   private lastDiskText?: string;
   private timer: NodeJS.Timeout | undefined;
   /** Flushes run one after another, so two sections updating at once never race each other. */
@@ -91,8 +91,12 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
   }
 
   private isOurDocument(doc: vscode.TextDocument): boolean {
-    const file = this.resolvePath();
-    return !!file && doc.uri.fsPath === vscode.Uri.file(file).fsPath;
+    try {
+      const file = this.resolvePath();
+      return !!file && doc.uri.fsPath === vscode.Uri.file(file).fsPath;
+    } catch {
+      return false; // a setting naming a file outside the workspace: nothing is written there
+    }
   }
 
   private payOwed(): void {
