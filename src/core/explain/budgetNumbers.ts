@@ -34,7 +34,8 @@ export type Caveat =
   | { kind: 'no_gemm_shapes'; runId: string; routed: boolean; linears: LinearShape[]; row: string }
   | { kind: 'gemm_unmeasured'; names: string[]; row: string }
   | { kind: 'no_kernel_count'; runId: string }
-  | { kind: 'micro_on_cpu'; runId: string };
+  | { kind: 'micro_on_cpu'; runId: string }
+  | { kind: 'model_mismatch'; runId: string; model: string; reasons: string[] };
 
 export interface AllReduceFloor {
   calls: number;
@@ -168,26 +169,32 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     return row;
   };
 
+  // Micro's times predict this step only for the model that was profiled: a trace whose structure
+  // contradicts micro's model (another layer count, world size) gets no prediction, and says why.
+  const mismatch = micro && model && profile ? structureMismatch(model, profile) : [];
+  if (mismatch.length)
+    caveats.push({ kind: 'model_mismatch', runId: micro!.runId, model: `${model!.name} at TP ${model!.tp}, ${model!.layers} layers`, reasons: mismatch });
+  const predicting = mismatch.length ? undefined : micro;
   // Predicted: micro's isolated kernels at this step's sizes.
   // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
   const allreduceFloor =
-    model && allReducesPerStep(model) > 0
+    model && allReducesPerStep(model) > 0 && !mismatch.length
       ? ((micro ? predictAllReduce(micro, model, batch, rowOf('allreduce'), bases, caveats) : undefined) ?? {
           calls: allReducesPerStep(model),
           bytes: decodeMessageBytes(model, batch),
           worldSize: model.tp,
         })
       : undefined;
-  if (micro?.gemm_kernel?.fallback_reason && micro.gemm.length) {
-    caveats.push({ kind: 'gemm_fallback', label: micro.gemm_kernel.label, reason: micro.gemm_kernel.fallback_reason });
+  if (predicting?.gemm_kernel?.fallback_reason && predicting.gemm.length) {
+    caveats.push({ kind: 'gemm_fallback', label: predicting.gemm_kernel.label, reason: predicting.gemm_kernel.fallback_reason });
   }
-  if (micro && model) {
-    predictGemms(micro, model, batch, false, rowOf('gemm'), bases, caveats);
-    predictGemms(micro, model, batch, true, rowOf('moe_gemm'), bases, caveats);
-  } else if (micro) {
+  if (predicting && model) {
+    predictGemms(predicting, model, batch, false, rowOf('gemm'), bases, caveats);
+    predictGemms(predicting, model, batch, true, rowOf('moe_gemm'), bases, caveats);
+  } else if (micro && !model) {
     caveats.push({ kind: 'no_model', runId: micro.runId });
   }
-  if (micro) predictIdle(micro, profile, rowOf('idle'), bases, caveats);
+  if (predicting) predictIdle(predicting, profile, rowOf('idle'), bases, caveats);
   if (inputs.micro?.on_cpu) caveats.push({ kind: 'micro_on_cpu', runId: inputs.micro.runId });
   for (const [key, row] of rows) {
     if (row.profiled_ms === undefined && row.predicted_ms === undefined) rows.delete(key);
@@ -224,8 +231,8 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
   }
 
   const ar = rows.get('allreduce');
-  const expertParallel = micro
-    ? predictExpertParallel(micro, batch, ar?.profiled_ms ?? ar?.predicted_ms, ar?.profiled_ms !== undefined ? 'profiled' : 'predicted')
+  const expertParallel = predicting
+    ? predictExpertParallel(predicting, batch, ar?.profiled_ms ?? ar?.predicted_ms, ar?.profiled_ms !== undefined ? 'profiled' : 'predicted')
     : undefined;
 
   return {
@@ -245,6 +252,27 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     caveats,
     rankSpread,
   };
+}
+
+/**
+ * Where the profiled step contradicts the model micro timed, in words; empty where nothing does.
+ * Attention runs once per layer (one to a few kernels: the attention itself, the KV-cache write), so
+ * a step with far fewer attention kernels than the model has layers is another model; tensor
+ * parallelism over several GPUs all-reduces every layer, one GPU never does.
+ */
+export function structureMismatch(model: ModelStructure, profile: ProfileInput): string[] {
+  const reasons: string[] = [];
+  const attention = profile.attention_kernels_per_step;
+  if (attention !== undefined && profile.kernels_per_step && (attention < 0.5 * model.layers || attention > 6 * model.layers))
+    reasons.push(`the profiled step runs ${attention.toFixed(0)} attention kernels, where ${model.layers} layers run one to a few each`);
+  const world = profile.world_size;
+  if (world !== undefined && world !== model.tp) reasons.push(`the profile ran on ${world} GPU${world === 1 ? '' : 's'}, micro's model at TP ${model.tp}`);
+  const allReduceMs = Object.entries(profile.by_category_ms)
+    .filter(([c]) => rowFor(c).key === 'allreduce')
+    .reduce((a, [, ms]) => a + ms, 0);
+  if (world === undefined && model.tp > 1 && allReduceMs === 0 && profile.kernels_per_step)
+    reasons.push(`the profiled step runs no all-reduce, where TP ${model.tp} runs ${allReducesPerStep(model)}`);
+  return reasons;
 }
 
 /** The level whose concurrency is the batch, else the nearest one that has a TPOT. */

@@ -27,6 +27,8 @@ export function caveatText(c: Caveat): string {
       return `Micro did not measure ${c.names.join(', ')}; the ${c.row} prediction leaves them out, so it is low.`;
     case 'no_kernel_count':
       return `Profile run ${c.runId} does not count kernels per step, so the launch gaps are not predicted.`;
+    case 'model_mismatch':
+      return `No prediction from micro run ${c.runId}: its model (${c.model}) is not the one profiled — ${c.reasons.join('; ')}. Run micro at the served model's shapes to predict this step.`;
     case 'micro_on_cpu':
       return `Micro run ${c.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run \`infbench micro\` on the GPU host, with the server's Python, to predict the step's parts.`;
   }

@@ -42,6 +42,10 @@ export interface ProfileInput {
   ranks?: { rank: number; step_ms: number }[];
   /** Kernels launched per step on one GPU, where the profile counts them. */
   kernels_per_step?: number;
+  /** Attention kernels per decode step on one GPU (the trace's attention category): about one or a few per layer. */
+  attention_kernels_per_step?: number;
+  /** GPUs the profiled server ran on (the traces' ranks, or their distributedInfo world size). */
+  world_size?: number;
   top_kernels?: { name: string; category: string; ms_per_step: number }[];
   /** Every kernel name the traces hold, where the analysis lists them: to tell "gone" from "out of the top". */
   kernel_names?: string[];
@@ -172,12 +176,14 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
   if (stepMs === undefined || !(stepMs > 0)) return undefined;
   const byCat: Record<string, number> = {};
   let kernels = 0;
+  let attentionKernels: number | undefined;
   for (const c of arr(overall.categories).filter(isObj)) {
     const name = str(c.category);
     const ms = num(c.msPerStep);
     if (!name || ms === undefined) continue;
     byCat[name] = (byCat[name] ?? 0) + ms;
     kernels += num(c.kernelsPerStep) ?? 0;
+    if (name === 'attention') attentionKernels = num(c.kernelsPerStep);
   }
   const rankList = arr(root.ranks).filter(isObj);
   const ranks = rankList
@@ -211,6 +217,9 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
     by_category_ms: byCat,
     ranks: ranks.length ? ranks : undefined,
     kernels_per_step: kernels > 0 ? kernels : undefined,
+    attention_kernels_per_step: kernels > 0 ? (attentionKernels ?? 0) : undefined,
+    // The traces' own world size; else several rank files say at least that many; one file alone says nothing.
+    world_size: Math.max(0, ...rankList.map((r) => num(r.worldSize) ?? 0)) || (rankList.length > 1 ? rankList.length : undefined),
     top_kernels: perStep.size
       ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms }))
       : undefined,

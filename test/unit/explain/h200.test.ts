@@ -93,6 +93,25 @@ describe('decode-step budget on real H200 captures', () => {
     assert.ok(Math.abs(gemm.gap_ms!) / gemm.profiled_ms! < 0.05);
   });
 
+  it("predicts nothing from micro's Kimi-K2.5 TP 8 run beside a one-GPU, three-layer trace, and says why", async () => {
+    // The continuous-batching loop of test/fixtures/traces/serving: 3 MoE layers on one H200, graphs, vLLM's names.
+    const breakdown = await analyzeTraceFiles([join(TRACES, 'serving', 'graph_names.pt.trace.json.gz')]);
+    const profile = profileInputFrom('loop-trace', breakdown, { concurrency: 8 })!;
+    const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
+    const b = buildBudget({ profile, micro });
+    assert.ok(
+      b.rows.every((r) => r.predicted_ms === undefined),
+      `predicted: ${b.rows
+        .filter((r) => r.predicted_ms !== undefined)
+        .map((r) => r.key)
+        .join(', ')}`,
+    );
+    const why = b.caveats.join('\n');
+    assert.match(why, /No prediction from micro run kimi-micro: its model \(kimi-k2\.5 at TP 8, 61 layers\) is not the one profiled/);
+    assert.match(why, /runs 3 attention kernels, where 61 layers run one to a few each/);
+    assert.match(why, /runs no all-reduce, where TP 8 runs 123/);
+  });
+
   it("says when micro timed a fallback kernel instead of the server's (no vLLM, so no Marlin)", () => {
     const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
     assert.equal(micro.model?.name, 'kimi-k2.5');
