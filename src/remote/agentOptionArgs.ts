@@ -9,7 +9,7 @@ export class AgentOptionError extends Error {}
  * an option that reaches here untyped is refused by name rather than sent for the agent to reject.
  * Undefined and false options are left out.
  */
-export function agentArgv<C extends AgentOptionCommand>(command: C, options: AgentOptionsByCommand[C]): string[] {
+export function agentOptionArgs<C extends AgentOptionCommand>(command: C, options: AgentOptionsByCommand[C]): string[] {
   const table = AGENT_OPTIONS[command] as Record<string, AgentOptionSpec | undefined>;
   const argv: string[] = [];
   for (const [name, value] of Object.entries(options) as [string, unknown][]) {

@@ -1,5 +1,5 @@
 // What a macro run asks of the load generator, and how that becomes the agent's command line.
-import { agentArgv } from '../../remote/agentArgv';
+import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { MacroAgentOptions } from '../../remote/agentOptions';
 
 export interface MacroOptions {
@@ -101,7 +101,7 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
   }
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
   const dataset = datasetOptions(o);
-  return agentArgv('macro', {
+  return agentOptionArgs('macro', {
     url: o.url ?? serverUrl,
     api: o.api,
     inputLen: o.inputLen,

@@ -1,5 +1,5 @@
 // What a micro run asks of the agent, and how that becomes the agent's `micro` command line.
-import { agentArgv } from '../../remote/agentArgv';
+import { agentOptionArgs } from '../../remote/agentOptionArgs';
 
 export type MicroPart = 'peak' | 'gemm' | 'launch' | 'allreduce';
 export const MICRO_PARTS: readonly MicroPart[] = ['peak', 'gemm', 'launch', 'allreduce'];
@@ -67,7 +67,7 @@ export function microAgentArgs(options: MicroOptions, serverUrl?: string): strin
     throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
   const bad = (options.skip ?? []).filter((p) => !MICRO_PARTS.includes(p));
   if (bad.length) throw new MicroOptionsError(`skip: unknown part ${bad.join(', ')}; parts are ${MICRO_PARTS.join(', ')}.`);
-  return agentArgv('micro', {
+  return agentOptionArgs('micro', {
     model: options.model || undefined,
     config: options.config || undefined,
     serverUrl: !options.model && !options.config && !options.shapes?.length ? serverUrl : undefined,

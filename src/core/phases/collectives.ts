@@ -4,7 +4,7 @@ import { MicroPoint } from '../micro/tables';
 import { RunFolder, RunStatus } from '../runs/runFolder';
 import { RunStop } from '../runs/runStop';
 import { CollectivePlan, CollectiveSize } from '../../remote/agentProtocol';
-import { agentArgv } from '../../remote/agentArgv';
+import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 
 export type { NodeConnection } from '../campaign/phaseContext';
@@ -72,7 +72,7 @@ export async function runClusterCollectives(
     nodes: nodes.map((n) => ({ name: n.target.name, where: n.transport.label, status: 'running' })),
   };
   const fail = (status: RunStatus, reason: string) => ({ ...outcome, status, reason });
-  const modelArgs = agentArgv('collective', {
+  const modelArgs = agentOptionArgs('collective', {
     model: options.model || undefined,
     config: options.config || undefined,
     serverUrl: !options.model && !options.config && !options.hidden ? hooks.serverUrl : undefined,
@@ -80,7 +80,7 @@ export async function runClusterCollectives(
     topK: options.topK || undefined,
     m: options.m?.length ? options.m.join(',') : undefined,
   });
-  const deviceArgs = agentArgv('collective', {
+  const deviceArgs = agentOptionArgs('collective', {
     device: options.device && options.device !== 'auto' ? options.device : undefined,
     localRanks: options.localRanks || undefined,
     allowBusy: options.allowBusy,
@@ -91,7 +91,7 @@ export async function runClusterCollectives(
   // 1. What each host runs: its ranks and device.
   const counted = await Promise.all(
     nodes.map((n, i) =>
-      runAgentCommand(n.transport, n.agent, 'collective', [...agentArgv('collective', { plan: true, worldSize: 0 }), ...deviceArgs], logs[i], {
+      runAgentCommand(n.transport, n.agent, 'collective', [...agentOptionArgs('collective', { plan: true, worldSize: 0 }), ...deviceArgs], logs[i], {
         signal: hooks.signal,
         leaveOpen: true,
       }),
@@ -119,7 +119,7 @@ export async function runClusterCollectives(
     nodes[0].transport,
     nodes[0].agent,
     'collective',
-    [...agentArgv('collective', { plan: true }), ...modelArgs, ...deviceArgs, ...agentArgv('collective', { worldSize: world })],
+    [...agentOptionArgs('collective', { plan: true }), ...modelArgs, ...deviceArgs, ...agentOptionArgs('collective', { worldSize: world })],
     logs[0],
     {
       signal: hooks.signal,
@@ -153,7 +153,7 @@ export async function runClusterCollectives(
     const rankOffset = offset;
     offset += plans[i].local_ranks;
     outcome.nodes[i] = { ...outcome.nodes[i], rankOffset, ranks: plans[i].local_ranks };
-    const args = agentArgv('collective', {
+    const args = agentOptionArgs('collective', {
       worldSize: world,
       nodeRank: i,
       rankOffset,

@@ -4,7 +4,7 @@ import { campaignUpdateForTargets, ProbeInfo } from '../findings/skeleton';
 import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
-import { agentArgv } from '../../remote/agentArgv';
+import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { ProbeResult } from '../../remote/agentProtocol';
 import { apiKeyState, gpuTable, networkLine, probeView, serverName } from '../probe/tables';
 
@@ -25,7 +25,7 @@ export interface ProbePhaseOutcome {
  */
 export async function runProbePhase(ctx: PhaseContext, options: { url?: string; timeoutS?: number; node?: boolean } = {}): Promise<ProbePhaseOutcome> {
   const url = options.url ?? ctx.target.serverUrl;
-  const args = agentArgv('probe', { url, timeout: options.timeoutS || undefined });
+  const args = agentOptionArgs('probe', { url, timeout: options.timeoutS || undefined });
   const run = RunFolder.create(ctx.workspace, 'probe', ctx.target.name, { url, agentArgs: args });
   const summary: RunSummary = { id: run.info.id, phase: 'probe', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running' };
   ctx.sink.runChanged({ ...summary });

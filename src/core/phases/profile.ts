@@ -6,7 +6,7 @@ import { analyzeTracesInWorker } from '../trace/analyzeInWorker';
 import { breakdownTables } from '../trace/format';
 import { workloadSteps } from '../trace/steps';
 import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
-import { agentArgv } from '../../remote/agentArgv';
+import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
@@ -49,7 +49,7 @@ interface RemoteTrace {
 }
 
 export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1): string[] {
-  return agentArgv('profile', {
+  return agentOptionArgs('profile', {
     url,
     concurrency: options.concurrency,
     outputLen: options.outputLen,
@@ -152,7 +152,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     const collected = await Promise.all(
       nodes.slice(1).map((n, i) => {
         if (clocks[i] === undefined) return { status: 'failed' as const, reason: 'its clock could not be read' };
-        const collectArgs = agentArgv('profile', {
+        const collectArgs = agentOptionArgs('profile', {
           collectSince: clocks[i],
           traceDir: capture.trace_dir,
           expectRanks: typeof capture.expected_ranks === 'number' ? capture.expected_ranks : undefined,

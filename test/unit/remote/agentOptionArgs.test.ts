@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { macroAgentArgs } from '../../../src/core/macro/options';
 import { microAgentArgs } from '../../../src/core/micro/options';
 import { profileAgentArgs } from '../../../src/core/phases/profile';
-import { AgentOptionError, agentArgv, takesApiKey } from '../../../src/remote/agentArgv';
+import { AgentOptionError, agentOptionArgs, takesApiKey } from '../../../src/remote/agentOptionArgs';
 import { AGENT_OPTIONS } from '../../../src/remote/agentOptions';
 
 /** What the agent's own argparse makes of a command line (its parser, as built from options.py). */
@@ -25,15 +25,15 @@ function agentParses(command: string, argv: string[]): { ok: boolean; values: Re
 describe("the agent's command lines, from its one option table", () => {
   it('writes the flags in the order the options are given, leaving out what is unset', () => {
     assert.deepEqual(
-      agentArgv('micro', { model: 'kimi-k2.5', tp: 8, allowBusy: true, shape: ['a=1x2', 'b=3x4'], hidden: undefined, cpu: undefined } as never),
+      agentOptionArgs('micro', { model: 'kimi-k2.5', tp: 8, allowBusy: true, shape: ['a=1x2', 'b=3x4'], hidden: undefined, cpu: undefined } as never),
       ['--model', 'kimi-k2.5', '--tp', '8', '--allow-busy', '--shape', 'a=1x2', '--shape', 'b=3x4'],
     );
   });
 
   it('refuses, by name, an option the command does not take instead of letting the agent fail on it', () => {
     // `cpu` is collective's, not micro's: the types refuse it; this is the check for a caller that went around them.
-    assert.throws(() => agentArgv('micro', { cpu: true } as never), AgentOptionError);
-    assert.throws(() => agentArgv('micro', { cpu: true } as never), /micro command takes no option "cpu"/);
+    assert.throws(() => agentOptionArgs('micro', { cpu: true } as never), AgentOptionError);
+    assert.throws(() => agentOptionArgs('micro', { cpu: true } as never), /micro command takes no option "cpu"/);
   });
 
   it('every command takes the API key from stdin, and none has a field for the key itself', () => {
