@@ -132,6 +132,9 @@ class ServerStateSampler:
         self._thread = threading.Thread(target=self._loop, name="server-state", daemon=True)
 
     def start(self) -> "ServerStateSampler":
+        """Takes the first read now, before the level sends anything, so that the level's counters are
+        counted from a baseline none of its requests has touched; then reads on a thread."""
+        self.read_once()
         self._thread.start()
         return self
 
@@ -156,11 +159,10 @@ class ServerStateSampler:
         self.last_counters = counters
 
     def _loop(self) -> None:
-        next_at = self.clock()
-        while not self._stop.is_set():
+        next_at = self.clock() + self.interval
+        while not self._stop.wait(max(0.0, next_at - self.clock())):
             self.read_once()
             next_at += self.interval
-            self._stop.wait(max(0.0, next_at - self.clock()))
 
     def stop(self) -> dict:
         """Ends the sampling (after one last read, so the level's end is in the series) and returns it."""

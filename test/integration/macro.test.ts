@@ -440,7 +440,7 @@ describe('macro phase against the simulator (known answers)', function () {
     assert.equal(stored.prompts.sharegpt.lengths_by, 'tokenize');
     const update = sink.findings.at(-1)!;
     assert.match(update.lines.join('\n'), /ShareGPT conversations from .*sharegpt-small\.json, each with its second turn's output length/);
-    assert.ok(update.tables[0].columns.some((c) => c.label === 'Output tok mean'));
+    assert.ok(levelTable(out.levels).columns.some((c) => c.label === 'Output tok mean'));
   });
 
   it('refuses bad load options with a message that names them, before anything runs', async () => {
