@@ -41,6 +41,33 @@ describe('the results view charts', () => {
     );
   });
 
+  it("draws the server's queue and cache over the run on the requests' time axis, every level's samples in order", () => {
+    const withState = levels.slice(0, 2).map((l, i) => ({
+      ...l,
+      server_state: {
+        interval_s: 1,
+        failed_reads: 0,
+        samples: [
+          { t: 10 * i + 0.0, running: 0, waiting: 0, kv_cache_usage: 0 },
+          { t: 10 * i + 1.0, running: 4, waiting: 4 * i, kv_cache_usage: 0.5, prefix_cache_hit_rate: 0.25 },
+        ],
+      },
+    }));
+    const charts = macroCharts({ ...macroRun, macro: { levels: withState } }) as LineChartSpec[];
+    const queue = charts.find((c) => c.id === 'a-server-queue')!;
+    assert.deepEqual(queue.series.find((x) => x.label === 'waiting')!.points, [
+      { x: 0, y: 0 },
+      { x: 1, y: 0 },
+      { x: 10, y: 0 },
+      { x: 11, y: 4 },
+    ]);
+    const cache = charts.find((c) => c.id === 'a-server-cache')!;
+    assert.deepEqual(cache.series.find((x) => x.label === 'KV cache used %')!.points.at(-1), { x: 11, y: 50 });
+    assert.equal(cache.table.rows.length, 4);
+    assert.equal(cache.series.find((x) => x.label === 'prefix-cache hit %')!.points.length, 2, 'only the samples that had a rate');
+    assert.ok(!macroCharts(macroRun).some((c) => c.id.includes('server')), 'a run without samples draws no server chart');
+  });
+
   it('finds the percentiles a run has for TTFT, TPOT and ITL and orders them mean, median, p99', () => {
     assert.deepEqual(statsFor(levels, 'ttft'), ['mean', 'median', 'p99']);
     const ids = macroCharts(macroRun).map((c) => c.id);

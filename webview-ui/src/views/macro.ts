@@ -233,6 +233,83 @@ export function macroCharts(run: RunSummary, compare?: RunSummary): ChartSpec[] 
       },
     });
   }
+  charts.push(...serverStateCharts(run));
+  return charts;
+}
+
+interface StateSample {
+  t: number;
+  running?: number;
+  waiting?: number;
+  kv_cache_usage?: number;
+  prefix_cache_hit_rate?: number;
+}
+
+/** The server's /metrics samples of every level, on the run's time axis (seconds from its first level's start). */
+function stateSamples(run: RunSummary): StateSample[] {
+  return allLevelsSorted(run)
+    .flatMap((l) => ((l.server_state as { samples?: StateSample[] } | undefined)?.samples ?? []).filter((s) => finite(s.t) !== undefined))
+    .sort((a, b) => a.t - b.t);
+}
+
+/**
+ * The server's own state over the run, on the same time axis as each request's latency: requests running
+ * and waiting (the queue that makes TTFT grow), KV-cache use and prefix-cache hits. Only the run shown.
+ */
+export function serverStateCharts(run: RunSummary): ChartSpec[] {
+  const samples = stateSamples(run);
+  if (!samples.length) return [];
+  const xLabel = "s from the run start (the requests chart's axis)";
+  const line = (label: string, key: keyof StateSample, colorIndex: number, scale = 1): Series => ({
+    label,
+    points: samples.flatMap((s) => (finite(s[key]) === undefined ? [] : [{ x: s.t, y: (s[key] as number) * scale }])),
+    colorIndex,
+  });
+  const charts: ChartSpec[] = [];
+  const queue = [line('running', 'running', 0), line('waiting', 'waiting', 1)].filter((x) => x.points.length);
+  if (queue.length)
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-server-queue`,
+      title: "The server's requests over time: running and waiting",
+      xLabel,
+      yLabel: 'requests',
+      series: queue,
+      table: {
+        id: 'macro-server-queue',
+        title: "The server's requests over time",
+        columns: [
+          { key: 't', label: 's', digits: 1 },
+          { key: 'running', label: 'running', digits: 0 },
+          { key: 'waiting', label: 'waiting', digits: 0 },
+        ],
+        rows: samples.map((s) => ({ t: s.t, running: finite(s.running) ?? null, waiting: finite(s.waiting) ?? null })),
+      },
+    });
+  const cache = [line('KV cache used %', 'kv_cache_usage', 2, 100), line('prefix-cache hit %', 'prefix_cache_hit_rate', 3, 100)].filter((x) => x.points.length);
+  if (cache.length)
+    charts.push({
+      kind: 'line',
+      id: `${run.id}-server-cache`,
+      title: "The server's cache over time",
+      xLabel,
+      yLabel: '%',
+      series: cache,
+      table: {
+        id: 'macro-server-cache',
+        title: "The server's cache over time",
+        columns: [
+          { key: 't', label: 's', digits: 1 },
+          { key: 'kv', label: 'KV cache used %', digits: 1 },
+          { key: 'hits', label: 'prefix-cache hit %', digits: 1 },
+        ],
+        rows: samples.map((s) => ({
+          t: s.t,
+          kv: finite(s.kv_cache_usage) === undefined ? null : s.kv_cache_usage! * 100,
+          hits: finite(s.prefix_cache_hit_rate) === undefined ? null : s.prefix_cache_hit_rate! * 100,
+        })),
+      },
+    });
   return charts;
 }
 
