@@ -1,6 +1,7 @@
 // Flag values several commands parse the same way, with the same message when one is wrong.
 import { UsageError } from './command';
 import { KernelFamilySpec } from '../core/trace/types';
+import { AGENT_OPTIONS, AgentOptionCommand, AgentOptionsByCommand, AgentOptionSpec } from '../remote/agentOptions';
 
 /** `--family CATEGORY=REGEX`: a kernel family tried before the built-in ones. */
 export function kernelFamilyFlag(text: string): KernelFamilySpec {
@@ -72,4 +73,20 @@ export function positiveWholeNumberList(text: string | undefined, flag: string):
     throw new UsageError(`${flag} takes a comma-separated list of positive whole numbers, for example ${flag} 1,8,64; got "${text}".`);
   }
   return values;
+}
+
+/**
+ * A value for a flag the CLI hands to the agent, checked against the choices of the agent's own option
+ * table (agent/infbench_agent/options.py), so the CLI never keeps a second list of them.
+ */
+export function agentChoice<C extends AgentOptionCommand, K extends keyof AgentOptionsByCommand[C] & string>(
+  command: C,
+  name: K,
+  value: string | undefined,
+): AgentOptionsByCommand[C][K] | undefined {
+  if (value === undefined) return undefined;
+  const spec = (AGENT_OPTIONS[command] as Record<string, AgentOptionSpec>)[name];
+  const choices = spec.choices ?? [];
+  if (!choices.includes(value)) throw new UsageError(`${spec.flag} must be one of ${choices.join(', ')}; got "${value}".`);
+  return value as AgentOptionsByCommand[C][K];
 }

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
-import { positiveWholeNumber, positiveWholeNumberList } from '../flags';
+import { agentChoice, positiveWholeNumber, positiveWholeNumberList } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MICRO_PARTS, MicroDtype, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
+import { MICRO_PARTS, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { CollectiveModel, microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
 import { renderTextTable } from '../../shared/table';
@@ -81,10 +81,8 @@ export const microCommand: CliCommand = {
       strict: true,
     });
     const v = parsed.values;
-    const dtypes: MicroDtype[] = ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int4'];
-    if (v.dtype && !dtypes.includes(v.dtype as MicroDtype)) throw new UsageError(`--dtype must be one of ${dtypes.join(', ')}; got "${v.dtype}".`);
-    if (v['ar-backend'] && !['auto', 'nccl', 'gloo'].includes(v['ar-backend']))
-      throw new UsageError(`--ar-backend must be auto, nccl or gloo; got "${v['ar-backend']}".`);
+    const dtype = agentChoice('micro', 'dtype', v.dtype);
+    const arBackend = agentChoice('micro', 'arBackend', v['ar-backend']);
     const skip = v.skip
       ?.split(',')
       .map((s) => s.trim())
@@ -97,7 +95,7 @@ export const microCommand: CliCommand = {
       m: positiveWholeNumberList(v.m, '--m'),
       shapes: v.shape,
       only: v.only,
-      dtype: v.dtype as MicroDtype | undefined,
+      dtype,
       groupSize: positiveWholeNumber(v['group-size'], '--group-size'),
       device: v.device,
       allowBusy: v['allow-busy'],
@@ -106,7 +104,7 @@ export const microCommand: CliCommand = {
       repeats: positiveWholeNumber(v.repeats, '--repeats'),
       launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'),
       arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),
-      arBackend: v['ar-backend'] as MicroOptions['arBackend'],
+      arBackend,
       arMaxBytes: positiveWholeNumber(v['ar-max-bytes'], '--ar-max-bytes'),
       hidden: positiveWholeNumber(v.hidden, '--hidden'),
     };

@@ -1,9 +1,11 @@
 // What a micro run asks of the agent, and how that becomes the agent's `micro` command line.
 import { agentOptionArgs } from '../../remote/agentOptionArgs';
+import { MicroAgentOptions } from '../../remote/agentOptions';
 
 export type MicroPart = 'peak' | 'gemm' | 'launch' | 'allreduce';
 export const MICRO_PARTS: readonly MicroPart[] = ['peak', 'gemm', 'launch', 'allreduce'];
-export type MicroDtype = 'auto' | 'bf16' | 'fp16' | 'fp32' | 'fp8' | 'int4';
+// The agent's own choices (its option table), not a second list of them.
+export type MicroDtype = NonNullable<MicroAgentOptions['dtype']>;
 
 export interface MicroOptions {
   /** A preset (kimi-k2.5, deepseek-v3, llama-3-70b, qwen3-235b-a22b...), a model folder or a Hugging Face id on the host. */
@@ -29,7 +31,7 @@ export interface MicroOptions {
   repeats?: number;
   launchKernels?: number;
   arWorldSize?: number;
-  arBackend?: 'auto' | 'nccl' | 'gloo';
+  arBackend?: NonNullable<MicroAgentOptions['arBackend']>;
   arMaxBytes?: number;
   /** Hidden size for decode all-reduce sizes when no model is given. */
   hidden?: number;
