@@ -40,6 +40,8 @@ export interface BudgetRow {
   terms?: { name: string; calls: number; m: number; us: number }[];
   /** profiled - predicted. */
   gap_ms?: number;
+  /** For idle under CUDA graphs: the part before a graph's first kernel, the GPU waiting on cudaGraphLaunch. */
+  graph_launch_ms?: number;
 }
 
 export interface BudgetGap {

@@ -195,10 +195,14 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     caveats.push({ kind: 'no_model', runId: micro.runId });
   }
   if (predicting) predictIdle(predicting, profile, rowOf('idle'), bases, caveats);
+  const idleRow = rows.get('idle');
+  if (idleRow?.profiled_ms !== undefined && profile?.graph_launch_wait_ms)
+    idleRow.graph_launch_ms = Math.min(idleRow.profiled_ms, profile.graph_launch_wait_ms);
   if (inputs.micro?.on_cpu) caveats.push({ kind: 'micro_on_cpu', runId: inputs.micro.runId });
   for (const [key, row] of rows) {
     if (row.profiled_ms === undefined && row.predicted_ms === undefined) rows.delete(key);
-    else if (row.profiled_ms !== undefined && row.predicted_ms !== undefined) row.gap_ms = row.profiled_ms - row.predicted_ms;
+    // Idle before a graph's first kernel is the launch call's, not a gap micro's launch cost predicts.
+    else if (row.profiled_ms !== undefined && row.predicted_ms !== undefined) row.gap_ms = row.profiled_ms - (row.graph_launch_ms ?? 0) - row.predicted_ms;
   }
   const ordered = [...rows.values()].sort((a, b) => {
     if (a.key === 'idle') return 1;

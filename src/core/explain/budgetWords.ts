@@ -77,6 +77,8 @@ export function gapInWords(g: GapFigure, f: BudgetFigures, period: number | unde
   return { key: g.kind, kind: g.kind, ...TOTALS[g.kind], ms: g.ms, reading: totalsReading(g, f, period, step!) };
 }
 
+const graphWait = (f: BudgetFigures): number | undefined => f.rows.find((r) => r.key === 'idle')?.graph_launch_ms;
+
 function totalsReading(g: GapFigure, f: BudgetFigures, period: number | undefined, step: number): string {
   const d = g.ms;
   const served = f.served!;
@@ -86,7 +88,7 @@ function totalsReading(g: GapFigure, f: BudgetFigures, period: number | undefine
     case 'host_overhead':
       return d >= 0
         ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${(tpot.concurrency ?? 2) > 1 ? ", and at this concurrency the longer steps in which other requests' prompts are prefilled" : ''}${tpot.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
-        : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${tpot.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`;
+        : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${graphWait(f) ? ` (${ms(graphWait(f)!)} per step of it waiting on cudaGraphLaunch, a call the profiler makes slow)` : ''}${tpot.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`;
     case 'between_steps':
       return `Between decode steps the GPU sits idle ${ms(d)} (a step starts every ${ms(period!)}, runs ${ms(step)}): the engine's CPU work — scheduling, sampling, preparing the next step's inputs.`;
     case 'step_vs_micro': {
@@ -131,6 +133,8 @@ export function readingsOf(f: BudgetFigures, gaps: BudgetGap[], stepMs: number |
   for (const g of gaps) {
     if (g.kind === 'row_vs_micro' && g.row !== 'allreduce') readings.push(g.reading);
   }
+  const idle = rows.get('idle');
+  if (idle?.graph_launch_ms && idle.gap_ms === undefined) readings.push(graphWaitText(idle));
   if (stepMs === undefined && f.served !== undefined && f.predicted_ms !== undefined) readings.push(gaps.find((g) => g.kind === 'tpot_vs_micro')!.reading);
   if (stepMs === undefined && f.served !== undefined && f.predicted_ms === undefined)
     readings.push(
@@ -177,10 +181,25 @@ function allreduceReading(row: BudgetRow, stepMs: number, f: AllReduceFloor): st
   return `${parts.join('; ')}.`;
 }
 
+/** Idle under CUDA graphs, split: before the graph's first kernel (the launch call), and the rest. */
+export function graphWaitText(row: BudgetRow): string {
+  return (
+    `Idle ${ms(row.profiled_ms!)} per step: ${ms(row.graph_launch_ms!)} of it before the graph's first kernel, the GPU waiting while the CPU sits in ` +
+    'cudaGraphLaunch (the call is slow under the profiler, tens of µs without it).'
+  );
+}
+
 /** `otherKernel`: micro timed something else than the server runs (a CPU, a fallback GEMM), so a gap says little. */
 function rowGapReading(row: BudgetRow, otherKernel = false): string {
   const d = row.gap_ms!;
   const rel = row.predicted_ms! > 0 ? d / row.predicted_ms! : 0;
+  if (row.key === 'idle' && row.graph_launch_ms) {
+    const rest = row.profiled_ms! - row.graph_launch_ms;
+    return (
+      `${graphWaitText(row)} The other ${ms(rest)} against ${ms(row.predicted_ms!)} of launch gaps (${row.prediction})` +
+      (d >= 0 ? `: ${ms(d)} of it is host syncs, CPU work between kernels, or waits on another stream.` : ': within them.')
+    );
+  }
   if (row.key === 'idle') {
     return d >= 0
       ? `Idle ${ms(row.profiled_ms!)} per step against ${ms(row.predicted_ms!)} of launch gaps (${row.prediction}): ${ms(d)} of the idle time is not launch overhead — host syncs, CPU work between kernels, or waits on another stream.`

@@ -46,6 +46,11 @@ export interface ProfileInput {
   attention_kernels_per_step?: number;
   /** GPUs the profiled server ran on (the traces' ranks, or their distributedInfo world size). */
   world_size?: number;
+  /**
+   * Idle per step before a CUDA graph's first kernel, the GPU waiting while the CPU sits in
+   * cudaGraphLaunch (graph launches per step x call start to first kernel), averaged over ranks.
+   */
+  graph_launch_wait_ms?: number;
   top_kernels?: { name: string; category: string; ms_per_step: number }[];
   /** Every kernel name the traces hold, where the analysis lists them: to tell "gone" from "out of the top". */
   kernel_names?: string[];
@@ -206,11 +211,21 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
       perStep.set(name, entry);
     }
   }
+  const waits: number[] = [];
+  for (const r of rankList) {
+    const launch = isObj(r.launch) ? r.launch : {};
+    const wait = isObj(launch.graphLaunchToFirstKernelUs) ? num(launch.graphLaunchToFirstKernelUs.mean) : undefined;
+    // Steps that decode replay the graphs (a server's prefill-only steps run eager or piecewise).
+    const steps = ['decode', 'mixed'].reduce((a, k) => a + (isObj(r[k]) ? (num((r[k] as Obj).count) ?? 0) : 0), 0);
+    const launches = num(launch.graphLaunches);
+    if (wait !== undefined && launches && steps) waits.push(((launches / steps) * wait) / 1000);
+  }
   return {
     runId,
     simulated: root.simulated === true || undefined,
     model: str(root.model) ?? str(options.model),
     batch: batchOf(root, options),
+    ...(waits.length ? { graph_launch_wait_ms: Math.min(byCat.idle ?? Infinity, mean(waits)) } : {}),
     steps: num(overall.count),
     step_ms: stepMs,
     period_ms: isObj(overall.periodMs) ? num(overall.periodMs.mean) : undefined,

@@ -255,12 +255,24 @@ function launchStats(trace: CollectedTrace): LaunchStats | null {
       queue[queued++] = k.ts[i] - r.ts[eager.rows[at]];
     }
   }
+  // Each graph launch's first replayed kernel: they all carry the launch's correlation id.
+  const graphs = new LaunchIndex(r, (i) => r.kind[i] === RuntimeKind.GraphLaunch);
+  const firstKernel = new Float64Array(graphs.rows.length).fill(Infinity);
+  for (let i = 0; i < k.count; i++) {
+    const at = graphs.slot(k.correlation[i]);
+    if (at >= 0 && k.ts[i] < firstKernel[at]) firstKernel[at] = k.ts[i];
+  }
+  const waits: number[] = [];
+  graphs.rows.forEach((row, at) => {
+    if (firstKernel[at] !== Infinity) waits.push(firstKernel[at] - r.ts[row]);
+  });
   return {
     launches,
     graphLaunches,
     launchCallUs: distribution(calls.subarray(0, launches)),
     launchToStartUs: distribution(queue.subarray(0, queued)),
     syncMs: syncUs / 1000,
+    ...(waits.length ? { graphLaunchToFirstKernelUs: distribution(waits) } : {}),
   };
 }
 

@@ -238,6 +238,8 @@ export class OnlineAnalyzer {
   private lastEnd = -Infinity;
   private readonly launchCalls = new Sampler();
   private readonly launchToStart = new Sampler();
+  /** Graph launch correlation id -> [launch call start, first replayed kernel start]. */
+  private readonly graphFirstKernel = new Map<number, [number, number]>();
   private launchCount = 0;
   private graphLaunches = 0;
   private syncUs = 0;
@@ -357,6 +359,7 @@ export class OnlineAnalyzer {
         this.launches.remove(corr);
         if (!memory) this.launchToStart.add(ts - launchTs);
       }
+      if (byGraph) this.graphKernel(corr, launchTs, ts);
       this.route(launchTs, ts, dur, id, byGraph);
     } else if (corr >= 0 && this.pendingCount < MAX_PENDING) {
       // The launch call comes later in the file: keep the kernel until it does (in the GPU span
@@ -479,6 +482,7 @@ export class OnlineAnalyzer {
         }
         this.span(ts, this.pendingKernels.b[s]);
         if (!graph && this.category[id] !== MEMORY_CATEGORY) this.launchToStart.add(ts - e.ts);
+        if (graph) this.graphKernel(corr, e.ts, ts);
         this.route(e.ts, ts, this.pendingKernels.b[s], id, graph);
       }
       this.pendingCount -= waiting.length;
@@ -529,6 +533,12 @@ export class OnlineAnalyzer {
     }
     return undefined;
   };
+
+  private graphKernel(corr: number, launchTs: number, ts: number): void {
+    const seen = this.graphFirstKernel.get(corr);
+    if (!seen) this.graphFirstKernel.set(corr, [launchTs, ts]);
+    else if (ts < seen[1]) seen[1] = ts;
+  }
 
   private route(launchTs: number, ts: number, dur: number, id: number, graph: boolean): void {
     this.unnamed?.launched(launchTs, ts, dur, id, graph);
@@ -682,6 +692,9 @@ export class OnlineAnalyzer {
           launchCallUs: this.launchCalls.distribution(),
           launchToStartUs: this.launchToStart.distribution(),
           syncMs: this.syncUs / 1000,
+          ...(this.graphFirstKernel.size
+            ? { graphLaunchToFirstKernelUs: distribution([...this.graphFirstKernel.values()].map(([launch, first]) => first - launch)) }
+            : {}),
         }
       : null;
     return {

@@ -114,6 +114,11 @@ export interface LaunchStats {
   launchToStartUs: Distribution | null;
   /** Time in cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize, ms over the whole trace. */
   syncMs: number;
+  /**
+   * From each cudaGraphLaunch call's start to its first replayed kernel's start, in microseconds: the
+   * GPU, its inputs copied, waits through it while the CPU sits in the call (long under the profiler).
+   */
+  graphLaunchToFirstKernelUs?: Distribution | null;
 }
 
 export interface RankBreakdown {

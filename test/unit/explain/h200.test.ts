@@ -112,6 +112,22 @@ describe('decode-step budget on real H200 captures', () => {
     assert.match(why, /runs no all-reduce, where TP 8 runs 123/);
   });
 
+  for (const trace of ['graph_names', 'graph_long_names']) {
+    it(`${trace}: splits idle under CUDA graphs into the wait on cudaGraphLaunch and the rest, the wait within 5% of an independent pass`, async () => {
+      const file = `${trace}.pt.trace.json.gz`;
+      const breakdown = await analyzeTraceFiles([join(TRACES, 'serving', file)]);
+      const profile = profileInputFrom('loop-trace', breakdown, { concurrency: 8 })!;
+      const truth = JSON.parse(readFileSync(join(TRACES, 'serving', 'idle_truth.json'), 'utf8'))[file] as { graph_wait_us_per_decode_step: number };
+      const b = buildBudget({ profile });
+      const idle = b.rows.find((r) => r.key === 'idle')!;
+      const expected = truth.graph_wait_us_per_decode_step / 1000;
+      assert.ok(Math.abs(idle.graph_launch_ms! - expected) <= 0.05 * expected, `${idle.graph_launch_ms} ms against ${expected} ms`);
+      assert.ok(idle.graph_launch_ms! < idle.profiled_ms!);
+      assert.match(b.readings.join('\n'), /of it before the graph's first kernel, the GPU waiting while the CPU sits in cudaGraphLaunch/);
+      assert.doesNotMatch(b.readings.join('\n'), /host syncs/);
+    });
+  }
+
   it("says when micro timed a fallback kernel instead of the server's (no vLLM, so no Marlin)", () => {
     const micro = microInputFrom('kimi-micro', agentResult(join(MICRO, 'micro-kimi-tp8-h200.jsonl')));
     assert.equal(micro.model?.name, 'kimi-k2.5');
