@@ -12,6 +12,7 @@ import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 import { microCommand } from './commands/micro';
 import { serverCommand } from './commands/server';
+import { reportCommand } from './commands/report';
 import { stopExitCode } from './stopSignals';
 
 // Each phase adds its subcommand here as it lands.
@@ -27,6 +28,7 @@ const COMMANDS: CliCommand[] = [
   importCommand,
   probeCommand,
   serverCommand,
+  reportCommand,
 ];
 
 function help(): string {

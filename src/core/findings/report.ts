@@ -1,0 +1,79 @@
+// The campaign as one self-contained HTML file to share: the findings document rendered (the user's
+// words and the tool's tables), then the runs it drew on. No script, no outside resource: it opens
+// from a mail attachment or a chat, and its Content-Security-Policy forbids loading anything.
+import MarkdownIt from 'markdown-it';
+
+export interface ReportRun {
+  id: string;
+  phase: string;
+  target: string;
+  startedAt: string;
+  status: string;
+  simulated?: boolean;
+  headline?: string;
+}
+
+// html: false escapes any HTML the document holds, so nothing in it runs or loads.
+const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const STYLE = `
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --rule: #d1d9e0; --head: #f6f8fa; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9198a1; --rule: #3d444d; --head: #151b23; } }
+body { font: 15px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); max-width: 72rem; margin: 2rem auto; padding: 0 1.5rem; }
+h1, h2, h3 { line-height: 1.25; } h2 { border-bottom: 1px solid var(--rule); padding-bottom: .3rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; display: block; overflow-x: auto; }
+th, td { border: 1px solid var(--rule); padding: .3rem .6rem; text-align: left; } th { background: var(--head); }
+td:not(:first-child) { text-align: right; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; } pre { overflow-x: auto; padding: .8rem; background: var(--head); }
+footer, .muted { color: var(--muted); font-size: 13px; }
+`;
+
+// The tool's region markers (markers.ts): HTML comments that would show as text once escaped.
+const MARKER = /<!--\s*inference-bench:(begin|end)\b[^>]*-->\s*$/;
+
+/** The findings document without the tool's region markers; a line that held only a marker goes. */
+export function withoutMarkers(text: string): string {
+  return text
+    .split(/\r?\n/)
+    .flatMap((line) => {
+      if (!MARKER.test(line)) return [line];
+      const rest = line.replace(MARKER, '');
+      return rest.trim() ? [rest] : [];
+    })
+    .join('\n');
+}
+
+/** The report's HTML: the findings rendered, then a table of the runs, then when and by what it was made. */
+export function campaignReportHtml(findings: string, runs: readonly ReportRun[], options: { title: string; madeAt: Date }): string {
+  const body = markdown.render(withoutMarkers(findings));
+  const rows = runs
+    .map(
+      (r) =>
+        `<tr><td><code>${escapeHtml(r.id)}</code></td><td>${escapeHtml(r.phase)}</td><td>${escapeHtml(r.target)}${r.simulated ? ' (simulator)' : ''}</td>` +
+        `<td>${escapeHtml(r.status)}</td><td>${escapeHtml(r.headline ?? '')}</td></tr>`,
+    )
+    .join('\n');
+  const runsTable = runs.length
+    ? `<h2>Runs</h2>\n<table><thead><tr><th>Run</th><th>Phase</th><th>Target</th><th>Status</th><th>Headline</th></tr></thead>\n<tbody>\n${rows}\n</tbody></table>`
+    : '';
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(options.title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+${runsTable}
+</main>
+<footer>Made by Inference Bench on ${escapeHtml(options.madeAt.toISOString())} from ${escapeHtml(options.title)}.</footer>
+</body>
+</html>
+`;
+}
