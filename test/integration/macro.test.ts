@@ -354,7 +354,7 @@ describe('macro phase against the simulator (known answers)', function () {
     // The preset's own single-stream rate, from the simulator's timing model.
     const { stdout } = await pexec('python3', [resolve('simulator', 'vllm_sim.py'), '--describe']);
     const model = (JSON.parse(stdout) as { single_stream_tok_s: number }).single_stream_tok_s;
-    const m = /^decode ([\d.]+) tok\/s at c=1$/.exec(out.summary.headline ?? '');
+    const m = /^decode ([\d.]+) tok\/s at c=1 \(1\/TPOT\)$/.exec(out.summary.headline ?? '');
     assert.ok(m, `headline: ${out.summary.headline}`);
     // As TPOT in the tests above: within 3% + 0.2 ms of the model's step (a busy host delays a stamp by a few ms).
     within(1000 / Number(m[1]), 1000 / model, 0.03, 0.2, 'single-stream TPOT of the seed preset (ms)');

@@ -24,7 +24,7 @@ export function levelRowLabel(level: MacroLevelSummary): string {
 }
 
 /**
- * "decode 46.1 tok/s at c=1 · peak 2,900 tok/s at c=64", from whole levels only: a level still
+ * "decode 46.1 tok/s at c=1 (1/TPOT) · peak 2,900 tok/s at c=64", from whole levels only: a level still
  * running or cut short measured less load than it names, so it never stands in a headline.
  */
 export function macroHeadline(levels: readonly MacroLevelSummary[]): string | undefined {
@@ -34,7 +34,8 @@ export function macroHeadline(levels: readonly MacroLevelSummary[]): string | un
   const parts: string[] = [];
   const single = done.find((l) => l.max_concurrency === 1 && (l.request_rate === null || l.request_rate === undefined));
   const tpot = single ? num(single.mean_tpot_ms) : null;
-  if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1`);
+  // 1/TPOT, as vllm bench serve's single-stream decode rate; not the level's output throughput (which counts the prefill's wait).
+  if (tpot) parts.push(`decode ${(1000 / tpot).toFixed(1)} tok/s at c=1 (1/TPOT)`);
   const peak = done.reduce((a, b) => (b.output_throughput > a.output_throughput ? b : a));
   // A peak the load generator itself limited is the client's ceiling, not the server's: say so beside it.
   if (done.length > 1 || !tpot)

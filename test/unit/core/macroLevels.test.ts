@@ -40,7 +40,8 @@ describe('a macro level cut short', () => {
   it('never feeds the headline, which names it cut instead', () => {
     const headline = macroHeadline([whole, markLevel(cancelledMidway)])!;
     assert.doesNotMatch(headline, /at c=8/);
-    assert.match(headline, /^decode 50\.0 tok\/s at c=1/);
+    // The figure is 1/TPOT, not the level's output throughput, and says so.
+    assert.match(headline, /^decode 50\.0 tok\/s at c=1 \(1\/TPOT\)/);
     assert.match(headline, /c=8 cut short/);
   });
 
