@@ -127,7 +127,8 @@ export function microTables(
   if (flops) tables.push(flops);
 
   // One host's all-reduce, then a cluster's collectives by scope (across hosts, within one).
-  const single = ofKind(points, 'allreduce').filter((p) => p.scope === undefined);
+  // One process all-reduces with nobody: its times are a copy's, and a table of them measures nothing.
+  const single = ofKind(points, 'allreduce').filter((p) => p.scope === undefined && Number(p.world_size) !== 1);
   if (single.length) tables.push(collectiveTable(single, ALLREDUCE_TABLE_ID, allreduceTitle(single[0]), [ALLREDUCE_NOTE, context.allreduceNote ?? '']));
   for (const scope of SCOPES) {
     const ar = ofKind(points, 'allreduce').filter((p) => p.scope === scope);
