@@ -283,7 +283,14 @@ EVENTS: Dict[str, Dict[str, str]] = {
     "micro.point": {"kind": "MicroKind", "point": "MicroPointPayload"},
     "profile.status": {"stage": "string", "message": "string"},
     # The server's lifecycle (server stop/start): where it is, with the estimate from its last start.
-    "server.state": {"stage": "ServerStage", "message": "string", "elapsed_s?": "number", "estimate_s?": "number | null"},
+    # starting: with the new process's pid and start time, so that a controller cut off mid-start still knows it.
+    "server.state": {
+        "stage": "ServerStage",
+        "message": "string",
+        "elapsed_s?": "number",
+        "estimate_s?": "number | null",
+        "identity?": "ServerIdentity",
+    },
     # One line of the server's start-up log as it is written; stage when the line marks one.
     "server.log": {"line": "string", "stage?": "ServerStage"},
     # frontend: vLLM's CPU-only API-server trace.

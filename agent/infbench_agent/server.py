@@ -501,7 +501,6 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
             f"Run `sudo systemctl start {manager['unit']}` (a changed command line goes in `sudo systemctl edit {manager['unit']}` "
             "as ExecStart=); the tool waits for the server to answer.",
         )
-    events.emit(events.SERVER_STATE, stage="starting", message=" ".join(argv[:3]) + " …", estimate_s=estimate)
     with open(log_file, "ab") as log:
         # A session of its own: the server outlives this agent, its SSH session and a Cancel of the run.
         proc = subprocess.Popen(
@@ -513,6 +512,15 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    ticks = start_ticks(proc.pid)
+    # Said at once: a controller whose agent is killed mid-start (a dropped connection) can still stop this one by its identity.
+    events.emit(
+        events.SERVER_STATE,
+        stage="starting",
+        message=f"pid {proc.pid}: {' '.join(recipe['argv'][:3])} … (log {log_file})",
+        estimate_s=estimate,
+        **({"identity": {"pid": proc.pid, "start_ticks": ticks}} if ticks is not None else {}),
+    )
     tail: List[str] = []
     offset = 0
     partial = b""
@@ -569,7 +577,6 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
     ready_s = time.monotonic() - began
     remember_start(recipe, ready_s)
     adopted = dict(recipe)
-    ticks = start_ticks(proc.pid)
     adopted["identity"] = {"pid": proc.pid, "start_ticks": ticks} if ticks is not None else None
     events.emit(events.SERVER_STATE, stage="ready", message=f"ready after {ready_s:.1f} s (pid {proc.pid})", elapsed_s=round(ready_s, 3))
     return {

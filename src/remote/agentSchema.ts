@@ -64,7 +64,7 @@ export interface MacroRequestEvent extends EventBase { type: 'macro.request'; le
 export interface MacroLevelEvent extends EventBase { type: 'macro.level'; level: number; partial: boolean; summary: MacroLevelSummary }
 export interface MicroPointEvent extends EventBase { type: 'micro.point'; kind: MicroKind; point: MicroPointPayload }
 export interface ProfileStatusEvent extends EventBase { type: 'profile.status'; stage: string; message: string }
-export interface ServerStateEvent extends EventBase { type: 'server.state'; stage: ServerStage; message: string; elapsed_s?: number; estimate_s?: number | null }
+export interface ServerStateEvent extends EventBase { type: 'server.state'; stage: ServerStage; message: string; elapsed_s?: number; estimate_s?: number | null; identity?: ServerIdentity }
 export interface ServerLogEvent extends EventBase { type: 'server.log'; line: string; stage?: ServerStage }
 export interface ProfileTraceEvent extends EventBase { type: 'profile.trace'; path: string; rank: number | null; bytes: number; host?: string; frontend?: boolean }
 export interface ResultEvent extends EventBase { type: 'result'; result: AgentResult }

@@ -1,10 +1,10 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PhaseContext } from '../../src/core/campaign/phaseContext';
-import { Target } from '../../src/core/config/target';
+import { parseTarget, Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
 import { runProfilePhase } from '../../src/core/phases/profile';
 import { withProfilerServer, withServerStopped } from '../../src/core/server/phaseServer';
@@ -176,7 +176,7 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     assert.equal(await health(url), 200);
   });
 
-  it('Cancel during the restart ends the half-started server and puts the original back', async () => {
+  it('Cancel during the restart stops the server being started, by the identity it started with, and puts the original back', async () => {
     const abort = new AbortController();
     let sawStart = false;
     await assert.rejects(
@@ -297,6 +297,32 @@ describe('infbench server and the phases’ server flags (local target)', functi
     const restore = cli(['server', 'restore', '--yes']);
     assert.equal(restore.status, 0, restore.stderr);
     assert.deepEqual(listening(port)!.argv, originalArgv);
+  });
+
+  it('restart --recipe FILE starts the recipe the user wrote, over the adopted environment', async () => {
+    const file = join(ws, 'recipe.json');
+    const edited = [...originalArgv, '--served-model-name', 'edited-by-user'];
+    writeFileSync(file, JSON.stringify({ argv: edited, env: { VLLM_LOGGING_LEVEL: 'DEBUG' } }));
+    const r = cli(['server', 'restart', '--recipe', file, '--yes']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /adds --served-model-name edited-by-user/);
+    assert.match(r.stderr, /sets VLLM_LOGGING_LEVEL=DEBUG/);
+    assert.deepEqual(listening(port)!.argv, edited);
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.equal(models.data[0].id, 'edited-by-user');
+    const env = readFileSync(`/proc/${listening(port)!.pid}/environ`, 'utf8').split('\0');
+    assert.ok(env.includes('VLLM_LOGGING_LEVEL=DEBUG'));
+    assert.ok(
+      env.some((e) => e.startsWith('PATH=')),
+      "the adopted environment is kept under the user's variables",
+    );
+  });
+
+  it('a recipe setting with no command line is refused with the field named, before anything runs', () => {
+    assert.throws(
+      () => parseTarget({ name: 'gpubox', host: 'gpubox', serverRecipe: { cwd: '/srv' } }),
+      /inferenceBench\.targets "gpubox": "serverRecipe": a server recipe needs "argv"/,
+    );
   });
 
   (existsSync('/usr/bin/python3') ? it : it.skip)('micro --stop-server measures with the server stopped and starts it again', () => {

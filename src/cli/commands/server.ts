@@ -2,7 +2,8 @@ import { createInterface } from 'node:readline/promises';
 import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { positiveWholeNumber } from '../flags';
 import { openCliTarget, OpenedTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { startCommand } from '../../core/server/recipe';
+import { readFileSync } from 'node:fs';
+import { parseUserRecipe, startCommand, UserServerRecipe } from '../../core/server/recipe';
 import { Consent, pendingServerChanges, ServerChange, ServerControlError, ServerProgress, ServerStep } from '../../core/server/serverChange';
 
 const USAGE = `infbench server — the inference server's recipe, and stopping, restarting and restoring it
@@ -29,7 +30,9 @@ Options:
                             in the agent's cache there)
   --profiler-delay-iterations N   restart, vLLM: engine steps skipped after /start_profile
   --profiler-max-iterations N     restart, vLLM: engine steps recorded at most (a bounded capture)
-  --start-timeout S         seconds to wait for /health and /v1/models (default 3600)
+  --recipe FILE             start this recipe (JSON: {"argv": [...], "cwd": "...", "env": {...}}) in
+                            place of the adopted one when starting or restoring; env is laid over
+                            the adopted environment (the target setting "serverRecipe" in VS Code)
 
 Example: infbench server restart --target gpubox --with-profiler auto --profiler-max-iterations 64`;
 
@@ -63,6 +66,8 @@ export function cliServerProgress(p: ServerProgress): void {
     process.stderr.write(`  | ${p.line}\n`);
     return;
   }
+  // The stages read from the log were just shown as its lines.
+  if (p.stage === 'weights' || p.stage === 'cuda_graphs' || p.stage === 'api') return;
   const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
   process.stderr.write(`server: ${p.stage ?? ''} ${p.message}${time}\n`);
 }
@@ -91,7 +96,7 @@ export const serverCommand: CliCommand = {
         'with-profiler': { type: 'string' },
         'profiler-delay-iterations': { type: 'string' },
         'profiler-max-iterations': { type: 'string' },
-        'start-timeout': { type: 'string' },
+        recipe: { type: 'string' },
       },
       strict: true,
     });
@@ -101,7 +106,9 @@ export const serverCommand: CliCommand = {
     if (v['with-profiler'] !== undefined && action !== 'restart') throw new UsageError('--with-profiler goes with restart.');
     const delayIterations = positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations');
     const maxIterations = positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations');
+    const userRecipe = v.recipe ? readRecipeFile(v.recipe) : undefined;
     const opened = await openCliTarget(v, 'macro', 'Stopping…');
+    if (userRecipe) opened.target.serverRecipe = userRecipe;
     const consent = cliConsent(v.yes);
     try {
       if (action === 'restore') return await restore(opened, consent);
@@ -188,4 +195,18 @@ async function restore(opened: OpenedTarget, consent: Consent): Promise<number> 
   await ServerChange.open(opened, pending.dir).restore(cliServerProgress);
   process.stdout.write('The original server is back.\n');
   return 0;
+}
+
+function readRecipeFile(path: string): UserServerRecipe {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--recipe ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    return parseUserRecipe(JSON.parse(text));
+  } catch (err) {
+    throw new UsageError(`--recipe ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

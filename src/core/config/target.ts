@@ -1,3 +1,5 @@
+import { parseUserRecipe, UserServerRecipe } from './serverRecipe';
+
 /**
  * One host of a cluster target: an alias from ~/.ssh/config (or a host name), with optional overrides.
  */
@@ -31,6 +33,8 @@ export interface Target {
   nodes?: ClusterNode[];
   /** The head's address as the other nodes reach it, for torch.distributed's rendezvous (default: the address the head's SSH session came in on). */
   rendezvousAddr?: string;
+  /** The server's recipe as the user wrote it: what the tool starts in place of the one adopted from the running process. */
+  serverRecipe?: UserServerRecipe;
 }
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8000';
@@ -86,6 +90,13 @@ export function parseTarget(raw: unknown, where = 'inferenceBench.targets'): Tar
   if (nodes) target.nodes = nodes;
   const rendezvousAddr = str('rendezvousAddr');
   if (rendezvousAddr) target.rendezvousAddr = rendezvousAddr;
+  if (r.serverRecipe !== undefined) {
+    try {
+      target.serverRecipe = parseUserRecipe(r.serverRecipe);
+    } catch (err) {
+      throw new SettingsError(`${where} "${name}": "serverRecipe": ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   return target;
 }
 

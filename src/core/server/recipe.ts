@@ -1,7 +1,9 @@
 import { ServerRecipe } from '../../remote/agentProtocol';
 import { shellJoin, shellQuote } from '../../remote/shellQuote';
+import { UserServerRecipe } from '../config/serverRecipe';
 
 export type { ServerRecipe } from '../../remote/agentProtocol';
+export { parseUserRecipe, type UserServerRecipe } from '../config/serverRecipe';
 
 // The environment every shell has; a command shown to the user names only the variables that say
 // something about the server (VLLM_*, CUDA_VISIBLE_DEVICES, NCCL_*, ...).
@@ -49,28 +51,7 @@ export function recipeDifferences(original: ServerRecipe, changed: ServerRecipe)
   return out;
 }
 
-/**
- * A recipe the user wrote (a setting or a file): a command line, with optional cwd and env. Checked
- * here so that a mistake is said before anything is stopped.
- */
-export function userRecipe(url: string, value: unknown): ServerRecipe {
-  if (typeof value !== 'object' || value === null) throw new Error('A server recipe is an object: {"argv": [...], "cwd": "...", "env": {...}}.');
-  const v = value as Record<string, unknown>;
-  if (!Array.isArray(v.argv) || v.argv.length === 0 || !v.argv.every((a) => typeof a === 'string'))
-    throw new Error('A server recipe needs "argv": the command line as a list of strings, for example ["vllm", "serve", "moonshotai/Kimi-K2.5"].');
-  if (v.cwd !== undefined && v.cwd !== null && typeof v.cwd !== 'string') throw new Error('A server recipe\'s "cwd" is a folder on the host.');
-  const env = (v.env ?? {}) as Record<string, unknown>;
-  if (typeof env !== 'object' || Object.values(env).some((x) => typeof x !== 'string'))
-    throw new Error('A server recipe\'s "env" maps variable names to string values.');
-  return {
-    url,
-    argv: v.argv as string[],
-    cwd: (v.cwd as string | undefined) ?? null,
-    env: env as Record<string, string>,
-    user: null,
-    manager: { kind: 'process' },
-    kind: 'unknown',
-    version: null,
-    identity: null,
-  };
+/** The adopted recipe with the user's laid over it: their command line and folder, their variables over the adopted environment. */
+export function withUserRecipe(adopted: ServerRecipe, user: UserServerRecipe): ServerRecipe {
+  return { ...adopted, argv: user.argv, cwd: user.cwd ?? adopted.cwd, env: { ...adopted.env, ...(user.env ?? {}) } };
 }

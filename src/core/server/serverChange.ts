@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { Target } from '../config/target';
 import { Logger } from '../log';
 import { AgentLog, writeAtomic } from '../runs/runFolder';
-import { AgentEvent, ServerControlResult, ServerRecipe, ServerStage } from '../../remote/agentProtocol';
+import { AgentEvent, ServerControlResult, ServerIdentity, ServerRecipe, ServerStage } from '../../remote/agentProtocol';
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { AgentRunOutcome, runAgentCommand } from '../phases/agentRun';
-import { recipeDifferences, sameRecipe, startCommand, stopCommand } from './recipe';
+import { recipeDifferences, sameRecipe, startCommand, stopCommand, withUserRecipe } from './recipe';
 
 /** What the server's lifecycle needs of a phase's context. */
 export interface ServerContext {
@@ -39,6 +39,8 @@ export interface ServerProgress {
   message: string;
   elapsedS?: number;
   estimateS?: number | null;
+  /** starting: the new process's pid and start time. */
+  identity?: ServerIdentity;
 }
 
 /** Where a change stands; anything but `adopted` and `restored` means the original is not running. */
@@ -131,18 +133,22 @@ export class ServerChange {
         'no_recipe',
       );
     }
+    const user = ctx.target.serverRecipe;
     const record: ServerChangeRecord = {
       target: ctx.target.name,
       url: ctx.target.serverUrl,
       purpose,
       state: 'adopted',
-      original: status.recipe,
+      // The user's recipe, where they wrote one, is what restoring starts; the running process is still the one stopped.
+      original: user ? withUserRecipe(status.recipe, user) : status.recipe,
+      ...(user ? { running: status.recipe } : {}),
       history: [{ at: new Date().toISOString(), state: 'adopted' }],
     };
     const change = new ServerChange(ctx, dir, record);
     change.steps = pending.steps;
     change.save('adopted');
-    writeAtomic(join(dir, 'original-recipe.json'), JSON.stringify(status.recipe, null, 2));
+    writeAtomic(join(dir, 'original-recipe.json'), JSON.stringify(record.original, null, 2));
+    if (user) writeAtomic(join(dir, 'adopted-recipe.json'), JSON.stringify(status.recipe, null, 2));
     return { change, status };
   }
 
@@ -164,14 +170,16 @@ export class ServerChange {
     };
   }
 
-  /** The consent step for restarting the adopted server as `changed`. */
+  /** The consent step for restarting the adopted server as `changed` (the differences are from what runs now). */
   restartStep(changed: ServerRecipe, estimateS?: number | null): ServerStep {
     const original = this.record.original;
+    const now = this.record.running ?? original;
+    const lasting = sameRecipe(changed, original);
     return {
       kind: 'restart',
-      title: `Restart the server on ${this.ctx.target.name} (pid ${original.identity?.pid ?? '?'}) for ${this.record.purpose}, then put the original back`,
-      commands: [stopCommand(original, STOP_TIMEOUT_S), startCommand(changed), `afterwards: ${startCommand(original)}`],
-      changes: recipeDifferences(original, changed),
+      title: `Restart the server on ${this.ctx.target.name} (pid ${now.identity?.pid ?? '?'}) for ${this.record.purpose}${lasting ? '' : ', then put the original back'}`,
+      commands: [stopCommand(now, STOP_TIMEOUT_S), startCommand(changed), ...(lasting ? [] : [`afterwards: ${startCommand(original)}`])],
+      changes: recipeDifferences(now, changed),
       estimateS,
     };
   }
@@ -211,7 +219,16 @@ export class ServerChange {
    */
   async start(recipe: ServerRecipe, options: { signal?: AbortSignal; onProgress?: (p: ServerProgress) => void } = {}): Promise<ServerControlResult> {
     this.save('starting');
-    const outcome = await this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, options.onProgress);
+    this.record.running = undefined;
+    const onProgress = (p: ServerProgress) => {
+      // The new process, known from its first moment: a Cancel or a dropped connection mid-start can stop it by this identity.
+      if (p.identity) {
+        this.record.running = { ...recipe, identity: p.identity };
+        this.save('starting');
+      }
+      options.onProgress?.(p);
+    };
+    const outcome = await this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, onProgress);
     const result = outcome.result!;
     this.record.running = result.recipe ?? undefined;
     this.save(sameRecipe(recipe, this.record.original) ? 'restored' : 'changed');
@@ -264,7 +281,8 @@ export class ServerChange {
     const step = join(this.dir, `${++this.steps}-${action}`);
     mkdirSync(step, { recursive: true });
     const onEvent = (event: AgentEvent) => {
-      if (event.type === 'server.state') onProgress?.({ stage: event.stage, message: event.message, elapsedS: event.elapsed_s, estimateS: event.estimate_s });
+      if (event.type === 'server.state')
+        onProgress?.({ stage: event.stage, message: event.message, elapsedS: event.elapsed_s, estimateS: event.estimate_s, identity: event.identity });
       else if (event.type === 'server.log') onProgress?.({ stage: event.stage, line: event.line, message: event.line });
       else if (event.type === 'log') this.ctx.log[event.level](`server: ${event.message}`);
     };

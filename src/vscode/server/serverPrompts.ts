@@ -51,7 +51,8 @@ export function serverProgressToChannel(targetName: string): (p: ServerProgress)
       return;
     }
     const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
-    out.info(`${p.stage ?? ''}: ${p.message}${time}`);
+    // The stages read from the log were just written as its lines; the status bar still follows them.
+    if (p.stage !== 'weights' && p.stage !== 'cuda_graphs' && p.stage !== 'api') out.info(`${p.stage ?? ''}: ${p.message}${time}`);
     status?.dispose();
     status =
       p.stage === 'ready' || p.stage === 'failed'
