@@ -20,7 +20,15 @@ export interface GapFigure {
 /** How a row's prediction was computed, with its numbers. */
 export type PredictionBasis =
   | { kind: 'allreduce'; calls: number; perLayer: number; layers: number; extra: number; us: number; bytes: number }
-  | { kind: 'gemm'; routed: boolean; batch: number; tokensPerExpert?: number; terms: NonNullable<BudgetRow['terms']> }
+  | {
+      kind: 'gemm';
+      routed: boolean;
+      batch: number;
+      tokensPerExpert?: number;
+      terms: NonNullable<BudgetRow['terms']>;
+      /** Routed experts as servers run them: one fused kernel per MoE layer, reading the experts hit at the copy bandwidth. */
+      fused?: { experts: number; tbps: number };
+    }
   | { kind: 'idle'; kernels: number; us: number; mode: 'graph' | 'eager' };
 
 /** Something the account could not do, or did with a stand-in. */
@@ -377,15 +385,16 @@ function predictGemms(
   let total = 0;
   const used: NonNullable<BudgetRow['terms']> = [];
   const unmeasured: string[] = [];
+  // Servers run a layer's routed experts as one fused kernel (vLLM's fused_moe, SGLang's, Marlin MoE),
+  // not one GEMM per expert: it reads the weights of every expert hit once, at close to the copy
+  // bandwidth, where micro's one-expert GEMMs each pay a small kernel's low bandwidth.
+  const spread = routed && model.experts ? expertSpread(model.experts.total, model.experts.active, batch) : undefined;
+  const fusedAt = spread && micro.copy_tbps ? micro.copy_tbps : undefined;
   for (const linear of linears) {
     const points = gemmPointsFor(micro, linear);
     let calls = linear.perStep;
     let m = batch;
-    if (routed && model.experts) {
-      const { distinct, tokensPerExpert } = expertSpread(model.experts.total, model.experts.active, batch);
-      calls = (linear.perStep / model.experts.active) * distinct;
-      m = tokensPerExpert;
-    }
+    if (spread) m = spread.tokensPerExpert;
     const reading = readLinearCurve(
       points.map((p) => ({ x: p.m, y: p.time_us })),
       m,
@@ -394,8 +403,20 @@ function predictGemms(
       unmeasured.push(linear.name);
       continue;
     }
-    total += (calls * reading.value) / 1000;
-    used.push({ name: linear.name, calls, m, us: reading.value });
+    let us = reading.value;
+    const bytes = fusedAt
+      ? readLinearCurve(
+          points.filter((p) => p.bytes !== undefined).map((p) => ({ x: p.m, y: p.bytes! })),
+          m,
+        )
+      : undefined;
+    if (spread && fusedAt && bytes) {
+      // One call per MoE layer; no faster than one expert's GEMM alone.
+      calls = linear.perStep / model.experts!.active;
+      us = Math.max(reading.value, (spread.distinct * bytes.value) / (fusedAt * 1e6));
+    } else if (spread) calls = (linear.perStep / model.experts!.active) * spread.distinct;
+    total += (calls * us) / 1000;
+    used.push({ name: linear.name, calls, m, us });
   }
   if (!used.length) {
     caveats.push({ kind: 'no_gemm_shapes', runId: micro.runId, routed, linears, row: row.label });
@@ -404,8 +425,15 @@ function predictGemms(
   if (unmeasured.length) caveats.push({ kind: 'gemm_unmeasured', names: unmeasured, row: row.label });
   row.predicted_ms = total;
   row.terms = used;
-  const tokensPerExpert = routed && model.experts ? expertSpread(model.experts.total, model.experts.active, batch).tokensPerExpert : undefined;
-  bases.set(row.key, { kind: 'gemm', routed, batch, tokensPerExpert, terms: used });
+  const fused = spread && fusedAt && used.every((t) => t.calls === linears.find((l) => l.name === t.name)!.perStep / model.experts!.active);
+  bases.set(row.key, {
+    kind: 'gemm',
+    routed,
+    batch,
+    tokensPerExpert: spread?.tokensPerExpert,
+    terms: used,
+    ...(fused ? { fused: { experts: spread.distinct, tbps: fusedAt } } : {}),
+  });
 }
 
 function gemmPointsFor(micro: MicroInput, linear: LinearShape) {

@@ -42,6 +42,8 @@ export function predictionText(b: PredictionBasis): string {
     case 'idle':
       return `${Math.round(b.kernels)} kernels x ${b.us.toFixed(2)} us launch gap (${b.mode === 'graph' ? 'CUDA graph replay' : 'eager launch'})`;
     case 'gemm': {
+      if (b.fused)
+        return `one fused MoE kernel per layer and weight: ${b.terms.map((t) => `${t.name} ${Math.round(t.calls)} x ${t.us.toFixed(1)} us`).join(' + ')} (the weights of ${b.fused.experts.toFixed(1)} experts hit, at the measured ${b.fused.tbps.toFixed(2)} TB/s copy bandwidth)`;
       const mText = b.tokensPerExpert !== undefined ? `M = ${b.tokensPerExpert.toFixed(2)} tokens per expert` : `M = ${b.batch}`;
       const term = (t: (typeof b.terms)[number]) => `${t.name} ${Math.round(t.calls)} x ${t.us.toFixed(1)} us`;
       if (b.terms.length <= 3) return `${mText}: ${b.terms.map(term).join(' + ')}`;

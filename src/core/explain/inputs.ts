@@ -62,6 +62,8 @@ export interface MicroGemmInput {
   n: number;
   k: number;
   time_us: number;
+  /** Bytes the GEMM reads and writes once (weights, activations, output), where micro counts them. */
+  bytes?: number;
 }
 export interface MicroAllReduceInput {
   size_bytes: number;
@@ -88,6 +90,8 @@ export interface MicroInput {
   launch: MicroLaunchInput[];
   /** Datasheet or measured peak bus bandwidth, GB/s. */
   peak_busbw_gbps?: number;
+  /** The device's measured copy bandwidth (micro's peak point), TB/s: what a fused MoE kernel reads its experts' weights at. */
+  copy_tbps?: number;
   gpu?: string;
   /** The micro run had no GPU: its times are CPU figures, useless for a GPU step. */
   on_cpu?: boolean;
@@ -274,6 +278,7 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
       n: num(p.n) ?? NaN,
       k: num(p.k) ?? NaN,
       time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
+      bytes: num(p.bytes),
     }))
     .filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
   // The agent times each size eagerly and replayed from a CUDA graph; vLLM decodes from CUDA graphs,
@@ -310,6 +315,7 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     if (num(p.graph_us) !== undefined) launch.push({ mode: 'graph', us_per_kernel: p.graph_us as number });
   }
   const peak = ofKind('peak', 'peak').find((p) => num(p.busbw_gbps) !== undefined) ?? (isObj(r.peak) ? r.peak : undefined);
+  const copy = ofKind('peak', 'peak').find((p) => p.what === 'copy' && num(p.tbps) !== undefined);
   const arInfo = isObj(r.allreduce) ? r.allreduce : {};
   const world_size = num(arInfo.world_size) ?? num(r.world_size) ?? allreduce.find((p) => p.world_size)?.world_size ?? num(r.tp);
   const device = isObj(r.device) ? r.device : {};
@@ -323,6 +329,7 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     ...(expertParallel ? { alltoall, expertParallel } : {}),
     launch,
     peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
+    copy_tbps: copy ? num(copy.tbps) : undefined,
     gpu: str(device.name) ?? (peak ? str(peak.gpu) : str(r.gpu)),
     on_cpu: device.kind === 'cpu' || undefined,
     allreduce_backend: str(arInfo.backend),
