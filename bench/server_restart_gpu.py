@@ -91,7 +91,12 @@ def main() -> int:
         "--argv-json",
         json.dumps(recipe["argv"]),
     )
-    print(f"stopped in {time.monotonic() - t:.1f} s {errors(stopped) or ''}: GPU 0 {gpu_used_gib():.1f} GiB used")
+    stop_s = time.monotonic() - t
+    print(f"stopped in {stop_s:.1f} s {errors(stopped) or ''}: GPU 0 {gpu_used_gib():.1f} GiB used as the stop returned")
+    # The driver frees an ended process's memory a moment later: how long until nvidia-smi shows it.
+    while gpu_used_gib() > 1 and time.monotonic() - t < stop_s + 30:
+        time.sleep(0.1)
+    print(f"GPU 0 {gpu_used_gib():.1f} GiB used {time.monotonic() - t - stop_s:.1f} s after the stop returned")
     measured = agent(*micro)
     gemms = [e["point"] for e in measured if e["type"] == "micro.point" and e["kind"] == "gemm"]
     for g in gemms:

@@ -357,6 +357,42 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def descendants(pid: int) -> List[Tuple[int, int]]:
+    """The process's children, grandchildren, ... as (pid, start ticks), from the parent pid in /proc/<p>/stat."""
+    parents: Dict[int, List[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(name))
+    found: List[Tuple[int, int]] = []
+    todo = list(parents.get(pid, []))
+    while todo:
+        child = todo.pop()
+        ticks = start_ticks(child)
+        if ticks is not None:
+            found.append((child, ticks))
+        todo += parents.get(child, [])
+    return found
+
+
+def wait_children(children: List[Tuple[int, int]], deadline: float) -> None:
+    """Waits for the server's children to end with it; after the bound, SIGKILL to those still the same processes."""
+    while any(_alive(p) and start_ticks(p) == t for p, t in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [(p, t) for p, t in children if _alive(p) and start_ticks(p) == t]
+    for p, t in left:
+        events.log(f"pid {p}, a child of the server, outlived it: SIGKILL", "warn")
+        os.kill(p, signal.SIGKILL)
+    kill_deadline = time.monotonic() + 5
+    while any(_alive(p) for p, _ in left) and time.monotonic() < kill_deadline:
+        time.sleep(0.05)
+
+
 def check_identity(pid: int, ticks: int, argv: List[str]) -> None:
     now_ticks = start_ticks(pid)
     now_argv = raw_argv(pid)
@@ -399,6 +435,9 @@ def stop(url: str, pid: int, ticks: int, argv: List[str], stop_timeout: float) -
         )
     else:
         events.emit(events.SERVER_STATE, stage="stopping", message=f"SIGTERM to pid {pid}")
+    # vLLM's engine core and GPU workers are its children: the GPUs are free only once they have ended too.
+    children = descendants(pid)
+    if manager["kind"] == "process":
         os.kill(pid, signal.SIGTERM)
     deadline = began + stop_timeout
     while _alive(pid) and time.monotonic() < deadline:
@@ -413,6 +452,7 @@ def stop(url: str, pid: int, ticks: int, argv: List[str], stop_timeout: float) -
             time.sleep(0.1)
         if _alive(pid):
             raise AgentError("server_stop_failed", f"pid {pid} is still there after SIGKILL (a process stuck in the kernel?).")
+    wait_children(children, max(deadline, time.monotonic() + 10))
     port = urllib.parse.urlsplit(url).port or 80
     port_deadline = time.monotonic() + 30
     while probe.listening_inodes(port) and time.monotonic() < port_deadline:

@@ -165,6 +165,28 @@ class LifecycleTest(unittest.TestCase):
         quietly(server.stop, self.url, started, again["identity"]["start_ticks"], again["argv"], 5)
         self.assertFalse(server._alive(started))
 
+    def test_stop_waits_for_the_servers_children_and_ends_one_that_outlives_it(self):
+        # A server whose worker ignores SIGTERM and outlives it, holding what a GPU worker would hold.
+        script = (
+            "import socket, subprocess, sys, time\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+            "subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(15, signal.SIG_IGN); time.sleep(120)'])\n"
+            "time.sleep(120)\n"
+        )
+        proc = subprocess.Popen([sys.executable, "-c", script, str(self.port)])
+        self.procs.append(proc)
+        deadline = time.monotonic() + 20
+        recipe = None
+        while recipe is None or not server.descendants(proc.pid):
+            self.assertLess(time.monotonic(), deadline, "the stand-in server did not come up")
+            time.sleep(0.1)
+            recipe = server.adopt(self.url)
+        ((worker, _),) = server.descendants(proc.pid)
+        _, seen = quietly(server.stop, self.url, proc.pid, recipe["identity"]["start_ticks"], recipe["argv"], 1)
+        proc.wait(5)
+        self.assertFalse(server._alive(worker), "the worker that ignored SIGTERM was ended after the bound")
+        self.assertTrue(any(e["type"] == "log" and f"pid {worker}, a child of the server" in e["message"] for e in seen))
+
     def test_a_start_that_fails_says_the_log_tail(self):
         proc, recipe = self.recipe_of_running()
         quietly(server.stop, self.url, proc.pid, recipe["identity"]["start_ticks"], recipe["argv"], 5)
