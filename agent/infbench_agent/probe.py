@@ -333,7 +333,7 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
                 break
             if status in (401, 403) and not out["auth"]["required"]:
                 out["auth"].update(required=True, status=status)
-    if out["auth"]["required"] and out["kind"] == "sglang" and out["error"] is None:
+    if out["auth"]["required"] and not out["auth"]["key_accepted"] and out["kind"] == "sglang" and out["error"] is None:
         out["error"] = f"SGLang answered HTTP {out['auth']['status']}: this server wants an API key. To fix it, {auth.HOW_TO_GIVE_KEY}."
     out["parallel"] = parallel_sizes(argv, out["kind"])
     out["profiler"] = profiler_state(base, out, timeout, api_key)

@@ -455,7 +455,7 @@ def run(args: argparse.Namespace) -> int:
             "capture a torch profiler trace with the server's own tools and break it down with "
             "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).",
         )
-    if server["auth"]["required"]:
+    if server["auth"]["required"] and not server["auth"].get("key_accepted"):
         raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
     process: Dict[str, Any] = {}
     attach_process(process, args.url)

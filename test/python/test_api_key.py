@@ -65,12 +65,13 @@ class ApiKeyTest(unittest.TestCase):
         self.assertTrue(shapes)
 
     def test_the_probe_reports_that_the_server_requires_the_key_it_accepted(self):
-        with keyed_server() as sim:
-            proc, found = agent("probe", "--url", sim.url, "--timeout", "2", "--api-key-stdin", stdin=KEY + "\n")
-        server = next(e["result"] for e in found if e["type"] == "probe")["server"]
-        self.assertEqual(server["auth"]["required"], True, "a request without the key is refused")
-        self.assertEqual(server["auth"]["key_accepted"], True)
-        self.assertIsNone(server["error"])
+        for mimic in ("vllm-0.16", "sglang-0.5"):
+            with self.subTest(mimic=mimic), Simulator("--mimic", mimic, "--api-key", KEY) as sim:
+                proc, found = agent("probe", "--url", sim.url, "--timeout", "2", "--api-key-stdin", stdin=KEY + "\n")
+                server = next(e["result"] for e in found if e["type"] == "probe")["server"]
+                self.assertEqual(server["auth"]["required"], True, "a request without the key is refused")
+                self.assertEqual(server["auth"]["key_accepted"], True)
+                self.assertIsNone(server["error"], "the key given works: nothing to fix")
 
     def test_the_probe_of_a_server_without_a_key_finds_none_required(self):
         with Simulator("--mimic", "vllm-0.16") as sim:
