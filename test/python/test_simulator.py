@@ -249,15 +249,18 @@ class HttpApi(unittest.TestCase):
         self.assertEqual(count, 5)
 
     def test_the_agent_client_measures_one_stream_as_the_model_says(self):
-        body = {
-            "model": self.model,
-            "prompt": " ".join(["w"] * 100),
-            "max_tokens": 20,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "ignore_eos": True,
-        }
-        recs = [self.sim.stream("/v1/completions", body) for _ in range(3)]
+        def body(i):
+            # Each its own prompt: a prompt sent before would find its blocks in the prefix cache and skip their prefill.
+            return {
+                "model": self.model,
+                "prompt": " ".join([f"w{i}"] * 100),
+                "max_tokens": 20,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "ignore_eos": True,
+            }
+
+        recs = [self.sim.stream("/v1/completions", body(i)) for i in range(3)]
         for rec in recs:
             self.assertTrue(rec["ok"], rec.get("error"))
             self.assertEqual(rec["output_tokens"], 20)
