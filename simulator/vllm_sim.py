@@ -207,6 +207,9 @@ class Simulator:
         self.pace_s = args.pace_ms / 1000.0 if args.pace_ms else None
         self.profiler_dir = args.profiler_dir
         self.profile_max_steps = args.profile_max_steps
+        # vLLM's delay_iterations: engine steps after /start_profile that are not recorded.
+        self.profile_delay_steps = getattr(args, "profile_delay_steps", 0)
+        self.profile_skipped = 0
         self.mimic: Optional[sim_mimic.Mimic] = sim_mimic.PROFILES[args.mimic] if args.mimic else None
         self.flags: Optional[sim_mimic.ServerFlags] = getattr(args, "server_flags", None)
         self.cuda_profiler = False
@@ -308,7 +311,9 @@ class Simulator:
             prefill = sum(r.prompt_tokens - r.cached_tokens for r in joiners)
             step_s = model.step_ms(len(batch), prefill) / 1000.0
             end = next_start + step_s
-            if self.profiling and len(self.profiled_steps) < self.profile_max_steps:
+            if self.profiling and self.profile_skipped < self.profile_delay_steps:
+                self.profile_skipped += 1
+            elif self.profiling and len(self.profiled_steps) < self.profile_max_steps:
                 self.profiled_steps.append(
                     {"start_s": next_start, "running": len(batch), "prefill_tokens": prefill, "joiners": len(joiners)}
                 )
@@ -751,7 +756,7 @@ class Simulator:
                 # profiler "cuda": cudaProfilerStart() for nsys, no torch trace (vllm/profiler/gpu_profiler.py).
                 await respond(writer, 200, b"", "application/json")
                 return
-            self.profiled_steps, self.profiling = [], True
+            self.profiled_steps, self.profiling, self.profile_skipped = [], True, 0
             await respond(writer, 200, b"", "application/json")
             return
         body = json.loads(raw) if raw else {}
@@ -896,6 +901,7 @@ class Simulator:
                 elif path == "/start_profile":
                     self.profiled_steps = []
                     self.profiling = True
+                    self.profile_skipped = 0
                     await respond(writer, 200, b"", "application/json")
                 else:
                     await self.stop_profile()
@@ -984,7 +990,34 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         return p.parse_args(argv)
     args, rest = p.parse_known_args(argv)
     args.server_flags = sim_mimic.parse_server_flags(sim_mimic.PROFILES[args.mimic], rest, dict(os.environ))
+    # A bounded capture as vLLM's profiler config states it (delay_iterations, max_iterations in
+    # vllm/config/profiler.py): steps skipped after /start_profile, then at most that many recorded.
+    config = bounded_capture(rest)
+    if config.get("max_iterations"):
+        args.profile_max_steps = int(config["max_iterations"])
+    args.profile_delay_steps = int(config.get("delay_iterations") or 0)
     return args
+
+
+def bounded_capture(rest: List[str]) -> dict:
+    """delay_iterations and max_iterations from --profiler-config JSON (also `=JSON`) or its dotted form."""
+    out: dict = {}
+    for i, a in enumerate(rest):
+        value = rest[i + 1] if a == "--profiler-config" and i + 1 < len(rest) else None
+        if a.startswith("--profiler-config="):
+            value = a.split("=", 1)[1]
+        if value:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            out.update({k: v for k, v in parsed.items() if k in ("delay_iterations", "max_iterations")} if isinstance(parsed, dict) else {})
+        for key in ("delay_iterations", "max_iterations"):
+            if a == f"--profiler-config.{key}" and i + 1 < len(rest):
+                out[key] = rest[i + 1]
+            elif a.startswith(f"--profiler-config.{key}="):
+                out[key] = a.split("=", 1)[1]
+    return out
 
 
 def describe(sim: Simulator) -> dict:

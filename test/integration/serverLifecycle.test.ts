@@ -318,6 +318,35 @@ describe('infbench server and the phases’ server flags (local target)', functi
     );
   });
 
+  it('profile --restart-with-profiler captures a bounded steady state (delay and max iterations) and puts the original back', () => {
+    const r = cli([
+      'profile',
+      '--restart-with-profiler',
+      '--profiler-delay-iterations',
+      '4',
+      '--profiler-max-iterations',
+      '6',
+      '--yes',
+      '--concurrency',
+      '1',
+      '--output-len',
+      '16',
+      '--json',
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(
+      r.stderr,
+      /adds --profiler-config '\{"profiler":"torch","torch_profiler_dir":"[^"]+","delay_iterations":4,"max_iterations":6,"ignore_frontend":true\}'/,
+    );
+    const breakdown = JSON.parse(r.stdout) as { ranks: { prefill: { count: number }; decode: { count: number } }[] };
+    // 16 steps ran (1 prefill, 15 decode): the first 4 skipped, the next 6 recorded — decode steps only.
+    for (const rank of breakdown.ranks) {
+      assert.equal(rank.prefill.count, 0);
+      assert.equal(rank.decode.count, 6);
+    }
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+  });
+
   it('a recipe setting with no command line is refused with the field named, before anything runs', () => {
     assert.throws(
       () => parseTarget({ name: 'gpubox', host: 'gpubox', serverRecipe: { cwd: '/srv' } }),
