@@ -30,8 +30,8 @@ const near = (actual: number, expected: number, share: number, what: string) =>
   assert.ok(Math.abs(actual - expected) <= share * expected, `${what}: ${actual.toFixed(4)} against ${expected.toFixed(4)} (within ${100 * share}%)`);
 
 /** The same trace with its step names taken out: what a server that names no step would have written. */
-function withoutNames(tag: string): string {
-  const doc = JSON.parse(gunzipSync(readFileSync(trace(tag))).toString('utf8')) as { traceEvents: { cat?: string }[] };
+function withoutNames(tag: string, file = trace(tag)): string {
+  const doc = JSON.parse(gunzipSync(readFileSync(file)).toString('utf8')) as { traceEvents: { cat?: string }[] };
   doc.traceEvents = doc.traceEvents.filter((e) => e.cat !== 'user_annotation' && e.cat !== 'gpu_user_annotation');
   const path = join(tmp, `${tag}_unnamed.pt.trace.json.gz`);
   writeFileSync(path, gzipSync(JSON.stringify(doc)));
@@ -128,6 +128,16 @@ describe('steps with no names need two witnesses that agree', () => {
     assert.match(b.headline, /^Steps could not be identified/);
     assert.match(b.headline, /20 CUDA graph launches/);
     assert.match(b.headline, /Totals over the capture: 160 kernels/);
+  });
+
+  it('with piecewise graphs (several launches a step) and no names: the repeating pass, as one sampling per step gives', async () => {
+    // test/fixtures/traces/servers: a vLLM 0.26+ rank replaying four graphs per decode step; truth.json: 2 prefill, 1 mixed, 30 decode.
+    const named = 'test/fixtures/traces/servers/vllm-0.26-piecewise-tp2/dp0_pp0_tp0_dcp0_ep0_rank0.1796115891487369708.pt.trace.json.gz';
+    const r = (await analyzeTraceFiles([withoutNames('piecewise', named)])).ranks[0];
+    assert.equal(r.stepSource, 'repeating-pattern');
+    const steps = r.decode.count + r.prefill.count + (r.mixed?.count ?? 0);
+    assert.ok(Math.abs(steps - 33) <= 1, `${steps} steps against 33`);
+    assert.match(r.warnings.join(' '), /as many steps as the sampling kernels \(1 per step\) give\. The 124 CUDA graph launches are 3\.6 per step/);
   });
 
   it('takes the graph launches once the workload the profile phase drove gives the same count', async () => {
