@@ -11,11 +11,16 @@ export function serverName(r: ProbeResult): string {
 
 const mib = (v: number | null) => (v === null ? null : v / 1024);
 
-/** What the probe found of the server's API key, or undefined where the server wants none. */
+/**
+ * What the probe found of the server's API key, in words every front end shares (the findings
+ * document, the results view), or undefined where the server wants none. How to give a key is each
+ * front end's to say: the CLI's probe output adds the agent's advice, VS Code offers its command.
+ */
 export function apiKeyState(s: ProbeResult['server']): string | undefined {
   if (!s.auth?.required) return undefined;
   if (s.auth.key_accepted) return 'required, and the key given is accepted';
-  return s.error ?? 'this server wants an API key';
+  const answered = s.auth.status ? ` (HTTP ${s.auth.status})` : '';
+  return s.auth.key_given ? `the server refused the key given${answered}` : `this server wants an API key${answered}`;
 }
 
 export function gpuTable(r: ProbeResult): ResultTable {
@@ -59,7 +64,8 @@ export function probeSummaryLines(r: ProbeResult): string[] {
     lines.push(`Server: ${s.error ?? `nothing answers at ${s.url}`}`);
   } else {
     lines.push(`Server: ${serverName(r)} at ${s.url}${s.healthy === false ? ' (health check failed)' : ''}${s.kind_evidence ? ` — ${s.kind_evidence}` : ''}`);
-    const apiKey = apiKeyState(s);
+    // The terminal's own words: the agent's message with its advice (--api-key, the variables).
+    const apiKey = s.auth?.required && !s.auth.key_accepted ? (s.error ?? apiKeyState(s)) : apiKeyState(s);
     if (apiKey) lines.push(`  API key: ${apiKey}`);
     for (const m of s.models) lines.push(`  model ${m.id}${m.max_model_len ? `, max_model_len ${m.max_model_len}` : ''}`);
     const p = s.profiler;

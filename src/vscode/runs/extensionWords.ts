@@ -33,13 +33,6 @@ const REWRITES: Rewrite[] = [
     pattern: /point --url at the vLLM\/SGLang server behind it/g,
     replace: (t) => `set target ${t.name}'s server URL to the vLLM/SGLang server behind it, with ${edit(t)}`,
   },
-  {
-    // The agent's hint names the CLI's ways and then this command: in VS Code the command alone, once.
-    pattern:
-      /infbench --api-key KEY \(or \$INFBENCH_API_KEY, or \$OPENAI_API_KEY[^)]*\)(?:; in VS Code, the command "Inference Bench: Set Server API Key\.\.\.")?/g,
-    replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}`,
-  },
-  { pattern: /--api-key-stdin|(?:pass |with )?--api-key KEY/g, replace: (t) => `Inference Bench: Set Server API Key... on ${t.name}` },
   { pattern: /`infbench analyze TRACE\.\.\.` \(or Analyze Trace File\.\.\. in VS Code\)/g, replace: () => 'Inference Bench: Analyze Trace File...' },
   {
     pattern: /for example --python [^\s.]+(?:\.\d+)*\.?/g,

@@ -1,9 +1,9 @@
 import * as assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { Target } from '../../../src/core/config/target';
 import { inExtensionWords, runInExtensionWords } from '../../../src/vscode/runs/extensionWords';
 import { RunSummary } from '../../../src/shared/results';
+import { apiKeyState } from '../../../src/core/probe/tables';
+import { ProbeResult } from '../../../src/remote/agentProtocol';
 
 // The messages below are the agent's and the core's own (agent/infbench_agent/profile.py, micro.py,
 // auth.py, src/core/explain/budget.ts), as a VS Code user would otherwise read them.
@@ -45,12 +45,19 @@ describe("failures in the extension's words", () => {
       inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target),
       /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/,
     );
-    // The agent's own hint, as it words it now: the command is named once, for this target.
-    const hint = execFileSync('python3', ['-c', 'from infbench_agent import auth; print(auth.HOW_TO_GIVE_KEY)'], {
-      cwd: join(__dirname, '..', '..', '..', 'agent'),
-      encoding: 'utf8',
-    }).trim();
-    assert.equal(inExtensionWords(hint, target), 'give the key the server was started with: Inference Bench: Set Server API Key... on b6000');
+  });
+
+  it("the probe's API key line in the shared findings names no front end's way to give a key", () => {
+    const server = (auth: NonNullable<ProbeResult['server']['auth']>, error: string | null) => ({ auth, error }) as unknown as ProbeResult['server'];
+    // The agent's message carries the CLI's advice; the findings line says only what the probe found.
+    const cliWords = 'http://h/v1/models answered HTTP 401: this server wants an API key. To fix it, give the key: infbench --api-key KEY';
+    assert.equal(apiKeyState(server({ required: true, key_given: false, status: 401 }, cliWords)), 'this server wants an API key (HTTP 401)');
+    assert.equal(
+      apiKeyState(server({ required: true, key_given: true, key_accepted: false, status: 403 }, cliWords)),
+      'the server refused the key given (HTTP 403)',
+    );
+    assert.equal(apiKeyState(server({ required: true, key_given: true, key_accepted: true, status: 401 }, null)), 'required, and the key given is accepted');
+    assert.equal(apiKeyState(server({ required: false, key_given: false, status: null }, null)), undefined);
   });
 
   it("names the phase command to run instead of a CLI line, and leaves the server's own flags alone", () => {
