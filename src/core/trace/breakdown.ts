@@ -600,7 +600,7 @@ function headlineOf(ranks: RankBreakdown[], withDecode: RankBreakdown[], categor
     const none = ranks.find((r) => r.stepSource === 'none' && r.totals.kernels > 0);
     if (none?.noSteps) return `${none.noSteps.replace(/ Profile .*$/, '')} ${totalsLine(none)}`;
     if (none)
-      return `Steps not found: no step annotations and no repeating forward pass in ${none.totals.kernels} kernels (${ms(none.totals.kernelMs)} ms of GPU time); profile through the server, whose steps are named, or give the step annotation.`;
+      return `Steps not found: no step annotations and no repeating forward pass; profile through the server, whose steps are named, or give the step annotation. ${totalsLine(none)}`;
     return 'No decode steps found in the trace(s).';
   }
   const scope = `${n} rank${n === 1 ? '' : 's'}, ${steps} decode step${steps === 1 ? '' : 's'}; ${how}`;
