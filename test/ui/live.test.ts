@@ -88,6 +88,7 @@ describe('live results in code-server (UI)', function () {
   let dirs: CodeServerDirs;
   let workspace: string;
   let sim: RunningSimulator;
+  let keyed: RunningSimulator | undefined;
   let sshd: Sshd | undefined;
   let server: CodeServer | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
@@ -139,6 +140,7 @@ describe('live results in code-server (UI)', function () {
     await browser?.close();
     await server?.stop();
     await sim?.stop();
+    await keyed?.stop();
     await sshd?.stop();
     if (dirs) removeDirs(dirs);
   });
@@ -455,24 +457,22 @@ describe('live results in code-server (UI)', function () {
     await wb.answer(/: prompt and output tokens$/, '32, 16');
     await wb.answer(/: length range$/, '0.5');
     await wb.answer(/: goodput SLOs$/, 'ttft:1000 tpot:100');
-    // The findings table has what vllm bench serve prints: duration, E2EL, total tok/s, and the goodput asked for;
-    // with lengths drawn over a range, the prompts' range and each level's mean lengths.
+    // The findings document quotes the figures people cite, the goodput asked for among them, and says
+    // what was sent (the prompts' range); the run folder's full table has what vllm bench serve prints:
+    // duration, E2EL, total tok/s and, with lengths drawn over a range, each level's mean lengths.
     const file = join(workspace, findingsName());
-    await poll(
+    const fullTable = await poll(
       "the custom run's table in the findings document",
       () => {
         const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-        return /Goodput req\/s/.test(text) &&
-          /E2EL mean ms/.test(text) &&
-          /Total tok\/s/.test(text) &&
-          /Duration s/.test(text) &&
-          /Prompt tok mean/.test(text) &&
-          /random prompts, 32 → 16 tokens, each ±50% \(16–48 → 8–24/.test(text)
-          ? true
+        const full = /`(\.inference-bench\/runs\/[^`]+\/serving-table\.md)`/.exec(text.slice(text.indexOf('each ±50%')))?.[1];
+        return /Goodput req\/s/.test(text) && /TTFT p99 ms/.test(text) && /random prompts, 32 → 16 tokens, each ±50% \(16–48 → 8–24/.test(text) && full
+          ? readFileSync(join(workspace, full), 'utf8')
           : undefined;
       },
       90_000,
     );
+    for (const column of ['Duration s', 'E2EL mean ms', 'Total tok/s', 'Prompt tok mean', 'Goodput req/s']) assert.ok(fullTable.includes(column), column);
     await wb.runCommand('Inference Bench: Run Macro Phase');
     await wb.quickInput.getByText(/Again: Custom/).waitFor();
     // The question stays while the user looks elsewhere: a click into the results view takes focus
@@ -517,7 +517,7 @@ describe('live results in code-server (UI)', function () {
     await wb.quickInput.getByRole('option', { name: new RegExp(`${TARGET}.*127\\.0\\.0\\.1:${sshd!.port}`) }).waitFor();
     await wb.quickInput.getByRole('option', { name: /Open SSH Config File/ }).waitFor();
     await wb.screenshot('live-add-target-hosts-dark');
-    await wb.answer(/^Add Target$/, TARGET);
+    await wb.answer(/^Add Target \(1\/4\)$/, TARGET);
     await wb.answer(/server URL/i, sim.url);
     await wb.answer(/Python/);
     await wb.answer(/name/i, SECOND);
@@ -687,5 +687,47 @@ describe('live results in code-server (UI)', function () {
     // The sidebar's health check runs every few seconds through the open connection; no probe, no click.
     await wb.page.getByRole('treeitem', { name: /^connected · server not answering, nothing answers at http:\/\/127\.0\.0\.1:/ }).waitFor({ timeout: 30_000 });
     await wb.screenshot('live-server-killed-light');
+  });
+
+  const KEYED = 'gpu-box-keyed';
+  const API_KEY = 'sk-ui-test-key';
+
+  it('adds a key-protected server on the same host: its row asks for the API key, and Set Server API Key from its context menu lets the next probe in', async () => {
+    // vLLM 0.16 started with --api-key: every /v1 request without the key answers 401.
+    keyed = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002, extraArgs: ['--mimic', 'vllm-0.16', '--api-key', API_KEY] });
+    // Focus in the sidebar, where a user's click puts it: a webview frame given focus earlier would swallow the palette.
+    await targetRow(TARGET).click();
+    await wb.runCommand('Inference Bench: Add Target');
+    await wb.answer(/^Add Target \(1\/4\)$/, TARGET);
+    await wb.answer(/server URL \(2\/4\)$/, keyed.url);
+    await wb.answer(/Python \(3\/4\)$/);
+    await wb.answer(/name \(4\/4\)$/, KEYED);
+    await wb.page
+      .locator('.notification-toast', { hasText: `target "${KEYED}" added` })
+      .getByRole('button', { name: 'Probe Target' })
+      .click({ timeout: 30_000 });
+    // The probe met the 401: the row says the server wants a key, and where to give it.
+    await wb.page.getByRole('treeitem', { name: /wants an API key: Set Server API Key\.\.\./ }).waitFor({ timeout: 60_000 });
+    await wb.screenshot('live-keyed-server-wants-key-light');
+    await targetRow(KEYED).click({ button: 'right' });
+    await wb.chooseMenuItem('Set Server API Key...');
+    await wb.answer(new RegExp(`API key of the server on ${KEYED}$`), API_KEY);
+    await targetRow(KEYED).click({ button: 'right' });
+    await wb.chooseMenuItem('Probe Target');
+    // With the key the probe reads the model list the 401 had hidden, and the row stops asking for the key.
+    await wb.page.getByRole('treeitem', { name: /^connected · vLLM 0\.16\.\d+ \(simulator\), moonshotai\/Kimi/ }).waitFor({ timeout: 60_000 });
+    assert.equal(await wb.page.getByRole('treeitem', { name: /wants an API key/ }).count(), 0, 'the row still asks for the key');
+    await wb.screenshot('live-keyed-server-probed-light');
+    await targetRow(KEYED).click();
+  });
+
+  it("shows a target's decode-step budget from the palette, the view scrolled to it", async () => {
+    await wb.runCommand('Inference Bench: Show Decode-Step Budget');
+    await wb.answer(/Decode-step budget of which target\?/, TARGET);
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    await poll('the view at the budget', async () => ((await view.locator('body').getAttribute('data-revealed')) === 'budget' ? true : undefined));
+    assert.match(await view.locator('.budget-scope').innerText(), new RegExp(`^For target ${TARGET} `));
+    await view.getByRole('heading', { name: /Where the milliseconds go/ }).waitFor();
+    await wb.screenshot('live-decode-step-budget-light');
   });
 });
