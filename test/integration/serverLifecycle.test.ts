@@ -219,6 +219,29 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     assert.deepEqual(listening(port)!.argv, originalArgv);
   });
 
+  it('a server under a manager the tool does not drive: the command is said, and the tool waits until the user has run it', async () => {
+    const { change } = await ServerChange.adopt(ctx, 'micro');
+    await change.stop();
+    // As if the server were a container seen from the host: the agent does not start it, it says how.
+    const inContainer: ServerRecipe = { ...change.record.original, manager: { kind: 'docker', container: '0123456789ab' } };
+    let said = '';
+    let userStarted: number | undefined;
+    const started = await change.start(inContainer, {
+      onProgress: (p) => {
+        if (!said && /docker start 0123456789ab/.test(p.message)) {
+          said = p.message;
+          // The user runs it (here: the same command line, by hand).
+          const proc = spawn(originalArgv[0], originalArgv.slice(1), { stdio: 'ignore', detached: true });
+          proc.unref();
+          userStarted = proc.pid;
+        }
+      },
+    });
+    assert.match(said, /Waiting for the server to answer/);
+    assert.equal(started.recipe?.identity?.pid, userStarted, 'the server the user started is adopted as it runs');
+    assert.deepEqual(listening(port)!.argv, originalArgv);
+  });
+
   it('a connection lost after the stop leaves a record, and the next connection restores from it', async () => {
     const { change } = await ServerChange.adopt(ctx, 'micro');
     await change.stop();

@@ -69,6 +69,9 @@ export class ServerControlError extends Error {
 }
 
 const STOP_TIMEOUT_S = 60;
+// How long the tool waits for a stop or start the user does by hand, and how often it looks.
+const MANUAL_WAIT_S = 3600;
+const MANUAL_POLL_MS = 10_000;
 
 /** The folder of the workspace's server changes, `<workspace>/.inference-bench/server`. */
 export function serverChangesRoot(workspace: string): string {
@@ -194,15 +197,55 @@ export class ServerChange {
 
   private async stopRecipe(recipe: ServerRecipe, onProgress?: (p: ServerProgress) => void): Promise<void> {
     if (!recipe.identity) throw new ServerControlError('The server process has no known identity (pid and start time): nothing was stopped.');
+    await this.orManual('down', onProgress, undefined, () => this.stopCall(recipe, onProgress));
+  }
+
+  /**
+   * Runs `step`; where the agent answers that the server's manager (systemd without the rights, a
+   * container seen from the host) is not the tool's to drive, says the commands and watches the
+   * server until it is down, or answers again, returning its recipe then.
+   */
+  private async orManual<T>(
+    want: 'down' | 'up',
+    onProgress: ((p: ServerProgress) => void) | undefined,
+    signal: AbortSignal | undefined,
+    step: () => Promise<T>,
+  ): Promise<T | ServerRecipe | null> {
+    try {
+      return await step();
+    } catch (err) {
+      if (!(err instanceof ServerControlError) || err.code !== 'server_manual') throw err;
+      onProgress?.({
+        stage: want === 'down' ? 'stopping' : 'starting',
+        message: `${err.message} Waiting for the server to ${want === 'down' ? 'stop' : 'answer'}…`,
+      });
+      const deadline = Date.now() + MANUAL_WAIT_S * 1000;
+      for (;;) {
+        if (signal?.aborted) throw new ServerControlError('Cancelled while waiting for the server.', 'cancelled');
+        const status = (await this.call('status', ['--url', this.record.url])).result!;
+        if (want === 'down' && !status.running) return null;
+        if (want === 'up' && status.running && status.recipe) return status.recipe;
+        if (Date.now() > deadline)
+          throw new ServerControlError(
+            `The server did not ${want === 'down' ? 'stop' : 'come back'} within ${MANUAL_WAIT_S / 60} minutes. ${err.message}`,
+            'manual_timeout',
+          );
+        await new Promise((r) => setTimeout(r, MANUAL_POLL_MS));
+      }
+    }
+  }
+
+  private async stopCall(recipe: ServerRecipe, onProgress?: (p: ServerProgress) => void): Promise<void> {
+    const identity = recipe.identity!;
     await this.call(
       'stop',
       [
         '--url',
         recipe.url,
         '--pid',
-        String(recipe.identity.pid),
+        String(identity.pid),
         '--start-ticks',
-        String(recipe.identity.start_ticks),
+        String(identity.start_ticks),
         '--argv-json',
         JSON.stringify(recipe.argv),
         '--stop-timeout',
@@ -228,8 +271,12 @@ export class ServerChange {
       }
       options.onProgress?.(p);
     };
-    const outcome = await this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, onProgress);
-    const result = outcome.result!;
+    const done = await this.orManual('up', options.onProgress, options.signal, () =>
+      this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, onProgress),
+    );
+    // Started by the user (a manager the tool does not drive): what answers now is adopted as it runs.
+    const result: ServerControlResult =
+      done && 'result' in done ? done.result! : { action: 'start', recipe: (done as ServerRecipe | null) ?? null, running: true };
     this.record.running = result.recipe ?? undefined;
     this.save(sameRecipe(recipe, this.record.original) ? 'restored' : 'changed');
     return result;
