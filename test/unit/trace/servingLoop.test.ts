@@ -108,6 +108,16 @@ describe('steps of a real continuous-batching loop (H200): counted where the tra
   });
 });
 
+describe('public vLLM graph-capture profiles (AMD TraceLens test data, ROCm)', () => {
+  for (const name of ['vllm_decode_full', 'vllm_prefilldecode_piecewise']) {
+    it(`${name}: a capture profile, no decode step`, async () => {
+      const b = await analyzeTraceFiles([join('test/fixtures/traces/public/tracelens', `${name}_graph_capture_rank_0.pt.trace.json.gz`)]);
+      assert.equal(b.ranks[0].decode.count, 0);
+      assert.match(b.headline, /^A CUDA-graph capture profile: \d+ graph capture call\(s\) and no graph launch/);
+    });
+  }
+});
+
 describe('steps with no names need two witnesses that agree', () => {
   /** One decode pass of four identical layers, replayed by one graph launch per step, nothing eager: layers look like passes. */
   const layeredGraphSteps = (n: number): StepSpec[] =>
