@@ -10,7 +10,8 @@ import { compileUserPattern } from './userPattern';
 // aquavanjaram_Cijk_Alik_Bljk_*.yaml; TraceLens matches the same prefix), sometimes Custom_Cijk_...;
 // vLLM's ROCm skinny GEMMs are wvSplitK*/LLGemm* (vllm csrc/rocm/skinny_gemms.cu); composable
 // kernel (CK) names start ck:: / ck_tile:: with Gemm, Fmha, Moe in the kernel's name; aiter
-// (ROCm/aiter) names fused MoE fmoe_*, its sorting MoeSorting*, norms rmsnorm*.
+// (ROCm/aiter) names fused MoE fmoe_*, its sorting MoeSorting*, norms rmsnorm*; SGLang writes the KV
+// cache with store_kvcache; gpt-oss's Triton MoE routes with _combined_routing_* / _sum_bitmatrix_rows.
 export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
   // One all-reduce category whichever library ran it, so that the headline, the tables and the
   // kernel panel show the same figure; the kernel names still tell vLLM's custom kernel from NCCL's.
@@ -20,14 +21,14 @@ export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
   { category: 'nccl reduce-scatter', pattern: '^(void )?nccl(Dev)?Kernel.*ReduceScatter' },
   { category: 'nccl send/recv', pattern: '^(void )?nccl(Dev)?Kernel.*(SendRecv|Send|Recv)' },
   { category: 'nccl other', pattern: '^(void )?nccl(Dev)?Kernel' },
-  { category: 'attention', pattern: 'flash|fmha|Fmha|FlashAttn|flashinfer|paged_attention|unified_attention|_mla_|reshape_and_cache' },
+  { category: 'attention', pattern: 'flash|fmha|Fmha|FlashAttn|flashinfer|paged_attention|unified_attention|_mla_|reshape_and_cache|store_kvcache' },
   { category: 'moe gemm', pattern: 'fused_moe_kernel|marlin_moe|_group_gemm|GroupProblemShape|fmoe_|ck_moe|MoeGemm|MoeFlatmm|moe_gemm' },
-  { category: 'moe routing', pattern: 'moe_align|moe_sorting|MoeSorting|topk|expert' },
+  { category: 'moe routing', pattern: 'moe_align|moe_sorting|MoeSorting|topk|expert|_routing_|bitmatrix' },
   { category: 'quantized gemm', pattern: 'Marlin|gptq_marlin|machete' },
   // cuDNN's convolutions (scudnn, dgrad/wgrad engines) and CUTLASS implicit-GEMM convs, before GEMM.
   { category: 'conv', pattern: 'scudnn|dgrad|wgrad|implicit_convolve|implicit_gemm|conv2d|convolution' },
   { category: 'gemm', pattern: 'gemm|Gemm|gemv|nvjet|xmma|cutlass|cublas|splitKreduce|matmul|Cijk_|wvSplitK|LLGemm|hipblaslt' },
-  { category: 'norm', pattern: 'rms_norm|rmsnorm|layer_norm|layernorm|Norm|bn_fw|bn_bw|batch_norm' },
+  { category: 'norm', pattern: 'rms_norm|rmsnorm|Rmsnorm|layer_norm|layernorm|Norm|bn_fw|bn_bw|batch_norm' },
   { category: 'activation', pattern: 'act_and_mul|silu|gelu' },
   { category: 'rotary', pattern: 'rotary_embedding' },
   { category: 'quantize', pattern: 'quant|cvt_' },

@@ -118,6 +118,31 @@ describe('public vLLM graph-capture profiles (AMD TraceLens test data, ROCm)', (
   }
 });
 
+describe('public vLLM and SGLang serving traces on ROCm (AMD TraceLens test data)', () => {
+  const cases: [string, { decode: number; prefill: number; mixed: number }][] = [
+    ['vllm_decode_full_graph_execution.json.gz', { decode: 1, prefill: 0, mixed: 0 }],
+    ['vllm_prefilldecode_piecewise_graph_execution.json.gz', { decode: 0, prefill: 0, mixed: 1 }],
+    ['sglang_decode_sglang_Qwen3-8B_decode.json.gz', { decode: 1, prefill: 0, mixed: 0 }],
+  ];
+  for (const [file, kinds] of cases) {
+    it(`${file}: the steps by kind from their names, and the ROCm kernels in their families (under 3% "other")`, async () => {
+      const r = (await analyzeTraceFiles([join('test/fixtures/traces/public/tracelens', file)])).ranks[0];
+      assert.equal(r.stepSource, 'annotation');
+      assert.deepEqual({ decode: r.decode.count, prefill: r.prefill.count, mixed: r.mixed?.count ?? 0 }, kinds);
+      const total = r.kernelTotals.reduce((a, k) => a + k.totalMs, 0);
+      const other = r.kernelTotals.filter((k) => k.category === 'other');
+      const share = other.reduce((a, k) => a + k.totalMs, 0) / total;
+      assert.ok(
+        share < 0.03,
+        `${(100 * share).toFixed(1)}% other: ${other
+          .slice(0, 3)
+          .map((k) => k.name.slice(0, 60))
+          .join(' | ')}`,
+      );
+    });
+  }
+});
+
 describe('steps with no names need two witnesses that agree', () => {
   /** One decode pass of four identical layers, replayed by one graph launch per step, nothing eager: layers look like passes. */
   const layeredGraphSteps = (n: number): StepSpec[] =>
