@@ -79,6 +79,9 @@ export function gapInWords(g: GapFigure, f: BudgetFigures, period: number | unde
   return { key: g.kind, kind: g.kind, ...TOTALS[g.kind], ms: g.ms, reading: totalsReading(g, f, period, step!) };
 }
 
+// Below this share of the served TPOT, served and profiled agree: TPOT's own run-to-run noise is about as large.
+const HOST_GAP_NOISE_SHARE = 0.005;
+
 const graphWait = (f: BudgetFigures): number | undefined => f.rows.find((r) => r.key === 'idle')?.graph_launch_ms;
 
 function totalsReading(g: GapFigure, f: BudgetFigures, period: number | undefined, step: number): string {
@@ -88,6 +91,9 @@ function totalsReading(g: GapFigure, f: BudgetFigures, period: number | undefine
   const predicted = f.predicted_ms!;
   switch (g.kind) {
     case 'host_overhead':
+      // A gap within the runs' own noise says nothing about the host or the profiler.
+      if (Math.abs(d) < HOST_GAP_NOISE_SHARE * served)
+        return `Served TPOT ${ms(served)} and the profiled step ${ms(step)} agree to ${pct(Math.abs(d) / served)}: a token takes one GPU step, and nothing measurable is spent outside it.`;
       return d >= 0
         ? `Served TPOT ${ms(served)} vs profiled step ${ms(step)}: ${ms(d)} per token (${pct(d / served)}) is spent outside the GPU step — scheduling, sampling, detokenizing and streaming${(tpot.concurrency ?? 2) > 1 ? ", and at this concurrency the longer steps in which other requests' prompts are prefilled" : ''}${tpot.exactBatch ? '' : ' (and a different batch: see the caveats)'}.`
         : `Served TPOT ${ms(served)} is ${ms(-d)} shorter than the profiled step ${ms(step)}: the profiler slowed the step it recorded${graphWait(f) ? ` (${ms(graphWait(f)!)} per step of it waiting on cudaGraphLaunch, a call the profiler makes slow)` : ''}${tpot.exactBatch ? '' : ', or the batches differ (see the caveats)'}.`;

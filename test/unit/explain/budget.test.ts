@@ -173,6 +173,15 @@ describe('decode-step budget', () => {
     );
   });
 
+  it('reads a served TPOT within noise of the profiled step as agreement, not as host time or a profiler slowed', () => {
+    for (const served of [21.72, 21.68]) {
+      const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, macro: macro(served) });
+      const gap = b.gaps.find((g) => g.key === 'host_overhead')!;
+      assert.match(gap.reading, /^Served TPOT 21\.\d\d ms and the profiled step 21\.70 ms agree to 0\.1%: a token takes one GPU step/);
+      assert.doesNotMatch(b.readings.join('\n'), /profiler slowed|outside the GPU step/);
+    }
+  });
+
   it('names the gap between served TPOT and the profiled step as time outside the GPU', () => {
     const b = buildBudget({ profile: profileInputFrom('p', profileResult())!, macro: macro(22.0) });
     const gap = b.gaps.find((g) => g.key === 'host_overhead')!;
