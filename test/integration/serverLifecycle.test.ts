@@ -134,7 +134,7 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     assert.equal(record.state, 'restored');
     assert.deepEqual(
       record.history.map((h) => h.state),
-      ['adopted', 'stopped', 'restoring', 'starting', 'restored'],
+      ['adopted', 'stopping', 'stopped', 'restoring', 'starting', 'restored'],
     );
     assert.ok(existsSync(join(change.dir, 'original-recipe.json')));
   });

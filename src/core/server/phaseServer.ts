@@ -34,8 +34,9 @@ export async function withServerStopped<T>(
 ): Promise<WithServerOutcome<T>> {
   const { change } = await ServerChange.adopt(ctx, purpose, { signal: options.signal });
   if (!(await options.consent(change.stopStep()))) throw new ServerControlError('The server was left running: the stop was not agreed to.', 'declined');
-  await change.stop(options.onProgress);
+  // A stop cut off half-way (Cancel, a lost connection) is restored too.
   try {
+    await change.stop(options.onProgress);
     return { value: await body(), change };
   } finally {
     await change.restore(options.onProgress);
@@ -63,8 +64,8 @@ export async function withProfilerServer<T>(
   if (!changed) throw new ServerControlError(`The server's recipe on ${ctx.target.name} could not be given a profiler.`, 'no_recipe');
   if (!(await options.consent(change.restartStep(changed, status.estimate_s))))
     throw new ServerControlError('The server was left as it was: the restart was not agreed to.', 'declined');
-  await change.stop(options.onProgress);
   try {
+    await change.stop(options.onProgress);
     const started = await change.start(changed, { signal: options.signal, onProgress: options.onProgress });
     if (options.signal?.aborted) throw new ServerControlError('Cancelled during the restart.', 'cancelled');
     return { value: await body(started.recipe ?? changed), change };

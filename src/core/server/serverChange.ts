@@ -44,7 +44,7 @@ export interface ServerProgress {
 }
 
 /** Where a change stands; anything but `adopted` and `restored` means the original is not running. */
-export type ServerChangeState = 'adopted' | 'stopped' | 'starting' | 'changed' | 'restoring' | 'restored' | 'failed';
+export type ServerChangeState = 'adopted' | 'stopping' | 'stopped' | 'starting' | 'changed' | 'restoring' | 'restored' | 'failed';
 
 /** change.json: kept before anything is stopped, updated at every step, so a lost connection leaves it. */
 export interface ServerChangeRecord {
@@ -190,6 +190,8 @@ export class ServerChange {
   /** Stops the adopted server (its identity checked on the host); the caller has the user's yes. */
   async stop(onProgress?: (p: ServerProgress) => void): Promise<void> {
     const recipe = this.record.running ?? this.record.original;
+    // Pending from here: a stop cut off half-way leaves a record the next connection offers to restore.
+    this.save('stopping');
     await this.stopRecipe(recipe, onProgress);
     this.record.running = undefined;
     this.save('stopped');
