@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { campaignStem } from '../../../src/core/findings/campaignName';
 import { DEFAULT_FINDINGS_DOCUMENT } from '../../../src/core/findings/skeleton';
 import { AGENT_VERSION } from '../../../src/remote/agentProtocol';
 
@@ -11,8 +12,11 @@ const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'pack
 };
 
 describe('defaults spelled in package.json', () => {
-  it('names the same default findings document as the code', () => {
-    assert.equal(manifest.contributes.configuration.properties['inferenceBench.findingsDocument'].default, DEFAULT_FINDINGS_DOCUMENT);
+  it("leaves the findings document unnamed, to be named after the campaign as the demo's is", () => {
+    // Empty: the extension names the document after the first probe's model and GPU (campaignName.ts).
+    assert.equal(manifest.contributes.configuration.properties['inferenceBench.findingsDocument'].default, '');
+    // The demo's default is the name that rule gives its simulated Kimi-K2.5 on an RTX PRO 6000 Blackwell.
+    assert.equal(`${campaignStem('moonshotai/Kimi-K2.5-INT4', 'NVIDIA RTX PRO 6000 Blackwell Server Edition')}bench1.md`, DEFAULT_FINDINGS_DOCUMENT);
   });
 
   it('is the version the agent and the CLI say', () => {
