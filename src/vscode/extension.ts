@@ -19,6 +19,7 @@ import { BreakdownViewProvider } from './webview/breakdownView';
 import { ResultsPanel, ResultsPanelDeps } from './webview/resultsPanel';
 import { pickTarget } from './commands/pickers';
 import { showBudgetCommand } from './commands/showBudget';
+import { exportReportCommand } from './commands/exportReport';
 import { ApiKeyStore } from './connections/apiKeyStore';
 import { ServerWatch } from './connections/serverWatch';
 import { disposeServerOutputChannel } from './server/serverPrompts';
@@ -107,6 +108,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('inferenceBench.showBudget', (arg?: unknown) =>
       showBudgetCommand({ runs: () => controller.runs(), showBudgetOf: (runId) => ResultsPanel.show(panelDeps, runId, undefined, 'budget') }, arg),
     ),
+    vscode.commands.registerCommand('inferenceBench.exportReport', () => exportReportCommand(() => controller.runs())),
     vscode.window.registerWebviewPanelSerializer(ResultsPanel.viewType, {
       deserializeWebviewPanel: async (panel) => {
         context.subscriptions.push(ResultsPanel.revive(panel, panelDeps));

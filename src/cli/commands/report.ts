@@ -3,10 +3,10 @@ import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkOutPath, CliCommand, UsageError, writeOutputFile } from '../command';
 import { findingsFlagPath } from '../findingsFile';
-import { campaignReportHtml, ReportRun } from '../../core/findings/report';
+import { campaignReportHtml, reportPathFor, reportRuns } from '../../core/findings/report';
 import { readStoredRun } from '../../core/runs/storedRuns';
 import { runsRoot } from '../../core/runs/runFolder';
-import { hasResults, RunSummary } from '../../shared/results';
+import { RunSummary } from '../../shared/results';
 
 const USAGE = `infbench report — the campaign as one self-contained HTML file to share
 
@@ -41,10 +41,10 @@ export const reportCommand: CliCommand = {
     const file = findingsFlagPath(workspace, v.findings);
     if (!existsSync(file))
       throw new UsageError(`--findings ${v.findings}: no such file in ${workspace}; run a phase with --findings first, or pass --workspace.`);
-    const out = v.out ?? file.replace(/\.(md|markdown)$/i, '') + '.html';
+    const out = v.out ?? reportPathFor(file);
     checkOutPath(out);
     const text = readFileSync(file, 'utf8');
-    const runs = await quotedRuns(workspace, text);
+    const runs = reportRuns(await storedRuns(workspace), text);
     const html = campaignReportHtml(text, runs, { title: basename(file), madeAt: new Date() });
     if (!writeOutputFile('report', out, html)) return 1;
     process.stdout.write(`Report: ${out} (${runs.length} run${runs.length === 1 ? '' : 's'})\n`);
@@ -52,15 +52,9 @@ export const reportCommand: CliCommand = {
   },
 };
 
-/** The runs the document quotes by id (all runs with results when it quotes none), oldest first. */
-async function quotedRuns(workspace: string, text: string): Promise<ReportRun[]> {
+/** Every stored run of the workspace, for the report to pick the ones its document quotes. */
+async function storedRuns(workspace: string): Promise<RunSummary[]> {
   const root = runsRoot(workspace);
   if (!existsSync(root)) return [];
-  const all = (await Promise.all(readdirSync(root).map((name) => readStoredRun(join(root, name))))).filter(
-    (r): r is RunSummary => r !== undefined && hasResults(r),
-  );
-  const quoted = all.filter((r) => text.includes(r.id));
-  return (quoted.length ? quoted : all)
-    .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
-    .map((r) => ({ id: r.id, phase: r.phase, target: r.target, startedAt: r.startedAt, status: r.status, simulated: r.simulated, headline: r.headline }));
+  return (await Promise.all(readdirSync(root).map((name) => readStoredRun(join(root, name))))).filter((r): r is RunSummary => r !== undefined);
 }

@@ -2,6 +2,7 @@
 // words and the tool's tables), then the runs it drew on. No script, no outside resource: it opens
 // from a mail attachment or a chat, and its Content-Security-Policy forbids loading anything.
 import MarkdownIt from 'markdown-it';
+import { hasResults, RunSummary } from '../../shared/results';
 
 export interface ReportRun {
   id: string;
@@ -76,4 +77,19 @@ ${runsTable}
 </body>
 </html>
 `;
+}
+
+/** The runs a document quotes by id (every run with results when it quotes none), oldest first. */
+export function reportRuns(all: readonly RunSummary[], findings: string): ReportRun[] {
+  const measured = all.filter((r) => hasResults(r));
+  const quoted = measured.filter((r) => findings.includes(r.id));
+  return (quoted.length ? quoted : measured)
+    .slice()
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
+    .map((r) => ({ id: r.id, phase: r.phase, target: r.target, startedAt: r.startedAt, status: r.status, simulated: r.simulated, headline: r.headline }));
+}
+
+/** Where a findings document's report goes: beside it, with .html for its extension. */
+export function reportPathFor(findingsPath: string): string {
+  return `${findingsPath.replace(/\.(md|markdown)$/i, '')}.html`;
 }
