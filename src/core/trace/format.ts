@@ -1,7 +1,7 @@
 import { renderTextTable, ResultTable, TableColumn } from '../../shared/table';
 import { IDLE_CATEGORY } from './families';
 import { printable } from '../../shared/printable';
-import { RankBreakdown, TraceBreakdown } from './types';
+import { RankBreakdown, StepSource, TraceBreakdown } from './types';
 
 /** Kernel names are C++ templates hundreds of characters long; tables show the head. */
 export function shortKernelName(name: string, max = 80): string {
@@ -96,6 +96,14 @@ export function topKernelTable(r: RankBreakdown, limit = 10): ResultTable {
   };
 }
 
+// Without step names a step's kind comes from its size: a big one is a prefill, or a mixed step
+// (prefill and decode at once), and nothing in the trace tells the two apart.
+const KIND_BY_SIZE: readonly StepSource[] = ['module-forward', 'repeating-pattern', 'cuda-graph'];
+
+function prefillWord(source: StepSource): string {
+  return KIND_BY_SIZE.includes(source) ? 'prefill or mixed' : 'prefill';
+}
+
 /** The whole breakdown for a terminal: headline, tables, launch statistics, warnings. */
 export function renderBreakdownText(b: TraceBreakdown): string {
   const parts: string[] = [`${b.headline}\n`];
@@ -103,7 +111,7 @@ export function renderBreakdownText(b: TraceBreakdown): string {
     const d = r.decode.stepMs;
     parts.push(
       `rank ${r.rank}${r.rankName ? ` (${r.rankName})` : ''}: ${fileName(r.file)} (${(r.totals.jsonBytes / 1e6).toFixed(1)} MB JSON, ${r.totals.kernels} kernels${r.device ? `, ${r.device}` : ''}); ` +
-        `steps from ${r.stepMethod ?? r.stepSource}${r.stepConfidence && r.stepConfidence !== 'exact' ? ` (${r.stepConfidence})` : ''}: ${r.decode.count} decode, ${r.prefill.count} prefill${r.mixed ? `, ${r.mixed.count} mixed` : ''}` +
+        `steps from ${r.stepMethod ?? r.stepSource}${r.stepConfidence && r.stepConfidence !== 'exact' ? ` (${r.stepConfidence})` : ''}: ${r.decode.count} decode, ${r.prefill.count} ${prefillWord(r.stepSource)}${r.mixed ? `, ${r.mixed.count} mixed` : ''}` +
         (d ? `; decode step median ${d.median.toFixed(3)} ms, mean ${d.mean.toFixed(3)} ms` : '') +
         (r.launch?.launchCallUs
           ? `; launch call median ${r.launch.launchCallUs.median.toFixed(1)} us over ${r.launch.launches} launches (${r.launch.graphLaunches} graph)`

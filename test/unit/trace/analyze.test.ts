@@ -1,3 +1,4 @@
+import { renderBreakdownText } from '../../../src/core/trace/format';
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,6 +107,11 @@ describe('trace breakdown on real H200 traces', () => {
     assert.equal(r.decode.categories.find((c) => c.category === 'gemm')?.kernelsPerStep, 21);
     assert.equal(r.decode.categories.find((c) => c.category === 'attention')?.kernelsPerStep, 4);
     assert.ok(Math.abs(sumShares(r.decode) - 100) < 1e-6);
+  });
+
+  it('says a step told big by its size alone is a prefill or a mixed step, which nothing in an unnamed trace tells apart', async () => {
+    const text = renderBreakdownText(await analyzeTraceFiles([join(FIXTURES, 'llama_cudagraph_decode.pt.trace.json.gz')]));
+    assert.match(text, /: 20 decode, 0 prefill or mixed[;\n]/);
   });
 });
 
