@@ -1,4 +1,3 @@
-import { renderBreakdownText } from '../../../src/core/trace/format';
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +5,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { analyzeTracesInWorker } from '../../../src/core/trace/analyzeInWorker';
+import { renderBreakdownText } from '../../../src/core/trace/format';
 import { RankBreakdown, TraceBreakdown } from '../../../src/core/trace/types';
 import { kinetoTrace, StepSpec } from './kineto';
 
