@@ -56,7 +56,12 @@ describe('a CLI run killed with SIGKILL mid-run', function () {
     const match = new RegExp(`<!-- inference-bench:begin id=${sectionId} [^\\n]*\\n([\\s\\S]*?)<!-- inference-bench:end id=${sectionId} -->`).exec(text);
     return match?.[1] ?? '';
   }
-  const finishedRows = (text: string) => text.split('\n').filter((l) => /^\| c=1 /.test(l) && !l.includes('(running)'));
+  /** The finished levels' rows of the block's serving table (the block's other tables, such as the server's state, have rows per level too). */
+  const finishedRows = (text: string) =>
+    (text.split('**Serving figures per load level**')[1] ?? '')
+      .split('\n\n_')[0]
+      .split('\n')
+      .filter((l) => /^\| c=1 /.test(l) && !l.includes('(running)'));
 
   it('is marked dead in its run folder and its findings block at the next start, keeping every finished level', async () => {
     cli = spawn(process.execPath, macroArgs(Array(40).fill(1).join(','), '3'), { env, stdio: ['ignore', 'ignore', 'pipe'] });
