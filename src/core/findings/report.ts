@@ -2,6 +2,7 @@
 // words and the tool's tables), then the runs it drew on. No script, no outside resource: it opens
 // from a mail attachment or a chat, and its Content-Security-Policy forbids loading anything.
 import MarkdownIt from 'markdown-it';
+import { escapeHtml } from '../../shared/html';
 import { hasResults, RunSummary } from '../../shared/results';
 
 export interface ReportRun {
@@ -16,8 +17,6 @@ export interface ReportRun {
 
 // html: false escapes any HTML the document holds, so nothing in it runs or loads.
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
-
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const STYLE = `
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --rule: #d1d9e0; --head: #f6f8fa; }

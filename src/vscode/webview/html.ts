@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import { escapeHtml } from '../../shared/html';
 
 /**
  * The HTML of the results panel and the kernel-breakdown view (one app; `view` picks which): a strict Content-Security-Policy where scripts run only with this
@@ -30,8 +31,4 @@ export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, t
 <script nonce="${nonce}" src="${asset('dist', 'webview.js')}"></script>
 </body>
 </html>`;
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
