@@ -259,58 +259,54 @@ function stateSamples(run: RunSummary): StateSample[] {
 export function serverStateCharts(run: RunSummary): ChartSpec[] {
   const samples = stateSamples(run);
   if (!samples.length) return [];
-  const xLabel = "s from the run start (the requests chart's axis)";
-  const line = (label: string, key: keyof StateSample, colorIndex: number, scale = 1): Series => ({
-    label,
-    points: samples.flatMap((s) => (finite(s[key]) === undefined ? [] : [{ x: s.t, y: (s[key] as number) * scale }])),
-    colorIndex,
-  });
-  const charts: ChartSpec[] = [];
-  const queue = [line('running', 'running', 0), line('waiting', 'waiting', 1)].filter((x) => x.points.length);
-  if (queue.length)
-    charts.push({
-      kind: 'line',
-      id: `${run.id}-server-queue`,
+  // Each chart: its series (label, the sample's field, colour, scale to the axis's unit), the axis and titles.
+  const charts: { id: string; title: string; yLabel: string; series: [string, keyof StateSample, number, number][] }[] = [
+    {
+      id: 'queue',
       title: "The server's requests over time: running and waiting",
-      xLabel,
       yLabel: 'requests',
-      series: queue,
-      table: {
-        id: 'macro-server-queue',
-        title: "The server's requests over time",
-        columns: [
-          { key: 't', label: 's', digits: 1 },
-          { key: 'running', label: 'running', digits: 0 },
-          { key: 'waiting', label: 'waiting', digits: 0 },
-        ],
-        rows: samples.map((s) => ({ t: s.t, running: finite(s.running) ?? null, waiting: finite(s.waiting) ?? null })),
-      },
-    });
-  const cache = [line('KV cache used %', 'kv_cache_usage', 2, 100), line('prefix-cache hit %', 'prefix_cache_hit_rate', 3, 100)].filter((x) => x.points.length);
-  if (cache.length)
-    charts.push({
-      kind: 'line',
-      id: `${run.id}-server-cache`,
+      series: [
+        ['running', 'running', 0, 1],
+        ['waiting', 'waiting', 1, 1],
+      ],
+    },
+    {
+      id: 'cache',
       title: "The server's cache over time",
-      xLabel,
       yLabel: '%',
-      series: cache,
-      table: {
-        id: 'macro-server-cache',
-        title: "The server's cache over time",
-        columns: [
-          { key: 't', label: 's', digits: 1 },
-          { key: 'kv', label: 'KV cache used %', digits: 1 },
-          { key: 'hits', label: 'prefix-cache hit %', digits: 1 },
-        ],
-        rows: samples.map((s) => ({
-          t: s.t,
-          kv: finite(s.kv_cache_usage) === undefined ? null : s.kv_cache_usage! * 100,
-          hits: finite(s.prefix_cache_hit_rate) === undefined ? null : s.prefix_cache_hit_rate! * 100,
-        })),
+      series: [
+        ['KV cache used %', 'kv_cache_usage', 2, 100],
+        ['prefix-cache hit %', 'prefix_cache_hit_rate', 3, 100],
+      ],
+    },
+  ];
+  const value = (s: StateSample, key: keyof StateSample, scale: number) => (finite(s[key]) === undefined ? undefined : (s[key] as number) * scale);
+  return charts.flatMap(({ id, title, yLabel, series }): ChartSpec[] => {
+    const drawn = series
+      .map(([label, key, colorIndex, scale]) => ({
+        label,
+        colorIndex,
+        points: samples.flatMap((s) => (value(s, key, scale) === undefined ? [] : [{ x: s.t, y: value(s, key, scale)! }])),
+      }))
+      .filter((x) => x.points.length);
+    if (!drawn.length) return [];
+    return [
+      {
+        kind: 'line',
+        id: `${run.id}-server-${id}`,
+        title,
+        xLabel: "s from the run start (the requests chart's axis)",
+        yLabel,
+        series: drawn,
+        table: {
+          id: `macro-server-${id}`,
+          title,
+          columns: [{ key: 't', label: 's', digits: 1 }, ...series.map(([label, key, , scale]) => ({ key, label, digits: scale === 1 ? 0 : 1 }))],
+          rows: samples.map((s) => ({ t: s.t, ...Object.fromEntries(series.map(([, key, , scale]) => [key, value(s, key, scale) ?? null])) })),
+        },
       },
-    });
-  return charts;
+    ];
+  });
 }
 
 /**
