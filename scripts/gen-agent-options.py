@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent import options  # noqa: E402
 
+from generated_file import write_or_check  # noqa: E402
+
 TS_TYPES = {"str": "string", "int": "number", "float": "number", "flag": "boolean", "strs": "readonly string[]"}
 
 
@@ -103,21 +105,7 @@ def main() -> int:
         print("agent/infbench_agent/options.py: " + "; ".join(problems), file=sys.stderr)
         return 1
     text = render()
-    if "--check" in sys.argv:
-        try:
-            with open(OUT, encoding="utf-8") as f:
-                same = f.read() == text
-        except OSError:
-            same = False
-        if not same:
-            print(
-                f"{os.path.relpath(OUT, ROOT)} differs from agent/infbench_agent/options.py: run `python3 scripts/gen-agent-options.py`",
-                file=sys.stderr,
-            )
-        return 0 if same else 1
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    return write_or_check(OUT, text, ROOT, "agent/infbench_agent/options.py", "scripts/gen-agent-options.py")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent import events  # noqa: E402
 
+from generated_file import write_or_check  # noqa: E402
+
 
 def camel(event_type: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in event_type.replace(".", "_").split("_")) + "Event"
@@ -70,21 +72,7 @@ def render() -> str:
 
 def main() -> int:
     text = render()
-    if "--check" in sys.argv:
-        try:
-            with open(OUT, encoding="utf-8") as f:
-                same = f.read() == text
-        except OSError:
-            same = False
-        if not same:
-            print(
-                f"{os.path.relpath(OUT, ROOT)} differs from agent/infbench_agent/events.py: " "run `python3 scripts/gen-agent-schema.py`",
-                file=sys.stderr,
-            )
-        return 0 if same else 1
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    return write_or_check(OUT, text, ROOT, "agent/infbench_agent/events.py", "scripts/gen-agent-schema.py")
 
 
 if __name__ == "__main__":
