@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { PhaseRunners } from '../runs/phaseRunner';
 import { RunController } from '../runs/runController';
 import { compareRunsCommand, revealRunCommand } from './runFolderCommands';
-import { runAllCommand, runPhaseCommand, stopCommand } from './runCommands';
+import { RunAllGiven, runAllCommand, runPhaseCommand, stopCommand } from './runCommands';
 import { pickRun } from './pickers';
 
 export interface RunCommandDeps {
@@ -22,7 +22,7 @@ export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
       runPhaseCommand(controller, runners.profile, arg, options),
     ),
     vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, runners.probe, arg, {})),
-    vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown) => runAllCommand(controller, runners, arg)),
+    vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown, given?: RunAllGiven) => runAllCommand(controller, runners, arg, given)),
     vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),

@@ -53,14 +53,24 @@ async function confirmGpusFree(title: string, targetName: string): Promise<boole
   return pick !== undefined;
 }
 
+/** What a caller (a keybinding, a test) can give Run All Phases instead of its questions: the macro workload. */
+export interface RunAllGiven {
+  macro?: Record<string, unknown>;
+}
+
 /**
- * Run All Phases: macro → micro → profiler on one target with default options, asking before the
- * phase that needs the GPUs free. Stops at the first phase that fails or is cancelled.
+ * Run All Phases: macro → micro → profiler on one target, asking first which macro workload to run
+ * (the Run Macro Phase choices, the one last run on the target first; Escape runs none) and before
+ * the phase that needs the GPUs free; the other phases take their defaults. Stops at the first phase
+ * that fails or is cancelled.
  */
-export async function runAllCommand(controller: RunController, phases: PhaseRunners, arg: unknown): Promise<void> {
+export async function runAllCommand(controller: RunController, phases: PhaseRunners, arg: unknown, given?: RunAllGiven): Promise<void> {
   const target = await pickTarget(arg, 'Run All Phases');
   if (!target) return;
   const runners = PHASE_ORDER.map((p) => phases[p]);
+  // Asked before anything runs, so that the phases then go on without a question between them but the GPUs'.
+  const macroOptions = given?.macro ? { ...given.macro } : await phases.macro.pickOptions(target, false);
+  if (!macroOptions) return;
   showRunAllPlan(target.name);
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
@@ -76,7 +86,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
       void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);
       continue;
     }
-    const options = await runner.pickOptions(target, true);
+    const options = runner.phase === 'macro' ? macroOptions : await runner.pickOptions(target, true);
     if (!options) return;
     const run = await controller.runPhase(runner, target, options, all.signal, step(i + 2));
     // Micro failing (GPUs busy and the user declined, no PyTorch there) says nothing about the server: the profiler can still run.

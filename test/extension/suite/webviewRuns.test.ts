@@ -126,7 +126,8 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
       const root = join(workspaceFolder(), '.inference-bench', 'runs');
       const before = new Set(existsSync(root) ? readdirSync(root) : []);
       await closeAllEditors();
-      await vscode.commands.executeCommand('inferenceBench.runAll', name);
+      // The macro workload Run All asks for first (a quick pick from the palette), given here as a keybinding would.
+      await vscode.commands.executeCommand('inferenceBench.runAll', name, { macro: { concurrency: [1, 2], requests: 4 } });
       // The probe names the findings document (model, GPU, bench N) before it is shown: no other document was opened for it.
       const findingsFile = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
       assert.match(basename(findingsFile), /^[a-z0-9]+bench\d+\.md$/);
@@ -145,6 +146,8 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
         phases.filter((p) => p.phase !== 'micro').map((p) => p.status),
         ['completed', 'completed', 'completed'],
       );
+      const macroMeta = JSON.parse(readFileSync(join(root, made[1], 'meta.json'), 'utf8')) as { options: { concurrency?: number[]; requests?: number } };
+      assert.deepEqual([macroMeta.options.concurrency, macroMeta.options.requests], [[1, 2], 4], 'the macro workload chosen, not the full sweep');
       // Micro runs on the CPU where the extension host's python3 has PyTorch; where it has none it
       // says so, and the profiler still runs after it.
       const micro = phases.find((p) => p.phase === 'micro')!;
