@@ -512,9 +512,13 @@ describe('live results in code-server (UI)', function () {
     // The sidebar as the steps before left it (a click on its icon would close it when shown).
     if (!(await targetRow(TARGET).isVisible())) await wb.openSideBar('Inference Bench');
     await targetRow(TARGET).waitFor();
-    // Focus in the sidebar, where a user's click puts it: the compare step left it in the results view's
-    // select, and focus handed back after Escape can land after the palette opened and close it.
-    await targetRow(TARGET).click();
+    // Focus in the sidebar, where a user's click puts it (on a GPU row: a click on the target's own row
+    // would fold it): the compare step left it in the results view's select, and focus handed back after
+    // Escape can land after the palette opened and close it.
+    await wb.page
+      .getByRole('treeitem', { name: /^GPU 0/ })
+      .first()
+      .click();
     await wb.runCommand('Inference Bench: Add Target');
     // The config's Host aliases are offered first, with where each one goes.
     await wb.quickInput.getByRole('option', { name: new RegExp(`${TARGET}.*127\\.0\\.0\\.1:${sshd!.port}`) }).waitFor();
