@@ -3,6 +3,7 @@
 import { ResultTable } from '../../shared/table';
 import { judge, standardError } from './noise';
 import { Comparison, Difference, RunRef } from './types';
+import { finite } from '../../shared/finite';
 
 type Level = Record<string, unknown>;
 
@@ -20,13 +21,11 @@ const THROUGHPUTS: MetricDef[] = [
 const LATENCIES = ['tpot', 'ttft', 'itl', 'e2el'];
 const LATENCY_NAMES: Record<string, string> = { tpot: 'TPOT', ttft: 'TTFT', itl: 'ITL', e2el: 'E2EL' };
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 /** A level's key: its concurrency, or its request rate when the sweep was by rate. */
 function levelKey(l: Level): string {
-  const c = num(l.max_concurrency);
+  const c = finite(l.max_concurrency);
   if (c !== undefined) return `c=${c}`;
-  const r = num(l.request_rate);
+  const r = finite(l.request_rate);
   return r !== undefined ? `rate=${r}` : 'c=∞';
 }
 
@@ -36,10 +35,10 @@ function levelKey(l: Level): string {
  * joins the same step has the same TTFT) and so vary together, not independently.
  */
 function samples(l: Level, metric: string): number | undefined {
-  const completed = num(l.completed);
-  const out = num(l.total_output_tokens);
+  const completed = finite(l.completed);
+  const out = finite(l.total_output_tokens);
   const raw = metric !== 'itl' ? completed : out !== undefined && completed !== undefined ? out - completed : completed;
-  const together = num(l.max_concurrency) ?? 1;
+  const together = finite(l.max_concurrency) ?? 1;
   return raw !== undefined ? Math.max(1, raw / together) : undefined;
 }
 
@@ -81,16 +80,16 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
     // Throughput inherits the relative error of the mean request latency (closed loop: thr ∝ 1/latency).
     const relSe = (l: Level) => {
       for (const m of ['e2el', 'tpot']) {
-        const mean = num(l[`mean_${m}_ms`]);
-        const sd = num(l[`std_${m}_ms`]);
+        const mean = finite(l[`mean_${m}_ms`]);
+        const sd = finite(l[`std_${m}_ms`]);
         const n = samples(l, m);
         if (mean && sd !== undefined && n) return standardError('mean', sd, n) / mean;
       }
       return undefined;
     };
     for (const def of THROUGHPUTS) {
-      const va = num(la[def.key]);
-      const vb = num(lb[def.key]);
+      const va = finite(la[def.key]);
+      const vb = finite(lb[def.key]);
       if (va === undefined || vb === undefined) continue;
       const ra = relSe(la);
       const rb = relSe(lb);
@@ -98,11 +97,11 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
       differences.push(diff(where, def.label, def.unit, va, vb, v, def.higherIsBetter, a, b));
     }
     for (const s of latencyStats(la, lb)) {
-      const va = num(la[s.key]);
-      const vb = num(lb[s.key]);
+      const va = finite(la[s.key]);
+      const vb = finite(lb[s.key]);
       if (va === undefined || vb === undefined) continue;
       const se = (l: Level) => {
-        const sd = num(l[`std_${s.metric}_ms`]);
+        const sd = finite(l[`std_${s.metric}_ms`]);
         const n = samples(l, s.metric);
         return sd !== undefined && n ? standardError(s.stat, sd, n) : undefined;
       };
@@ -117,8 +116,8 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
 /** Tokens per request in and out: runs with different workloads are not like for like. */
 function workloadMismatch(a: Level, b: Level): string | undefined {
   const per = (l: Level, key: string) => {
-    const total = num(l[key]);
-    const n = num(l.completed);
+    const total = finite(l[key]);
+    const n = finite(l.completed);
     return total !== undefined && n ? total / n : undefined;
   };
   const inA = per(a, 'total_input_tokens');

@@ -2,6 +2,7 @@
 // result files the phases write. The budget depends on these shapes only, so a phase may add fields freely.
 import { LinearShape, ModelStructure, presetFor } from './modelStructure';
 import { printable } from '../../shared/printable';
+import { finite } from '../../shared/finite';
 
 /** One macro load level, with `vllm bench serve`'s field names. */
 export interface MacroLevelInput {
@@ -103,7 +104,6 @@ export interface MicroInput {
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
@@ -112,7 +112,7 @@ export function macroLevelsFrom(result: unknown): MacroLevelInput[] {
   const list = Array.isArray(result) ? result : isObj(result) ? arr(result.levels ?? result.results) : [];
   return list.filter(isObj).map((l) => ({
     ...l,
-    max_concurrency: num(l.max_concurrency) ?? null,
+    max_concurrency: finite(l.max_concurrency) ?? null,
     request_rate: (l.request_rate as number | string | null | undefined) ?? null,
   })) as MacroLevelInput[];
 }
@@ -129,12 +129,12 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
   const ranksRaw = arr(root.ranks).filter(isObj);
   const ranks = ranksRaw
     .map((r, i) => ({
-      rank: num(r.rank) ?? i,
-      step_ms: num(r.step_ms) ?? (num(r.step_us) !== undefined ? (r.step_us as number) / 1000 : NaN),
+      rank: finite(r.rank) ?? i,
+      step_ms: finite(r.step_ms) ?? (finite(r.step_us) !== undefined ? (r.step_us as number) / 1000 : NaN),
       by_category_ms: categoriesMs(r),
     }))
     .filter((r) => Number.isFinite(r.step_ms));
-  let step_ms = num(root.step_ms) ?? (num(root.step_us) !== undefined ? (root.step_us as number) / 1000 : undefined);
+  let step_ms = finite(root.step_ms) ?? (finite(root.step_us) !== undefined ? (root.step_us as number) / 1000 : undefined);
   let byCat = categoriesMs(root);
   if (step_ms === undefined && ranks.length) step_ms = mean(ranks.map((r) => r.step_ms));
   if (!Object.keys(byCat).length && ranks.length) {
@@ -146,18 +146,18 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
     .filter(([c]) => c !== 'idle')
     .reduce((s, [, ms]) => s + ms, 0);
   if (byCat.idle === undefined) byCat.idle = Math.max(0, step_ms - busy);
-  const steps = num(root.steps) ?? num(root.decode_steps) ?? num(root.step_count);
+  const steps = finite(root.steps) ?? finite(root.decode_steps) ?? finite(root.step_count);
   const kernels = arr(root.kernels ?? root.top_kernels).filter(isObj);
   const top_kernels = kernels.map((k) => ({
     name: printable(str(k.name) ?? '?'),
     category: str(k.category) ?? 'other',
     ms_per_step:
-      num(k.ms_per_step) ??
-      (num(k.total_us) !== undefined && steps
+      finite(k.ms_per_step) ??
+      (finite(k.total_us) !== undefined && steps
         ? (k.total_us as number) / 1000 / steps / Math.max(1, ranks.length || 1)
-        : ((num(k.mean_us) ?? 0) * (num(k.count) ?? 1)) / 1000 / Math.max(1, steps ?? 1)),
+        : ((finite(k.mean_us) ?? 0) * (finite(k.count) ?? 1)) / 1000 / Math.max(1, steps ?? 1)),
   }));
-  const countPerStep = num(root.kernels_per_step);
+  const countPerStep = finite(root.kernels_per_step);
   return {
     runId,
     simulated: root.simulated === true || undefined,
@@ -175,40 +175,48 @@ export function profileInputFrom(runId: string, result: unknown, options: Record
 /** Sequences per profiled step: the profile phase's workload (capture.workload.concurrency), else its options. */
 const batchOf = (root: Obj, options: Record<string, unknown>): number => {
   const workload = isObj(root.capture) && isObj(root.capture.workload) ? root.capture.workload : {};
-  return num(workload.concurrency) ?? num(root.batch) ?? num(root.batch_size) ?? num(root.concurrency) ?? num(options.batch) ?? num(options.concurrency) ?? 1;
+  return (
+    finite(workload.concurrency) ??
+    finite(root.batch) ??
+    finite(root.batch_size) ??
+    finite(root.concurrency) ??
+    finite(options.batch) ??
+    finite(options.concurrency) ??
+    1
+  );
 };
 
 /** The trace analyzer's TraceBreakdown (src/core/trace/types.ts): decode steps averaged over ranks. */
 function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, unknown>): ProfileInput | undefined {
   const overall = root.overall as Obj;
-  const stepMs = isObj(overall.stepMs) ? num(overall.stepMs.mean) : undefined;
+  const stepMs = isObj(overall.stepMs) ? finite(overall.stepMs.mean) : undefined;
   if (stepMs === undefined || !(stepMs > 0)) return undefined;
   const byCat: Record<string, number> = {};
   let kernels = 0;
   let attentionKernels: number | undefined;
   for (const c of arr(overall.categories).filter(isObj)) {
     const name = str(c.category);
-    const ms = num(c.msPerStep);
+    const ms = finite(c.msPerStep);
     if (!name || ms === undefined) continue;
     byCat[name] = (byCat[name] ?? 0) + ms;
-    kernels += num(c.kernelsPerStep) ?? 0;
-    if (name === 'attention') attentionKernels = num(c.kernelsPerStep);
+    kernels += finite(c.kernelsPerStep) ?? 0;
+    if (name === 'attention') attentionKernels = finite(c.kernelsPerStep);
   }
   const rankList = arr(root.ranks).filter(isObj);
   const ranks = rankList
-    .map((r) => ({ rank: num(r.rank) ?? 0, step_ms: isObj(r.decode) && isObj(r.decode.stepMs) ? num(r.decode.stepMs.mean) : undefined }))
+    .map((r) => ({ rank: finite(r.rank) ?? 0, step_ms: isObj(r.decode) && isObj(r.decode.stepMs) ? finite(r.decode.stepMs.mean) : undefined }))
     .filter((r): r is { rank: number; step_ms: number } => r.step_ms !== undefined);
   const names = new Set<string>();
   for (const r of rankList) for (const k of arr(r.kernelTotals).filter(isObj)) if (str(k.name)) names.add(printable(k.name as string));
   // Kernels of every rank, each rank's total over its own decode steps, as ms per step averaged over ranks.
   const perStep = new Map<string, { name: string; category: string; ms: number }>();
   for (const r of rankList) {
-    const count = isObj(r.decode) ? num(r.decode.count) : undefined;
+    const count = isObj(r.decode) ? finite(r.decode.count) : undefined;
     if (!count) continue;
     for (const k of arr(r.topKernels).filter(isObj)) {
       // Names from a stored result are printed: one written before names were cleaned may hold control characters.
       const name = printable(str(k.name) ?? '');
-      const total = num(k.totalMs);
+      const total = finite(k.totalMs);
       if (!name || total === undefined) continue;
       const entry = perStep.get(name) ?? { name, category: str(k.category) ?? 'other', ms: 0 };
       entry.ms += total / count / Math.max(1, rankList.length);
@@ -218,10 +226,10 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
   const waits: number[] = [];
   for (const r of rankList) {
     const launch = isObj(r.launch) ? r.launch : {};
-    const wait = isObj(launch.graphLaunchToFirstKernelUs) ? num(launch.graphLaunchToFirstKernelUs.mean) : undefined;
+    const wait = isObj(launch.graphLaunchToFirstKernelUs) ? finite(launch.graphLaunchToFirstKernelUs.mean) : undefined;
     // Steps that decode replay the graphs (a server's prefill-only steps run eager or piecewise).
-    const steps = ['decode', 'mixed'].reduce((a, k) => a + (isObj(r[k]) ? (num((r[k] as Obj).count) ?? 0) : 0), 0);
-    const launches = num(launch.graphLaunches);
+    const steps = ['decode', 'mixed'].reduce((a, k) => a + (isObj(r[k]) ? (finite((r[k] as Obj).count) ?? 0) : 0), 0);
+    const launches = finite(launch.graphLaunches);
     if (wait !== undefined && launches && steps) waits.push(((launches / steps) * wait) / 1000);
   }
   return {
@@ -230,15 +238,15 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
     model: str(root.model) ?? str(options.model),
     batch: batchOf(root, options),
     ...(waits.length ? { graph_launch_wait_ms: Math.min(byCat.idle ?? Infinity, mean(waits)) } : {}),
-    steps: num(overall.count),
+    steps: finite(overall.count),
     step_ms: stepMs,
-    period_ms: isObj(overall.periodMs) ? num(overall.periodMs.mean) : undefined,
+    period_ms: isObj(overall.periodMs) ? finite(overall.periodMs.mean) : undefined,
     by_category_ms: byCat,
     ranks: ranks.length ? ranks : undefined,
     kernels_per_step: kernels > 0 ? kernels : undefined,
     attention_kernels_per_step: kernels > 0 ? (attentionKernels ?? 0) : undefined,
     // The traces' own world size; else several rank files say at least that many; one file alone says nothing.
-    world_size: Math.max(0, ...rankList.map((r) => num(r.worldSize) ?? 0)) || (rankList.length > 1 ? rankList.length : undefined),
+    world_size: Math.max(0, ...rankList.map((r) => finite(r.worldSize) ?? 0)) || (rankList.length > 1 ? rankList.length : undefined),
     top_kernels: perStep.size
       ? [...perStep.values()].sort((a, b) => b.ms - a.ms).map((k) => ({ name: k.name, category: k.category, ms_per_step: k.ms }))
       : undefined,
@@ -249,14 +257,14 @@ function fromTraceBreakdown(runId: string, root: Obj, options: Record<string, un
 function categoriesMs(o: Obj): Record<string, number> {
   const out: Record<string, number> = {};
   if (isObj(o.by_category_ms)) {
-    for (const [c, v] of Object.entries(o.by_category_ms)) if (num(v) !== undefined) out[c] = v as number;
+    for (const [c, v] of Object.entries(o.by_category_ms)) if (finite(v) !== undefined) out[c] = v as number;
   } else if (isObj(o.by_category)) {
     // ProfileSummary keeps microseconds.
-    for (const [c, v] of Object.entries(o.by_category)) if (num(v) !== undefined) out[c] = (v as number) / 1000;
+    for (const [c, v] of Object.entries(o.by_category)) if (finite(v) !== undefined) out[c] = (v as number) / 1000;
   } else if (Array.isArray(o.categories)) {
     for (const c of o.categories.filter(isObj)) {
       const name = str(c.category) ?? str(c.name);
-      const ms = num(c.ms) ?? num(c.ms_per_step) ?? (num(c.us) !== undefined ? (c.us as number) / 1000 : undefined);
+      const ms = finite(c.ms) ?? finite(c.ms_per_step) ?? (finite(c.us) !== undefined ? (c.us as number) / 1000 : undefined);
       if (name && ms !== undefined) out[name] = ms;
     }
   }
@@ -274,11 +282,11 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
   const gemm = ofKind('gemm', 'gemm')
     .map((p) => ({
       shape: str(p.shape) ?? str(p.name) ?? `${p.n}x${p.k}`,
-      m: num(p.m) ?? NaN,
-      n: num(p.n) ?? NaN,
-      k: num(p.k) ?? NaN,
-      time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
-      bytes: num(p.bytes),
+      m: finite(p.m) ?? NaN,
+      n: finite(p.n) ?? NaN,
+      k: finite(p.k) ?? NaN,
+      time_us: finite(p.time_us) ?? finite(p.us) ?? finite(p.median_us) ?? NaN,
+      bytes: finite(p.bytes),
     }))
     .filter((p) => [p.m, p.n, p.k, p.time_us].every(Number.isFinite));
   // The agent times each size eagerly and replayed from a CUDA graph; vLLM decodes from CUDA graphs,
@@ -291,10 +299,10 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     return scoped
       .filter((p) => !graphOnly || p.mode === 'graph')
       .map((p) => ({
-        size_bytes: num(p.size_bytes) ?? num(p.bytes) ?? NaN,
-        time_us: num(p.time_us) ?? num(p.us) ?? num(p.median_us) ?? NaN,
-        busbw_gbps: num(p.busbw_gbps),
-        world_size: num(p.world_size),
+        size_bytes: finite(p.size_bytes) ?? finite(p.bytes) ?? NaN,
+        time_us: finite(p.time_us) ?? finite(p.us) ?? finite(p.median_us) ?? NaN,
+        busbw_gbps: finite(p.busbw_gbps),
+        world_size: finite(p.world_size),
       }))
       .filter((p) => Number.isFinite(p.size_bytes) && Number.isFinite(p.time_us));
   };
@@ -302,22 +310,22 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
   const alltoall = collective('alltoall');
   const plan = isObj(r.cluster) && isObj(r.cluster.plan) ? r.cluster.plan : undefined;
   const expertParallel =
-    plan && alltoall.length && num(plan.moe_layers) && num(plan.top_k) && num(plan.hidden) && num(plan.world_size)
+    plan && alltoall.length && finite(plan.moe_layers) && finite(plan.top_k) && finite(plan.hidden) && finite(plan.world_size)
       ? { moeLayers: plan.moe_layers as number, topK: plan.top_k as number, hidden: plan.hidden as number, worldSize: plan.world_size as number }
       : undefined;
   const launch: MicroLaunchInput[] = [];
   for (const p of ofKind('launch', 'launch')) {
     const mode = /graph/i.test(String(p.mode ?? p.variant ?? p.name ?? '')) ? 'graph' : 'eager';
-    const us = num(p.us_per_kernel) ?? num(p.per_kernel_us) ?? num(p.us_per_launch) ?? num(p.time_us);
+    const us = finite(p.us_per_kernel) ?? finite(p.per_kernel_us) ?? finite(p.us_per_launch) ?? finite(p.time_us);
     if (us !== undefined) launch.push({ mode, us_per_kernel: us });
     // One point may carry both modes.
-    if (num(p.eager_us) !== undefined) launch.push({ mode: 'eager', us_per_kernel: p.eager_us as number });
-    if (num(p.graph_us) !== undefined) launch.push({ mode: 'graph', us_per_kernel: p.graph_us as number });
+    if (finite(p.eager_us) !== undefined) launch.push({ mode: 'eager', us_per_kernel: p.eager_us as number });
+    if (finite(p.graph_us) !== undefined) launch.push({ mode: 'graph', us_per_kernel: p.graph_us as number });
   }
-  const peak = ofKind('peak', 'peak').find((p) => num(p.busbw_gbps) !== undefined) ?? (isObj(r.peak) ? r.peak : undefined);
-  const copy = ofKind('peak', 'peak').find((p) => p.what === 'copy' && num(p.tbps) !== undefined);
+  const peak = ofKind('peak', 'peak').find((p) => finite(p.busbw_gbps) !== undefined) ?? (isObj(r.peak) ? r.peak : undefined);
+  const copy = ofKind('peak', 'peak').find((p) => p.what === 'copy' && finite(p.tbps) !== undefined);
   const arInfo = isObj(r.allreduce) ? r.allreduce : {};
-  const world_size = num(arInfo.world_size) ?? num(r.world_size) ?? allreduce.find((p) => p.world_size)?.world_size ?? num(r.tp);
+  const world_size = finite(arInfo.world_size) ?? finite(r.world_size) ?? allreduce.find((p) => p.world_size)?.world_size ?? finite(r.tp);
   const device = isObj(r.device) ? r.device : {};
   return {
     runId,
@@ -328,8 +336,8 @@ export function microInputFrom(runId: string, result: unknown, options: Record<s
     allreduce,
     ...(expertParallel ? { alltoall, expertParallel } : {}),
     launch,
-    peak_busbw_gbps: peak ? num(peak.busbw_gbps) : undefined,
-    copy_tbps: copy ? num(copy.tbps) : undefined,
+    peak_busbw_gbps: peak ? finite(peak.busbw_gbps) : undefined,
+    copy_tbps: copy ? finite(copy.tbps) : undefined,
     gpu: str(device.name) ?? (peak ? str(peak.gpu) : str(r.gpu)),
     on_cpu: device.kind === 'cpu' || undefined,
     allreduce_backend: str(arInfo.backend),
@@ -342,16 +350,16 @@ function modelFromMicro(runId: string, r: Obj, options: Record<string, unknown>,
   const m = isObj(r.model) ? r.model : {};
   const name = str(m.name) ?? str(r.model) ?? str(options.model);
   const shapes = arr(r.shapes).filter(isObj);
-  const hidden = num(m.hidden);
-  const layers = num(m.layers);
+  const hidden = finite(m.hidden);
+  const layers = finite(m.layers);
   const preset = presetFor(name);
   if (!hidden || !layers || !shapes.length) return preset;
   const experts = parseExperts(shapes) ?? preset?.experts;
   const linears: LinearShape[] = shapes.map((s) => ({
     name: str(s.name) ?? '?',
-    n: num(s.n) ?? 0,
-    k: num(s.k) ?? 0,
-    perStep: num(s.per_step) ?? 1,
+    n: finite(s.n) ?? 0,
+    k: finite(s.k) ?? 0,
+    perStep: finite(s.per_step) ?? 1,
     routedExpert: /^moe\.(gate_up|down)/.test(str(s.name) ?? ''),
   }));
   const dtype = str(m.dtype) ?? 'bf16';
@@ -360,7 +368,7 @@ function modelFromMicro(runId: string, r: Obj, options: Record<string, unknown>,
     source: `micro run ${runId}`,
     hidden,
     layers,
-    tp: num(r.tp) ?? worldSize ?? preset?.tp ?? 1,
+    tp: finite(r.tp) ?? worldSize ?? preset?.tp ?? 1,
     activationBytes: dtype === 'fp32' ? 4 : 2,
     allReducesPerLayer: 2,
     extraAllReduces: 1,

@@ -3,6 +3,7 @@
 // late, or ran out of CPU) shows the client's ceiling, not the server's. Both are marked on the level
 // summary here, once, so the table, the charts, the findings and the CLI all say the same.
 import { LevelCut, LevelLimit, MacroLevelSummary } from '../../shared/results';
+import { finite } from '../../shared/finite';
 
 // The agent warns from these same figures (agent/infbench_agent/macro.py): p99 scheduling lag above
 // 10 ms, and a load-generator process above 85% of one core.
@@ -12,15 +13,13 @@ export const CPU_PER_PROCESS_LIMIT_PERCENT = 85;
 // CPU work (scheduling, detokenizing, streaming) short.
 export const HOST_CPU_LIMIT_SHARE = 0.85;
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 /**
  * Why a finished level measured less than it names, or undefined when it ran to the end. `stopped`
  * says how the run ended when it did not complete (cancelled, interrupted, failed).
  */
 export function levelCut(level: MacroLevelSummary, stopped?: 'cancelled' | 'interrupted' | 'failed'): LevelCut | undefined {
-  const done = (num(level.completed) ?? 0) + (num(level.failed) ?? 0);
-  const planned = num(level.num_prompts);
+  const done = (finite(level.completed) ?? 0) + (finite(level.failed) ?? 0);
+  const planned = finite(level.num_prompts);
   const cancelled = level.cancelled === true;
   // A level that ran every planned request is whole, even when the Cancel came right after it.
   if (planned !== undefined ? done >= planned : !cancelled) return undefined;
@@ -32,7 +31,7 @@ export function levelCut(level: MacroLevelSummary, stopped?: 'cancelled' | 'inte
 export function levelLimits(level: MacroLevelSummary, hostCores?: number): LevelLimit[] {
   const limits: LevelLimit[] = [];
   const lag = level.scheduling_lag_ms as { p99?: unknown; mean?: unknown } | undefined;
-  const lagP99 = num(lag?.p99);
+  const lagP99 = finite(lag?.p99);
   if (lagP99 !== undefined && lagP99 > LAG_P99_LIMIT_MS) {
     limits.push({
       by: 'client_lag',
@@ -43,8 +42,8 @@ export function levelLimits(level: MacroLevelSummary, hostCores?: number): Level
     });
   }
   const cpu = level.client_cpu as { cpu_percent_of_one_core?: unknown; workers?: unknown } | undefined;
-  const percent = num(cpu?.cpu_percent_of_one_core);
-  const workers = Math.max(1, num(cpu?.workers) ?? 1);
+  const percent = finite(cpu?.cpu_percent_of_one_core);
+  const workers = Math.max(1, finite(cpu?.workers) ?? 1);
   if (percent !== undefined) {
     const perProcess = percent / workers;
     if (perProcess > CPU_PER_PROCESS_LIMIT_PERCENT) {

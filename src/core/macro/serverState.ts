@@ -4,6 +4,7 @@
 import { MacroLevelSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 import { levelLabel, levelRowLabel } from './tables';
+import { finite } from '../../shared/finite';
 
 /** One read of the server's /metrics, `t` seconds from the run's first level start (the requests' time axis). */
 export interface ServerStateSample {
@@ -44,14 +45,12 @@ export function serverState(level: MacroLevelSummary): ServerStateSeries | undef
   return s && Array.isArray(s.samples) && s.samples.length ? s : undefined;
 }
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 /** Per level: the server's batch, queue and cache as it reported them while the level ran; undefined when no level has them. */
 export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTable | undefined {
   const withState = levels.filter((l) => serverState(l));
   if (!withState.length) return undefined;
-  const anyHits = withState.some((l) => num(serverState(l)?.summary.prefix_cache_hit_rate) !== undefined);
-  const anyPreemptions = withState.some((l) => num(serverState(l)?.summary.preemptions) !== undefined);
+  const anyHits = withState.some((l) => finite(serverState(l)?.summary.prefix_cache_hit_rate) !== undefined);
+  const anyPreemptions = withState.some((l) => finite(serverState(l)?.summary.preemptions) !== undefined);
   const columns: ResultTable['columns'] = [
     { key: 'level', label: 'Load', align: 'left' },
     { key: 'running_mean', label: 'Running mean', digits: 1 },
@@ -64,16 +63,16 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
   if (anyHits) columns.push({ key: 'hit_rate', label: 'Prefix-cache hit %', digits: 1 });
   const rows = withState.map((l) => {
     const s = serverState(l)!.summary;
-    const kv = num(s.kv_cache_usage?.max);
-    const hits = num(s.prefix_cache_hit_rate);
+    const kv = finite(s.kv_cache_usage?.max);
+    const hits = finite(s.prefix_cache_hit_rate);
     return {
       level: levelRowLabel(l),
-      running_mean: num(s.running?.mean),
-      running_max: num(s.running?.max),
-      waiting_mean: num(s.waiting?.mean),
-      waiting_max: num(s.waiting?.max),
+      running_mean: finite(s.running?.mean),
+      running_max: finite(s.running?.max),
+      waiting_mean: finite(s.waiting?.mean),
+      waiting_max: finite(s.waiting?.max),
       kv_max: kv === undefined ? undefined : kv * 100,
-      preemptions: num(s.preemptions),
+      preemptions: finite(s.preemptions),
       hit_rate: hits === undefined ? undefined : hits * 100,
     };
   });
@@ -94,14 +93,14 @@ const QUEUED_MEAN = 0.5;
 
 /** The first level past which more load only queued: "over-saturated from c=32", with the figures that show it. */
 export function saturationLines(levels: readonly MacroLevelSummary[]): string[] {
-  const ordered = levels.filter((l) => !l.cut && num(l.output_throughput) !== undefined);
+  const ordered = levels.filter((l) => !l.cut && finite(l.output_throughput) !== undefined);
   for (let i = 1; i < ordered.length; i++) {
     const before = ordered[i - 1];
     const level = ordered[i];
-    const waiting = num(serverState(level)?.summary.waiting?.mean);
+    const waiting = finite(serverState(level)?.summary.waiting?.mean);
     const gain = level.output_throughput / Math.max(before.output_throughput, 1e-9) - 1;
-    const ttftBefore = num(before.mean_ttft_ms);
-    const ttft = num(level.mean_ttft_ms);
+    const ttftBefore = finite(before.mean_ttft_ms);
+    const ttft = finite(level.mean_ttft_ms);
     if (waiting === undefined || waiting < QUEUED_MEAN || gain > FLAT_THROUGHPUT_GAIN || !ttft || !ttftBefore || ttft < RISING_TTFT * ttftBefore) continue;
     return [
       `⚠ Over-saturated from ${levelLabel(level)}: the server queued ${waiting.toFixed(1)} requests on average while output throughput ` +

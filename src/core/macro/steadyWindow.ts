@@ -4,6 +4,7 @@
 import { MacroLevelSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
 import { levelRowLabel } from './tables';
+import { finite } from '../../shared/finite';
 
 export interface SteadyWindow {
   start_s: number;
@@ -17,11 +18,9 @@ export interface SteadyWindow {
   p99_ttft_ms?: number;
 }
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 export function steadyWindow(level: MacroLevelSummary): SteadyWindow | undefined {
   const s = level.steady as Partial<SteadyWindow> | undefined;
-  return s && num(s.start_s) !== undefined && num(s.end_s) !== undefined && num(s.output_throughput) !== undefined ? (s as SteadyWindow) : undefined;
+  return s && finite(s.start_s) !== undefined && finite(s.end_s) !== undefined && finite(s.output_throughput) !== undefined ? (s as SteadyWindow) : undefined;
 }
 
 // A difference under this share of the whole level's figure is the run's noise, not the ramp's or drain's doing.
@@ -35,7 +34,7 @@ function moved(steady: number | undefined, whole: number | undefined): boolean {
 function movedLevels(levels: readonly MacroLevelSummary[]): MacroLevelSummary[] {
   return levels.filter((l) => {
     const s = steadyWindow(l);
-    return s && (moved(num(s.mean_tpot_ms), num(l.mean_tpot_ms)) || moved(s.output_throughput, num(l.output_throughput)));
+    return s && (moved(finite(s.mean_tpot_ms), finite(l.mean_tpot_ms)) || moved(s.output_throughput, finite(l.output_throughput)));
   });
 }
 
@@ -50,10 +49,10 @@ export function steadyWindowTable(levels: readonly MacroLevelSummary[]): ResultT
         level: levelRowLabel(l),
         window: `${s.start_s.toFixed(1)}–${s.end_s.toFixed(1)} s`,
         requests: s.requests,
-        tpot_steady: num(s.mean_tpot_ms),
-        tpot_whole: num(l.mean_tpot_ms),
+        tpot_steady: finite(s.mean_tpot_ms),
+        tpot_whole: finite(l.mean_tpot_ms),
         tput_steady: s.output_throughput,
-        tput_whole: num(l.output_throughput),
+        tput_whole: finite(l.output_throughput),
       },
     ];
   });

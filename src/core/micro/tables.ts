@@ -4,10 +4,10 @@ import { AllReducePoint, GemmPoint, GpuPeak } from '../../shared/results';
 import { MicroKind } from '../../remote/agentProtocol';
 import { ALLREDUCE_BANDWIDTH_COLUMNS, ALLREDUCE_SIZE_COLUMNS, ALLREDUCE_TABLE_ID } from '../../shared/microTables';
 import { formatBytes, ResultTable, TableCell, TableColumn } from '../../shared/table';
+import { finite } from '../../shared/finite';
 
 export type MicroPoint = Record<string, unknown> & { kind: MicroKind };
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const ofKind = (points: MicroPoint[], kind: MicroPoint['kind']) => points.filter((p) => p.kind === kind);
 
 /** Shapes in the order the agent measured them, each with its points sorted by M. */
@@ -29,7 +29,7 @@ export function microHeadline(points: MicroPoint[]): string | undefined {
   const name = [...byShape.keys()].find((s) => s === 'moe.gate_up') ?? [...byShape.keys()].find((s) => /gate_up/.test(s)) ?? [...byShape.keys()][0];
   const first = name ? byShape.get(name)![0] : undefined;
   if (first) {
-    const pct = num(first.pct_peak_bw);
+    const pct = finite(first.pct_peak_bw);
     const share = pct === undefined ? '' : pct > ABOVE_PEAK_PCT ? `, ${ABOVE_PEAK_WORDS}` : `, ${pct.toFixed(0)}% of peak bandwidth`;
     parts.push(`${name} M=${first.m}: ${Number(first.us).toFixed(1)} µs${share}`);
   }
@@ -69,9 +69,9 @@ const ABOVE_PEAK_PCT = 105;
 const ABOVE_PEAK_WORDS = 'faster than the measured memory peak (operands in cache)';
 
 function withPercent(value: unknown, pct: unknown, digits: number): TableCell {
-  const v = num(value);
+  const v = finite(value);
   if (v === undefined) return null;
-  const p = num(pct);
+  const p = finite(pct);
   if (p === undefined) return v.toFixed(digits);
   return p > ABOVE_PEAK_PCT ? `${v.toFixed(digits)} (cached)` : `${v.toFixed(digits)} (${p.toFixed(0)}%)`;
 }
@@ -103,16 +103,16 @@ export function microTables(
       ],
       rows: peaks.map((p) => ({
         what: p.what === 'copy' ? 'memory bandwidth (copy)' : `compute (${String(p.dtype ?? '')} matmul)`,
-        value: p.what === 'copy' ? num(p.tbps) : num(p.tflops),
+        value: p.what === 'copy' ? finite(p.tbps) : finite(p.tflops),
         unit: p.what === 'copy' ? 'TB/s' : 'TFLOP/s',
-        us: num(p.us),
+        us: finite(p.us),
         note: String(p.note ?? ''),
       })),
       note: 'The GEMM percentages below are of these measured figures, not of the datasheet.',
     });
   }
   const gemmNote = [context.kernel ? `Kernel: ${context.kernel}.` : '', context.timing ?? ''].filter(Boolean).join(' ');
-  const time = pivot(points, 'micro-gemm-us', 'GEMM time (µs) by shape and M', (p) => num(p.us), 1, gemmNote || undefined);
+  const time = pivot(points, 'micro-gemm-us', 'GEMM time (µs) by shape and M', (p) => finite(p.us), 1, gemmNote || undefined);
   if (time) tables.push(time);
   const bw = pivot(
     points,
@@ -155,10 +155,10 @@ export function microTables(
       ],
       rows: launch.map((p) => ({
         mode: p.mode === 'graph' ? 'CUDA graph replay' : 'eager',
-        wall: num(p.us_per_kernel),
-        gpu: num(p.gpu_us_per_kernel),
-        cpu: num(p.cpu_us_per_launch),
-        kernels: num(p.kernels),
+        wall: finite(p.us_per_kernel),
+        gpu: finite(p.gpu_us_per_kernel),
+        cpu: finite(p.cpu_us_per_launch),
+        kernels: finite(p.kernels),
       })),
       note: String(launch[0].note ?? ''),
     });
@@ -192,15 +192,15 @@ function collectiveTable(list: MicroPoint[], id: string, title: string, notes: s
     .map(([size, e]) => {
       const best = e.graph ?? e.eager!;
       const any = (e.eager ?? e.graph)!;
-      const ms = Array.isArray(any.decode_m) && any.decode_m.length > 1 ? any.decode_m.join(', ') : (num(any.m) ?? null);
+      const ms = Array.isArray(any.decode_m) && any.decode_m.length > 1 ? any.decode_m.join(', ') : (finite(any.m) ?? null);
       return {
         size: formatBytes(size),
         bytes: size,
         m: ms,
-        eager_us: num(e.eager?.us),
-        graph_us: num(e.graph?.us),
-        algbw: num(best.algbw_gbps),
-        busbw: num(best.busbw_gbps),
+        eager_us: finite(e.eager?.us),
+        graph_us: finite(e.graph?.us),
+        algbw: finite(best.algbw_gbps),
+        busbw: finite(best.busbw_gbps),
       };
     });
   return {
@@ -221,7 +221,7 @@ function collectiveTable(list: MicroPoint[], id: string, title: string, notes: s
 /** The time of a collective at decode M: the graph time where there is one (servers decode from graphs). */
 function decodeTime(list: MicroPoint[], m: number): number | undefined {
   const at = list.filter((p) => (Array.isArray(p.decode_m) ? p.decode_m.includes(m) : p.m === m));
-  return num((at.find((p) => p.mode === 'graph') ?? at[0])?.us);
+  return finite((at.find((p) => p.mode === 'graph') ?? at[0])?.us);
 }
 
 /**
@@ -273,14 +273,14 @@ export function microChartData(
     n: Number(p.n),
     k: Number(p.k),
     time_us: Number(p.us),
-    tbps: num(p.tbps),
-    tflops: num(p.tflops),
+    tbps: finite(p.tbps),
+    tflops: finite(p.tflops),
     backend: typeof p.kernel === 'string' ? p.kernel : undefined,
   }));
   const allreduce = chartPoints(ofKind(points, 'allreduce'));
   const alltoall = chartPoints(ofKind(points, 'alltoall'));
   const copy = ofKind(points, 'peak').find((p) => p.what === 'copy');
-  return { gemm, allreduce, ...(alltoall.length ? { alltoall } : {}), peak: { gpu, memory_tbps: copy ? num(copy.tbps) : undefined } };
+  return { gemm, allreduce, ...(alltoall.length ? { alltoall } : {}), peak: { gpu, memory_tbps: copy ? finite(copy.tbps) : undefined } };
 }
 
 /** A collective's points as a chart draws them: a cluster's widest scope (across hosts), graph times where there are. */
@@ -294,8 +294,8 @@ function chartPoints(all: MicroPoint[]): AllReducePoint[] {
     .map((p) => ({
       size_bytes: Number(p.bytes),
       time_us: Number(p.us),
-      algbw_gbps: num(p.algbw_gbps),
+      algbw_gbps: finite(p.algbw_gbps),
       busbw_gbps: Number(p.busbw_gbps),
-      world_size: num(p.world_size),
+      world_size: finite(p.world_size),
     }));
 }

@@ -8,6 +8,7 @@ import { MacroRequestRecord } from '../../remote/agentSchema';
 import { serverState } from '../macro/serverState';
 import { levelLabel } from '../macro/tables';
 import { RunFolder, writeAtomic } from './runFolder';
+import { finite } from '../../shared/finite';
 
 interface TraceEvent {
   name: string;
@@ -39,8 +40,6 @@ export function requestRecords(events: readonly unknown[]): { level: number; rec
   }
   return out;
 }
-
-const finite = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 /**
  * The trace of a macro run. Requests go on lanes (threads) chosen so that bars on one lane never

@@ -1,8 +1,6 @@
 import type { RunSummary } from '../../../src/shared/results';
 
-export function finite(v: unknown): number | undefined {
-  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
-}
+export { finite } from '../../../src/shared/finite';
 
 /** Log scale when the values are all positive and span more than a decade (a 1..256 sweep). */
 export function wantsLog(values: number[]): boolean {
