@@ -414,6 +414,12 @@ describe('live results in code-server (UI)', function () {
     await wb.screenshot('live-profile-dark');
     await view.getByRole('button', { name: /Inspect kernels/ }).click();
     const kernels = await webviewFrame(wb.page, 'Kernel breakdown');
+    // The side view still shows the profiler phase's run (opened by an earlier step) until the
+    // analysis run's breakdown reaches it: a category clicked before then belongs to the old run.
+    await kernels
+      .locator('h2')
+      .filter({ hasText: /^trace files · / })
+      .waitFor({ timeout: 30_000 });
     const firstCategory = kernels.locator('button.category').first();
     await firstCategory.waitFor({ timeout: 30_000 });
     await firstCategory.click();
