@@ -139,6 +139,9 @@ export interface MacroRequestPoint {
   e2el_ms: number | null;
   tpot_ms?: number | null;
   ok: boolean;
+  /** How long the load generator held it past its planned send (its scheduling lag), for the timeline's queued part. */
+  queued_ms?: number | null;
+  output_tokens?: number | null;
 }
 
 /** One GEMM timing at one M (tokens in the step) for a named weight shape. */

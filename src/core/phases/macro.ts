@@ -110,6 +110,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
           ttft_ms: r.ttft_ms,
           e2el_ms: r.e2el_ms,
           tpot_ms: r.tpot_ms,
+          queued_ms: r.lag_ms,
+          output_tokens: r.output_tokens,
         });
         if (requests.length > MAX_REQUEST_POINTS) requests.splice(0, requests.length - MAX_REQUEST_POINTS);
         publish(false);
