@@ -22,13 +22,23 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import auth, events, options
+from infbench_agent import auth, events, options, served_model
 from infbench_agent.simulator_mark import MIMIC_HEADER, SIMULATOR_MARK
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 PACKAGES = ["torch", "vllm", "sglang", "transformers", "triton", "flashinfer-python"]
-# The only variables read from the server's environment: where its profiler writes, and HOME for `~`.
-SERVER_ENV = ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_CUDA_PROFILE", "SGLANG_TORCH_PROFILER_DIR", "HOME")
+# The only variables read from the server's environment: where its profiler writes, HOME for `~`, and
+# where its Hugging Face cache is (the served model's config.json).
+SERVER_ENV = (
+    "VLLM_TORCH_PROFILER_DIR",
+    "VLLM_TORCH_CUDA_PROFILE",
+    "SGLANG_TORCH_PROFILER_DIR",
+    "HOME",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "XDG_CACHE_HOME",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -336,6 +346,9 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
     if out["auth"]["required"] and not out["auth"]["key_accepted"] and out["kind"] == "sglang" and out["error"] is None:
         out["error"] = f"SGLang answered HTTP {out['auth']['status']}: this server wants an API key. To fix it, {auth.HOW_TO_GIVE_KEY}."
     out["parallel"] = parallel_sizes(argv, out["kind"])
+    config = served_model.served_model_config(argv, out["kind"], out["cwd"], out.get("_environ") or {}, out["models"])
+    if config:
+        out["model_config"] = config
     out["profiler"] = profiler_state(base, out, timeout, api_key)
     return out
 

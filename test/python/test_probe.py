@@ -16,8 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "probe")
 
 
-def run_probe(url, path_prefix=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "agent"))
+def run_probe(url, path_prefix=None, extra_env=None):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "agent"), **(extra_env or {}))
     if path_prefix:
         env["PATH"] = path_prefix + os.pathsep + env["PATH"]
     proc = subprocess.run(
@@ -224,6 +224,24 @@ class ProbeTest(unittest.TestCase):
         self.assertNotIn(("POST", "/start_profile"), seen)
         self.assertNotIn(("GET", "/start_profile"), seen)
         self.assertIn(("OPTIONS", "/start_profile"), seen)
+
+    def test_reports_the_served_models_structure_from_the_hugging_face_cache(self):
+        with tempfile.TemporaryDirectory() as hf_home:
+            snapshot = os.path.join(hf_home, "hub", "models--Qwen--Qwen3-8B", "snapshots", "0123abc")
+            os.makedirs(snapshot)
+            with open(os.path.join(snapshot, "config.json"), "w", encoding="utf-8") as f:
+                json.dump({"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32}, f)
+            with LookalikeServer("vllm") as server:
+                _, events = run_probe(server.url, extra_env={"HF_HOME": hf_home, "HF_HUB_CACHE": ""})
+        config = probe_result(events)["server"]["model_config"]
+        self.assertEqual(
+            (config["model"], config["model_type"], config["num_hidden_layers"], config["hidden_size"]),
+            ("Qwen/Qwen3-8B", "qwen3", 36, 4096),
+        )
+        self.assertEqual(config["found_by"], "/v1/models id, in the Hugging Face cache")
+        with LookalikeServer("vllm") as server:
+            _, events = run_probe(server.url, extra_env={"HF_HOME": os.path.join(ROOT, "no-such-dir"), "HF_HUB_CACHE": ""})
+        self.assertNotIn("model_config", probe_result(events)["server"])
 
     def test_recognises_sglang(self):
         with LookalikeServer("sglang") as server:
