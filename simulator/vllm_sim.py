@@ -75,6 +75,17 @@ HTTP_REASONS = {
 MIMIC_LINE = ""
 
 
+def chat_template_tokens(messages: list) -> List[str]:
+    """A chat prompt as a template renders it (ChatML's shape: <|im_start|>role ... <|im_end|> around each message,
+    then the assistant's opening): three template tokens a message and two at the end, in the order of the
+    messages, so a conversation's next turn starts with this turn's prompt and its answer, as with a real template."""
+    out: List[str] = []
+    for m in messages:
+        if isinstance(m, dict):
+            out += ["<|im_start|>", f"<|{m.get('role')}|>"] + TOKEN_RE.findall(str(m.get("content", ""))) + ["<|im_end|>"]
+    return out + ["<|im_start|>", "<|assistant|>"]
+
+
 def count_tokens(text: str) -> int:
     """The simulator's tokenizer: words and punctuation marks are one token each."""
     return len(TOKEN_RE.findall(text))
@@ -130,6 +141,8 @@ class SimRequest:
     text: List[str] = field(default_factory=list)
     # Prompt tokens found in the prefix cache: their prefill is skipped.
     cached_tokens: int = 0
+    # The prompt as the prefix cache sees it (template tokens included), for caching its answer's blocks too.
+    cache_tokens: List[str] = field(default_factory=list)
 
 
 class PrefixCache:
@@ -149,26 +162,38 @@ class PrefixCache:
 
     def lookup_and_insert(self, tokens: List[str], prompt_tokens: int) -> int:
         """The request's cached tokens; its full blocks are cached from now on."""
-        hashes: List[int] = []
-        h = 0
-        usable = max(0, min(len(tokens), prompt_tokens - 1))
-        for start in range(0, usable - usable % self.block_size, self.block_size):
-            h = hash((h, tuple(tokens[start : start + self.block_size])))
-            hashes.append(h)
+        hashes = self.block_hashes(tokens, max(0, min(len(tokens), prompt_tokens - 1)))
         hit_blocks = 0
         for h in hashes:
             if h not in self.blocks:
                 break
             hit_blocks += 1
+        self.insert_hashes(hashes)
+        cached = hit_blocks * self.block_size
+        self.queries += prompt_tokens
+        self.hits += cached
+        return cached
+
+    def insert(self, tokens: List[str]) -> None:
+        """Caches the full blocks of a finished request's tokens, prompt and answer: vLLM's KV-cache manager caches
+        a block once its tokens are computed (kv_cache_manager.py, allocate_slots -> cache_blocks), decoded
+        tokens too, so the next turn of a conversation, whose prompt is this one's and its answer, hits them."""
+        self.insert_hashes(self.block_hashes(tokens, len(tokens)))
+
+    def block_hashes(self, tokens: List[str], usable: int) -> List[int]:
+        hashes: List[int] = []
+        h = 0
+        for start in range(0, usable - usable % self.block_size, self.block_size):
+            h = hash((h, tuple(tokens[start : start + self.block_size])))
+            hashes.append(h)
+        return hashes
+
+    def insert_hashes(self, hashes: List[int]) -> None:
         for h in hashes:
             self.blocks[h] = None
             self.blocks.move_to_end(h)
         while len(self.blocks) > self.capacity:
             self.blocks.popitem(last=False)
-        cached = hit_blocks * self.block_size
-        self.queries += prompt_tokens
-        self.hits += cached
-        return cached
 
 
 class Histogram:
@@ -411,6 +436,9 @@ class Simulator:
 
     def finish(self, r: SimRequest, ok: bool) -> None:
         self.unbatched.discard(r.rid)
+        if ok and self.prefix_cache is not None and r.cache_tokens:
+            # The last token sampled was never fed back: its KV was not computed, so it is not cached.
+            self.prefix_cache.insert(r.cache_tokens + TOKEN_RE.findall("".join(r.text))[: max(0, r.sent - 1)])
         if ok:
             self.success_total += 1
             self.h_e2e.observe(time.monotonic() - r.arrival)
@@ -515,9 +543,8 @@ class Simulator:
         r.done = self.loop.create_future()
         self.prompt_tokens_total += prompt_tokens
         if self.prefix_cache is not None:
-            # A chat prompt's template tokens come first and are the same for every request.
-            words = (["<chat>"] * (3 * len(body["messages"]) + 2) if chat else []) + TOKEN_RE.findall(text)
-            r.cached_tokens = self.prefix_cache.lookup_and_insert(words, prompt_tokens)
+            r.cache_tokens = chat_template_tokens(body["messages"]) if chat else TOKEN_RE.findall(text)
+            r.cached_tokens = self.prefix_cache.lookup_and_insert(r.cache_tokens, prompt_tokens)
         if stream:
             writer.write(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"

@@ -211,6 +211,9 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "lag_ms": "number | null",
         "start_s": "number | null",
         "run_s": "number | null",
+        # A multi-turn conversation's request: the conversation's number in its level, and the turn (1 = the first).
+        "conversation?": "number",
+        "turn?": "number",
     },
     "MacroResult": {
         "levels": "MacroLevelSummary[]",

@@ -418,6 +418,9 @@ class Engine:
             st.last_token_at = now
             if content:
                 rec["client_tokens"] += 1
+                if st.job.get("keep_text"):
+                    # A conversation's next turn carries this answer (macro_conversations.py).
+                    rec.setdefault("answer", []).append(content)
         usage = msg.get("usage")
         if isinstance(usage, dict):
             # lib/endpoint_request_func.py: output_tokens = usage.completion_tokens; prompt_len = usage.prompt_tokens

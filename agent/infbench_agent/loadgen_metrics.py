@@ -427,6 +427,8 @@ def compact_record(record: dict) -> dict:
             if record.get("intended") is not None and record.get("send") is not None
             else None
         ),
+        # A multi-turn conversation's request: which conversation of the level, and which turn (1 = the first).
+        **({"conversation": record.get("conversation"), "turn": record["turn"]} if record.get("turn") else {}),
     }
 
 

@@ -89,7 +89,7 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
             f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
             "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE",
         )
-    if name in ("random", "prefix_repetition") and path:
+    if name in ("random", "prefix_repetition", "multi_turn") and path:
         raise events.AgentError(
             "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
         )
@@ -101,6 +101,15 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
                 "--prefix-repetition-prefix-len, --prefix-repetition-suffix-len and --prefix-repetition-num-prefixes must be at least 1",
                 "",
             )
+    elif name == "multi_turn":
+        if args.request_rate:
+            raise events.AgentError(
+                "bad_arguments",
+                "multi-turn conversations run at --concurrency levels, not --request-rate",
+                "each conversation sends its next turn when the last one is answered; pass --concurrency 1,8,32",
+            )
+        if args.multi_turn_turns < 1 or (args.multi_turn_conversations is not None and args.multi_turn_conversations < 1):
+            raise events.AgentError("bad_arguments", "--multi-turn-turns and --multi-turn-conversations must be at least 1", "")
     elif name != "random" and not path:
         raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
     if name != "random" and args.range_ratio:
@@ -146,6 +155,16 @@ def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Opti
     return max(8, 4 * (concurrency or 1)) if rate is None else max(8, int(10 * rate) if not math.isinf(rate) else 100)
 
 
+def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Optional[int]:
+    """A multi-turn level's conversations: --multi-turn-conversations, else its requests divided by the turns
+    (rounded up), or None for a level of seconds (new conversations start until the time is up)."""
+    if args.duration:
+        return None
+    if args.multi_turn_conversations:
+        return int(args.multi_turn_conversations)
+    return max(1, math.ceil((requests or 1) / args.multi_turn_turns))
+
+
 def dataset_prompts(
     args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str], levels: List[dict]
 ) -> Tuple[Optional[List[dict]], dict]:
@@ -162,7 +181,7 @@ def dataset_prompts(
             }
         )
         return None, info
-    if dataset == "prefix_repetition":
+    if dataset in ("prefix_repetition", "multi_turn"):
         return None, info
     totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
     # As many conversations as the largest level sends, each level drawing from the same ones as vLLM's runs
@@ -263,6 +282,7 @@ class MacroRun:
             ),
             sampling=sampling,
             extra_body=extra_body,
+            multi_turn={"turns": args.multi_turn_turns} if dataset == "multi_turn" else None,
         )
         calibration = (
             {"calibrated": False, "note": "prompts from a file"}
@@ -363,6 +383,9 @@ class MacroRun:
                     "num_prefixes": args.prefix_repetition_num_prefixes,
                 }
             )
+        if dataset == "multi_turn":
+            # input_len: the tokens each user turn adds; output_len: each answer's.
+            data_meta.update({"input_len": args.input_len, "turns": args.multi_turn_turns})
         if sampling or extra_body or headers:
             data_meta["request_extras"] = {
                 **sampling,
@@ -379,6 +402,10 @@ class MacroRun:
             c: Any = meta.get("max_concurrency")
             rate = meta.get("request_rate")
             total = level_total(args, c, rate)
+            if dataset == "multi_turn":
+                conversations = conversation_count(args, total)
+                meta["conversations"] = conversations
+                total = None if conversations is None else conversations * args.multi_turn_turns
             meta = {
                 **meta,
                 "level": index,

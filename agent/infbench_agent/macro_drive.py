@@ -9,6 +9,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent.loadgen_http import Engine
+from infbench_agent.macro_conversations import drive_conversations
 from infbench_agent.macro_prompts import PromptMaker
 
 # In a wave of sends, read the sockets that are ready after every this many.
@@ -41,7 +42,11 @@ def drive(
     should_stop: Callable[[], bool],
     on_tick: Optional[Callable[[], None]] = None,
 ) -> None:
-    """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done."""
+    """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done; a plan of
+    multi-turn conversations (`turns`) goes to macro_conversations.py."""
+    if plan.get("turns"):
+        drive_conversations(plan, engine, maker, on_record, should_stop, on_tick)
+        return
     start_at = plan["start_at"]
     ids = plan["ids"]
     deadline = start_at + plan["duration"] if plan.get("duration") else None

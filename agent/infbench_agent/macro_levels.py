@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, Engine
 from infbench_agent.loadgen_metrics import compact_record, summarize
+from infbench_agent.macro_conversations import turn_summary
 from infbench_agent.macro_steady import steady_window, steady_window_note
 from infbench_agent.macro_drive import cpu_seconds, drive
 from infbench_agent.macro_prompts import PromptMaker
@@ -52,6 +53,8 @@ def worker_count(args: argparse.Namespace, in_flight: int) -> int:
 
 
 def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int], id_base: int, rng: random.Random) -> List[dict]:
+    if level_meta.get("turns"):
+        return conversation_plans(args, level_meta, id_base)
     # A concurrency level when there is no rate.
     c: Any = level_meta.get("max_concurrency")
     rate = level_meta.get("request_rate")
@@ -94,6 +97,35 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
                 "stall_timeout": getattr(args, "stall_timeout", None),
             }
         )
+    return plans
+
+
+def conversation_plans(args: argparse.Namespace, level_meta: dict, id_base: int) -> List[dict]:
+    """A multi-turn level over processes: each its share of the concurrency and its own conversations (a
+    conversation's history stays in the process that holds it); for a level of seconds, every process takes
+    every workers-th conversation number until the time is up."""
+    c = level_meta["max_concurrency"]
+    conversations = level_meta.get("conversations")
+    workers = max(1, min(worker_count(args, c), c, conversations or c))
+    conc = split(c, workers)
+    counts = split(conversations or 0, workers)
+    plans = []
+    offset = 0
+    for w in range(workers):
+        plan = {
+            "turns": level_meta["turns"],
+            "concurrency": conc[w],
+            "id_base": id_base,
+            "duration": args.duration,
+            "start_at": 0.0,
+            "stall_timeout": getattr(args, "stall_timeout", None),
+        }
+        if conversations is None:
+            plan.update({"conversations": None, "conv_start": w, "conv_stride": workers})
+        else:
+            plan["conversations"] = list(range(offset, offset + counts[w]))
+            offset += counts[w]
+        plans.append(plan)
     return plans
 
 
@@ -148,6 +180,7 @@ class LevelRun:
             events.PROGRESS,
             done=done,
             total=self.total or 0,
+            label=self.label(),
             message=f"{self.label()}: {done}{' of ' + str(self.total) if self.total else ''} requests done"
             f"{f' ({failed} failed)' if failed else ''} after {now - began:.0f} s",
         )
@@ -162,6 +195,8 @@ class LevelRun:
         s = dict(self.meta)
         s.update(summarize(self.records, self.percentiles, self.slos, self.started_at))
         s["partial"] = partial
+        if self.meta.get("turns"):
+            s["multi_turn"] = turn_summary(self.records, self.meta.get("conversations"), self.meta["turns"])
         if not partial:
             s["steady"] = steady_window(self.records, self.percentiles) or {"note": steady_window_note()}
         return clean(s)

@@ -56,6 +56,7 @@ class PromptMaker:
         prefix: Optional[dict] = None,
         sampling: Optional[dict] = None,
         extra_body: Optional[dict] = None,
+        multi_turn: Optional[dict] = None,
     ) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
@@ -69,6 +70,8 @@ class PromptMaker:
         # temperature, top_p, top_k, min_p as given (temperature 0 unless given, as vllm bench serve sends).
         self.sampling = sampling or {}
         self.extra_body = extra_body or {}
+        # multi_turn: {"turns"}; each user turn adds input_len tokens and each answer output_len (see conversation_body()).
+        self.multi_turn = multi_turn
 
     def to_json(self) -> dict:
         return {
@@ -86,6 +89,7 @@ class PromptMaker:
             "prefix": self.prefix,
             "sampling": self.sampling,
             "extra_body": self.extra_body,
+            "multi_turn": self.multi_turn,
         }
 
     def lengths(self, index: int) -> Tuple[int, int]:
@@ -151,6 +155,9 @@ class PromptMaker:
         return self.lengths(index)[1]
 
     def body(self, index: int) -> bytes:
+        if self.multi_turn:
+            # A conversation's first turn (the warm-up sends these, each its own conversation).
+            return self.conversation_body(index, [])
         out_len = self.max_output_tokens(index)
         messages = None
         prompt = None
@@ -160,11 +167,15 @@ class PromptMaker:
             prompt = item.get("prompt") or item.get("text")
         else:
             prompt = self.text(index)
+        if self.api != "chat" and prompt is None and messages:
+            prompt = "\n".join(str(m.get("content", "")) for m in messages)
+        return self.payload(out_len, prompt, messages)
+
+    def payload(self, out_len: int, prompt: Optional[str], messages: Optional[List[dict]] = None) -> bytes:
+        """The request body for a prompt (or chat messages): sampling, usage in the stream, --extra-body last."""
         if self.api == "chat":
             payload = {"model": self.model, "messages": messages or [{"role": "user", "content": prompt}], "max_completion_tokens": out_len}
         else:
-            if prompt is None and messages:
-                prompt = "\n".join(str(m.get("content", "")) for m in messages)
             payload = {"model": self.model, "prompt": prompt, "max_tokens": out_len}
         payload.update({"temperature": 0.0, **self.sampling, "stream": True, "stream_options": {"include_usage": True}})
         if self.ignore_eos:
@@ -174,6 +185,38 @@ class PromptMaker:
         for name in self.dropped_fields:
             payload.pop(name, None)
         return json.dumps(payload).encode()
+
+    def user_turn(self, conversation: int, turn: int) -> str:
+        """The user's words at `turn` (1 = the first) of the conversation keyed `conversation`: random, drawn from the
+        seed, the conversation and the turn alone, so that any worker process writes the same. The first turn is as
+        long as a random prompt of input_len tokens (the calibrated template overhead taken off); each later one
+        adds input_len tokens."""
+        rng = random.Random(f"{self.seed}:turn:{conversation}:{turn}")
+        words = self.words_for(self.input_len) if turn == 1 else max(1, int(round(self.input_len / max(self.tokens_per_word, 1e-6))))
+        return " ".join(rng.choice(WORDS) for _ in range(words))
+
+    def conversation_body(self, conversation: int, answers: List[str]) -> bytes:
+        """The next turn of a conversation whose earlier turns the server answered with `answers`: the whole history
+        each time, so the context grows turn by turn. Chat sends it as messages, the user's and the server's actual
+        answers in turn, as vLLM's benchmarks/multi_turn/benchmark_serving_multi_turn.py (send_turn) does;
+        completions as one text, each answer right after the prompt it answered, as SGLang's
+        benchmark/hicache/bench_multiturn.py appends its history, so that every turn's prompt starts with the
+        previous turn's prompt and answer: what a prefix cache can reuse."""
+        turn = len(answers) + 1
+        users = [self.user_turn(conversation, k) for k in range(1, turn + 1)]
+        if self.api == "chat":
+            messages: List[dict] = []
+            for user, answer in zip(users, answers):
+                messages += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+            messages.append({"role": "user", "content": users[-1]})
+            return self.payload(self.output_len, None, messages)
+        text = "".join(f"{user}{answer}\n" for user, answer in zip(users, answers)) + users[-1]
+        return self.payload(self.output_len, text)
+
+    def estimated_turn_tokens(self, turn: int) -> int:
+        """A turn's prompt length as calibrated, for when the server reports no usage: its users' turns and the
+        answers before it (each output_len tokens at most)."""
+        return turn * self.input_len + (turn - 1) * self.output_len
 
 
 def load_prompts_file(path: str) -> List[dict]:

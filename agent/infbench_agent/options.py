@@ -109,9 +109,10 @@ OPTIONS: List[Option] = [
         "str",
         ("macro",),
         "random prompts (default), a JSONL of prompts, ShareGPT conversations (vllm bench serve's "
-        "sharegpt), or groups of prompts that share a prefix (its prefix_repetition); default with "
+        "sharegpt), groups of prompts that share a prefix (its prefix_repetition), or multi-turn "
+        "conversations whose context grows turn by turn (multi_turn); default with "
         "--dataset-path: told from the file (a JSON list is ShareGPT)",
-        choices=("random", "jsonl", "sharegpt", "prefix_repetition"),
+        choices=("random", "jsonl", "sharegpt", "prefix_repetition", "multi_turn"),
     ),
     _opt("--dataset-path", "str", ("macro",), "the dataset file on this host"),
     _opt("--sharegpt-output-len", "int", ("macro",), "ShareGPT: output tokens of every request instead of each conversation's second turn"),
@@ -119,6 +120,23 @@ OPTIONS: List[Option] = [
     _opt("--prefix-repetition-prefix-len", "int", ("macro",), "prefix_repetition: tokens of the prefix a group shares", 256),
     _opt("--prefix-repetition-suffix-len", "int", ("macro",), "prefix_repetition: tokens of each request's own suffix", 256),
     _opt("--prefix-repetition-num-prefixes", "int", ("macro",), "prefix_repetition: groups, each with its own prefix", 10),
+    # vllm/benchmarks/multi_turn/benchmark_serving_multi_turn.py: conversations and turns; each user turn
+    # is --input-len tokens and each answer --output-len.
+    _opt(
+        "--multi-turn-turns",
+        "int",
+        ("macro",),
+        "multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, "
+        "the server's --output-len token answers in between)",
+        4,
+    ),
+    _opt(
+        "--multi-turn-conversations",
+        "int",
+        ("macro",),
+        "multi_turn: conversations per level, as many at once as the level's concurrency (default: --requests, "
+        "or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)",
+    ),
     # ---- macro: what each request asks for (vllm/benchmarks/serve.py's sampling and request flags)
     _opt("--temperature", "float", ("macro",), "sampling temperature (default 0, greedy, as vllm bench serve sends)"),
     _opt("--top-p", "float", ("macro",), "top-p sampling"),
