@@ -70,7 +70,7 @@ export interface DiskFindingsEdit extends FindingsEdit {
 // A read is trusted once the file held still this long (an in-place save takes a few ms).
 const SETTLE_MS = 10;
 // An empty file, or one that shrank, must hold still longer before it is taken as the user's.
-const CUT_SETTLE_MS = 200;
+export const CUT_SETTLE_MS = 200;
 const MAX_ATTEMPTS = 60;
 // How long a run waits for another run's write (each takes milliseconds, or a few settle waits).
 const LOCK_WAIT_MS = 30_000;
@@ -327,7 +327,19 @@ function restoreTakenAside(real: string): boolean {
   return true;
 }
 
-/** Links a taken file back at the document's path; one that cannot go back is kept under a visible name. */
+/** Whether `newer` holds every line of `older`, in the same order (lines may have been added between them). */
+function keepsEveryLine(newer: string, older: string): boolean {
+  const lines = newer.split('\n');
+  let at = 0;
+  for (const line of older.split('\n')) {
+    while (at < lines.length && lines[at] !== line) at++;
+    if (at === lines.length) return false;
+    at++;
+  }
+  return true;
+}
+
+/** Links a taken file back at the document's path; one that cannot go back, and that the newer file there does not hold, is kept under a visible name. */
 function putBack(aside: string, real: string): void {
   try {
     linkSync(aside, real);
@@ -335,7 +347,12 @@ function putBack(aside: string, real: string): void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
-  // Two saves in the microseconds the document was aside: both are kept, the newer one at its path.
+  // Two saves in the moment the document was aside (longer on a loaded machine). The newer one is at
+  // the path; when it holds every line of the taken one in order (an editor that read the taken one
+  // and added to it), nothing is lost by dropping the taken one. Otherwise both are kept.
+  const taken = bytesAt(aside);
+  const current = bytesAt(real);
+  if (taken && current && keepsEveryLine(decodeDocument(current), decodeDocument(taken))) return;
   const kept = `${real}.saved-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   linkSync(aside, kept);
   throw new FindingsDiskError(

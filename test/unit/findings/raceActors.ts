@@ -109,6 +109,7 @@ function editor(kind: EditorKind, file: string, ms: number, pauseMs: number): vo
   let lost = 0;
   let sawTool = 0;
   let firstLost: string | undefined;
+  let longestSaveMs = 0;
   for (const end = Date.now() + ms; Date.now() < end; saves++) {
     const seen = readSoon(file);
     if (seen.includes('<!-- inference-bench:begin id=macro-run-')) sawTool++;
@@ -119,10 +120,12 @@ function editor(kind: EditorKind, file: string, ms: number, pauseMs: number): vo
     }
     const typed = `- typed line ${saves} (${kind})`;
     wanted.push(typed);
+    const began = performance.now();
     SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`);
+    longestSaveMs = Math.max(longestSaveMs, performance.now() - began);
     pause(pauseMs);
   }
-  process.stdout.write(`${JSON.stringify({ saves, lost, firstLost, sawTool })}\n`);
+  process.stdout.write(`${JSON.stringify({ saves, lost, firstLost, sawTool, longestSaveMs })}\n`);
 }
 
 /** A run of the tool writing its macro block, a row more each time. */
@@ -150,6 +153,8 @@ export interface RaceReport {
   firstLost?: string;
   /** Reloads in which the editor found a run's block: the runs wrote while it saved. */
   sawTool: number;
+  /** The longest of the editor's saves, from opening the file to closing it (a save held off the CPU takes longer). */
+  longestSaveMs: number;
   /** The user's lines missing from the document at the end. */
   lostAtEnd: string[];
   updates: number;
@@ -195,7 +200,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number, pa
     await Promise.all(actors.map((a) => a.ready));
     actors.forEach((a) => a.go());
     const [ed, ...ws] = await Promise.all(actors.map((a) => a.report));
-    const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string; sawTool: number };
+    const e = JSON.parse(ed) as { saves: number; lost: number; firstLost?: string; sawTool: number; longestSaveMs: number };
     const w = ws.map((x) => JSON.parse(x) as { updates: number; errors: string[]; warnings: number });
     const final = readFileSync(file, 'utf8');
     const typed = Array.from({ length: e.saves }, (_, i) => `- typed line ${i} (${kind})`);
@@ -205,6 +210,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number, pa
       lost: e.lost,
       firstLost: e.firstLost,
       sawTool: e.sawTool,
+      longestSaveMs: e.longestSaveMs,
       lostAtEnd,
       updates: w.reduce((n, x) => n + x.updates, 0),
       errors: w.flatMap((x) => x.errors),
