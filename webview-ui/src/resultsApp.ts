@@ -12,6 +12,8 @@ import { macroCharts, servingTable } from './views/macro';
 import { microCharts } from './views/micro';
 import { budgetChart } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
+import { TimelineCard } from './timelineCard';
+import { timelineData } from './views/timeline';
 
 const PHASE_NAMES: Record<string, string> = { macro: 'Macro (serving)', micro: 'Micro (GEMM, all-reduce)', profile: 'Profiler (decode step)', probe: 'Probe' };
 
@@ -24,13 +26,15 @@ export function startResultsApp(app: HTMLElement): void {
   let budget: DecodeBudgetView | undefined;
   let verdict: Extract<HostToWebview, { type: 'verdict' }> | undefined;
   let budgetCard: ChartCard | undefined;
+  let timeline: TimelineCard | undefined;
 
   const toolbar = el('div', undefined, 'toolbar');
   const header = el('header', undefined, 'run-header');
   const chartsHolder = el('div', undefined, 'charts');
+  const timelineHolder = el('div', undefined, 'timeline');
   const extras = el('div', undefined, 'extras');
   const budgetHolder = el('section', undefined, 'budget');
-  app.replaceChildren(toolbar, header, chartsHolder, extras, budgetHolder);
+  app.replaceChildren(toolbar, header, chartsHolder, timelineHolder, extras, budgetHolder);
 
   const runLabel = (r: RunSummary) => `${r.phase} · ${r.target} · ${new Date(r.startedAt).toLocaleString()}${r.status === 'running' ? ' · running' : ''}`;
   const selected = () => snapshot.runs.find((r) => r.id === selectedRunId) ?? snapshot.runs[0];
@@ -161,6 +165,7 @@ export function startResultsApp(app: HTMLElement): void {
         el('p', 'No runs yet. Run a phase from the Inference Bench sidebar or the command palette (Inference Bench: Run Macro Phase).', 'empty'),
       );
       extras.replaceChildren();
+      renderTimeline(undefined);
       return;
     }
     const specs = specsFor(run, other);
@@ -185,6 +190,7 @@ export function startResultsApp(app: HTMLElement): void {
     }
     if (!specs.length && !(run.phase === 'probe' && run.probe?.tables.length))
       chartsHolder.append(el('p', run.status === 'running' ? 'Waiting for the first results…' : 'This run has no results to draw.', 'empty'));
+    renderTimeline(run);
     const kernels = run.phase === 'profile' ? topKernels(run) : undefined;
     extras.replaceChildren();
     // The full serving table (the findings document quotes only a few of its columns).
@@ -202,11 +208,30 @@ export function startResultsApp(app: HTMLElement): void {
       section.lastElementChild!.append(renderTable(kernels, { sortable: true, initialSort: { key: 'total_us', descending: true } }));
       extras.append(section);
     }
-    const points = cards.reduce((n, c) => n + c.pointCount(), 0);
+    const points = cards.reduce((n, c) => n + c.pointCount(), timeline?.pointCount() ?? 0);
     const ms = performance.now() - started;
     document.body.dataset.lastRenderMs = ms.toFixed(2);
     document.body.dataset.points = String(points);
     post({ type: 'rendered', points, ms });
+  }
+
+  /** The run's timeline (a macro run with requests): updated in place, so a live run keeps the user's zoom. */
+  function renderTimeline(run: RunSummary | undefined): void {
+    const data = run ? timelineData(run) : undefined;
+    if (!data) {
+      timeline?.destroy();
+      timeline = undefined;
+      timelineHolder.replaceChildren();
+      return;
+    }
+    const started = performance.now();
+    if (timeline) timeline.update(data);
+    else {
+      timeline = new TimelineCard(data);
+      timelineHolder.replaceChildren(timeline.element);
+    }
+    // What the timeline's part of a render cost (its shaping and drawing), for the benchmark.
+    document.body.dataset.timelineMs = (performance.now() - started).toFixed(2);
   }
 
   function renderAll(): void {
@@ -310,6 +335,7 @@ export function startResultsApp(app: HTMLElement): void {
     setTheme(theme);
     cards.forEach((c) => c.retheme());
     budgetCard?.retheme();
+    timeline?.retheme();
   });
 
   // Exposed for the benchmark in the UI tests: a chart update of N points, timed inside the page.

@@ -1,0 +1,482 @@
+// The run's timeline card: every request as a bar on lanes (queued, waiting for the first token,
+// decoding; failed ones crossed), and beneath it on the same time axis the client's output tokens/s and
+// requests in flight per second and the server's running, waiting and KV cache. Drawn on one canvas
+// (10,000 bars as three filled paths, not 10,000 chart.js elements), zoomed with the wheel, a drag or
+// the buttons, exported as PNG through the host's save dialog like every chart card.
+import { request } from './api';
+import { tableToCsv } from './csv';
+import { button, el, renderTable } from './dom';
+import { ChartTheme, readTheme } from './theme';
+import type { SegmentKind } from '../../src/shared/requestTimeline';
+import { timelineTable, type ServerSample, type TimelineData } from './views/timeline';
+
+const LEFT = 92;
+const RIGHT = 14;
+const TOP = 20;
+const STRIP = 58;
+const GAP = 14;
+const AXIS = 28;
+const FONT = '11px var(--vscode-font-family, sans-serif)';
+
+interface Strip {
+  title: string;
+  unit: string;
+  lines: { label: string; colour: number; dash: number[]; points: (i: number) => [number, number] | undefined; count: number }[];
+}
+
+/** Bar parts in drawing order, each with how it reads without colour. */
+const PARTS: { kind: SegmentKind; label: string }[] = [
+  { kind: 'queued', label: 'queued in the load generator (hatched)' },
+  { kind: 'waiting', label: 'waiting for the first token (dotted)' },
+  { kind: 'decoding', label: 'decoding (solid)' },
+  { kind: 'failed', label: 'failed (cross-hatched)' },
+];
+
+function niceStep(span: number, ticks: number): number {
+  const raw = span / Math.max(1, ticks);
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const n = raw / mag;
+  return (n <= 1 ? 1 : n <= 2 ? 2 : n <= 5 ? 5 : 10) * mag;
+}
+
+function shortNumber(v: number): string {
+  if (v >= 10_000) return `${(v / 1000).toFixed(0)}k`;
+  if (v >= 1000) return `${(v / 1000).toFixed(1)}k`;
+  return v >= 10 || v === 0 ? v.toFixed(0) : v.toFixed(1);
+}
+
+export class TimelineCard {
+  readonly element: HTMLElement;
+  private readonly canvas: HTMLCanvasElement;
+  private readonly holder: HTMLElement;
+  private readonly readout: HTMLElement;
+  private readonly details: HTMLDetailsElement;
+  private readonly tableHolder: HTMLElement;
+  private readonly legend: HTMLElement;
+  private theme: ChartTheme = readTheme();
+  /** The time span shown, seconds; undefined shows the whole run. */
+  private view: [number, number] | undefined;
+  private drag: { x: number; view: [number, number] } | undefined;
+  private readonly resize: ResizeObserver;
+  private width = 0;
+
+  constructor(private data: TimelineData) {
+    this.element = el('section', undefined, 'card timeline-card');
+    this.element.id = 'run-timeline';
+    const header = el('div', undefined, 'card-header');
+    const heading = el('h3', 'Timeline: each request, the load and the server, on one time axis');
+    heading.id = 'title-run-timeline';
+    const actions = el('div', undefined, 'card-actions');
+    actions.append(
+      button('Zoom in', 'Zoom in on the middle of the timeline (or turn the mouse wheel over it)', () => this.zoom(0.5), 'zoom-in'),
+      button('Zoom out', 'Zoom out', () => this.zoom(2), 'zoom-out'),
+      button('Reset zoom', 'Show the whole run', () => this.setView(undefined), 'screen-full'),
+      button('PNG', 'Save the timeline as a PNG image', () => void this.exportPng(), 'file-media'),
+      button('CSV', 'Save the timeline’s per-second figures as CSV', () => void this.exportCsv(), 'table'),
+    );
+    header.append(heading, actions);
+    this.legend = el('ul', undefined, 'timeline-legend');
+    this.holder = el('div', undefined, 'timeline-holder');
+    this.canvas = el('canvas');
+    this.canvas.setAttribute('role', 'img');
+    this.canvas.setAttribute('aria-labelledby', heading.id);
+    this.canvas.tabIndex = 0;
+    this.holder.append(this.canvas);
+    this.readout = el('p', 'Turn the mouse wheel over the timeline to zoom, drag to move along it; + and - zoom, 0 resets.', 'meta timeline-readout');
+    this.details = el('details', undefined, 'table-details');
+    this.details.append(el('summary', 'Data table (per second)'));
+    this.tableHolder = el('div', undefined, 'table-scroll');
+    this.details.append(this.tableHolder);
+    this.details.addEventListener('toggle', () => this.fillTable());
+    this.element.append(header, this.legend, this.holder, this.readout, this.details);
+
+    this.canvas.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      this.zoom(Math.exp(e.deltaY * 0.002), this.timeAt(e.offsetX));
+    });
+    this.canvas.addEventListener('pointerdown', (e) => {
+      this.drag = { x: e.offsetX, view: this.shown() };
+      this.canvas.setPointerCapture(e.pointerId);
+    });
+    this.canvas.addEventListener('pointerup', () => (this.drag = undefined));
+    this.canvas.addEventListener('pointercancel', () => (this.drag = undefined));
+    this.canvas.addEventListener('pointermove', (e) => {
+      if (this.drag) {
+        const [a, b] = this.drag.view;
+        const dt = ((this.drag.x - e.offsetX) / this.plotWidth()) * (b - a);
+        this.setView([a + dt, b + dt]);
+      } else this.describe(e.offsetX, e.offsetY);
+    });
+    this.canvas.addEventListener('keydown', (e) => {
+      if (e.key === '+' || e.key === '=') this.zoom(0.5);
+      else if (e.key === '-') this.zoom(2);
+      else if (e.key === '0') this.setView(undefined);
+      else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
+        const [a, b] = this.shown();
+        const dt = ((e.key === 'ArrowLeft' ? -1 : 1) * (b - a)) / 5;
+        this.setView([a + dt, b + dt]);
+      } else return;
+      e.preventDefault();
+    });
+    this.resize = new ResizeObserver(() => {
+      if (this.holder.clientWidth !== this.width) this.draw();
+    });
+    this.resize.observe(this.holder);
+    this.draw();
+  }
+
+  /** New data; the zoom stays when it is the same run. Returns the milliseconds the redraw took. */
+  update(data: TimelineData): number {
+    if (data.runId !== this.data.runId) this.view = undefined;
+    this.data = data;
+    const started = performance.now();
+    this.draw();
+    this.fillTable();
+    return performance.now() - started;
+  }
+
+  retheme(): void {
+    this.theme = readTheme();
+    this.draw();
+  }
+
+  destroy(): void {
+    this.resize.disconnect();
+    this.element.remove();
+  }
+
+  pointCount(): number {
+    return this.data.requests.count;
+  }
+
+  private shown(): [number, number] {
+    return this.view ?? [this.data.t0, this.data.t1];
+  }
+
+  private plotWidth(): number {
+    return Math.max(1, this.width - LEFT - RIGHT);
+  }
+
+  private timeAt(x: number): number {
+    const [a, b] = this.shown();
+    return a + ((x - LEFT) / this.plotWidth()) * (b - a);
+  }
+
+  /** Zooms by `factor` (below 1 in, above 1 out) about time `at` (the middle by default). */
+  private zoom(factor: number, at?: number): void {
+    const [a, b] = this.shown();
+    const centre = at ?? (a + b) / 2;
+    this.setView([centre - (centre - a) * factor, centre + (b - centre) * factor]);
+  }
+
+  private setView(view: [number, number] | undefined): void {
+    const full = this.data.t1 - this.data.t0;
+    if (view) {
+      let [a, b] = view;
+      // No closer than 10 ms across, no wider than the run.
+      if (b - a < 0.01) [a, b] = [(a + b) / 2 - 0.005, (a + b) / 2 + 0.005];
+      if (b - a >= full) view = undefined;
+      else {
+        if (a < this.data.t0) [a, b] = [this.data.t0, this.data.t0 + (b - a)];
+        if (b > this.data.t1) [a, b] = [this.data.t1 - (b - a), this.data.t1];
+        view = [a, b];
+      }
+    }
+    this.view = view;
+    this.draw();
+  }
+
+  private strips(): Strip[] {
+    const d = this.data;
+    const s = d.perSecond;
+    // Each second's figure drawn at the middle of its second.
+    const strips: Strip[] = [
+      {
+        title: 'output tok/s',
+        unit: 'tok/s',
+        lines: [{ label: 'output tok/s (client)', colour: 0, dash: [], count: s.t.length, points: (i) => [s.t[i] + 0.5, s.tokensPerS[i]] }],
+      },
+      {
+        title: 'in flight',
+        unit: 'requests',
+        lines: [{ label: 'requests in flight (client)', colour: 2, dash: [], count: s.t.length, points: (i) => [s.t[i] + 0.5, s.inFlight[i]] }],
+      },
+    ];
+    const server = d.server;
+    const field =
+      (key: keyof ServerSample, scale = 1) =>
+      (i: number) =>
+        server[i][key] === undefined ? undefined : ([server[i].t, (server[i][key] as number) * scale] as [number, number]);
+    const has = (key: keyof ServerSample) => server.some((x) => x[key] !== undefined);
+    if (has('running') || has('waiting'))
+      strips.push({
+        title: 'server queue',
+        unit: 'requests',
+        lines: [
+          ...(has('running') ? [{ label: 'running (server)', colour: 0, dash: [], count: server.length, points: field('running') }] : []),
+          ...(has('waiting') ? [{ label: 'waiting (server, dashed)', colour: 1, dash: [5, 3], count: server.length, points: field('waiting') }] : []),
+        ],
+      });
+    if (has('kv_cache_usage'))
+      strips.push({
+        title: 'KV cache',
+        unit: '%',
+        lines: [{ label: 'KV cache used % (server)', colour: 4, dash: [], count: server.length, points: field('kv_cache_usage', 100) }],
+      });
+    return strips;
+  }
+
+  private pattern(ctx: CanvasRenderingContext2D, kind: SegmentKind, colour: string): CanvasPattern | string {
+    if (kind === 'decoding') return colour;
+    const tile = document.createElement('canvas');
+    const size = 6 * Math.max(1, Math.round(window.devicePixelRatio || 1));
+    tile.width = tile.height = size;
+    const t = tile.getContext('2d')!;
+    t.strokeStyle = colour;
+    t.fillStyle = colour;
+    t.lineWidth = size / 6;
+    if (kind === 'waiting') {
+      t.globalAlpha = 0.35;
+      t.fillRect(0, 0, size, size);
+      t.globalAlpha = 1;
+      t.beginPath();
+      t.arc(size / 2, size / 2, size / 5, 0, 2 * Math.PI);
+      t.fill();
+    } else {
+      t.beginPath();
+      t.moveTo(0, size);
+      t.lineTo(size, 0);
+      if (kind === 'failed') {
+        t.moveTo(0, 0);
+        t.lineTo(size, size);
+      }
+      t.stroke();
+    }
+    return ctx.createPattern(tile, 'repeat') ?? colour;
+  }
+
+  private colourOf(kind: SegmentKind): string {
+    const c = this.theme.series;
+    return kind === 'queued' ? this.theme.muted : kind === 'waiting' ? c[1] : kind === 'decoding' ? c[0] : c[3];
+  }
+
+  private draw(): void {
+    const d = this.data;
+    const strips = this.strips();
+    const lanes = Math.max(1, d.requests.lanes);
+    const laneArea = Math.min(300, Math.max(72, lanes * 10));
+    const height = TOP + laneArea + strips.length * (STRIP + GAP) + AXIS;
+    this.width = this.holder.clientWidth || 900;
+    const ratio = window.devicePixelRatio || 1;
+    this.canvas.width = Math.round(this.width * ratio);
+    this.canvas.height = Math.round(height * ratio);
+    // No style attribute (the page's policy): the stylesheet draws the canvas at the holder's width, its height following the ratio.
+    const ctx = this.canvas.getContext('2d')!;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    const th = this.theme;
+    ctx.fillStyle = th.background;
+    ctx.fillRect(0, 0, this.width, height);
+    ctx.font = FONT;
+    ctx.textBaseline = 'middle';
+    const [a, b] = this.shown();
+    const w = this.plotWidth();
+    const x = (t: number) => LEFT + ((t - a) / (b - a)) * w;
+
+    // Levels: a line where each starts, its name above, its steady window as a band under the name.
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LEFT, 0, w, height);
+    ctx.clip();
+    for (const level of d.levels) {
+      if (level.end < a || level.start > b) continue;
+      ctx.strokeStyle = th.grid;
+      ctx.setLineDash([3, 3]);
+      ctx.beginPath();
+      ctx.moveTo(x(level.start), 2);
+      ctx.lineTo(x(level.start), height - AXIS);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = th.foreground;
+      ctx.textAlign = 'left';
+      ctx.fillText(level.label, Math.max(LEFT, x(level.start)) + 3, 8);
+      if (level.steady) {
+        ctx.fillStyle = th.muted;
+        ctx.globalAlpha = 0.5;
+        ctx.fillRect(x(level.steady[0]), TOP - 5, Math.max(1, x(level.steady[1]) - x(level.steady[0])), 3);
+        ctx.globalAlpha = 1;
+      }
+    }
+
+    // Requests: one path per part, so 10,000 bars cost four fills.
+    const r = d.requests;
+    const laneH = laneArea / lanes;
+    const barH = laneH > 3 ? laneH - 1 : laneH;
+    const paths = new Map<SegmentKind, Path2D>(PARTS.map((p) => [p.kind, new Path2D()]));
+    let bars = 0;
+    const minW = 1 / ratio;
+    const part = (path: Path2D, from: number, to: number, y: number) => {
+      if (!(to > from)) return;
+      const left = Math.max(x(from), LEFT - 2);
+      path.rect(left, y, Math.max(minW, Math.min(x(to), LEFT + w + 2) - left), barH);
+    };
+    const [queued, waiting, decoding, failedPath] = PARTS.map((p) => paths.get(p.kind)!);
+    // The parts as requestSegments gives them, inline: 10,000 requests make no object per part.
+    for (let i = 0; i < r.count; i++) {
+      if (r.end[i] < a || r.queued[i] > b) continue;
+      bars++;
+      const y = TOP + r.lane[i] * laneH;
+      part(queued, r.queued[i], r.sent[i], y);
+      if (!r.ok[i]) {
+        part(failedPath, r.sent[i], r.end[i], y);
+        continue;
+      }
+      const first = Number.isNaN(r.firstToken[i]) ? r.end[i] : r.firstToken[i];
+      part(waiting, r.sent[i], first, y);
+      part(decoding, first, r.end[i], y);
+    }
+    for (const p of PARTS) {
+      ctx.fillStyle = this.pattern(ctx, p.kind, this.colourOf(p.kind));
+      ctx.fill(paths.get(p.kind)!);
+      if (p.kind === 'failed' && laneH >= 4) {
+        ctx.strokeStyle = this.colourOf('failed');
+        ctx.lineWidth = 1;
+        ctx.stroke(paths.get(p.kind)!);
+      }
+    }
+    ctx.restore();
+    ctx.fillStyle = th.foreground;
+    ctx.textAlign = 'right';
+    ctx.fillText('requests', LEFT - 8, TOP + 8);
+    ctx.fillStyle = th.muted;
+    ctx.fillText(`${lanes} lane${lanes === 1 ? '' : 's'}`, LEFT - 8, TOP + 22);
+
+    // The strips beneath, each scaled to its largest value in view.
+    let top = TOP + laneArea + GAP;
+    const drawn: string[] = [];
+    for (const strip of strips) {
+      let max = 0;
+      for (const line of strip.lines)
+        for (let i = 0; i < line.count; i++) {
+          const p = line.points(i);
+          if (p && p[0] >= a - 1 && p[0] <= b + 1 && p[1] > max) max = p[1];
+        }
+      max = strip.unit === '%' ? Math.max(max, 1) : max || 1;
+      const y = (v: number) => top + STRIP - (v / max) * STRIP;
+      ctx.strokeStyle = th.grid;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(LEFT, top, w, STRIP);
+      ctx.textAlign = 'right';
+      ctx.fillStyle = th.foreground;
+      ctx.fillText(strip.title, LEFT - 8, top + 8);
+      ctx.fillStyle = th.muted;
+      ctx.fillText(`max ${shortNumber(max)}${strip.unit === '%' ? '%' : ''}`, LEFT - 8, top + 22);
+      ctx.fillText('0', LEFT - 8, top + STRIP - 4);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(LEFT, top, w, STRIP);
+      ctx.clip();
+      for (const line of strip.lines) {
+        ctx.strokeStyle = th.series[line.colour % th.series.length];
+        ctx.lineWidth = th.highContrast ? 3 : 2;
+        ctx.setLineDash(line.dash);
+        ctx.beginPath();
+        let pen = false;
+        for (let i = 0; i < line.count; i++) {
+          const p = line.points(i);
+          if (!p) {
+            pen = false;
+            continue;
+          }
+          if (pen) ctx.lineTo(x(p[0]), y(p[1]));
+          else ctx.moveTo(x(p[0]), y(p[1]));
+          pen = true;
+        }
+        ctx.stroke();
+        ctx.setLineDash([]);
+        drawn.push(line.label);
+      }
+      ctx.restore();
+      top += STRIP + GAP;
+    }
+
+    // The time axis.
+    const step = niceStep(b - a, Math.max(2, Math.floor(w / 90)));
+    ctx.fillStyle = th.foreground;
+    ctx.strokeStyle = th.grid;
+    ctx.textAlign = 'center';
+    const axisY = height - AXIS + 4;
+    for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
+      ctx.beginPath();
+      ctx.moveTo(x(t), axisY - 4);
+      ctx.lineTo(x(t), axisY);
+      ctx.stroke();
+      ctx.fillText(`${+t.toFixed(3)}`, x(t), axisY + 7);
+    }
+    ctx.textAlign = 'right';
+    ctx.fillText('s from the first send', LEFT + w, axisY + 19);
+
+    this.legend.replaceChildren(
+      ...PARTS.map((p) => el('li', p.label, `part part-${p.kind}`)),
+      ...drawn.map((label) => el('li', label, 'line')),
+      ...(d.levels.some((l) => l.steady) ? [el('li', "each level's steady window: the band under its name", 'line')] : []),
+    );
+    const failed = r.count - r.ok.reduce((n, v) => n + v, 0);
+    this.canvas.setAttribute(
+      'aria-label',
+      `${r.count} requests on ${lanes} lanes${failed ? `, ${failed} failed` : ''}, from ${a.toFixed(1)} s to ${b.toFixed(1)} s; beneath: ${drawn.join(', ')}`,
+    );
+    this.canvas.dataset.bars = String(bars);
+    this.canvas.dataset.failed = String(failed);
+    this.canvas.dataset.series = drawn.join('|');
+    this.canvas.dataset.view = `${a.toFixed(3)},${b.toFixed(3)}`;
+    this.canvas.dataset.zoomed = String(!!this.view);
+  }
+
+  /** Says, under the timeline, what is at the pointer: the request on that lane, or the strip's figures at that second. */
+  private describe(px: number, py: number): void {
+    const d = this.data;
+    const t = this.timeAt(px);
+    if (px < LEFT || t < d.t0 || t > d.t1) return;
+    const lanes = Math.max(1, d.requests.lanes);
+    const laneArea = Math.min(300, Math.max(72, lanes * 10));
+    const r = d.requests;
+    const parts: string[] = [`${t.toFixed(2)} s`];
+    if (py >= TOP && py < TOP + laneArea) {
+      const lane = Math.floor(((py - TOP) / laneArea) * lanes);
+      for (let i = 0; i < r.count; i++) {
+        if (r.lane[i] !== lane || r.queued[i] > t || r.end[i] < t) continue;
+        const ms = (v: number) => `${(v * 1000).toFixed(0)} ms`;
+        parts.push(
+          r.ok[i]
+            ? `request on lane ${lane + 1}: queued ${ms(r.sent[i] - r.queued[i])}, first token after ${ms(r.firstToken[i] - r.sent[i])}, done after ${ms(r.end[i] - r.sent[i])}${Number.isNaN(r.tokens[i]) ? '' : `, ${r.tokens[i]} tokens`}`
+            : `failed request on lane ${lane + 1}, after ${ms(r.end[i] - r.sent[i])}`,
+        );
+        break;
+      }
+    }
+    const s = d.perSecond;
+    const bin = Math.floor(t - (s.t[0] ?? 0));
+    if (bin >= 0 && bin < s.t.length) parts.push(`in flight ${s.inFlight[bin].toFixed(1)}`, `${s.tokensPerS[bin].toFixed(0)} tok/s`);
+    const near = d.server.reduce<ServerSample | undefined>((best, x) => (!best || Math.abs(x.t - t) < Math.abs(best.t - t) ? x : best), undefined);
+    if (near && Math.abs(near.t - t) <= 2) {
+      if (near.running !== undefined) parts.push(`server running ${near.running}`);
+      if (near.waiting !== undefined) parts.push(`waiting ${near.waiting}`);
+      if (near.kv_cache_usage !== undefined) parts.push(`KV cache ${(near.kv_cache_usage * 100).toFixed(0)}%`);
+    }
+    this.readout.textContent = parts.join(' · ');
+  }
+
+  private fillTable(): void {
+    this.tableHolder.replaceChildren(...(this.details.open ? [renderTable(timelineTable(this.data))] : []));
+  }
+
+  private async exportPng(): Promise<void> {
+    const dataUrl = this.canvas.toDataURL('image/png');
+    await request((requestId) => ({ type: 'exportPng', requestId, fileName: `timeline-${this.data.runId.replace(/[^A-Za-z0-9._-]+/g, '-')}.png`, dataUrl }));
+  }
+
+  private async exportCsv(): Promise<void> {
+    const csv = tableToCsv(timelineTable(this.data));
+    await request((requestId) => ({ type: 'exportCsv', requestId, fileName: `timeline-${this.data.runId.replace(/[^A-Za-z0-9._-]+/g, '-')}.csv`, csv }));
+  }
+}
