@@ -36,7 +36,7 @@ export function budgetText(b: Budget): string {
     .filter(([, id]) => id)
     .map(([phase, id]) => `${phase} ${id}`);
   const scope = budgetScopeLine(b);
-  const out = [b.view.title, ...(scope ? [scope.replace(/\*\*|`/g, '')] : []), `Runs: ${runs.join(', ') || 'none'}`, ''];
+  const out = [b.view.title, ...(scope ? [scope.replace(/\*\*|`/g, '')] : []), ...(b.modelLine ? [b.modelLine] : []), `Runs: ${runs.join(', ') || 'none'}`, ''];
   for (const r of b.readings) out.push(`• ${r}`);
   if (b.readings.length) out.push('');
   for (const t of budgetTables(b)) out.push(renderTextTable(t), '');

@@ -9,6 +9,7 @@ import { budgetFigures, GapKind } from './budgetNumbers';
 import { caveatText, gapInWords, missingPhases, ms, predictionText, readingsOf } from './budgetWords';
 import { MacroInput, MicroInput, ProfileInput } from './inputs';
 import { ModelStructure } from './modelStructure';
+import { ServedConfig } from './servedModel';
 
 export interface BudgetInputs {
   macro?: MacroInput;
@@ -16,6 +17,8 @@ export interface BudgetInputs {
   profile?: ProfileInput;
   /** Overrides the structure the micro run names (or the preset its model matches). */
   model?: ModelStructure;
+  /** The served model's config.json as a probe of the same server read it. */
+  served?: ServedConfig;
   /** The batch to account for when there is no profile (the profile's batch wins otherwise). */
   batch?: number;
   /** The target, server and model the runs share (campaign.ts checks that they do). */
@@ -61,6 +64,10 @@ export interface BudgetGap {
 export interface Budget {
   batch: number;
   model?: ModelStructure;
+  /** The served model's config, where a probe read it and the trace agrees with it. */
+  served?: ServedConfig;
+  /** Where the model came from and what it was checked against. */
+  modelLine?: string;
   runs: { macro?: string; micro?: string; profile?: string };
   scope?: BudgetScopeView;
   leftOut: string[];
@@ -100,6 +107,8 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   const budget: Budget = {
     batch,
     model,
+    served: f.servedConfig,
+    modelLine: f.modelLine,
     runs,
     scope: inputs.scope,
     leftOut: inputs.leftOut ?? [],

@@ -4,6 +4,7 @@
 import { MacroLevelInput, MicroInput, ProfileInput } from './inputs';
 import { readLinearCurve, readSizeCurve } from './interpolate';
 import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
+import { ServedConfig, servedText, servedVsModel, servedVsTrace } from './servedModel';
 import type { BudgetInputs, BudgetRow } from './budget';
 
 /** What a gap is between: two totals, or one row as profiled and as micro predicts it. */
@@ -43,7 +44,11 @@ export type Caveat =
   | { kind: 'gemm_unmeasured'; names: string[]; row: string }
   | { kind: 'no_kernel_count'; runId: string }
   | { kind: 'micro_on_cpu'; runId: string }
-  | { kind: 'model_mismatch'; runId: string; model: string; reasons: string[] };
+  | { kind: 'model_mismatch'; runId: string; model: string; reasons: string[] }
+  /** The probe's config of the served model contradicts the trace: the probe saw another model or server. */
+  | { kind: 'served_vs_trace'; served: string; reasons: string[] }
+  /** The model the budget would predict from is not the one served. */
+  | { kind: 'served_mismatch'; from: string; model: string; served: string; reasons: string[] };
 
 export interface AllReduceFloor {
   calls: number;
@@ -87,6 +92,10 @@ export interface BudgetFigures {
   rankSpread?: { slowest: number; max: number; min: number };
   /** What expert parallelism's all-to-alls would cost per step at this batch, from a cluster micro run. */
   expertParallel?: ExpertParallelFigure;
+  /** The served model's config, where a probe read it and the trace does not contradict it. */
+  servedConfig?: ServedConfig;
+  /** Where the model came from and what it was checked against, in words. */
+  modelLine?: string;
 }
 
 export interface ExpertParallelFigure {
@@ -180,13 +189,21 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
   // Micro's times predict this step only for the model that was profiled: a trace whose structure
   // contradicts micro's model (another layer count, world size) gets no prediction, and says why.
   const mismatch = micro && model && profile ? structureMismatch(model, profile) : [];
-  if (mismatch.length)
-    caveats.push({ kind: 'model_mismatch', runId: micro!.runId, model: `${model!.name} at TP ${model!.tp}, ${model!.layers} layers`, reasons: mismatch });
-  const predicting = mismatch.length ? undefined : micro;
+  if (mismatch.length) caveats.push({ kind: 'model_mismatch', runId: micro!.runId, model: modelText(model!), reasons: mismatch });
+  // The served config where the probe read one: first against the trace (a probe of another server or an
+  // earlier model is not this one), then against the model the prediction would use.
+  const traceVsServed = inputs.served && profile ? servedVsTrace(inputs.served, profile) : [];
+  if (traceVsServed.length) caveats.push({ kind: 'served_vs_trace', served: servedText(inputs.served!), reasons: traceVsServed });
+  const servedConfig = traceVsServed.length ? undefined : inputs.served;
+  const notServed = servedConfig && model ? servedVsModel(servedConfig, model) : [];
+  if (notServed.length)
+    caveats.push({ kind: 'served_mismatch', from: model!.source, model: modelText(model!), served: servedText(servedConfig!), reasons: notServed });
+  const refused = mismatch.length > 0 || notServed.length > 0;
+  const predicting = refused ? undefined : micro;
   // Predicted: micro's isolated kernels at this step's sizes.
   // A model without tensor parallelism runs no all-reduce: nothing to predict or to miss.
   const allreduceFloor =
-    model && allReducesPerStep(model) > 0 && !mismatch.length
+    model && allReducesPerStep(model) > 0 && !refused
       ? ((micro ? predictAllReduce(micro, model, batch, rowOf('allreduce'), bases, caveats) : undefined) ?? {
           calls: allReducesPerStep(model),
           bytes: decodeMessageBytes(model, batch),
@@ -263,7 +280,33 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     gaps,
     caveats,
     rankSpread,
+    servedConfig,
+    modelLine: modelLine(model, servedConfig, refused, profile),
   };
+}
+
+const modelText = (m: ModelStructure) =>
+  `${m.name} at TP ${m.tp}, ${m.layers} layers${m.experts ? `, ${m.experts.total} experts, ${m.experts.active} active` : ''}`;
+
+/** Where the model came from, and what it agrees with: the served config.json, the trace's attention kernels and ranks. */
+function modelLine(
+  model: ModelStructure | undefined,
+  served: ServedConfig | undefined,
+  refused: boolean,
+  profile: ProfileInput | undefined,
+): string | undefined {
+  if (!model) return served ? `Served model: ${servedText(served)}.` : undefined;
+  const line = `Model: ${modelText(model)}, from ${model.source}`;
+  if (refused) return `${line}; it disagrees with what was served or profiled (see the caveats).`;
+  const witnesses = [
+    served ? `the served config.json (${servedText(served)})` : '',
+    profile?.attention_kernels_per_step !== undefined && profile.kernels_per_step
+      ? `the trace (${profile.attention_kernels_per_step.toFixed(0)} attention kernels per step${profile.world_size !== undefined ? `, ${profile.world_size} GPU${profile.world_size === 1 ? '' : 's'}` : ''})`
+      : '',
+  ].filter(Boolean);
+  return witnesses.length
+    ? `${line}; it agrees with ${witnesses.join(' and ')}.`
+    : `${line}; nothing was there to check it against (no probe read the served config.json, no trace counted attention kernels).`;
 }
 
 /**

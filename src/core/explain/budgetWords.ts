@@ -29,6 +29,10 @@ export function caveatText(c: Caveat): string {
       return `Profile run ${c.runId} does not count kernels per step, so the launch gaps are not predicted.`;
     case 'model_mismatch':
       return `No prediction from micro run ${c.runId}: its model (${c.model}) is not the one profiled — ${c.reasons.join('; ')}. Run micro at the served model's shapes to predict this step.`;
+    case 'served_vs_trace':
+      return `The served config.json the probe read, ${c.served}, is not the model profiled — ${c.reasons.join('; ')}; it is left out (probe the server that was profiled).`;
+    case 'served_mismatch':
+      return `No prediction from ${c.from}: its model (${c.model}) is not the one served, ${c.served} — ${c.reasons.join('; ')}. Run micro with --config on the served model's config.json (or its preset) and the server's TP.`;
     case 'micro_on_cpu':
       return `Micro run ${c.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run \`infbench micro\` on the GPU host, with the server's Python, to predict the step's parts.`;
   }

@@ -7,6 +7,7 @@ import { Budget, buildBudget } from './budget';
 import { budgetFindings } from './findings';
 import { macroLevelsFrom, microInputFrom, profileInputFrom } from './inputs';
 import { ModelStructure } from './modelStructure';
+import { ServedConfig, servedConfigFrom, servedNames } from './servedModel';
 
 export class ExplainError extends Error {}
 
@@ -14,6 +15,8 @@ export interface ExplainSelection {
   macro?: RunFolder;
   micro?: RunFolder;
   profile?: RunFolder;
+  /** The newest probe of the same server that read the served model's config.json. */
+  probe?: RunFolder;
   /** The one target, server URL and model the chosen runs share: a budget never mixes servers. */
   scope?: BudgetScope;
   /** Runs of the workspace that were newer but measured another target, server or model, in words. */
@@ -93,6 +96,7 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
       }
     }
     chosen.scope = scope;
+    chosen.probe = probeFor(all, scope);
     return chosen;
   }
   // Our own runs first: an imported `vllm bench serve` result measured some other setup, so it stands
@@ -121,6 +125,7 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
     if (better) chosen.macro = better;
   }
   chosen.scope = scope;
+  chosen.probe = probeFor(all, scope);
   // A phase this target has no run of, while another target or server has one: say why it is not used.
   chosen.leftOut = (['macro', 'micro', 'profile'] as const).flatMap((phase) => {
     if (chosen[phase]) return [];
@@ -128,6 +133,25 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
     return other ? [`${phase} run ${other.info.id} measured ${mismatch(scope, other)}`] : [];
   });
   return chosen;
+}
+
+/**
+ * The newest completed probe of the scope's target and server that read the served model's config.json
+ * and, where the scope names a model, saw the server serve that one.
+ */
+function probeFor(all: RunFolder[], scope: BudgetScope): RunFolder | undefined {
+  if (!scope.url) return undefined;
+  return all.find((r) => {
+    if (r.info.phase !== 'probe' || r.info.status !== 'completed' || r.info.target !== scope.target) return false;
+    if (typeof r.info.options.url !== 'string' || normalizeUrl(r.info.options.url) !== scope.url) return false;
+    let result: unknown;
+    try {
+      result = r.readResult();
+    } catch {
+      return false;
+    }
+    return servedConfigFrom(r.info.id, result) !== undefined && (!scope.model || servedNames(result).includes(scope.model));
+  });
 }
 
 /** The scope of the named runs: the first macro or profile run's, with a model from any that names one. */
@@ -195,7 +219,13 @@ export function explainRuns(selection: ExplainSelection, options: { model?: Mode
     );
   }
   if (profile && selection.profile?.info.simulated) profile = { ...profile, simulated: true };
-  return buildBudget({ macro, micro, profile, model: options.model, batch: options.batch, scope: selection.scope, leftOut: selection.leftOut });
+  let served: ServedConfig | undefined;
+  try {
+    served = selection.probe ? servedConfigFrom(selection.probe.info.id, selection.probe.readResult()) : undefined;
+  } catch {
+    served = undefined;
+  }
+  return buildBudget({ macro, micro, profile, served, model: options.model, batch: options.batch, scope: selection.scope, leftOut: selection.leftOut });
 }
 
 function modelName(result: unknown): string | undefined {

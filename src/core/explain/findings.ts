@@ -117,6 +117,7 @@ export function budgetFindings(b: Budget, frontEnd: FrontEnd = 'cli'): FindingsU
     ...(scope ? [scope] : []),
     ...b.readings.slice(0, 4),
     `From ${provenance || 'no runs'}${b.simulated ? ' — simulator numbers, not a real server' : ''}.`,
+    ...(b.modelLine ? [b.modelLine] : []),
     ...b.caveats.map((c) => `Caveat: ${c}`),
   ];
   const heading = `Decode-step budget at batch ${b.batch}${b.scope ? ` — ${b.scope.target}` : ''}`;

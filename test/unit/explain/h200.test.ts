@@ -107,7 +107,7 @@ describe('decode-step budget on real H200 captures', () => {
         .join(', ')}`,
     );
     const why = b.caveats.join('\n');
-    assert.match(why, /No prediction from micro run kimi-micro: its model \(kimi-k2\.5 at TP 8, 61 layers\) is not the one profiled/);
+    assert.match(why, /No prediction from micro run kimi-micro: its model \(kimi-k2\.5 at TP 8, 61 layers, 384 experts, 8 active\) is not the one profiled/);
     assert.match(why, /runs 3 attention kernels, where 61 layers run one to a few each/);
     assert.match(why, /runs no all-reduce, where TP 8 runs 123/);
   });
