@@ -29,15 +29,20 @@ Load:
   --api completions|chat    (default completions)
   --model NAME              default: the first model /v1/models lists
   --prompts-file PATH       JSONL prompts on the target host
-  --dataset-name random|jsonl|sharegpt|prefix_repetition
+  --dataset-name random|jsonl|sharegpt|prefix_repetition|multi_turn
                             where prompts come from (default random; with --dataset-path told from the
-                            file: a JSON list is ShareGPT; prefix_repetition: groups sharing a prefix)
+                            file: a JSON list is ShareGPT; prefix_repetition: groups sharing a prefix;
+                            multi_turn: conversations whose context grows turn by turn)
   --dataset-path PATH       the dataset file on the target host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json
   --sharegpt-output-len N   ShareGPT: N output tokens per request instead of each second turn's length
   --prefix-repetition-prefix-len N, --prefix-repetition-suffix-len N, --prefix-repetition-num-prefixes N
                             prefix_repetition: N groups (default 10) whose prompts share a prefix of N tokens
                             (default 256), each with its own suffix (default 256); the hit rate comes from
                             the server's own prefix-cache counters
+  --multi-turn-turns N, --multi-turn-conversations N
+                            multi_turn: N turns a conversation (default 4), each sending the whole history
+                            with the server's answers, --input-len tokens more a turn; N conversations a level
+                            (default: the level's requests / turns), as many at once as its concurrency
 Each request:
   --temperature T, --top-p P, --top-k K, --min-p P
                             sampling (default temperature 0, greedy, as vllm bench serve sends)
@@ -88,6 +93,8 @@ export const macroCommand: CliCommand = {
         'prefix-repetition-prefix-len': { type: 'string' },
         'prefix-repetition-suffix-len': { type: 'string' },
         'prefix-repetition-num-prefixes': { type: 'string' },
+        'multi-turn-turns': { type: 'string' },
+        'multi-turn-conversations': { type: 'string' },
         temperature: { type: 'string' },
         'top-p': { type: 'string' },
         'top-k': { type: 'string' },
@@ -184,6 +191,7 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     datasetPath: v('dataset-path'),
     sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
     prefixRepetition: prefixRepetitionFlags(v),
+    multiTurn: multiTurnFlags(v),
     sampling: samplingFlags(v),
     extraBody: extraBodyFlag(v('extra-body')),
     headers: Array.isArray(values.header) && values.header.length ? values.header : undefined,
@@ -201,8 +209,8 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
 
 function datasetFlag(text: string | undefined): MacroDataset | undefined {
   if (text === undefined) return undefined;
-  if (text === 'random' || text === 'jsonl' || text === 'sharegpt' || text === 'prefix_repetition') return text;
-  throw new UsageError(`--dataset-name takes random, jsonl, sharegpt or prefix_repetition; got "${text}".`);
+  if (text === 'random' || text === 'jsonl' || text === 'sharegpt' || text === 'prefix_repetition' || text === 'multi_turn') return text;
+  throw new UsageError(`--dataset-name takes random, jsonl, sharegpt, prefix_repetition or multi_turn; got "${text}".`);
 }
 
 type FlagText = (flag: string) => string | undefined;
@@ -214,6 +222,14 @@ function prefixRepetitionFlags(v: FlagText): MacroOptions['prefixRepetition'] {
     numPrefixes: positiveWholeNumber(v('prefix-repetition-num-prefixes'), '--prefix-repetition-num-prefixes'),
   };
   return Object.values(p).some((x) => x !== undefined) ? p : undefined;
+}
+
+function multiTurnFlags(v: FlagText): MacroOptions['multiTurn'] {
+  const m = {
+    turns: positiveWholeNumber(v('multi-turn-turns'), '--multi-turn-turns'),
+    conversations: positiveWholeNumber(v('multi-turn-conversations'), '--multi-turn-conversations'),
+  };
+  return Object.values(m).some((x) => x !== undefined) ? m : undefined;
 }
 
 function samplingFlags(v: FlagText): MacroOptions['sampling'] {

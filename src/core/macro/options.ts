@@ -48,6 +48,11 @@ export interface MacroOptions {
   stallTimeoutS?: number;
   /** prefix_repetition: groups of requests that share a prefix (vllm bench serve's defaults 256, 256, 10). */
   prefixRepetition?: { prefixLen?: number; suffixLen?: number; numPrefixes?: number };
+  /**
+   * multi_turn: conversations whose every turn sends the whole history (inputLen tokens more a user turn, the
+   * server's outputLen-token answers in between); conversations per level, default the level's requests ÷ turns.
+   */
+  multiTurn?: { turns?: number; conversations?: number };
   /** Sampling parameters every request carries; temperature 0 (greedy) unless given, as vllm bench serve sends. */
   sampling?: { temperature?: number; topP?: number; topK?: number; minP?: number };
   /** A JSON object merged into every request body (vllm bench serve --extra-body). */
@@ -60,9 +65,13 @@ export interface MacroOptions {
 
 /**
  * random: generated prompts; jsonl: a file of prompts; sharegpt: ShareGPT conversations; prefix_repetition:
- * groups of generated prompts that share a prefix (each as vllm bench serve's --dataset-name).
+ * groups of generated prompts that share a prefix (each as vllm bench serve's --dataset-name); multi_turn:
+ * conversations whose context grows turn by turn (as vLLM's benchmarks/multi_turn drives them).
  */
-export type MacroDataset = 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition';
+export type MacroDataset = 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn';
+
+/** The agent's default turns per conversation (agent/infbench_agent/options.py, --multi-turn-turns). */
+export const MULTI_TURN_DEFAULT_TURNS = 4;
 
 /** vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset's defaults. */
 export const PREFIX_REPETITION_DEFAULTS = { prefixLen: 256, suffixLen: 256, numPrefixes: 10 };
@@ -139,8 +148,9 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
     throw new MacroOptionsError(`a prompts file is a JSONL of prompts, not a ${o.dataset} dataset; give the ${o.dataset} file as the dataset path.`);
   if (o.promptsFile && o.datasetPath && o.datasetPath !== o.promptsFile)
     throw new MacroOptionsError('the prompts file and the dataset path name different files; give one of them.');
-  if ((name === 'random' || name === 'prefix_repetition') && o.datasetPath)
-    throw new MacroOptionsError(`${name === 'random' ? 'random' : 'prefix-repetition'} prompts take no dataset file; got ${o.datasetPath}.`);
+  if ((name === 'random' || name === 'prefix_repetition' || name === 'multi_turn') && o.datasetPath)
+    throw new MacroOptionsError(`${GENERATED_WORDS[name]} take no dataset file; got ${o.datasetPath}.`);
+  if (name === 'multi_turn') return multiTurnOptions(o);
   if (name === 'prefix_repetition') {
     for (const [label, v] of Object.entries(o.prefixRepetition ?? {}))
       if (v !== undefined && (!Number.isInteger(v) || v < 1))
@@ -174,6 +184,18 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
     rangeRatio: o.rangeRatio || undefined,
     sharegptOutputLen: o.sharegptOutputLen,
   };
+}
+
+const GENERATED_WORDS = { random: 'random prompts', prefix_repetition: 'prefix-repetition prompts', multi_turn: 'multi-turn conversations' };
+
+function multiTurnOptions(o: MacroOptions): MacroAgentOptions {
+  const m = o.multiTurn ?? {};
+  for (const [label, v] of Object.entries(m))
+    if (v !== undefined && (!Number.isInteger(v) || v < 1)) throw new MacroOptionsError(`multi-turn ${label} must be a whole number, at least 1; got ${v}.`);
+  if (o.requestRate?.length)
+    throw new MacroOptionsError('multi-turn conversations run at concurrency levels, not request rates: each sends its next turn when the last is answered.');
+  if (o.rangeRatio) throw new MacroOptionsError('range ratio applies to random prompts only: every turn of a conversation adds the input length.');
+  return { datasetName: 'multi_turn', multiTurnTurns: m.turns, multiTurnConversations: m.conversations };
 }
 
 function requestExtras(o: MacroOptions): MacroAgentOptions {
@@ -233,6 +255,7 @@ function promptsText(o: MacroOptions): string {
     return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : "each with its second turn's output length"}`;
   }
   if (path) return `prompts from ${path}`;
+  if (name === 'multi_turn') return multiTurnText(o);
   if (name === 'prefix_repetition') {
     const given = Object.entries(o.prefixRepetition ?? {}).filter(([, v]) => v !== undefined);
     const p = { ...PREFIX_REPETITION_DEFAULTS, ...Object.fromEntries(given) };
@@ -247,4 +270,20 @@ function promptsText(o: MacroOptions): string {
   const [inLow, inHigh] = lengthRange(input, o.rangeRatio);
   const [outLow, outHigh] = lengthRange(output, o.rangeRatio);
   return `random prompts, ${input} → ${output} tokens, each ±${percent(o.rangeRatio)} (${inLow}–${inHigh} → ${outLow}–${outHigh}, range ratio ${o.rangeRatio})`;
+}
+
+/** "multi-turn: 16 conversations × 4 turns, +256 tokens a turn → 128 output tokens, each turn sending the whole history". */
+function multiTurnText(o: MacroOptions): string {
+  const turns = o.multiTurn?.turns ?? MULTI_TURN_DEFAULT_TURNS;
+  // As the agent counts them (macro.py, conversation_count): a level of seconds starts new ones until its end;
+  // else as many as given, or the level's requests ÷ turns.
+  const conversations =
+    o.durationS !== undefined
+      ? `conversations of ${turns} turns, new ones for the level's seconds`
+      : o.multiTurn?.conversations !== undefined || o.requests !== undefined
+        ? `${o.multiTurn?.conversations ?? Math.max(1, Math.ceil(o.requests! / turns))} conversations × ${turns} turns`
+        : `conversations of ${turns} turns, max(8, 4 × concurrency) requests a level`;
+  const input = o.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen;
+  const output = o.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen;
+  return `multi-turn: ${conversations}, +${input} tokens a turn → ${output} output tokens, each turn sending the whole history`;
 }

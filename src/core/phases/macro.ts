@@ -3,6 +3,7 @@ import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from
 import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
 import { SERVING_TABLE_FILE, writeServingTable } from '../findings/servingTable';
 import { saturationLines, serverStateTable } from '../macro/serverState';
+import { conversationTable } from '../macro/conversations';
 import { steadyWindowTable } from '../macro/steadyWindow';
 import { REQUEST_TRACE_FILE, writeRequestTrace } from '../runs/requestTrace';
 import { markLevel } from '../macro/levelFlags';
@@ -237,6 +238,8 @@ function findingsUpdate(
   if (steady) tables.push(steady);
   const state = serverStateTable(levels);
   if (state) tables.push(state);
+  const conversations = conversationTable(levels);
+  if (conversations) tables.push(conversations);
   if (requestTracePath) {
     lines.push(
       `Each request and the server's state over time, as a Chrome trace that opens in Perfetto beside the server's own profile: \`.inference-bench/runs/${run.info.id}/${REQUEST_TRACE_FILE}\` in the workspace.`,

@@ -54,9 +54,38 @@ describe('infbench macro flags', () => {
     assert.throws(() => macroAgentArgs({ dataset: 'prefix_repetition', rangeRatio: 0.2 }, 'http://h'), /range ratio applies to random prompts only/);
   });
 
+  it('hands multi-turn conversations to the agent and names them in the findings', () => {
+    const options = macroOptionsFromFlags({
+      'dataset-name': 'multi_turn',
+      'multi-turn-turns': '4',
+      'multi-turn-conversations': '16',
+      'input-len': '128',
+      'output-len': '64',
+    });
+    const args = macroAgentArgs(options, 'http://127.0.0.1:8000');
+    const value = (flag: string) => args[args.indexOf(flag) + 1];
+    assert.deepEqual(['--dataset-name', '--multi-turn-turns', '--multi-turn-conversations', '--input-len', '--output-len'].map(value), [
+      'multi_turn',
+      '4',
+      '16',
+      '128',
+      '64',
+    ]);
+    assert.equal(datasetText(options), 'multi-turn: 16 conversations × 4 turns, +128 tokens a turn → 64 output tokens, each turn sending the whole history');
+    // With no count, the agent divides the level's requests by the turns (rounded up), and the findings say so.
+    assert.match(datasetText({ dataset: 'multi_turn', requests: 30 }), /^multi-turn: 8 conversations × 4 turns, \+256 tokens a turn → 128 output tokens/);
+    assert.match(
+      datasetText({ dataset: 'multi_turn', multiTurn: { turns: 3 } }),
+      /^multi-turn: conversations of 3 turns, max\(8, 4 × concurrency\) requests a level/,
+    );
+    assert.throws(() => macroAgentArgs({ dataset: 'multi_turn', requestRate: [2] }, 'http://h'), /run at concurrency levels, not request rates/);
+    assert.throws(() => macroAgentArgs({ dataset: 'multi_turn', datasetPath: '/x.json' }, 'http://h'), /multi-turn conversations take no dataset file/);
+    assert.throws(() => macroOptionsFromFlags({ 'multi-turn-turns': '0' }), /--multi-turn-turns/);
+  });
+
   it('names the flag whose value is wrong', () => {
     const refused: [Record<string, string>, RegExp][] = [
-      [{ 'dataset-name': 'sonnet' }, /--dataset-name takes random, jsonl, sharegpt or prefix_repetition; got "sonnet"/],
+      [{ 'dataset-name': 'sonnet' }, /--dataset-name takes random, jsonl, sharegpt, prefix_repetition or multi_turn; got "sonnet"/],
       [{ 'extra-body': '{oops' }, /--extra-body is not JSON/],
       [{ 'extra-body': '[1, 2]' }, /--extra-body must be a JSON object/],
       [{ 'prefix-repetition-num-prefixes': '0' }, /--prefix-repetition-num-prefixes takes a positive whole number/],
