@@ -1,4 +1,5 @@
 import { ServerRecipe } from '../../remote/agentProtocol';
+import { recipeDifferences, startCommand } from './recipe';
 import { Consent, ServerChange, ServerContext, ServerControlError, ServerProgress } from './serverChange';
 
 export interface ServerChangeOptions {
@@ -71,5 +72,67 @@ export async function withProfilerServer<T>(
     return { value: await body(started.recipe ?? changed), change };
   } finally {
     await change.restore(options.onProgress);
+  }
+}
+
+/** What micro ran with the server stopped, and whether the server now runs with the profiler for the profile run. */
+export interface HandedOverOutcome<T> extends WithServerOutcome<T> {
+  /** The change is left open (state `changed`): the profile run profiles this server, then restores the original. */
+  handedOver: boolean;
+}
+
+/**
+ * "Stop the server, run micro, then start it with the profiler" (Run All Phases when micro needs the
+ * GPUs and the profile needs the profiler): one start instead of two, since a start is the long part
+ * (36 minutes for the seed campaign's model). One consent shows both commands. After `body` the
+ * server is started with the profiler and the change left open for the profile run, which restores
+ * the original; Cancel, a failure of `body`, or a profiler start that fails puts the original back.
+ */
+export async function withServerStoppedThenProfiler<T>(
+  ctx: ServerContext,
+  purpose: string,
+  options: ProfilerRestartOptions,
+  body: () => Promise<T>,
+): Promise<HandedOverOutcome<T>> {
+  const { change, status } = await ServerChange.adopt(ctx, purpose, {
+    profilerDir: options.profilerDir,
+    delayIterations: options.delayIterations,
+    maxIterations: options.maxIterations,
+    signal: options.signal,
+  });
+  const changed = status.profiler_recipe ?? undefined;
+  const stop = change.stopStep();
+  const step = changed
+    ? {
+        ...stop,
+        title: `Stop the server on ${ctx.target.name} (pid ${change.record.original.identity?.pid ?? '?'}) for micro, then start it with the profiler for the profile`,
+        commands: [stop.commands[0], startCommand(changed)],
+        changes: [
+          ...stop.changes,
+          ...recipeDifferences(change.record.original, changed).map((d) => `the server started after micro ${d}`),
+          'the original is put back after the profile (also on failure or Cancel)',
+        ],
+        estimateS: status.estimate_s,
+      }
+    : stop;
+  if (!(await options.consent(step))) throw new ServerControlError('The server was left running: the stop was not agreed to.', 'declined');
+  let handedOver = false;
+  try {
+    await change.stop(options.onProgress);
+    const value = await body();
+    if (changed && !options.signal?.aborted) {
+      try {
+        await change.start(changed, { signal: options.signal, onProgress: options.onProgress });
+        handedOver = !options.signal?.aborted;
+      } catch (err) {
+        // Micro's numbers stand; the profile run then finds the profiler off and asks as it would alone.
+        ctx.log.warn(
+          `The server on ${ctx.target.name} did not start with the profiler (${err instanceof Error ? err.message : String(err)}); the original is put back.`,
+        );
+      }
+    }
+    return { value, change, handedOver };
+  } finally {
+    if (!handedOver) await change.restore(options.onProgress);
   }
 }

@@ -1,10 +1,20 @@
 import * as vscode from 'vscode';
 import { RunSummary } from '../../shared/results';
 import { RunController } from '../runs/runController';
-import { PHASE_ORDER, RunnablePhase } from '../../core/campaign/runnablePhase';
+import { RunnablePhase } from '../../core/campaign/runnablePhase';
 import { PhaseRunner, PhaseRunners } from '../runs/phaseRunner';
 import { pickTarget } from './pickers';
-import { showRunAllPlan } from '../server/serverPrompts';
+import { askResumeRunAll, confirmRunAllPlan, offerPendingRestore, UnfinishedChoice } from '../server/serverPrompts';
+import { basename } from 'node:path';
+import { markPhase, phasesFrom, PlanStepKind, planRunAll, resumePoint, RunAllRecord, serverNeeds, unfinished } from '../../core/campaign/runAllPlan';
+import { pastRuns, readRunAllRecord, writeRunAllRecord } from '../../core/campaign/runAllRecord';
+import { Target } from '../../core/config/target';
+import { MacroOptions } from '../../core/macro/options';
+import { RunFolder, runDir } from '../../core/runs/runFolder';
+import { pendingServerChanges } from '../../core/server/serverChange';
+import { serverTimes } from '../../core/server/serverTimes';
+import { workspaceRoot } from '../settings';
+import { MICRO_THEN_PROFILE, MicroServerPlan } from '../runs/microRunner';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = {
   probe: 'Probe Target',
@@ -53,55 +63,158 @@ async function confirmGpusFree(title: string, targetName: string): Promise<boole
   return pick !== undefined;
 }
 
-/** What a caller (a keybinding, a test) can give Run All Phases instead of its questions: the macro workload. */
+/**
+ * What a caller (a keybinding, a test) can give Run All Phases instead of its questions: the macro
+ * workload, the plan's yes, and what to do with an unfinished plan on the target.
+ */
 export interface RunAllGiven {
   macro?: Record<string, unknown>;
+  /** The plan agreed to, as by its button (a stop or restart still asks with its commands). */
+  yes?: boolean;
+  unfinished?: UnfinishedChoice;
 }
 
 /**
- * Run All Phases: macro → micro → profiler on one target, asking first which macro workload to run
- * (the Run Macro Phase choices, the one last run on the target first; Escape runs none) and before
- * the phase that needs the GPUs free; the other phases take their defaults. Stops at the first phase
- * that fails or is cancelled.
+ * Run All Phases: probe → macro on the production configuration → micro → profile on one target, as a
+ * plan. It asks first which macro workload to run (the Run Macro Phase choices, the last one run on the
+ * target first), probes (which changes nothing) to learn whether the GPUs are held and the profiler is
+ * on, then shows the plan — the server's stop and restarts only where needed, each step's expected time
+ * and the total — and runs it on one yes. The plan is kept under the runs folder, so that the next Run
+ * All on the target offers to resume one that was interrupted.
  */
 export async function runAllCommand(controller: RunController, phases: PhaseRunners, arg: unknown, given?: RunAllGiven): Promise<void> {
   const target = await pickTarget(arg, 'Run All Phases');
   if (!target) return;
-  const runners = PHASE_ORDER.map((p) => phases[p]);
-  // Asked before anything runs, so that the phases then go on without a question between them but the GPUs'.
+  const workspace = workspaceRoot();
+  if (!workspace) {
+    void vscode.window.showErrorMessage('Inference Bench: open a folder first. Runs are saved under .inference-bench/runs/ in the workspace folder.');
+    return;
+  }
+  const previous = readRunAllRecord(workspace, target.name);
+  if (unfinished(previous)) {
+    const from = resumePoint(previous)!;
+    const choice = given?.unfinished ?? (await askResumeRunAll(previous, from));
+    if (!choice) return;
+    if (choice === 'resume') {
+      await vscode.commands.executeCommand('inferenceBench.showResults');
+      await controller.showFindings();
+      await runPlan(controller, phases, target, workspace, { ...previous, state: 'running' }, from, new AbortController().signal);
+      return;
+    }
+  }
+  // Asked before anything runs, so that the phases then go on without a question between them but the plan's and the server's.
   const macroOptions = given?.macro ? { ...given.macro } : await phases.macro.pickOptions(target, false);
   if (!macroOptions) return;
-  showRunAllPlan(target.name);
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
-  // What is there first (GPUs, server, model): the sidebar and the findings header show it.
-  const steps = runners.length + 1;
-  const step = (n: number) => `step ${n} of ${steps} of Run All Phases`;
-  const probed = await controller.runPhase(phases.probe, target, {}, all.signal, step(1));
-  if (probed?.status === 'cancelled') return;
+  // What is there (GPUs, server, model, profiler) decides the plan; a server an earlier session left changed is offered back first.
+  const probed = await controller.runPhase(withPendingRestore(phases.probe), target, {}, all.signal, 'step 1 of Run All Phases, to plan the rest');
+  if (!probed || probed.status !== 'completed') {
+    if (probed?.status !== 'cancelled')
+      void vscode.window.showWarningMessage(`Inference Bench: Run All Phases stopped: the probe ${probed?.status ?? 'did not run'}.`);
+    return;
+  }
   // Shown once the probe has named it after the model and GPU (before, a fresh campaign's would be findings.md).
   await controller.showFindings();
-  for (const [i, runner] of runners.entries()) {
-    if (runner.needsGpusFree && !(await confirmGpusFree(`${runner.title} (next in Run All Phases)`, target.name))) {
-      void vscode.window.showInformationMessage(`Inference Bench: skipped the ${runner.phase} phase; going on with the rest.`);
-      continue;
+  let probeResult: unknown;
+  try {
+    probeResult = RunFolder.open(runDir(workspace, probed.id)).readResult();
+  } catch {
+    // no result to read: the plan then says the GPUs and the profiler are not known
+  }
+  const now = new Date().toISOString();
+  const planned = planRunAll({
+    target: target.name,
+    macro: macroOptions as MacroOptions,
+    needs: serverNeeds(probeResult),
+    past: pastRuns(workspace, target.name).filter((r) => r.id !== probed.id),
+    server: serverTimes(workspace, target.name),
+  });
+  const record: RunAllRecord = {
+    version: 1,
+    target: target.name,
+    createdAt: now,
+    updatedAt: now,
+    state: 'running',
+    macro: macroOptions as MacroOptions,
+    ...planned,
+  };
+  const done = markPhase(record, 'probe', 'done', probed.id);
+  if (!given?.yes && !(await confirmRunAllPlan(target.name, done.steps, done.omitted))) return;
+  writeRunAllRecord(workspace, done);
+  await runPlan(controller, phases, target, workspace, done, 1, all.signal);
+}
+
+/** The probe (or another phase) offering first to put back a server an earlier session left changed. */
+function withPendingRestore(runner: PhaseRunner): PhaseRunner {
+  return {
+    ...runner,
+    async run(ctx, options) {
+      await offerPendingRestore(ctx);
+      return runner.run(ctx, options);
+    },
+  };
+}
+
+/**
+ * Runs the plan's phases from step `from`, keeping the record up to date after each. Stops at the first
+ * phase that fails or is cancelled, but micro: its failing (GPUs busy and the stop declined, no
+ * PyTorch there) says nothing about the server, so the profile still runs.
+ */
+async function runPlan(
+  controller: RunController,
+  phases: PhaseRunners,
+  target: Target,
+  workspace: string,
+  start: RunAllRecord,
+  from: number,
+  signal: AbortSignal,
+): Promise<void> {
+  let record = start;
+  const save = (next: RunAllRecord) => {
+    record = next;
+    writeRunAllRecord(workspace, record);
+  };
+  const has = (kind: PlanStepKind) => record.steps.some((s) => s.kind === kind);
+  // A server micro left with the profiler on for the profile (a window closed in between still finds it).
+  let handedOver = record.serverChange ? pendingChange(workspace, target.name, record.serverChange) : undefined;
+  for (const phase of phasesFrom(record, from)) {
+    const runner = phase === 'probe' || phase === 'macro' ? withPendingRestore(phases[phase]) : phases[phase];
+    const base = phase === 'macro' ? { ...record.macro } : phase === 'probe' ? {} : await runner.pickOptions(target, true);
+    if (!base) return;
+    const options: Record<string, unknown> = { ...base };
+    if (phase === 'micro' && has('stop')) options.serverPlan = (has('start-profiler') ? 'stop-then-profiler' : 'stop') satisfies MicroServerPlan;
+    if (phase === 'profile' && handedOver) options.serverChange = handedOver;
+    else if (phase === 'profile' && (has('restart-profiler') || has('start-profiler'))) options.restartWithProfiler = true;
+    save(markPhase(record, phase, 'running'));
+    const first = record.steps.findIndex((s) => s.phase === phase);
+    const run = await controller.runPhase(runner, target, options, signal, `step ${first + 1} of ${record.steps.length} of Run All Phases`);
+    const status = run?.status === 'completed' ? 'done' : run?.status === 'cancelled' || run?.status === 'interrupted' ? 'cancelled' : 'failed';
+    save(markPhase(record, phase, status, run?.id));
+    if (phase === 'micro') {
+      handedOver = pendingServerChanges(workspace, target.name).find((c) => c.record.state === 'changed' && c.record.purpose === MICRO_THEN_PROFILE)?.dir;
+      handedOver = handedOver ? basename(handedOver) : undefined;
+      if (handedOver) save({ ...record, serverChange: handedOver });
     }
-    const options = runner.phase === 'macro' ? macroOptions : await runner.pickOptions(target, true);
-    if (!options) return;
-    const run = await controller.runPhase(runner, target, options, all.signal, step(i + 2));
-    // Micro failing (GPUs busy and the user declined, no PyTorch there) says nothing about the server: the profiler can still run.
-    if (run && run.status === 'failed' && runner.phase === 'micro') {
+    if (run && run.status === 'failed' && phase === 'micro') {
       void vscode.window.showWarningMessage(`Inference Bench: the micro phase did not complete (${run.reason ?? 'failed'}); going on with the profiler.`);
       continue;
     }
     if (!run || run.status !== 'completed') {
+      save({ ...record, state: 'stopped' });
       void vscode.window.showWarningMessage(
-        `Inference Bench: Run All Phases stopped after the ${runner.phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''}`.trim(),
+        `Inference Bench: Run All Phases stopped after the ${phase} phase (${run?.status ?? 'did not start'}). ${run?.reason ?? ''} Run All Phases again on ${target.name} to resume from there.`.trim(),
       );
       return;
     }
   }
+  save({ ...record, state: 'finished' });
   notifyFinished(`all phases finished on ${target.name}.`);
+}
+
+/** The change (by its folder's name) if it still waits to be restored. */
+function pendingChange(workspace: string, target: string, name: string): string | undefined {
+  return pendingServerChanges(workspace, target).some((c) => basename(c.dir) === name && c.record.state === 'changed') ? name : undefined;
 }
 
 export async function stopCommand(controller: RunController, arg: unknown): Promise<void> {

@@ -2,9 +2,14 @@ import * as vscode from 'vscode';
 import { MicroOptions } from '../../core/micro/options';
 import { runMicroPhase } from '../../core/phases/micro';
 import { PhaseRunner } from './phaseRunner';
-import { withServerStopped } from '../../core/server/phaseServer';
+import { withServerStopped, withServerStoppedThenProfiler } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
+
+/** What Run All Phases planned for the server around micro: stop it and start it again, or start it with the profiler. */
+export type MicroServerPlan = 'stop' | 'stop-then-profiler';
+/** The purpose of a change that micro hands over to the profile run (its change.json says it). */
+export const MICRO_THEN_PROFILE = 'micro, then profile';
 
 const MODELS = [
   { label: 'kimi-k2.5', detail: 'Kimi-K2.5 (DeepSeek-V3 shapes: hidden 7168, 384 experts, 8 active), INT4 weights — the seed scenario', tp: 8 },
@@ -50,23 +55,32 @@ export const microRunner: PhaseRunner = {
     if (MODELS.some((m) => m.label === picked.label)) options.model = picked.label;
     return options as Record<string, unknown>;
   },
-  async run(ctx, options) {
+  async run(ctx, given) {
+    // Run All Phases' plan: the stop already agreed in the plan (its consent still shows the commands), and after micro
+    // the server started with the profiler for the profile instead of the original.
+    const { serverPlan, ...rest } = given as { serverPlan?: MicroServerPlan };
+    const options = rest as MicroOptions;
     await offerPendingRestore(ctx);
-    let outcome = await runMicroPhase(ctx, options as MicroOptions);
+    let outcome = await runMicroPhase(ctx, options);
     if (outcome.busy && !ctx.signal?.aborted) {
       const stop = 'Stop the Server, Run, Start It Again';
       const beside = 'Run Beside It';
-      const pick = await vscode.window.showWarningMessage(
-        `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message} Timings taken beside a loaded server are skewed. Stop the server for the run (it is started again afterwards, also on Cancel), or run now sized to the free memory.`,
-        { modal: true },
-        stop,
-        beside,
-      );
-      if (pick === beside) outcome = await runMicroPhase(ctx, { ...(options as MicroOptions), allowBusy: true });
+      const pick = serverPlan
+        ? stop
+        : await vscode.window.showWarningMessage(
+            `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message} Timings taken beside a loaded server are skewed. Stop the server for the run (it is started again afterwards, also on Cancel), or run now sized to the free memory.`,
+            { modal: true },
+            stop,
+            beside,
+          );
+      if (pick === beside) outcome = await runMicroPhase(ctx, { ...options, allowBusy: true });
       if (pick === stop) {
         try {
-          outcome = (await withServerStopped(ctx, 'micro', vscodeServerOptions(ctx.target.name, ctx.signal), () => runMicroPhase(ctx, options as MicroOptions)))
-            .value;
+          const server = vscodeServerOptions(ctx.target.name, ctx.signal);
+          outcome =
+            serverPlan === 'stop-then-profiler'
+              ? (await withServerStoppedThenProfiler(ctx, MICRO_THEN_PROFILE, { ...server, profilerDir: 'auto' }, () => runMicroPhase(ctx, options))).value
+              : (await withServerStopped(ctx, 'micro', server, () => runMicroPhase(ctx, options))).value;
         } catch (err) {
           if (!(err instanceof ServerControlError)) throw err;
           serverOutputChannel().error(err.message);

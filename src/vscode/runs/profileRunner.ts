@@ -1,10 +1,12 @@
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { readSettings } from '../settings';
 import { PhaseRunner } from './phaseRunner';
+import { PhaseContext } from '../../core/campaign/phaseContext';
 import { withProfilerServer } from '../../core/server/phaseServer';
-import { ServerControlError } from '../../core/server/serverChange';
-import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
+import { ServerChange, serverChangesRoot, ServerControlError } from '../../core/server/serverChange';
+import { offerPendingRestore, serverOutputChannel, serverProgressToChannel, vscodeServerOptions } from '../server/serverPrompts';
 
 const WORKLOADS = [
   {
@@ -37,17 +39,23 @@ export const profileRunner: PhaseRunner = {
     );
     return picked ? { ...picked.options } : undefined;
   },
-  async run(ctx, options) {
-    await offerPendingRestore(ctx);
+  async run(ctx, given) {
+    // Run All Phases: `serverChange`, the change (its folder's name) micro left with the profiler on (profiled, then the original put
+    // back); `restartWithProfiler`, the restart already agreed in the plan (its consent still shows the commands).
+    const { serverChange, restartWithProfiler, ...options } = given as { serverChange?: string; restartWithProfiler?: boolean };
     const profileOptions = { ...(options as ProfileOptions), analysis: readSettings().traceAnalysis };
+    if (serverChange) return profileThenRestore(ctx, serverChange, profileOptions);
+    await offerPendingRestore(ctx);
     const outcome = await runProfilePhase(ctx, profileOptions);
     if (outcome.summary.errorCode !== 'profiler_disabled' || ctx.signal?.aborted) return outcome.summary;
     const restart = 'Restart With the Profiler';
-    const pick = await vscode.window.showWarningMessage(
-      `Inference Bench: the server on ${ctx.target.name} runs without its profiler. ${outcome.summary.reason ?? ''} Restart it with the profiler for this run? The original is put back afterwards, also on failure or Cancel.`,
-      { modal: true },
-      restart,
-    );
+    const pick = restartWithProfiler
+      ? restart
+      : await vscode.window.showWarningMessage(
+          `Inference Bench: the server on ${ctx.target.name} runs without its profiler. ${outcome.summary.reason ?? ''} Restart it with the profiler for this run? The original is put back afterwards, also on failure or Cancel.`,
+          { modal: true },
+          restart,
+        );
     if (pick !== restart) return outcome.summary;
     try {
       const options = { ...vscodeServerOptions(ctx.target.name, ctx.signal), profilerDir: 'auto' };
@@ -60,3 +68,17 @@ export const profileRunner: PhaseRunner = {
     }
   },
 };
+
+/** Profiles the server micro left running with the profiler, then puts the original back whatever the profile did. */
+async function profileThenRestore(ctx: PhaseContext, name: string, options: ProfileOptions): Promise<unknown> {
+  try {
+    return (await runProfilePhase(ctx, options)).summary;
+  } finally {
+    try {
+      await ServerChange.open(ctx, join(serverChangesRoot(ctx.workspace), name)).restore(serverProgressToChannel(ctx.target.name));
+    } catch (err) {
+      serverOutputChannel().error(err instanceof Error ? err.message : String(err));
+      void vscode.window.showErrorMessage(`Inference Bench: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { ServerChangeOptions } from '../../core/server/phaseServer';
+import { describePlan, OmittedStep, PlanStep, RunAllRecord } from '../../core/campaign/runAllPlan';
 import { startCommand } from '../../core/server/recipe';
 import { pendingServerChanges, ServerChange, ServerContext, ServerProgress, ServerStep } from '../../core/server/serverChange';
 
@@ -89,18 +90,37 @@ export async function offerPendingRestore(ctx: ServerContext): Promise<void> {
   }
 }
 
-/** What Run All Phases will do to the server, said before it starts (in the output channel and a message that does not wait). */
-export function showRunAllPlan(targetName: string): void {
-  const plan = [
-    `Run All Phases on ${targetName}:`,
-    '  1. probe: what is there (GPUs, server, model, profiler)',
-    '  2. macro: the server as it runs now (the production configuration)',
-    '  3. micro: if the server holds the GPUs, you are asked to stop it (the exact command shown); it is started again right after',
-    '  4. profile: if the server runs without its profiler, you are asked to restart it with the profiler; the original is put back after',
-    'Each restart takes about as long as the server’s last start (said when asked). Cancel during a restart puts the original back.',
-  ];
-  serverOutputChannel().info(plan.join('\n'));
-  void vscode.window.showInformationMessage(
-    `Inference Bench: Run All Phases on ${targetName} — probe, macro on the server as it runs, micro (stopping the server only if you agree), profile (restarting it with the profiler only if you agree, then putting it back).`,
+/** Run All Phases' plan in a modal: its steps with their expected times, what is left out and why, the total; one yes. */
+export async function confirmRunAllPlan(targetName: string, steps: PlanStep[], omitted: OmittedStep[]): Promise<boolean> {
+  const detail = [
+    ...describePlan(steps, omitted),
+    '',
+    'A stop or restart still asks first, with its exact commands. Cancel during a restart puts the original back.',
+  ].join('\n');
+  serverOutputChannel().info(`Run All Phases on ${targetName}, the plan:\n${detail}`);
+  const run = 'Run the Plan';
+  const pick = await vscode.window.showInformationMessage(`Inference Bench: Run All Phases on ${targetName}?`, { modal: true, detail }, run);
+  serverOutputChannel().info(pick === run ? 'Agreed.' : 'Declined: nothing ran after the probe.');
+  return pick === run;
+}
+
+export type UnfinishedChoice = 'resume' | 'start over';
+
+/** An earlier Run All on the target that did not finish: go on from its next step, or start over. */
+export async function askResumeRunAll(record: RunAllRecord, from: number): Promise<UnfinishedChoice | undefined> {
+  const step = record.steps[from];
+  const resume = `Resume from Step ${from + 1} (${step.phase})`;
+  const over = 'Start Over';
+  const detail = [
+    `Planned ${record.createdAt.slice(0, 16).replace('T', ' ')} UTC, last step ${record.updatedAt.slice(0, 16).replace('T', ' ')} UTC.`,
+    '',
+    ...describePlan(record.steps, record.omitted, from),
+  ].join('\n');
+  const pick = await vscode.window.showInformationMessage(
+    `Inference Bench: Run All Phases on ${record.target} stopped before its end (step ${from + 1}, ${step.title}).`,
+    { modal: true, detail },
+    resume,
+    over,
   );
+  return pick === resume ? 'resume' : pick === over ? 'start over' : undefined;
 }

@@ -126,8 +126,8 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
       const root = join(workspaceFolder(), '.inference-bench', 'runs');
       const before = new Set(existsSync(root) ? readdirSync(root) : []);
       await closeAllEditors();
-      // The macro workload Run All asks for first (a quick pick from the palette), given here as a keybinding would.
-      await vscode.commands.executeCommand('inferenceBench.runAll', name, { macro: { concurrency: [1, 2], requests: 4 } });
+      // The macro workload Run All asks for first (a quick pick from the palette) and the plan's yes, given here as a keybinding would.
+      await vscode.commands.executeCommand('inferenceBench.runAll', name, { macro: { concurrency: [1, 2], requests: 4 }, yes: true });
       // The probe names the findings document (model, GPU, bench N) before it is shown: no other document was opened for it.
       const findingsFile = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
       assert.match(basename(findingsFile), /^[a-z0-9]+bench\d+\.md$/);
