@@ -208,7 +208,7 @@ export function startResultsApp(app: HTMLElement): void {
       section.lastElementChild!.append(renderTable(kernels, { sortable: true, initialSort: { key: 'total_us', descending: true } }));
       extras.append(section);
     }
-    const points = cards.reduce((n, c) => n + c.pointCount(), timeline?.pointCount() ?? 0);
+    const points = cards.reduce((n, c) => n + c.pointCount(), 0);
     const ms = performance.now() - started;
     document.body.dataset.lastRenderMs = ms.toFixed(2);
     document.body.dataset.points = String(points);

@@ -145,10 +145,6 @@ export class TimelineCard {
     this.element.remove();
   }
 
-  pointCount(): number {
-    return this.data.requests.count;
-  }
-
   private shown(): [number, number] {
     return this.view ?? [this.data.t0, this.data.t1];
   }
