@@ -72,6 +72,8 @@ export function probeSummaryLines(r: ProbeResult): string[] {
     lines.push(
       `  profiler: ${p.enabled === true ? (p.kind === 'cuda' ? 'CUDA profiler (no torch traces)' : 'enabled') : p.enabled === false ? 'NOT enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`,
     );
+    const structure = modelConfigText(s);
+    if (structure) lines.push(`  model structure: ${structure}`);
     if (s.parallel)
       lines.push(
         `  parallel: tp ${s.parallel.tp} × pp ${s.parallel.pp} × dp ${s.parallel.dp}${s.parallel.dp_attention ? ' (DP attention)' : ''}: ${s.parallel.ranks} rank(s) write traces`,
@@ -90,6 +92,19 @@ export function probeSummaryLines(r: ProbeResult): string[] {
   const network = networkLine(r);
   if (network) lines.push(network);
   return lines;
+}
+
+/** The served model's config.json as the probe summarized it: "kimi_k2 (under text_config): 61 layers, hidden 7168, 384 experts, 8 per token — from ...". */
+export function modelConfigText(s: ProbeResult['server']): string | undefined {
+  const c = s.model_config;
+  if (!c) return undefined;
+  const facts = [
+    c.num_hidden_layers !== undefined ? `${c.num_hidden_layers} layers` : '',
+    c.hidden_size !== undefined ? `hidden ${c.hidden_size}` : '',
+    c.num_attention_heads !== undefined ? `${c.num_attention_heads} heads${c.num_key_value_heads !== undefined ? ` (${c.num_key_value_heads} KV)` : ''}` : '',
+    c.experts !== undefined ? `${c.experts} experts${c.num_experts_per_tok !== undefined ? `, ${c.num_experts_per_tok} per token` : ''}` : 'dense',
+  ].filter(Boolean);
+  return `${c.model_type ?? 'model'}${c.nested ? ` (under ${c.nested})` : ''}: ${facts.join(', ')} — ${c.path}, found by ${c.found_by}`;
 }
 
 /** The links NCCL would take to other hosts: RDMA ports first (its default when present), else the socket interfaces. */
@@ -125,6 +140,7 @@ export function environmentTable(r: ProbeResult): ResultTable {
         ? `${p.enabled === true ? (p.kind === 'cuda' ? 'CUDA profiler (no torch traces)' : 'enabled') : p.enabled === false ? 'not enabled' : 'unknown'}${p.evidence ? ` (${p.evidence})` : ''}`
         : undefined,
     ],
+    ['Model structure', modelConfigText(s)],
     ['Parallel', s.parallel ? `tp ${s.parallel.tp} × pp ${s.parallel.pp} × dp ${s.parallel.dp}: ${s.parallel.ranks} rank(s) write traces` : undefined],
     ['Command line', s.command_line ? `${s.command_line.join(' ')} (pid ${s.pid})` : undefined],
     ['GPUs', r.gpus.available ? undefined : (r.gpus.error ?? 'none seen')],

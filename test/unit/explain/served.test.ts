@@ -9,6 +9,8 @@ import { microInputFrom, profileInputFrom } from '../../../src/core/explain/inpu
 import { servedConfigFrom } from '../../../src/core/explain/servedModel';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { RunFolder } from '../../../src/core/runs/runFolder';
+import { environmentTable, probeSummaryLines } from '../../../src/core/probe/tables';
+import { ProbeResult } from '../../../src/remote/agentProtocol';
 
 // The served model's config.json as the probe reports it (agent served_model.py, test_served_model.py),
 // set against real H200 captures: micro's Kimi-K2.5 TP 8 run and the continuous-batching loop's trace.
@@ -113,6 +115,37 @@ describe('the budget checks micro, the trace and the served config.json against 
     assert.match(why, /the trace runs 3 attention kernels per step, where the served 61 layers run one to a few each/);
     assert.match(why, /the trace runs no all-reduce, where the server's TP 8 all-reduces every layer/);
     assert.equal(other.modelLine, undefined);
+  });
+
+  it("the probe's own report says the served structure and where its config.json was found", () => {
+    const r = {
+      ...probeResult(KIMI, 8),
+      platform: 'linux',
+      python: { version: '3.12', executable: 'python3', implementation: 'CPython' },
+      packages: {},
+      cuda_visible_devices: null,
+      gpus: { available: false, error: 'no GPUs', devices: [], processes: [], topology: null },
+    };
+    const server = {
+      ...r.server,
+      reachable: true,
+      healthy: true,
+      error: null,
+      kind_evidence: null,
+      simulated: false,
+      version: '0.13.0',
+      profiler: { enabled: null, evidence: null },
+      pid: null,
+      command_line: null,
+    };
+    const result = { ...r, server } as unknown as ProbeResult;
+    const text =
+      "kimi_k2 (under text_config): 61 layers, hidden 7168, 64 heads, 384 experts, 8 per token — /hf/hub/models--x/snapshots/abc/config.json, found by the server's --model, in the Hugging Face cache";
+    assert.ok(probeSummaryLines(result).includes(`  model structure: ${text}`));
+    assert.deepEqual(
+      environmentTable(result).rows.find((row) => row.what === 'Model structure'),
+      { what: 'Model structure', value: text },
+    );
   });
 
   it('a probe result without a config summary (config not on the host) adds nothing', () => {
