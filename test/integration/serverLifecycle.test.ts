@@ -7,7 +7,7 @@ import { PhaseContext } from '../../src/core/campaign/phaseContext';
 import { parseTarget, Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
 import { runProfilePhase } from '../../src/core/phases/profile';
-import { withProfilerServer, withServerStopped } from '../../src/core/server/phaseServer';
+import { withProfilerServer, withServerStopped, withServerStoppedThenProfiler } from '../../src/core/server/phaseServer';
 import {
   pendingServerChanges,
   ServerChange,
@@ -174,6 +174,45 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     assert.ok(profile.traces.length > 0, 'traces were written by the restarted server');
     assert.deepEqual(listening(port)!.argv, originalArgv, 'the original command line is back');
     assert.equal(await health(url), 200);
+  });
+
+  it('Run All: stopped once for micro, started with the profiler after it (one start, not two), profiled, and the original put back', async () => {
+    const before = listening(port)!;
+    const asked: ServerStep[] = [];
+    const {
+      value: duringMicro,
+      change,
+      handedOver,
+    } = await withServerStoppedThenProfiler(
+      ctx,
+      'micro, then profile',
+      {
+        profilerDir: join(dir, 'traces-after-micro'),
+        consent: async (step) => {
+          asked.push(step);
+          return true;
+        },
+      },
+      async () => ({ health: await health(url) }),
+    );
+    const config = JSON.stringify({ profiler: 'torch', torch_profiler_dir: join(dir, 'traces-after-micro') });
+    assert.equal(asked.length, 1, 'one consent for the stop and the start with the profiler');
+    assert.match(asked[0].commands[0], new RegExp(`^kill -TERM ${before.pid} `));
+    assert.match(asked[0].commands[1], /--profiler-config/);
+    assert.equal(duringMicro.health, undefined, 'nothing answers while micro runs');
+    assert.equal(handedOver, true);
+    assert.deepEqual(listening(port)!.argv, [...originalArgv, '--profiler-config', config], 'after micro the server runs with the profiler flag');
+    // The profile run (another connection, as Run All's next phase) profiles it and restores the original.
+    const phase: PhaseContext = { ...ctx, sink: { runChanged: () => undefined, findings: () => undefined } };
+    const profile = await runProfilePhase(phase, { concurrency: 1, outputLen: 8 });
+    assert.equal(profile.summary.status, 'completed', profile.summary.reason);
+    await ServerChange.open(ctx, change.dir).restore();
+    assert.deepEqual(listening(port)!.argv, originalArgv, 'the original command line is back');
+    const record = JSON.parse(readFileSync(join(change.dir, 'change.json'), 'utf8')) as ServerChangeRecord;
+    assert.deepEqual(
+      record.history.map((h) => h.state),
+      ['adopted', 'stopping', 'stopped', 'starting', 'changed', 'restoring', 'starting', 'restored'],
+    );
   });
 
   it('Cancel during the restart stops the server being started, by the identity it started with, and puts the original back', async () => {
