@@ -1,14 +1,15 @@
 // The programs that race over one findings document, each a process of its own as in real life:
 // an editor that saves the user's typing (in place, by renaming a new file over it, or as vim does
 // by default) and a run of the tool writing its results. Run as a script:
-//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS PAUSE_MS
-//   node --require tsx/cjs test/unit/findings/raceActors.ts writer <section id> FILE MS WORKSPACE
+//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS PAUSE_MS DONE_FLAG
+//   node --require tsx/cjs test/unit/findings/raceActors.ts writer <section id> FILE DONE_FLAG WORKSPACE
 // Each says "ready" once loaded, starts on a line on its stdin (so that all of them race from the
 // same moment however long each took to start) and prints one JSON line with what it saw at the end.
 // raceOnce() starts them and gathers the reports.
 import { spawn } from 'node:child_process';
 import {
   closeSync,
+  existsSync,
   fsyncSync,
   mkdtempSync,
   openSync,
@@ -103,14 +104,18 @@ export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
  * file (as an editor does when it changed on disk) and checks that every line the user ever saved
  * is in it. Reports how often one was missing.
  */
-function editor(kind: EditorKind, file: string, ms: number, pauseMs: number): void {
+function editor(kind: EditorKind, file: string, ms: number, pauseMs: number, doneFlag: string): void {
   const wanted = USER_DOC.split('\n').filter((l) => l.trim());
   let saves = 0;
   let lost = 0;
   let sawTool = 0;
   let firstLost: string | undefined;
   let longestSaveMs = 0;
-  for (const end = Date.now() + ms; Date.now() < end; saves++) {
+  // At least `ms`, and on until a run's write has been seen twice (a loaded machine holds the runs
+  // off longer), so that every trial races; bounded so that a run that never writes fails the trial.
+  const end = Date.now() + ms;
+  const bound = end + 20 * ms;
+  for (; (Date.now() < end || sawTool < 2) && Date.now() < bound; saves++) {
     const seen = readSoon(file);
     if (seen.includes('<!-- inference-bench:begin id=macro-run-')) sawTool++;
     const missing = wanted.find((l) => !seen.includes(l));
@@ -125,17 +130,19 @@ function editor(kind: EditorKind, file: string, ms: number, pauseMs: number): vo
     longestSaveMs = Math.max(longestSaveMs, performance.now() - began);
     pause(pauseMs);
   }
+  writeFileSync(doneFlag, '');
   process.stdout.write(`${JSON.stringify({ saves, lost, firstLost, sawTool, longestSaveMs })}\n`);
 }
 
 /** A run of the tool writing its macro block, a row more each time. */
-function writer(sectionId: string, file: string, ms: number, workspace: string): void {
+function writer(sectionId: string, file: string, doneFlag: string, workspace: string): void {
   const lines: string[] = [];
   const push = (level: string) => (m: string) => lines.push(`${level}: ${m}`);
   const log = { trace: push('trace'), debug: push('debug'), info: push('info'), warn: push('warn'), error: push('error') };
   const doc = new FindingsFile(file, log, { workspace });
   let updates = 0;
-  for (const end = Date.now() + ms; Date.now() < end; updates++) {
+  // Writing as long as the editor saves, then once more.
+  for (; !existsSync(doneFlag); updates++) {
     doc.findings(macroUpdate(1 + (updates % 8), sectionId));
     pause(5);
   }
@@ -187,15 +194,18 @@ function start(args: string[]): Actor {
   return { ready: Promise.race([isReady, report.then(() => undefined)]), go: () => child.stdin.end('go\n'), report };
 }
 
-/** One trial: an editor of `kind` saving for `ms` (pausing `pauseMs` after each save) while `writers` runs of the tool write. */
+/** One trial: an editor of `kind` saving for at least `ms` (pausing `pauseMs` after each save) while `writers` runs of the tool write. */
 export async function raceOnce(kind: EditorKind, writers: number, ms: number, pauseMs = 15): Promise<RaceReport> {
   const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
   const file = join(dir, 'doc.md');
+  // Where the editor says it is done: outside the document's folder, which must hold nothing else at the end.
+  const flags = mkdtempSync(join(tmpdir(), 'ib-findings-race-flag-'));
+  const doneFlag = join(flags, 'editor-done');
   writeFileSync(file, USER_DOC);
   try {
     const actors = [
-      start(['editor', kind, file, String(ms), String(pauseMs)]),
-      ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, String(ms + 100), dir])),
+      start(['editor', kind, file, String(ms), String(pauseMs), doneFlag]),
+      ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, doneFlag, dir])),
     ];
     await Promise.all(actors.map((a) => a.ready));
     actors.forEach((a) => a.go());
@@ -220,13 +230,14 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number, pa
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    rmSync(flags, { recursive: true, force: true });
   }
 }
 
 if (require.main === module) {
-  const [role, a, file, ms, extra] = process.argv.slice(2);
+  const [role, a, file, ...rest] = process.argv.slice(2);
   process.stdout.write('ready\n');
   readSync(0, Buffer.alloc(3));
-  if (role === 'editor') editor(a as EditorKind, file, Number(ms), Number(extra));
-  else writer(a, file, Number(ms), extra);
+  if (role === 'editor') editor(a as EditorKind, file, Number(rest[0]), Number(rest[1]), rest[2]);
+  else writer(a, file, rest[0], rest[1]);
 }
