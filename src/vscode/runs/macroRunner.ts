@@ -1,6 +1,14 @@
 import * as vscode from 'vscode';
 import { Target } from '../../core/config/target';
-import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs, macroDataset } from '../../core/macro/options';
+import {
+  DEFAULT_MACRO_OPTIONS,
+  MULTI_TURN_DEFAULT_TURNS,
+  MacroOptions,
+  PREFIX_REPETITION_DEFAULTS,
+  datasetText,
+  macroAgentArgs,
+  macroDataset,
+} from '../../core/macro/options';
 import { readSettings } from '../settings';
 import { runMacroPhase } from '../../core/phases/macro';
 import { PhaseRunner } from './phaseRunner';
@@ -67,6 +75,47 @@ function parseSlos(text: string): MacroOptions['goodput'] | undefined | 'invalid
     out[m[1].toLowerCase() as 'ttft' | 'tpot' | 'e2el'] = Number(m[2]);
   }
   return out;
+}
+
+/** Sampling typed as "temperature=0.6 top-p=0.9 top-k=20" (any of them, in any order). */
+function parseSampling(text: string): MacroOptions['sampling'] | undefined | 'invalid' {
+  const parts = text
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean);
+  if (!parts.length) return undefined;
+  const keys = { temperature: 'temperature', 'top-p': 'topP', 'top-k': 'topK' } as const;
+  const out: NonNullable<MacroOptions['sampling']> = {};
+  for (const p of parts) {
+    const m = /^(temperature|top-p|top-k)=(-?\d+(?:\.\d+)?)$/i.exec(p);
+    if (!m) return 'invalid';
+    const key = keys[m[1].toLowerCase() as keyof typeof keys];
+    if (key === 'topK' && !Number.isInteger(Number(m[2]))) return 'invalid';
+    out[key] = Number(m[2]);
+  }
+  return out;
+}
+
+function samplingText(s: MacroOptions['sampling']): string {
+  if (!s) return '';
+  const pairs: [string, number | undefined][] = [
+    ['temperature', s.temperature],
+    ['top-p', s.topP],
+    ['top-k', s.topK],
+  ];
+  return pairs
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+}
+
+/** Whole numbers above 0, `count` of them (empty entries allowed from `optionalFrom` on). */
+function wholeNumbers(text: string, count: number, optionalFrom = count): (number | undefined)[] | undefined {
+  const parts = text.split(',').map((x) => x.trim());
+  if (parts.length > count || parts.length < optionalFrom) return undefined;
+  const values = parts.map((x) => (x === '' ? undefined : Number(x)));
+  const ok = values.every((v, i) => (v === undefined ? i >= optionalFrom : Number.isInteger(v) && v > 0));
+  return ok ? values : undefined;
 }
 
 /**
@@ -137,16 +186,55 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
       },
       { label: 'A JSONL file of prompts on the host', detail: 'one {"prompt": ...} per line (--prompts-file)', source: 'jsonl' as const },
       {
+        label: 'Prefix repetition',
+        detail: "groups of prompts that share a prefix, as vllm bench serve --dataset-name prefix_repetition: the server's prefix cache at work",
+        source: 'prefix_repetition' as const,
+      },
+      {
+        label: 'Multi-turn conversations',
+        detail: "each turn sends the whole history with the server's answers, the context growing turn by turn; later turns hit the prefix cache",
+        source: 'multi_turn' as const,
+      },
+      {
         label: 'A ShareGPT file on the host',
         detail:
           "conversations as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn's length the output length",
         source: 'sharegpt' as const,
       },
-    ].sort((a, b) => Number(b.source === lastDataset.name) - Number(a.source === lastDataset.name)),
+    ]
+      // A conversation sends its next turn when the last is answered: no request rates.
+      .filter((d) => !(mode.rate && d.source === 'multi_turn'))
+      .sort((a, b) => Number(b.source === lastDataset.name) - Number(a.source === lastDataset.name)),
     { title: title('dataset'), placeHolder: 'Which prompts?', ignoreFocusOut: true },
   );
   if (!dataset) return undefined;
-  if (dataset.source !== 'random') {
+  if (dataset.source === 'prefix_repetition') {
+    const p = { ...PREFIX_REPETITION_DEFAULTS, ...last.prefixRepetition };
+    const text = await vscode.window.showInputBox({
+      title: title('shared prefixes'),
+      prompt: 'Prefix tokens a group shares, suffix tokens of each request, number of prefixes (groups)',
+      value: `${p.prefixLen}, ${p.suffixLen}, ${p.numPrefixes}`,
+      ignoreFocusOut: true,
+      validateInput: (v) => (wholeNumbers(v, 3) ? undefined : 'Three whole numbers, for example 256, 256, 10'),
+    });
+    if (text === undefined) return undefined;
+    const [prefixLen, suffixLen, numPrefixes] = wholeNumbers(text, 3)!;
+    options.dataset = 'prefix_repetition';
+    options.prefixRepetition = { prefixLen, suffixLen, numPrefixes };
+  } else if (dataset.source === 'multi_turn') {
+    const m = last.multiTurn ?? {};
+    const text = await vscode.window.showInputBox({
+      title: title('conversations'),
+      prompt: "Turns a conversation, and conversations a level (empty: the level's requests ÷ turns)",
+      value: `${m.turns ?? MULTI_TURN_DEFAULT_TURNS}, ${m.conversations ?? ''}`,
+      ignoreFocusOut: true,
+      validateInput: (v) => (wholeNumbers(v, 2, 1) ? undefined : 'Whole numbers: turns, then conversations or nothing, for example 4, 16'),
+    });
+    if (text === undefined) return undefined;
+    const [turns, conversations] = wholeNumbers(text, 2, 1)!;
+    options.dataset = 'multi_turn';
+    options.multiTurn = { turns, ...(conversations !== undefined ? { conversations } : {}) };
+  } else if (dataset.source !== 'random') {
     const file = await vscode.window.showInputBox({
       title: title(dataset.source === 'jsonl' ? 'prompts file' : 'ShareGPT file'),
       prompt:
@@ -174,10 +262,25 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
     });
     if (out === undefined) return undefined;
     if (out.trim()) options.sharegptOutputLen = Number(out);
+  } else if (dataset.source === 'prefix_repetition') {
+    const out = await vscode.window.showInputBox({
+      title: title('output tokens'),
+      prompt: 'Output tokens per request',
+      value: String(last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen),
+      ignoreFocusOut: true,
+      validateInput: (v) => (wholeNumbers(v, 1) ? undefined : 'A whole number above 0, for example 128'),
+    });
+    if (out === undefined) return undefined;
+    options.outputLen = Number(out);
   } else {
     const lengths = await vscode.window.showInputBox({
-      title: title('prompt and output tokens'),
-      prompt: dataset.source === 'jsonl' ? "Output tokens per request (the prompts are the file's); prompt tokens are ignored" : 'Prompt tokens, output tokens',
+      title: title(dataset.source === 'multi_turn' ? 'tokens a turn' : 'prompt and output tokens'),
+      prompt:
+        dataset.source === 'jsonl'
+          ? "Output tokens per request (the prompts are the file's); prompt tokens are ignored"
+          : dataset.source === 'multi_turn'
+            ? 'Tokens each user turn adds, output tokens of each answer'
+            : 'Prompt tokens, output tokens',
       value: `${last.inputLen ?? DEFAULT_MACRO_OPTIONS.inputLen}, ${last.outputLen ?? DEFAULT_MACRO_OPTIONS.outputLen}`,
       ignoreFocusOut: true,
       validateInput: (v) =>
@@ -198,6 +301,16 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
     if (range === undefined) return undefined;
     if (Number(range) > 0) options.rangeRatio = Number(range);
   }
+  const sampling = await vscode.window.showInputBox({
+    title: title('sampling'),
+    prompt: 'Sampling every request asks for, for example temperature=0.6 top-p=0.9 top-k=20 (empty: greedy, temperature 0, as vllm bench serve)',
+    value: samplingText(last.sampling),
+    ignoreFocusOut: true,
+    validateInput: (v) => (parseSampling(v) === 'invalid' ? 'Pairs such as temperature=0.6 top-p=0.9 top-k=20' : undefined),
+  });
+  if (sampling === undefined) return undefined;
+  const picked = parseSampling(sampling);
+  if (picked && picked !== 'invalid') options.sampling = picked;
   const slos = await vscode.window.showInputBox({
     title: title('goodput SLOs'),
     prompt: 'Goodput counts the requests that meet every SLO, in ms, for example ttft:500 tpot:50 (empty for none)',
@@ -244,7 +357,8 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
         ...WORKLOADS.map((w): Item => ({ label: w.label, detail: describeWorkload(w.options), options: w.options })),
         {
           label: 'Custom…',
-          detail: 'concurrency or request rate, requests or seconds per level, dataset (random, JSONL, ShareGPT), lengths and their range, goodput SLOs',
+          detail:
+            'concurrency or request rate, requests or seconds per level, dataset (random, prefix repetition, multi-turn, JSONL, ShareGPT), lengths, sampling, goodput SLOs',
           custom: true,
         },
       ];
