@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = int(modules[args.command].run(args) or 0)
     except events.AgentError as exc:
-        events.error(exc.code, exc.message, exc.hint)
+        events.error(exc.code, exc.message, exc.hint, exc.remedies)
         code = 2
     except KeyboardInterrupt:
         events.error("cancelled", "cancelled")

@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from infbench_agent.version import AGENT_VERSION, COMMANDS, MIN_PYTHON, SCHEMA_VERSION
 
@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover - Python < 3.8 never gets past the entry point
     Literal = None  # type: ignore[assignment]
 
-__all__ = ["AGENT_VERSION", "MIN_PYTHON", "SCHEMA_VERSION", "AgentError", "emit", "error", "log", "server"]
+__all__ = ["AGENT_VERSION", "MIN_PYTHON", "SCHEMA_VERSION", "AgentError", "command", "emit", "error", "flag", "log", "server"]
 
 # Machine-readable error codes: the controller acts on some (gpus_busy asks the user; python_too_old and
 # the hello check name the interpreter), the rest are said to the user with their message and hint.
@@ -91,7 +91,9 @@ ALIASES: Dict[str, str] = {
     "ServerStage": "'stopping' | 'stopped' | 'starting' | 'weights' | 'cuda_graphs' | 'api' | 'ready' | 'failed'",
 }
 # Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
-HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results"}
+# Remedy: what the user can do (a flag, a command), filling a `{n}` slot of an error's hint; each front end
+# says it in its own words (src/shared/remedy.ts). Made with flag() and command() below.
+HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results", "Remedy": "../shared/remedy"}
 STRUCTS: Dict[str, Dict[str, str]] = {
     # The server the phase measures, as the agent found it (macro: /v1/models; profile: as probe detects it).
     "ServerInfo": {
@@ -300,7 +302,8 @@ STRUCTS: Dict[str, Dict[str, str]] = {
 EVENTS: Dict[str, Dict[str, str]] = {
     "hello": {"agent_version": "string", "command": "AgentCommand", "pid": "number", "python": "string", "executable": "string"},
     "log": {"level": "LogLevel", "message": "string", "topic?": "LogTopic"},
-    "progress": {"done": "number", "total": "number", "message?": "string"},
+    # label: the load level it is about, where there is one (macro: "c=8", "rate 4/s").
+    "progress": {"done": "number", "total": "number", "message?": "string", "label?": "string"},
     "server": {"server": "ServerInfo"},
     "probe": {"result": "ProbeResult"},
     "macro.request": {"level": "number", "record": "MacroRequestRecord"},
@@ -323,7 +326,8 @@ EVENTS: Dict[str, Dict[str, str]] = {
     "profile.trace": {"path": "string", "rank": "number | null", "bytes": "number", "host?": "string", "frontend?": "boolean"},
     # The phase's final result object.
     "result": {"result": "AgentResult"},
-    "error": {"code": "ErrorCode", "message": "string", "hint?": "string"},
+    # The hint's `{0}`, `{1}`... are its remedies, in order.
+    "error": {"code": "ErrorCode", "message": "string", "hint?": "string", "remedies?": "Remedy[]"},
     "done": {"ok": "boolean"},
 }
 
@@ -383,8 +387,24 @@ def log(message: str, level: str = "info", topic: str = "") -> None:
         emit(LOG, level=level, message=message)
 
 
-def error(code: ErrorCode, message: str, hint: str = "") -> None:
-    emit(ERROR, code=code, message=message, hint=hint)
+Remedy = Dict[str, Any]
+
+
+def flag(name: str, value: Optional[str] = None) -> Remedy:
+    """A flag to pass (a Remedy); `value` is an example. Only the flags of src/shared/remedy.ts's REMEDY_FLAGS."""
+    return {"kind": "flag", "flag": name, **({"value": value} if value is not None else {})}
+
+
+def command(name: str, *flags: str) -> Remedy:
+    """A command to run (a Remedy): a phase, or "analyze"; `flags` are its CLI flags."""
+    return {"kind": "command", "command": name, **({"flags": list(flags)} if flags else {})}
+
+
+def error(code: ErrorCode, message: str, hint: str = "", remedies: Optional[List[Remedy]] = None) -> None:
+    if remedies:
+        emit(ERROR, code=code, message=message, hint=hint, remedies=remedies)
+    else:
+        emit(ERROR, code=code, message=message, hint=hint)
 
 
 def server(url: str, kind: str, version: Any, model: Any, simulated: bool, **more: Any) -> Dict[str, Any]:
@@ -397,11 +417,13 @@ def server(url: str, kind: str, version: Any, model: Any, simulated: bool, **mor
 class AgentError(Exception):
     """A failure with an actionable message; the entry point turns it into an `error` event."""
 
-    def __init__(self, code: ErrorCode, message: str, hint: str = "") -> None:
+    def __init__(self, code: ErrorCode, message: str, hint: str = "", remedies: Optional[List[Remedy]] = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # `{0}`, `{1}`... in the hint are these remedies, which each front end says in its own words.
         self.hint = hint
+        self.remedies = remedies
 
 
 # ---------------- checking a message against the schema (tests) ----------------

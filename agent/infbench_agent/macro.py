@@ -423,6 +423,7 @@ class MacroRun:
                 events.PROGRESS,
                 done=0,
                 total=total or 0,
+                label=level.label(),
                 message=f"{level.label()}: starting " f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})",
             )
             wall0 = time.monotonic()
@@ -542,7 +543,8 @@ class MacroRun:
                 "server_stalled",
                 f"The server accepted the requests but answered none in time: {result['stopped']}; " "the levels before are kept",
                 f"Check the server on the host (its log; curl {args.url}/v1/models); if it is only slow under this "
-                "load, raise --stall-timeout and --request-timeout (seconds)",
+                "load, raise {0} and {1} (seconds)",
+                [events.flag("--stall-timeout"), events.flag("--request-timeout")],
             )
             return 2
         if result.get("stopped"):

@@ -18,7 +18,8 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         raise events.AgentError(
             "server_unreachable",
             f"Cannot reach the inference server at {url}: {exc}",
-            f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass --url",
+            f"Is it running and listening there? Try: curl {url}/v1/models on the host, or pass {{0}}",
+            [events.flag("--url")],
         )
     if status in (401, 403):
         raise events.AgentError(
@@ -30,7 +31,8 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         raise events.AgentError(
             "server_error",
             f"{url}/v1/models answered HTTP {status}",
-            "Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model",
+            "Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with --model",
+            [events.flag("--url")],
         )
     try:
         data = (json.loads(raw).get("data") or []) if status == 200 else []

@@ -104,8 +104,8 @@ def run(args: Any) -> int:
         raise AgentError(
             "no_torch",
             f"PyTorch is not importable by {sys.executable} ({exc}).",
-            "Point the target's python at the server's interpreter (the one with torch and vLLM), "
-            "for example --python /opt/venv/bin/python3.",
+            "Point the target's python at the server's interpreter (the one with torch and vLLM), for example {0}.",
+            [events.flag("--python", "/opt/venv/bin/python3")],
         ) from exc
 
     device = args.device

@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Optional
 
+from infbench_agent import events
 from infbench_agent.events import AgentError
 
 MIB = 1024 * 1024
@@ -145,7 +146,8 @@ def check_gpus(occ: GpuOccupancy, threshold: float, allow_busy: bool, gpu_indice
             f"The GPUs are busy: {describe(occ)}. Micro-benchmarks beside a running server would measure the "
             f"server too and may run out of memory ({free / 1024:.1f} GiB free on the fullest GPU).",
             "Stop the server (or wait until it is idle) and run again, or let Inference Bench stop it and start it again "
-            "afterwards (infbench micro --stop-server; it asks first); or consent to run anyway with --allow-busy "
+            "afterwards ({0}; it asks first); or consent to run anyway: {1} "
             "(the run then sizes itself to the free memory, and its numbers include the server's interference).",
+            [events.command("micro", "--stop-server"), events.flag("--allow-busy")],
         )
     return free

@@ -53,7 +53,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
     """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
     data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={"Content-Type": "application/json", **auth.auth_headers(api_key)},
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8", "replace")
@@ -93,7 +98,8 @@ def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], 
         raise events.AgentError(
             "trace_dir_remote",
             f"{what} is {path}: the server writes its traces to remote storage.",
-            "Download them from there and run `infbench analyze TRACE...`, or restart the server " "with a local absolute folder.",
+            "Download them from there and run {0}, or restart the server with a local absolute folder.",
+            [events.command("analyze")],
         )
     resolved = path
     if resolved.startswith("~"):
@@ -109,7 +115,8 @@ def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], 
             raise events.AgentError(
                 "trace_dir_unresolved",
                 f"{what} is {path}, under the server's home folder, " "which /proc does not show to this user.",
-                "Pass the absolute folder with --trace-dir, or start the server with an absolute path.",
+                "Pass the absolute folder with {0}, or start the server with an absolute path.",
+                [events.flag("--trace-dir")],
             )
         resolved = home + resolved[1:] if resolved == "~" or resolved.startswith("~/") else os.path.expanduser(resolved)
     if not os.path.isabs(resolved):
@@ -123,7 +130,8 @@ def resolve_server_path(path: str, server: Dict[str, Any], env: Dict[str, str], 
             raise events.AgentError(
                 "trace_dir_unresolved",
                 f"{what} is the relative folder {path}: relative to the server's working directory, which {unseen}.",
-                "Pass the absolute folder with --trace-dir, or start the server with an absolute torch_profiler_dir.",
+                "Pass the absolute folder with {0}, or start the server with an absolute torch_profiler_dir.",
+                [events.flag("--trace-dir")],
             )
         resolved = os.path.join(cwd, resolved)
     resolved = os.path.normpath(resolved)
@@ -160,7 +168,10 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
         how = f"set VLLM_TORCH_PROFILER_DIR={trace_dir} in the server's environment (vLLM {version} predates --profiler-config)"
         cmd = f"VLLM_TORCH_PROFILER_DIR={shlex.quote(trace_dir)} {shlex.join(kept)}" if kept else None
     else:
-        config = json.dumps({"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":"))
+        config = json.dumps(
+            {"profiler": "torch", "torch_profiler_dir": trace_dir},
+            separators=(",", ":"),
+        )
         how = f"add --profiler-config '{config}'" + (
             f" (vLLM {version})"
             if version
@@ -210,7 +221,11 @@ def rank_of(path: str) -> Optional[int]:
 
 
 def wait_for_new_traces(
-    directory: str, before: Dict[str, Tuple[int, float]], expect: Optional[int], settle_s: float, timeout_s: float
+    directory: str,
+    before: Dict[str, Tuple[int, float]],
+    expect: Optional[int],
+    settle_s: float,
+    timeout_s: float,
 ) -> List[str]:
     """New or rewritten trace files, once their sizes hold still for settle_s (and `expect` of them exist)."""
     start = time.monotonic()
@@ -238,8 +253,9 @@ def wait_for_new_traces(
             raise events.AgentError(
                 "no_traces",
                 f"No new trace file appeared in {directory} within {timeout_s:.0f} s of /stop_profile.",
-                "Check that this is the folder the server writes traces to (--trace-dir), that the server's user can "
+                "Check that this is the folder the server writes traces to ({0}), that the server's user can "
                 "write there, and the server's log for profiler errors.",
+                [events.flag("--trace-dir")],
             )
         if now - last_note >= 5:
             last_note = now
@@ -261,10 +277,61 @@ def prompt(n_words: int, rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n_words)) + f" {rng.getrandbits(64):x}"
 
 
+def stream_tokens(
+    url: str,
+    body: dict,
+    timeout: float,
+    api_key: Optional[str],
+    at: int,
+    reached: threading.Event,
+) -> Tuple[Optional[int], str, Optional[int]]:
+    """A streamed completion: sets `reached` once `at` tokens have come (each one a forward step of the batch).
+    (status, error text, completion tokens)."""
+    data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={"Content-Type": "application/json", **auth.auth_headers(api_key)},
+    )
+    tokens, usage = 0, None
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            for raw in r:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                try:
+                    chunk = json.loads(line[5:])
+                except ValueError:
+                    continue
+                usage = (chunk.get("usage") or {}).get("completion_tokens", usage)
+                if any(c.get("text") for c in chunk.get("choices") or []):
+                    tokens += 1
+                    if tokens >= at:
+                        reached.set()
+            return r.status, "", usage if usage is not None else tokens
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace"), None
+    except socket.timeout:
+        return None, f"no answer within {timeout:.0f} s", None
+    except (urllib.error.URLError, OSError) as e:
+        return None, str(getattr(e, "reason", e)), None
+
+
 def drive(
-    base: str, model: str, concurrency: int, output_len: int, input_len: int, timeout: float, api_key: Optional[str] = None
+    base: str,
+    model: str,
+    concurrency: int,
+    output_len: int,
+    input_len: int,
+    timeout: float,
+    api_key: Optional[str] = None,
+    steady: Optional[Tuple[int, threading.Event]] = None,
 ) -> Dict[str, Any]:
-    """`concurrency` completions at once, each exactly output_len tokens (ignore_eos): about output_len decode steps."""
+    """`concurrency` completions at once, each exactly output_len tokens (ignore_eos): about output_len decode steps.
+    With `steady` (n, event), the first request streams and sets the event once it has n tokens.
+    """
     rng = random.Random()
     done: List[Dict[str, Any]] = []
     lock = threading.Lock()
@@ -280,8 +347,16 @@ def drive(
             "stream": False,
         }
         t0 = time.monotonic()
-        status, text = post(base + "/v1/completions", body, timeout, api_key)
-        record: Dict[str, Any] = {"ok": status == 200, "status": status, "seconds": round(time.monotonic() - t0, 3)}
+        if steady and i == 0:
+            status, text, tokens = stream_tokens(base + "/v1/completions", body, timeout, api_key, *steady)
+            text = text or json.dumps({"usage": {"completion_tokens": tokens}})
+        else:
+            status, text = post(base + "/v1/completions", body, timeout, api_key)
+        record: Dict[str, Any] = {
+            "ok": status == 200,
+            "status": status,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
         if status == 200:
             try:
                 usage = json.loads(text).get("usage") or {}
@@ -293,7 +368,12 @@ def drive(
         with lock:
             done.append(record)
         try:
-            events.emit(events.PROGRESS, done=len(done), total=concurrency, message=f"request {i + 1}: {'ok' if record['ok'] else status}")
+            events.emit(
+                events.PROGRESS,
+                done=len(done),
+                total=concurrency,
+                message=f"request {i + 1}: {'ok' if record['ok'] else status}",
+            )
         except OSError:
             pass  # the controller is gone; the main thread notices on its next status line
 
@@ -389,18 +469,24 @@ class ProfilerSession:
         status, text = post(self.base + "/stop_profile", None, 2.5, self.api_key)
         try:
             events.log(
-                f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})", "warn"
+                f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})",
+                "warn",
             )
         except OSError:
             pass
 
 
 def start_profile(
-    base: str, body: Optional[dict], api_key: Optional[str], kind: str, start_timeout: float
+    base: str,
+    body: Optional[dict],
+    api_key: Optional[str],
+    kind: str,
+    start_timeout: float,
 ) -> Tuple[Optional[int], str, Optional[threading.Thread], Dict[str, Any]]:
     """POST /start_profile. SGLang with num_steps may answer only after those steps ran (older releases:
     scheduler.py returned no ProfileReqOutput until profiler_target_forward_ct was reached), so its
-    answer is awaited in a thread: the workload goes ahead if none came within a few seconds."""
+    answer is awaited in a thread: the workload goes ahead if none came within a few seconds.
+    """
     box: Dict[str, Any] = {}
 
     def target() -> None:
@@ -418,16 +504,29 @@ def start_profile(
 def collect_since(args: argparse.Namespace) -> int:
     """Another host's part of a multi-node profile: its ranks' trace files, written since the capture began."""
     if not args.trace_dir:
-        raise events.AgentError("trace_dir_unknown", "--collect-since needs --trace-dir.", "The head's capture names the folder.")
+        raise events.AgentError(
+            "trace_dir_unknown",
+            "--collect-since needs --trace-dir.",
+            "The head's capture names the folder.",
+        )
     trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
     before = {p: v for p, v in list_traces(trace_dir).items() if v[1] < args.collect_since}
-    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for this host's trace files in {trace_dir}")
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="collect",
+        message=f"waiting for this host's trace files in {trace_dir}",
+    )
     host = socket.gethostname()
     for path in wait_for_new_traces(trace_dir, before, args.expect_ranks, args.settle_seconds, args.settle_timeout):
         frontend = is_frontend_trace(path)
         extra = {"frontend": True} if frontend else {}
         events.emit(
-            events.PROFILE_TRACE, path=path, rank=None if frontend else rank_of(path), bytes=os.path.getsize(path), host=host, **extra
+            events.PROFILE_TRACE,
+            path=path,
+            rank=None if frontend else rank_of(path),
+            bytes=os.path.getsize(path),
+            host=host,
+            **extra,
         )
     return 0
 
@@ -442,7 +541,8 @@ def run(args: argparse.Namespace) -> int:
         raise events.AgentError(
             "server_unreachable",
             server.get("error") or f"nothing answers at {args.url}",
-            "Start the server, or give its URL as seen from this host with --url.",
+            "Start the server, or give its URL as seen from this host with {0}.",
+            [events.flag("--url")],
         )
     kind = server.get("kind")
     if kind not in ("vllm", "sglang"):
@@ -451,12 +551,16 @@ def run(args: argparse.Namespace) -> int:
             f"The server at {args.url} is neither vLLM nor SGLang as far as it tells "
             f"({server.get('kind_evidence') or 'no /version, no vllm:/sglang: metrics'}).",
             "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang "
-            "only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise "
-            "capture a torch profiler trace with the server's own tools and break it down with "
-            "`infbench analyze TRACE...` (or Analyze Trace File... in VS Code).",
+            "only: if this URL is a proxy, point {0} at the vLLM/SGLang server behind it; otherwise "
+            "capture a torch profiler trace with the server's own tools and break it down with {1}.",
+            [events.flag("--url"), events.command("analyze")],
         )
     if server["auth"]["required"] and not server["auth"].get("key_accepted"):
-        raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
+        raise events.AgentError(
+            "unauthorized",
+            server.get("error") or "this server wants an API key.",
+            auth.HOW_TO_GIVE_KEY,
+        )
     process: Dict[str, Any] = {}
     attach_process(process, args.url)
     argv: List[str] = server.get("command_line") or []
@@ -464,7 +568,11 @@ def run(args: argparse.Namespace) -> int:
     models = [m.get("id") for m in server.get("models") or [] if m.get("id")]
     model = args.model or (models[0] if models else None)
     if not model:
-        raise events.AgentError("no_model", f"{args.url}/v1/models lists no model.", "Pass the model name with --model.")
+        raise events.AgentError(
+            "no_model",
+            f"{args.url}/v1/models lists no model.",
+            "Pass the model name with --model.",
+        )
     version = server.get("version")
     label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {version or '(version unknown)'}"
     events.log(f"server {label} at {args.url}, model {model}, pid {server.get('pid') or 'not visible'}")
@@ -506,19 +614,21 @@ def run(args: argparse.Namespace) -> int:
             trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
         else:
             trace_dir = (
-                resolve_server_path(env["SGLANG_TORCH_PROFILER_DIR"], server, env, "SGLANG_TORCH_PROFILER_DIR")
+                resolve_server_path(
+                    env["SGLANG_TORCH_PROFILER_DIR"],
+                    server,
+                    env,
+                    "SGLANG_TORCH_PROFILER_DIR",
+                )
                 if env.get("SGLANG_TORCH_PROFILER_DIR")
                 else "/tmp"
             )
         events.log(
             f"traces: SGLang writes them to {trace_dir}" f"{' (--trace-dir, sent as output_dir)' if args.trace_dir else ' (its default)'}"
         )
-        # num_steps must be steps the workload surely runs (about output_len, all requests joining at once):
-        # older SGLang answers /start_profile only after them, newer stops by itself there.
-        body = {"num_steps": max(1, args.output_len - 4), "activities": ["CPU", "GPU"]}
+        body = sglang_profile_body(args, trace_dir if args.trace_dir else None)
         if args.trace_dir:
             os.makedirs(cast(str, trace_dir), exist_ok=True)  # set from --trace-dir just above
-            body["output_dir"] = trace_dir
     sizes = parallel_sizes(argv, kind)
     expect = args.expect_ranks or (sizes["ranks"] if sizes else None)
     if expect and args.nodes > 1 and not args.expect_ranks:
@@ -531,13 +641,31 @@ def run(args: argparse.Namespace) -> int:
         )
 
     before = list_traces(trace_dir) if trace_dir else {}
-    events.emit(events.PROFILE_STATUS, stage="start", message=f"starting the profiler of {label}")
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="start",
+        message=f"starting the profiler of {label}",
+    )
     session = ProfilerSession(base, api_key)
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     for sig in previous:
         signal.signal(sig, _on_signal)
     try:
-        return _profile(args, base, api_key, server, kind, label, model, trace_dir, suggested_dir, body, expect, before, session)
+        return _profile(
+            args,
+            base,
+            api_key,
+            server,
+            kind,
+            label,
+            model,
+            trace_dir,
+            suggested_dir,
+            body,
+            expect,
+            before,
+            session,
+        )
     except BaseException as exc:  # noqa: BLE001 - every way out stops the profiler, then goes on as it was
         why = (
             "cancelled"
@@ -551,6 +679,76 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def sglang_profile_body(args: argparse.Namespace, output_dir: Optional[str]) -> Dict[str, Any]:
+    """The body of SGLang's POST /start_profile: a bounded capture of `num_steps` forward steps.
+
+    Field names are those of ProfileReqInput in python/sglang/srt/managers/io_struct.py (output_dir,
+    start_step, num_steps, activities, with_stack, record_shapes), which http_server.py's /start_profile
+    passes to the scheduler. start_step is not sent: scheduler_profiler_mixin.py init_profile reads it as
+    the scheduler's own forward count since the server started (max(start_step, forward_ct + 1)), which
+    no endpoint tells, so on a server that has run it would start at once. The steps to skip
+    (--delay-steps) are counted here instead, on a streamed request, before /start_profile is sent.
+    """
+    # num_steps must be steps the workload surely runs after the capture starts (all requests joining at
+    # once): older SGLang answers /start_profile only after them, newer stops by itself there.
+    room = args.output_len - args.delay_steps - 4
+    steps = args.num_steps or max(1, room)
+    if args.delay_steps < 0 or steps > max(1, room):
+        raise events.AgentError(
+            "bad_option",
+            f"--num-steps {steps} after --delay-steps {args.delay_steps} does not fit in --output-len {args.output_len}: "
+            "the requests end before the capture does.",
+            f"Raise --output-len to at least {args.delay_steps + steps + 4}, or capture fewer steps.",
+        )
+    body: Dict[str, Any] = {"num_steps": steps, "activities": ["CPU", "GPU"]}
+    # SGLang's defaults (with_stack on, record_shapes off) stand unless asked for.
+    if args.record_shapes:
+        body["record_shapes"] = True
+    if args.with_stack:
+        body["with_stack"] = True
+    if output_dir:
+        body["output_dir"] = output_dir
+    return body
+
+
+def steady_workload(args: argparse.Namespace, base: str, model: str, api_key: Optional[str]) -> Tuple[threading.Thread, Dict[str, Any]]:
+    """Starts the profiled workload and returns once its batch has run --delay-steps decode steps (the
+    first request's streamed tokens say so), so that /start_profile then captures a steady batch.
+    """
+    reached = threading.Event()
+    box: Dict[str, Any] = {}
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="workload",
+        message=f"running {args.delay_steps} decode steps before the capture: {args.concurrency} request(s) at once",
+    )
+
+    def target() -> None:
+        box["workload"] = drive(
+            base,
+            model,
+            args.concurrency,
+            args.output_len,
+            args.input_len,
+            args.request_timeout,
+            api_key,
+            (args.delay_steps + 1, reached),
+        )
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    while not reached.wait(0.5):
+        if not t.is_alive():
+            w = box.get("workload") or {}
+            raise events.AgentError(
+                "workload_failed",
+                f"The profiled requests ended before {args.delay_steps} decode steps had run"
+                f"{': ' + str(w.get('first_error')) if w.get('first_error') else ''}.",
+                "Check --model and the server's log, or lower --delay-steps.",
+            )
+    return t, box
 
 
 def _profile(
@@ -568,6 +766,7 @@ def _profile(
     before: Dict[str, Tuple[int, float]],
     session: ProfilerSession,
 ) -> int:
+    steady = steady_workload(args, base, model, api_key) if kind == "sglang" and args.delay_steps else None
     session.active = True  # from the moment the request may have reached the server
     status, text, pending, box = start_profile(base, body, api_key, kind, args.start_timeout)
     if pending is None:
@@ -588,7 +787,9 @@ def _profile(
         if status in (401, 403):
             session.active = False
             raise events.AgentError(
-                "unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)), auth.HOW_TO_GIVE_KEY
+                "unauthorized",
+                auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)),
+                auth.HOW_TO_GIVE_KEY,
             )
         if status != 200:
             session.active = False
@@ -599,7 +800,8 @@ def _profile(
             )
     else:
         events.log(
-            "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile", "info"
+            "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile",
+            "info",
         )
     if not trace_dir:
         # The profiler is on, but neither the command line nor the environment says where it writes.
@@ -607,7 +809,8 @@ def _profile(
         raise events.AgentError(
             "trace_dir_unknown",
             "The profiler is on, but where vLLM writes its traces could not be read " "from the server's command line or environment.",
-            "Pass the folder of --profiler-config's torch_profiler_dir with --trace-dir.",
+            "Pass the folder of --profiler-config's torch_profiler_dir with {0}.",
+            [events.flag("--trace-dir")],
         )
     events.emit(
         events.PROFILE_STATUS,
@@ -615,7 +818,19 @@ def _profile(
         message=f"profiling: {args.concurrency} request(s) at once, {args.output_len} output tokens each, "
         f"prompts of ~{args.input_len} words",
     )
-    workload = drive(base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout, api_key)
+    if steady:
+        steady[0].join()
+        workload = steady[1]["workload"]
+    else:
+        workload = drive(
+            base,
+            model,
+            args.concurrency,
+            args.output_len,
+            args.input_len,
+            args.request_timeout,
+            api_key,
+        )
     if pending is not None:
         pending.join(args.start_timeout)
         if pending.is_alive() or box.get("answer", (None, ""))[0] is None:
@@ -650,23 +865,43 @@ def _profile(
                 f"All {workload['requests']} profiled requests failed: " f"{workload['first_error']}",
                 "The traces would hold no decode step. Check --model and the server's log.",
             )
-        events.log(f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}", "warn")
+        events.log(
+            f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}",
+            "warn",
+        )
 
-    events.emit(events.PROFILE_STATUS, stage="stop", message="stopping the profiler; the ranks now write their traces")
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="stop",
+        message="stopping the profiler; the ranks now write their traces",
+    )
     t_stop = time.monotonic()
     status, text = call_with_progress(
-        "/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key), args.stop_timeout
+        "/stop_profile",
+        lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key),
+        args.stop_timeout,
     )
     session.active = False
     if status != 200 and kind == "vllm":
         answer = f"answered {status}: {text[:300]}" if status is not None else f"got no answer ({text})"
-        raise events.AgentError("stop_profile_failed", f"POST {base}/stop_profile {answer}", "See the server's log.")
+        raise events.AgentError(
+            "stop_profile_failed",
+            f"POST {base}/stop_profile {answer}",
+            "See the server's log.",
+        )
     if status != 200:
         # SGLang stopped by itself after num_steps; a second stop answers 500 "not in progress".
-        events.log(f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}", "debug")
+        events.log(
+            f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}",
+            "debug",
+        )
     stop_s = time.monotonic() - t_stop
 
-    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for the trace files in {trace_dir}")
+    events.emit(
+        events.PROFILE_STATUS,
+        stage="collect",
+        message=f"waiting for the trace files in {trace_dir}",
+    )
     paths = wait_for_new_traces(trace_dir, before, expect, args.settle_seconds, args.settle_timeout)
     host = socket.gethostname()
     traces = []
@@ -674,8 +909,23 @@ def _profile(
         size = os.path.getsize(path)
         frontend = is_frontend_trace(path)
         rank = None if frontend else rank_of(path)
-        traces.append({"path": path, "rank": rank, "bytes": size, "host": host, **({"frontend": True} if frontend else {})})
-        events.emit(events.PROFILE_TRACE, path=path, rank=rank, bytes=size, host=host, **({"frontend": True} if frontend else {}))
+        traces.append(
+            {
+                "path": path,
+                "rank": rank,
+                "bytes": size,
+                "host": host,
+                **({"frontend": True} if frontend else {}),
+            }
+        )
+        events.emit(
+            events.PROFILE_TRACE,
+            path=path,
+            rank=rank,
+            bytes=size,
+            host=host,
+            **({"frontend": True} if frontend else {}),
+        )
     ranks_found = len([p for p in paths if not is_frontend_trace(p)])
     if expect and ranks_found < expect:
         events.log(f"{ranks_found} trace file(s) for {expect} expected ranks", "warn")
@@ -692,7 +942,12 @@ def _profile(
             "trace_dir": trace_dir,
             "traces": traces,
             "expected_ranks": expect,
-            "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
+            "workload": {
+                "concurrency": args.concurrency,
+                "output_len": args.output_len,
+                "input_len": args.input_len,
+                **workload,
+            },
             "stop_seconds": round(stop_s, 3),
         },
     )

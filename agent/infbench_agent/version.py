@@ -43,7 +43,8 @@ def refuse_old_python(argv):
             "type": "error",
             "code": "python_too_old",
             "message": "The agent needs Python %s or newer; %s is %s." % (need, sys.executable, have),
-            "hint": 'Pass a newer Python there with --python (or set the target\'s "python" setting).',
+            "hint": 'Pass a newer Python there with {0} (or set the target\'s "python" setting).',
+            "remedies": [{"kind": "flag", "flag": "--python"}],
         }
     )
     emit({"type": "done", "ok": False})

@@ -15,6 +15,7 @@ import {
   ProfileCapture,
   ServerControlResult,
 } from './agentSchema';
+import { Hinted } from '../shared/remedy';
 
 export * from './agentSchema';
 
@@ -51,37 +52,42 @@ function pythonVersion(text: string): number[] | undefined {
   return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
 }
 
+const REBUILD =
+  'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.';
+
 /**
- * Why the agent that said this hello cannot be worked with, in words that say what to do; undefined
- * when it can. `where` names the interpreter and host ("python3 on gpu-box").
+ * Why the agent that said this hello cannot be worked with, and what to do; undefined when it can.
+ * `where` names the interpreter and host ("python3 on gpu-box").
  */
 export function helloProblem(
   hello: HelloEvent | { v: unknown; agent_version?: unknown; python?: unknown },
   command: AgentCommand | string,
   where: string,
-): string | undefined {
+): Hinted | undefined {
   if (hello.v !== AGENT_SCHEMA_VERSION) {
-    return (
-      `The agent run by ${where} speaks event schema ${String(hello.v)} (agent ${String(hello.agent_version ?? 'of unknown version')}), ` +
-      `this build speaks schema ${AGENT_SCHEMA_VERSION} (agent ${AGENT_VERSION}): an agent from another build of Inference Bench answered. ` +
-      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.'
-    );
+    return {
+      message:
+        `The agent run by ${where} speaks event schema ${String(hello.v)} (agent ${String(hello.agent_version ?? 'of unknown version')}), ` +
+        `this build speaks schema ${AGENT_SCHEMA_VERSION} (agent ${AGENT_VERSION}): an agent from another build of Inference Bench answered.`,
+      hint: REBUILD,
+    };
   }
   const h = hello as HelloEvent;
-  if (h.agent_version !== AGENT_VERSION) {
-    return (
-      `The agent run by ${where} is version ${h.agent_version}, this build is ${AGENT_VERSION}. ` +
-      'Rebuild (npm run build) so that the bundled agent is deployed again, or remove the cached agent-*.pyz under ~/.cache/inference-bench on the host.'
-    );
-  }
+  if (h.agent_version !== AGENT_VERSION)
+    return { message: `The agent run by ${where} is version ${h.agent_version}, this build is ${AGENT_VERSION}.`, hint: REBUILD };
   const py = pythonVersion(h.python);
   if (py && (py[0] < MIN_PYTHON[0] || (py[0] === MIN_PYTHON[0] && py[1] < MIN_PYTHON[1]))) {
-    return (
-      `The agent needs Python ${MIN_PYTHON.join('.')} or newer; ${h.executable || where} is Python ${h.python}. ` +
-      'Pass a newer Python there with --python (for example the server\'s venv), or set the target\'s "python" setting.'
-    );
+    return {
+      code: 'python_too_old',
+      message: `The agent needs Python ${MIN_PYTHON.join('.')} or newer; ${h.executable || where} is Python ${h.python}.`,
+      hint: 'Pass a newer Python there with {0} (for example the server\'s venv), or set the target\'s "python" setting.',
+      remedies: [{ kind: 'flag', flag: '--python' }],
+    };
   }
   if (h.command !== command)
-    return `The agent run by ${where} answered for "${h.command}", not "${command}": the agent and this build disagree; rebuild (npm run build).`;
+    return {
+      message: `The agent run by ${where} answered for "${h.command}", not "${command}": the agent and this build disagree.`,
+      hint: 'Rebuild (npm run build).',
+    };
   return undefined;
 }

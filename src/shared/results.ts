@@ -1,6 +1,7 @@
 // Result shapes shared by the core, the CLI, the findings document and the webview.
 // Macro fields use `vllm bench serve`'s names where the metric is the same.
 import type { ResultTable } from './table';
+import type { Remedy } from './remedy';
 
 export type Phase = 'macro' | 'micro' | 'profile' | 'probe';
 
@@ -46,7 +47,9 @@ export interface LevelLimit {
 export interface RunFailure {
   code: string;
   message: string;
+  /** The next step, with `{0}`, `{1}`… where its remedies go (src/shared/remedy.ts). */
   hint?: string;
+  remedies?: Remedy[];
 }
 
 export interface RunSummary {

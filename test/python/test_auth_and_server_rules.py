@@ -66,7 +66,8 @@ class TraceFolderTest(unittest.TestCase):
         with self.assertRaises(events.AgentError) as ctx:
             profile.resolve_server_path("./t", {"pid": 9}, {}, "torch_profiler_dir")
         self.assertIn("/proc/9/cwd", ctx.exception.message)
-        self.assertIn("--trace-dir", ctx.exception.hint)
+        self.assertEqual(ctx.exception.remedies, [{"kind": "flag", "flag": "--trace-dir"}])
+        self.assertIn("{0}", ctx.exception.hint)
         with self.assertRaises(events.AgentError) as ctx:
             profile.resolve_server_path("gs://bucket/t", {"pid": 9, "cwd": "/"}, {}, "torch_profiler_dir")
         self.assertEqual(ctx.exception.code, "trace_dir_remote")

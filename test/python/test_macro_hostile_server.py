@@ -252,7 +252,7 @@ class AHostileServer(unittest.TestCase):
         # A server that stalls every request would stall the next level too: the run stops, saying so.
         [error] = [e for e in events if e["type"] == "error"]
         self.assertEqual(error["code"], "server_stalled")
-        self.assertIn("--stall-timeout", error["hint"])
+        self.assertEqual([r["flag"] for r in error["remedies"]], ["--stall-timeout", "--request-timeout"])
 
     def test_a_usage_apart_from_the_stream_with_nothing_to_settle_it_is_kept_and_named(self):
         # Four tokens streamed of the eight allowed, usage claims eight, and /metrics cannot be read: eight

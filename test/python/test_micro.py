@@ -163,7 +163,12 @@ class BusyGpuTest(unittest.TestCase):
         self.assertEqual(errors[0]["code"], "gpus_busy")
         self.assertIn("GPU 0: 127.0 of 140.4 GiB used (90%)", errors[0]["message"])
         self.assertIn("pid 424242 VLLM::Worker_TP0", errors[0]["message"])
-        self.assertIn("--allow-busy", errors[0]["hint"])
+        # The remedies as data, each in a slot of the hint; a front end says them in its own words.
+        self.assertEqual(
+            errors[0]["remedies"],
+            [{"kind": "command", "command": "micro", "flags": ["--stop-server"]}, {"kind": "flag", "flag": "--allow-busy"}],
+        )
+        self.assertIn("{1}", errors[0]["hint"])
         self.assertFalse([e for e in evs if e["type"] == "micro.point"])
         self.assertEqual(evs[-1], {**evs[-1], "type": "done", "ok": False})
 

@@ -9,6 +9,7 @@ import { renderTextTable } from '../../shared/table';
 import { withServerStopped } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
+import { sayHint } from '../../shared/remedy';
 
 const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
 
@@ -136,7 +137,9 @@ export const microCommand: CliCommand = {
         throw err;
       }
       if (outcome.busy) {
-        process.stderr.write(`infbench micro: ${outcome.busy.message}\n${outcome.busy.hint ?? ''}\nRun folder: ${outcome.run.dir}\n`);
+        process.stderr.write(
+          `infbench micro: ${outcome.busy.message}\n${sayHint(outcome.busy.hint ?? '', outcome.busy.remedies)}\nRun folder: ${outcome.run.dir}\n`,
+        );
         return 3;
       }
       const result = outcome.run.readResult<Record<string, unknown>>() ?? { points: outcome.points };

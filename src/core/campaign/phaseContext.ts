@@ -5,6 +5,7 @@ import { Transport } from '../../remote/transport';
 import { FindingsUpdate } from '../findings/findingsUpdate';
 import type { RunnablePhase } from './runnablePhase';
 import { RunSummary } from '../../shared/results';
+import type { RemedyWords } from '../../shared/remedy';
 
 /**
  * Where a phase's results go as they arrive: the results view and sidebar (runChanged), and the
@@ -32,6 +33,8 @@ export interface PhaseContext {
    * stdin, never put on a command line, in an environment or in the run folder.
    */
   apiKey?: string;
+  /** How this front end says a remedy (a setting, a command) in reasons and findings; the CLI's flags when absent. */
+  words?: RemedyWords;
 }
 
 // Phases and front ends name the findings' update with the sink it goes through.

@@ -5,6 +5,7 @@ import { Transport } from '../../remote/transport';
 import { AgentLog, RunStatus } from '../runs/runFolder';
 import { stopOf } from '../runs/runStop';
 import { RunFailure } from '../../shared/results';
+import { Hinted, RemedyWords, sayHinted } from '../../shared/remedy';
 
 // The agent's stdin stays open and carries an empty line this often; an agent that hears nothing for
 // HEARTBEAT_TIMEOUT_S (its controller gone without a word, as in a network partition) stops itself.
@@ -20,7 +21,7 @@ export interface AgentRunOutcome<C extends AgentCommand = AgentCommand> {
   result?: AgentResults[C];
   /** Every event received, in order (also on disk in the run's events.jsonl). */
   events: AgentEvent[];
-  errors: { code: ErrorCode; message: string; hint?: string }[];
+  errors: (RunFailure & { code: ErrorCode })[];
   reason?: string;
   /** The error the reason was made from, as data (absent when the reason is not the agent's error). */
   failure?: RunFailure;
@@ -45,6 +46,8 @@ export async function runAgentCommand<C extends AgentCommand>(
     apiKey?: string;
     /** Leave the run's status to the caller (a run that goes on with more agent commands). */
     leaveOpen?: boolean;
+    /** The front end's words for a remedy, for the reason (the CLI's flags when absent). */
+    words?: RemedyWords;
   } = {},
 ): Promise<AgentRunOutcome<C>> {
   const events: AgentEvent[] = [];
@@ -60,9 +63,9 @@ export async function runAgentCommand<C extends AgentCommand>(
   let result: AgentResults[C] | undefined;
   let done: boolean | undefined;
   // An agent of another build or schema, or on a Python older than the agent supports: stopped at its hello.
-  let mismatch: string | undefined;
+  let mismatch: Hinted | undefined;
   const where = `${agent.python} on ${transport.label}`;
-  const refuse = (problem: string | undefined) => {
+  const refuse = (problem: Hinted | undefined) => {
     if (!problem || mismatch) return;
     mismatch = problem;
     void handle.cancel();
@@ -81,7 +84,8 @@ export async function runAgentCommand<C extends AgentCommand>(
       if (event.type === 'hello') refuse(helloProblem(event, command, where));
       // The result's shape follows the command, which the hello has just been checked to match.
       if (event.type === 'result') result = event.result as AgentResults[C];
-      if (event.type === 'error') errors.push({ code: event.code, message: event.message, hint: event.hint });
+      if (event.type === 'error')
+        errors.push({ code: event.code, message: event.message, hint: event.hint, ...(event.remedies ? { remedies: event.remedies } : {}) });
       if (event.type === 'done') done = event.ok;
       options.onEvent?.(event);
     },
@@ -121,7 +125,7 @@ export async function runAgentCommand<C extends AgentCommand>(
     reason = `${storage.message} The run was stopped there; the ${run.readEvents().length} events before it are kept whole in events.jsonl.`;
   } else if (mismatch) {
     status = 'failed';
-    reason = mismatch;
+    reason = sayHinted(mismatch, options.words);
   } else if (options.signal?.aborted) {
     const stop = stopOf(options.signal);
     status = stop.status;
@@ -132,15 +136,21 @@ export async function runAgentCommand<C extends AgentCommand>(
     reason = exit.error.message;
   } else if (events.length === 0 && (exit.code === NOT_FOUND || exit.code === NOT_EXECUTABLE)) {
     status = 'failed';
-    reason =
-      `The Python interpreter "${agent.python}" ${exit.code === NOT_FOUND ? 'was not found' : 'could not be run'} on ${transport.label}` +
-      `${said ? ` (${said})` : ''}. Pass the path of a Python 3 there with --python (for example --python /usr/bin/python3 or the server's venv), or set the target's "python" setting.`;
+    reason = sayHinted(
+      {
+        message: `The Python interpreter "${agent.python}" ${exit.code === NOT_FOUND ? 'was not found' : 'could not be run'} on ${transport.label}${said ? ` (${said})` : ''}.`,
+        code: 'python_not_found',
+        hint: `Pass the path of a Python 3 there with {0} (for example /usr/bin/python3 or the server's venv), or set the target's "python" setting.`,
+        remedies: [{ kind: 'flag', flag: '--python' }],
+      },
+      options.words,
+    );
   } else if (done === true) {
     status = 'completed';
   } else if (done === false) {
     status = 'failed';
     const first = errors[0];
-    reason = first ? `${first.message}${first.hint ? ` — ${first.hint}` : ''}` : `The agent reported a failure (exit code ${exit.code}).`;
+    reason = first ? sayHinted(first, options.words) : `The agent reported a failure (exit code ${exit.code}).`;
     failure = first;
   } else {
     status = 'interrupted';

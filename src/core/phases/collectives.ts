@@ -1,3 +1,4 @@
+import type { RemedyWords } from '../../shared/remedy';
 import { NodeConnection } from '../campaign/phaseContext';
 import { Logger } from '../log';
 import { MicroPoint } from '../micro/tables';
@@ -64,7 +65,15 @@ export async function runClusterCollectives(
   nodes: NodeConnection[],
   run: RunFolder,
   options: CollectiveOptions,
-  hooks: { log: Logger; signal?: AbortSignal; rendezvousAddr?: string; serverUrl?: string; apiKey?: string; onPoint?: (point: MicroPoint) => void },
+  hooks: {
+    log: Logger;
+    signal?: AbortSignal;
+    rendezvousAddr?: string;
+    serverUrl?: string;
+    apiKey?: string;
+    words?: RemedyWords;
+    onPoint?: (point: MicroPoint) => void;
+  },
 ): Promise<ClusterCollectivesOutcome> {
   const outcome: ClusterCollectivesOutcome = {
     status: 'running',
@@ -93,6 +102,7 @@ export async function runClusterCollectives(
     nodes.map((n, i) =>
       runAgentCommand(n.transport, n.agent, 'collective', [...agentOptionArgs('collective', { plan: true, worldSize: 0 }), ...deviceArgs], logs[i], {
         signal: hooks.signal,
+        words: hooks.words,
         leaveOpen: true,
       }),
     ),
@@ -123,6 +133,7 @@ export async function runClusterCollectives(
     logs[0],
     {
       signal: hooks.signal,
+      words: hooks.words,
       apiKey: hooks.apiKey,
       leaveOpen: true,
     },
@@ -169,6 +180,7 @@ export async function runClusterCollectives(
     });
     return runAgentCommand(n.transport, n.agent, 'collective', args, logs[i], {
       signal: stopAll.signal,
+      words: hooks.words,
       leaveOpen: true,
       onEvent: (event) => {
         if (event.type === 'micro.point' && (event.kind === 'allreduce' || event.kind === 'alltoall')) {

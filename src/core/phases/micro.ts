@@ -1,3 +1,4 @@
+import { Remedy, sayHinted } from '../../shared/remedy';
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { MicroOptions, microAgentArgs } from '../micro/options';
 import { MicroPoint, microChartData, microHeadline, microTables } from '../micro/tables';
@@ -10,7 +11,9 @@ import { ClusterCollectivesOutcome, CollectiveOptions, runClusterCollectives } f
 /** The agent refused because something else holds the GPUs; the front end may ask the user and run again with allowBusy. */
 export interface BusyRefusal {
   message: string;
+  /** What to do, with its remedies (stop the server, run anyway) as data. */
   hint?: string;
+  remedies?: Remedy[];
 }
 
 export interface MicroPhaseOutcome {
@@ -102,7 +105,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
         break;
       }
       case 'error':
-        ctx.log.error(`micro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        ctx.log.error(`micro on ${ctx.target.name}: ${sayHinted(event, ctx.words)}`);
         break;
       default:
         break;
@@ -115,6 +118,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
     onEvent,
     leaveOpen: acrossHosts,
     apiKey: ctx.apiKey,
+    words: ctx.words,
   });
   if (acrossHosts) {
     let status = agent.status;
@@ -126,6 +130,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
         rendezvousAddr: ctx.target.rendezvousAddr,
         serverUrl: ctx.target.serverUrl,
         apiKey: ctx.apiKey,
+        words: ctx.words,
         onPoint: (point) => {
           points.push(point);
           publish(false);
@@ -158,7 +163,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   summary.errorCode = agent.errors[0]?.code;
   summary.failure = agent.failure;
   publish(true);
-  return { run, summary, points, agent, busy: busyError ? { message: busyError.message, hint: busyError.hint } : undefined };
+  return { run, summary, points, agent, busy: busyError ? { message: busyError.message, hint: busyError.hint, remedies: busyError.remedies } : undefined };
 }
 
 function findingsUpdate(run: RunFolder, summary: RunSummary, points: MicroPoint[], info: RunContext, options: MicroOptions): FindingsUpdate {

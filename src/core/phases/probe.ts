@@ -32,6 +32,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'probe', args, run, {
     signal: ctx.signal,
     apiKey: ctx.apiKey,
+    words: ctx.words,
     onEvent: (event) => {
       if (event.type === 'log') ctx.log[event.level](`probe: ${event.message}`);
     },

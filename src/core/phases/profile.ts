@@ -1,3 +1,4 @@
+import { sayHinted } from '../../shared/remedy';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
@@ -106,7 +107,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         );
         break;
       case 'error':
-        ctx.log.error(`profile on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        ctx.log.error(`profile on ${ctx.target.name}: ${sayHinted(event, ctx.words)}`);
         break;
       default:
         break;
@@ -124,7 +125,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
       }),
     ),
   );
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent, apiKey: ctx.apiKey });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'profile', args, run, { signal: ctx.signal, onEvent, apiKey: ctx.apiKey, words: ctx.words });
   const capture = agent.result;
   const finish = (status: RunStatus, reason?: string, breakdown?: TraceBreakdown, traces: string[] = []): ProfilePhaseOutcome => {
     run.finish(status, reason);
@@ -159,6 +160,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         });
         return runAgentCommand(n.transport, n.agent, 'profile', collectArgs, run.nodeLog(`${i + 1}-${n.target.host ?? n.target.name}`), {
           signal: ctx.signal,
+          words: ctx.words,
           onEvent: (event) => {
             if (event.type !== 'profile.trace') return;
             // A trace folder on a shared file system (NFS, as clusters often mount) shows every host every rank's file: each once.

@@ -1,3 +1,4 @@
+import { RemedyWords, sayHinted } from '../../shared/remedy';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Target } from '../config/target';
@@ -17,6 +18,8 @@ export interface ServerContext {
   workspace: string;
   log: Logger;
   apiKey?: string;
+  /** How the front end says a remedy; the CLI's flags when absent. */
+  words?: RemedyWords;
 }
 
 /** One step of a change the user is asked about: the exact commands and what they change. */
@@ -339,10 +342,11 @@ export class ServerChange {
       signal,
       onEvent,
       apiKey: this.ctx.apiKey,
+      words: this.ctx.words,
     });
     if (outcome.status !== 'completed' || !outcome.result) {
       const first = outcome.errors[0];
-      const words = first ? `${first.message}${first.hint ? ` — ${first.hint}` : ''}` : (outcome.reason ?? outcome.status);
+      const words = first ? sayHinted(first, this.ctx.words) : (outcome.reason ?? outcome.status);
       throw new ServerControlError(`server ${action} on ${this.ctx.transport.label}: ${words}`, first?.code ?? outcome.status);
     }
     return outcome;

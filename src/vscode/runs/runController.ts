@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { connectClusterNodes, FindingsUpdate, PhaseContext, ResultSink } from '../../core/campaign/phaseContext';
 import { budgetFindingsForWorkspace } from '../../core/explain/campaign';
-import { inExtensionWords, runInExtensionWords } from './extensionWords';
+import { extensionWords } from './extensionWords';
 import { Target } from '../../core/config/target';
 import { levelProgressText, RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
@@ -205,9 +205,7 @@ export class RunController extends Disposable implements RunsSource {
               return { transport: other.transport, agent: other.agent };
             });
             const sink: ResultSink = {
-              runChanged: (incoming) => {
-                // The core says what to do in the CLI's words (--url); here it is the target's settings.
-                const run = runInExtensionWords(incoming, target);
+              runChanged: (run) => {
                 active.runId = run.id;
                 last = run;
                 this.runChanged(workspace, run);
@@ -215,7 +213,7 @@ export class RunController extends Disposable implements RunsSource {
                 const going = run.status === 'running' && run.levelProgress ? levelProgressText(run.levelProgress) : undefined;
                 progress.report({ message: [going, run.headline ?? (going ? undefined : run.status)].filter(Boolean).join(' · ') });
               },
-              findings: (update) => this.findings({ ...update, lines: update.lines.map((l) => inExtensionWords(l, target)) }),
+              findings: (update) => this.findings(update),
             };
             // The server's API key (Set Server API Key...), from SecretStorage; handed to the agent on stdin.
             const apiKey = (await this.apiKeys?.get(target.name)) || undefined;
@@ -229,6 +227,8 @@ export class RunController extends Disposable implements RunsSource {
               signal: active.abort.signal,
               apiKey,
               nodes,
+              // The core says what to do in these words: the target's settings and the commands, where the CLI names flags.
+              words: extensionWords(target),
             };
             progress.report({ message: 'running…' });
             await runner.run(ctx, options);
@@ -251,7 +251,7 @@ export class RunController extends Disposable implements RunsSource {
         this.log.info(`${runner.phase} on ${target.name} cancelled`);
         return last;
       }
-      const message = inExtensionWords(err instanceof Error ? err.message : String(err), target);
+      const message = err instanceof Error ? err.message : String(err);
       this.log.error(`${runner.phase} on ${target.name} failed: ${message}`);
       // A changed host key needs its own way out (the fingerprints, removing the old key), not the log.
       if (err instanceof SshError && err.kind === 'host-key-changed') {

@@ -1,50 +1,79 @@
 import * as assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Target } from '../../../src/core/config/target';
-import { inExtensionWords, runInExtensionWords } from '../../../src/vscode/runs/extensionWords';
+import { extensionWords } from '../../../src/vscode/runs/extensionWords';
 import { RunSummary } from '../../../src/shared/results';
 import { apiKeyState } from '../../../src/core/probe/tables';
 import { ProbeResult } from '../../../src/remote/agentProtocol';
+import { Hinted, sayHinted } from '../../../src/shared/remedy';
+import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
+import { runMacroPhase } from '../../../src/core/phases/macro';
+import { silentLogger } from '../../../src/core/log';
+import { replayingAgent } from '../../support/replayAgent';
 
-// The messages below are the agent's and the core's own (agent/infbench_agent/profile.py, micro.py,
-// auth.py, src/core/explain/budget.ts), as a VS Code user would otherwise read them.
+// The hints below are the agent's own (agent/infbench_agent/profile.py, micro.py, micro_guard.py,
+// macro_server.py), with their remedies as the agent sends them; VS Code says each remedy as a
+// setting or a command, the CLI as a flag or a command line.
 const target: Target = { name: 'b6000', kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: '/opt/venv/bin/python' };
+const vscode = extensionWords(target);
 
 describe("failures in the extension's words", () => {
   it("says the remedy for the agent's error code, whatever words its hint uses", () => {
     const message = 'http://127.0.0.1:8000/v1/models answered HTTP 401: this server wants an API key.';
-    const run: RunSummary = {
-      id: 'r1',
-      phase: 'macro',
-      target: 'b6000',
-      startedAt: '2026-12-02T10:00:00Z',
-      status: 'failed',
-      // The CLI's words, and a hint reworded since the rewrites were written: the code decides, not the text.
-      reason: `${message} — Hand the server's key over with --api-key KEY, or export it`,
-      failure: { code: 'unauthorized', message, hint: "Hand the server's key over with --api-key KEY, or export it" },
-    };
-    const said = runInExtensionWords(run, target).reason!;
+    // A hint reworded since the remedies were written: the code decides, not the text.
+    const failure: Hinted = { code: 'unauthorized', message, hint: "Hand the server's key over with --api-key KEY, or export it" };
+    const said = sayHinted(failure, vscode);
     assert.equal(said, `${message} — give the key the server was started with: Inference Bench: Set Server API Key... on b6000`);
     assert.doesNotMatch(said, /--api-key|export/);
+    assert.equal(sayHinted(failure), `${message} — Hand the server's key over with --api-key KEY, or export it`);
   });
 
-  it('turns "point --url at the server" into the target\'s server URL setting, and the analyze CLI into the command', () => {
-    const agent =
-      "The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point --url at the vLLM/SGLang server behind it; otherwise capture a torch profiler trace with the server's own tools and break it down with `infbench analyze TRACE...` (or Analyze Trace File... in VS Code).";
-    const said = inExtensionWords(agent, target);
-    assert.doesNotMatch(said, /--url|infbench analyze/);
-    assert.match(said, /set target b6000's server URL to the vLLM\/SGLang server behind it, with Inference Bench: Edit Target\.\.\. on b6000/);
+  it('says "point the URL at the server" as the target\'s server URL setting, and the analyze CLI as the command', () => {
+    const agent: Hinted = {
+      code: 'unknown_server',
+      message: 'The server at http://127.0.0.1:8000 is neither vLLM nor SGLang as far as it tells (no /version).',
+      hint:
+        'The profiler phase drives the /start_profile and /stop_profile endpoints of vLLM and SGLang only: if this URL is a proxy, point {0} at the vLLM/SGLang server behind it; ' +
+        "otherwise capture a torch profiler trace with the server's own tools and break it down with {1}.",
+      remedies: [
+        { kind: 'flag', flag: '--url' },
+        { kind: 'command', command: 'analyze' },
+      ],
+    };
+    const said = sayHinted(agent, vscode);
+    assert.doesNotMatch(said, /--url|infbench analyze|\{\d\}/);
+    assert.match(
+      said,
+      /point the target's server URL \(now http:\/\/127\.0\.0\.1:8000; change it with Inference Bench: Edit Target\.\.\. on b6000\) at the vLLM\/SGLang server behind it/,
+    );
     assert.match(said, /break it down with Inference Bench: Analyze Trace File\.\.\.\.$/);
+    const cli = sayHinted(agent);
+    assert.match(cli, /point --url at the vLLM\/SGLang server behind it/);
+    assert.match(cli, /break it down with `infbench analyze TRACE\.\.\.`\.$/);
   });
 
   it("names the target's URL, host and Python where the CLI names flags", () => {
+    const unreachable: Hinted = {
+      code: 'server_unreachable',
+      message: 'nothing answers',
+      hint: 'Start the server, or give its URL as seen from this host with {0}.',
+      remedies: [{ kind: 'flag', flag: '--url' }],
+    };
     assert.equal(
-      inExtensionWords('nothing answers — Start the server, or give its URL as seen from this host with --url.', target),
-      "nothing answers — Start the server, or set the target's server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, with Inference Bench: Edit Target... on b6000.",
+      sayHinted(unreachable, vscode),
+      "nothing answers — set the target's server URL (now http://127.0.0.1:8000) to its URL as seen from gpu-box, with Inference Bench: Edit Target... on b6000",
     );
-    assert.match(
-      inExtensionWords('torch is not importable; name the Python that has it, for example --python /opt/venv/bin/python3.', target),
-      /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/,
-    );
+    assert.equal(sayHinted(unreachable), 'nothing answers — Start the server, or give its URL as seen from this host with --url.');
+    const noTorch: Hinted = {
+      code: 'no_torch',
+      message: 'PyTorch is not importable by python3.',
+      hint: "Point the target's python at the server's interpreter (the one with torch and vLLM), for example {0}.",
+      remedies: [{ kind: 'flag', flag: '--python', value: '/opt/venv/bin/python3' }],
+    };
+    assert.match(sayHinted(noTorch, vscode), /set the target's Python \(now \/opt\/venv\/bin\/python\) to the interpreter that has PyTorch/);
+    assert.match(sayHinted(noTorch), /for example --python \/opt\/venv\/bin\/python3\.$/);
   });
 
   it("the probe's API key line in the shared findings names no front end's way to give a key", () => {
@@ -60,13 +89,103 @@ describe("failures in the extension's words", () => {
     assert.equal(apiKeyState(server({ required: false, key_given: false, status: null }, null)), undefined);
   });
 
-  it("names the phase command to run instead of a CLI line, and leaves the server's own flags alone", () => {
+  it("names the phase command to run and the question it asks instead of CLI flags, and leaves the server's own flags alone", () => {
+    const busy: Hinted = {
+      code: 'gpus_busy',
+      message: 'The GPUs are busy.',
+      hint: 'Stop the server and run again, or let Inference Bench stop it and start it again afterwards ({0}; it asks first); or consent to run anyway: {1} (the run then sizes itself).',
+      remedies: [
+        { kind: 'command', command: 'micro', flags: ['--stop-server'] },
+        { kind: 'flag', flag: '--allow-busy' },
+      ],
+    };
     assert.equal(
-      inExtensionWords("Run `infbench micro` on the GPU host, with the server's Python, to predict the step's parts.", target),
-      "Run Inference Bench: Run Micro Phase on b6000 on the GPU host, with the server's Python, to predict the step's parts.",
+      sayHinted(busy, vscode),
+      'The GPUs are busy. — Stop the server and run again, or let Inference Bench stop it and start it again afterwards (Inference Bench: Run Micro Phase on b6000; it asks first); or consent to run anyway: answer "Run anyway" when asked (the run then sizes itself).',
     );
-    const restart =
-      'vLLM answered 404 on /start_profile: restart it with --profiler-config \'{"profiler":"torch"}\' (the key it was started with: --api-key or VLLM_API_KEY).';
-    assert.equal(inExtensionWords(restart, target), restart);
+    assert.match(sayHinted(busy), /\(`infbench micro --stop-server`; it asks first\); or consent to run anyway: --allow-busy \(/);
+    // A hint with no remedies names the server's flags, which are the same everywhere.
+    const restart: Hinted = {
+      code: 'profiler_disabled',
+      message: 'vLLM answered 404 on /start_profile',
+      hint: 'restart it with --profiler-config \'{"profiler":"torch"}\' (the key it was started with: --api-key or VLLM_API_KEY).',
+    };
+    assert.equal(sayHinted(restart, vscode), sayHinted(restart));
+  });
+});
+
+// The agent's events for macro runs that failed, as agent/infbench_agent/macro_server.py and macro.py
+// send them; replayed, since the point is the words the run is said in.
+const notOpenAi = [
+  {
+    type: 'error',
+    code: 'server_error',
+    message: 'http://127.0.0.1:8000/v1/models answered HTTP 404',
+    hint: 'Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with --model',
+    remedies: [{ kind: 'flag', flag: '--url' }],
+  },
+  { type: 'done', ok: false },
+];
+const stalledLevel = { max_concurrency: 1, request_rate: null, completed: 0, failed: 2, duration: 60, num_prompts: 2, failures: { stalled: 2 } };
+const stalled = [
+  { type: 'macro.level', level: 0, partial: false, summary: stalledLevel },
+  { type: 'result', result: { levels: [stalledLevel], server: { model: 'm' }, cancelled: false, stalled: true } },
+  {
+    type: 'error',
+    code: 'server_stalled',
+    message: 'The server accepted the requests but answered none in time: every request of c=1 stalled; the levels before are kept',
+    hint: 'Check the server on the host (its log; curl http://127.0.0.1:8000/v1/models); if it is only slow under this load, raise {0} and {1} (seconds)',
+    remedies: [
+      { kind: 'flag', flag: '--stall-timeout' },
+      { kind: 'flag', flag: '--request-timeout' },
+    ],
+  },
+  { type: 'done', ok: false },
+];
+
+async function failedMacro(events: object[], words?: typeof vscode): Promise<{ run: RunSummary; findings?: FindingsUpdate }> {
+  let run: RunSummary | undefined;
+  let findings: FindingsUpdate | undefined;
+  await runMacroPhase(
+    {
+      target,
+      transport: replayingAgent(events, 2),
+      agent: { python: 'python3', path: 'agent.pyz', hash: 'x' },
+      workspace: mkdtempSync(join(tmpdir(), 'ib-words-')),
+      sink: { runChanged: (r) => (run = r), findings: (u) => (findings = u) },
+      log: silentLogger,
+      words,
+    },
+    { concurrency: [1] },
+  );
+  return { run: run!, findings };
+}
+
+describe("a failed run's reason in each front end's words", () => {
+  it("VS Code's reason names the target's setting where the CLI's names the flag", async () => {
+    const inVscode = await failedMacro(notOpenAi, vscode);
+    assert.equal(inVscode.run.status, 'failed');
+    assert.equal(
+      inVscode.run.reason,
+      "http://127.0.0.1:8000/v1/models answered HTTP 404 — Is this an OpenAI-compatible server (vLLM, SGLang)? Check the target's server URL (now http://127.0.0.1:8000; change it with Inference Bench: Edit Target... on b6000), or name the model with --model",
+    );
+    assert.deepEqual(inVscode.run.failure?.remedies, [{ kind: 'flag', flag: '--url' }]);
+    const inCli = await failedMacro(notOpenAi);
+    assert.equal(
+      inCli.run.reason,
+      'http://127.0.0.1:8000/v1/models answered HTTP 404 — Is this an OpenAI-compatible server (vLLM, SGLang)? Check --url, or name the model with --model',
+    );
+  });
+
+  it("the findings document's line for a stalled run says VS Code's setting, or the CLI's flags", async () => {
+    const failedLine = (f?: FindingsUpdate) => f?.lines.find((l) => l.startsWith('Run failed:')) ?? '';
+    const inVscode = failedLine((await failedMacro(stalled, vscode)).findings);
+    assert.match(
+      inVscode,
+      /every request of c=1 stalled; the levels before are kept — raise the inferenceBench\.stallTimeout setting if the server is only slow$/,
+    );
+    assert.doesNotMatch(inVscode, /--stall-timeout|--request-timeout/);
+    const inCli = failedLine((await failedMacro(stalled)).findings);
+    assert.match(inCli, /raise --stall-timeout and --request-timeout \(seconds\)$/);
   });
 });
