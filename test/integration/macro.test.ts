@@ -73,10 +73,18 @@ function within(measured: unknown, expected: number, relative: number, absolute:
 class RecordingSink {
   runs: RunSummary[] = [];
   findings: FindingsUpdate[] = [];
+  /** Run-folder files an update cited that were not there when it came (a link in the findings that opens nothing). */
+  missingCited: string[] = [];
+  constructor(private readonly workspace?: string) {}
   runChanged(run: RunSummary) {
     this.runs.push(structuredClone(run));
   }
-  findingsUpdate = (u: FindingsUpdate) => this.findings.push(u);
+  findingsUpdate = (u: FindingsUpdate) => {
+    this.findings.push(u);
+    const text = JSON.stringify(u);
+    for (const [, cited] of text.matchAll(/`(\.inference-bench\/runs\/[^`]+)`/g))
+      if (this.workspace && !existsSync(join(this.workspace, cited))) this.missingCited.push(cited);
+  };
 }
 
 describe('macro phase against the simulator (known answers)', function () {
@@ -163,7 +171,7 @@ describe('macro phase against the simulator (known answers)', function () {
 
   it('measures TPOT and throughput across a concurrency sweep as the scheduler replay predicts', async function () {
     const sim = await simulator();
-    const sink = new RecordingSink();
+    const sink = new RecordingSink(workspace);
     const levels = [4, 16];
     // Two load-generator processes per level: the deployed zipapp starts its own workers.
     const out = await runMacroPhase(context(sim, sink), { ...base, concurrency: levels, workers: 2 });
@@ -184,6 +192,9 @@ describe('macro phase against the simulator (known answers)', function () {
     // live: per-request points and running aggregates arrived before the end
     assert.ok(sink.runs.some((r) => r.status === 'running' && (r.macro?.requests?.length ?? 0) > 0));
     assert.equal(out.summary.macro?.requests?.length, 16 + 64);
+    // Each update of the findings, the live ones too, cites run-folder files that are there to open.
+    assert.ok(sink.findings.length > 1, 'no live findings update came before the end');
+    assert.deepEqual(sink.missingCited, []);
   });
 
   it("records the server's queue and batch per level and names the level past which more load only waits", async function () {

@@ -1,4 +1,3 @@
-import { sayHinted } from '../../shared/remedy';
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from '../macro/options';
 import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
@@ -99,8 +98,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         // stall still shows it is alive); the log takes one of those lines every PROGRESS_LOG_MS.
         if (!event.message) break;
         const now = Date.now();
-        // The level it is about ("c=8", "rate 4/s"); progress of other work (reading a dataset) names none.
-        const label = event.label;
+        // "c=8: 12 of 32 requests done after 4 s": the level is named before the colon.
+        const label = /^(c=\d+|rate [^:]+):/.exec(event.message)?.[1];
         if (label) {
           if (progressLevel?.label !== label) progressLevel = { label, since: now };
           summary.levelProgress = { level: label, done: event.done, total: event.total, elapsedS: (now - progressLevel.since) / 1000 };
@@ -145,7 +144,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         break;
       }
       case 'error':
-        ctx.log.error(`macro on ${ctx.target.name}: ${sayHinted(event, ctx.words)}`);
+        ctx.log.error(`macro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
         break;
       default:
         break;
@@ -153,12 +152,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, {
-    signal: ctx.signal,
-    onEvent,
-    apiKey: apiKey ?? ctx.apiKey,
-    words: ctx.words,
-  });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent, apiKey: apiKey ?? ctx.apiKey });
   // Every level marked once more now that the run's end is known: a level cut short says so (and how
   // far it got) everywhere, and no headline quotes it.
   const stopped = agent.status === 'completed' || agent.status === 'running' ? undefined : agent.status;
@@ -239,7 +233,10 @@ function findingsUpdate(
   lines.push(...levelFlagLines(levels));
   lines.push(...saturationLines(levels));
   // The document quotes the figures people cite; the full table (means, ITL, E2EL, req/s, client CPU) is the run folder's and the results view's.
-  const note = `${METRICS_NOTE} The full table (means, ITL, E2E latency, request throughput, client CPU): \`.inference-bench/runs/${run.info.id}/${SERVING_TABLE_FILE}\` and the results view.`;
+  // Cited once a level has finished: the run folder has the file from then on.
+  const note = levels.length
+    ? `${METRICS_NOTE} The full table (means, ITL, E2E latency, request throughput, client CPU): \`.inference-bench/runs/${run.info.id}/${SERVING_TABLE_FILE}\` and the results view.`
+    : METRICS_NOTE;
   const tables = [quotedFiguresTable(levels, note)];
   const failures = failureTable(levels);
   if (failures) tables.push(failures);
