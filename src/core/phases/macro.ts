@@ -1,3 +1,4 @@
+import { sayHinted } from '../../shared/remedy';
 import { FindingsUpdate, PhaseContext } from '../campaign/phaseContext';
 import { DEFAULT_MACRO_OPTIONS, MacroOptions, datasetText, macroAgentArgs } from '../macro/options';
 import { failureTable, levelFlagLines, macroHeadline, quotedFiguresTable } from '../macro/tables';
@@ -98,8 +99,8 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         // stall still shows it is alive); the log takes one of those lines every PROGRESS_LOG_MS.
         if (!event.message) break;
         const now = Date.now();
-        // "c=8: 12 of 32 requests done after 4 s": the level is named before the colon.
-        const label = /^(c=\d+|rate [^:]+):/.exec(event.message)?.[1];
+        // The level it is about ("c=8", "rate 4/s"); progress of other work (reading a dataset) names none.
+        const label = event.label;
         if (label) {
           if (progressLevel?.label !== label) progressLevel = { label, since: now };
           summary.levelProgress = { level: label, done: event.done, total: event.total, elapsedS: (now - progressLevel.since) / 1000 };
@@ -144,7 +145,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         break;
       }
       case 'error':
-        ctx.log.error(`macro on ${ctx.target.name}: ${event.message}${event.hint ? ` — ${event.hint}` : ''}`);
+        ctx.log.error(`macro on ${ctx.target.name}: ${sayHinted(event, ctx.words)}`);
         break;
       default:
         break;
@@ -152,7 +153,12 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
-  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, { signal: ctx.signal, onEvent, apiKey: apiKey ?? ctx.apiKey });
+  const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, {
+    signal: ctx.signal,
+    onEvent,
+    apiKey: apiKey ?? ctx.apiKey,
+    words: ctx.words,
+  });
   // Every level marked once more now that the run's end is known: a level cut short says so (and how
   // far it got) everywhere, and no headline quotes it.
   const stopped = agent.status === 'completed' || agent.status === 'running' ? undefined : agent.status;
