@@ -184,6 +184,19 @@ OPTIONS: List[Option] = [
     _opt("--concurrency", "int", ("profile",), "requests decoding at once (the decode batch)", 4),
     _opt("--output-len", "int", ("profile",), "tokens each request generates: about that many decode steps", 48),
     _opt("--input-len", "int", ("profile",), "prompt length in words (about tokens)", 128),
+    # SGLang's bounded capture (ProfileReqInput in python/sglang/srt/managers/io_struct.py); vLLM bounds
+    # its capture in --profiler-config at the server's start (infbench server --profile-delay-iterations).
+    _opt(
+        "--delay-steps",
+        "int",
+        ("profile",),
+        "SGLang: decode steps the profiled batch runs before /start_profile is sent (counted on the first request's "
+        "streamed tokens), so the capture holds a steady batch rather than its prefill",
+        0,
+    ),
+    _opt("--num-steps", "int", ("profile",), "SGLang: forward steps captured (num_steps; default output-len - delay-steps - 4)", 0),
+    _opt("--record-shapes", "flag", ("profile",), "SGLang: record each operator's input shapes (record_shapes)"),
+    _opt("--with-stack", "flag", ("profile",), "SGLang: record each operator's source line (with_stack)"),
     _opt("--request-timeout", "float", ("profile",), "seconds per request", 300.0),
     _opt(
         "--start-timeout",

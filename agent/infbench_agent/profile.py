@@ -53,12 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
     """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
     data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(
-        url,
-        data=data,
-        method="POST",
-        headers={"Content-Type": "application/json", **auth.auth_headers(api_key)},
-    )
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8", "replace")
@@ -168,10 +163,7 @@ def enable_instructions(server: Dict[str, Any], trace_dir: str) -> str:
         how = f"set VLLM_TORCH_PROFILER_DIR={trace_dir} in the server's environment (vLLM {version} predates --profiler-config)"
         cmd = f"VLLM_TORCH_PROFILER_DIR={shlex.quote(trace_dir)} {shlex.join(kept)}" if kept else None
     else:
-        config = json.dumps(
-            {"profiler": "torch", "torch_profiler_dir": trace_dir},
-            separators=(",", ":"),
-        )
+        config = json.dumps({"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":"))
         how = f"add --profiler-config '{config}'" + (
             f" (vLLM {version})"
             if version
@@ -221,11 +213,7 @@ def rank_of(path: str) -> Optional[int]:
 
 
 def wait_for_new_traces(
-    directory: str,
-    before: Dict[str, Tuple[int, float]],
-    expect: Optional[int],
-    settle_s: float,
-    timeout_s: float,
+    directory: str, before: Dict[str, Tuple[int, float]], expect: Optional[int], settle_s: float, timeout_s: float
 ) -> List[str]:
     """New or rewritten trace files, once their sizes hold still for settle_s (and `expect` of them exist)."""
     start = time.monotonic()
@@ -278,22 +266,12 @@ def prompt(n_words: int, rng: random.Random) -> str:
 
 
 def stream_tokens(
-    url: str,
-    body: dict,
-    timeout: float,
-    api_key: Optional[str],
-    at: int,
-    reached: threading.Event,
+    url: str, body: dict, timeout: float, api_key: Optional[str], at: int, reached: threading.Event
 ) -> Tuple[Optional[int], str, Optional[int]]:
     """A streamed completion: sets `reached` once `at` tokens have come (each one a forward step of the batch).
     (status, error text, completion tokens)."""
     data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
-    req = urllib.request.Request(
-        url,
-        data=data,
-        method="POST",
-        headers={"Content-Type": "application/json", **auth.auth_headers(api_key)},
-    )
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     tokens, usage = 0, None
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -330,8 +308,7 @@ def drive(
     steady: Optional[Tuple[int, threading.Event]] = None,
 ) -> Dict[str, Any]:
     """`concurrency` completions at once, each exactly output_len tokens (ignore_eos): about output_len decode steps.
-    With `steady` (n, event), the first request streams and sets the event once it has n tokens.
-    """
+    With `steady` (n, event), the first request streams and sets the event once it has n tokens."""
     rng = random.Random()
     done: List[Dict[str, Any]] = []
     lock = threading.Lock()
@@ -352,11 +329,7 @@ def drive(
             text = text or json.dumps({"usage": {"completion_tokens": tokens}})
         else:
             status, text = post(base + "/v1/completions", body, timeout, api_key)
-        record: Dict[str, Any] = {
-            "ok": status == 200,
-            "status": status,
-            "seconds": round(time.monotonic() - t0, 3),
-        }
+        record: Dict[str, Any] = {"ok": status == 200, "status": status, "seconds": round(time.monotonic() - t0, 3)}
         if status == 200:
             try:
                 usage = json.loads(text).get("usage") or {}
@@ -368,12 +341,7 @@ def drive(
         with lock:
             done.append(record)
         try:
-            events.emit(
-                events.PROGRESS,
-                done=len(done),
-                total=concurrency,
-                message=f"request {i + 1}: {'ok' if record['ok'] else status}",
-            )
+            events.emit(events.PROGRESS, done=len(done), total=concurrency, message=f"request {i + 1}: {'ok' if record['ok'] else status}")
         except OSError:
             pass  # the controller is gone; the main thread notices on its next status line
 
@@ -469,24 +437,18 @@ class ProfilerSession:
         status, text = post(self.base + "/stop_profile", None, 2.5, self.api_key)
         try:
             events.log(
-                f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})",
-                "warn",
+                f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})", "warn"
             )
         except OSError:
             pass
 
 
 def start_profile(
-    base: str,
-    body: Optional[dict],
-    api_key: Optional[str],
-    kind: str,
-    start_timeout: float,
+    base: str, body: Optional[dict], api_key: Optional[str], kind: str, start_timeout: float
 ) -> Tuple[Optional[int], str, Optional[threading.Thread], Dict[str, Any]]:
     """POST /start_profile. SGLang with num_steps may answer only after those steps ran (older releases:
     scheduler.py returned no ProfileReqOutput until profiler_target_forward_ct was reached), so its
-    answer is awaited in a thread: the workload goes ahead if none came within a few seconds.
-    """
+    answer is awaited in a thread: the workload goes ahead if none came within a few seconds."""
     box: Dict[str, Any] = {}
 
     def target() -> None:
@@ -504,29 +466,16 @@ def start_profile(
 def collect_since(args: argparse.Namespace) -> int:
     """Another host's part of a multi-node profile: its ranks' trace files, written since the capture began."""
     if not args.trace_dir:
-        raise events.AgentError(
-            "trace_dir_unknown",
-            "--collect-since needs --trace-dir.",
-            "The head's capture names the folder.",
-        )
+        raise events.AgentError("trace_dir_unknown", "--collect-since needs --trace-dir.", "The head's capture names the folder.")
     trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
     before = {p: v for p, v in list_traces(trace_dir).items() if v[1] < args.collect_since}
-    events.emit(
-        events.PROFILE_STATUS,
-        stage="collect",
-        message=f"waiting for this host's trace files in {trace_dir}",
-    )
+    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for this host's trace files in {trace_dir}")
     host = socket.gethostname()
     for path in wait_for_new_traces(trace_dir, before, args.expect_ranks, args.settle_seconds, args.settle_timeout):
         frontend = is_frontend_trace(path)
         extra = {"frontend": True} if frontend else {}
         events.emit(
-            events.PROFILE_TRACE,
-            path=path,
-            rank=None if frontend else rank_of(path),
-            bytes=os.path.getsize(path),
-            host=host,
-            **extra,
+            events.PROFILE_TRACE, path=path, rank=None if frontend else rank_of(path), bytes=os.path.getsize(path), host=host, **extra
         )
     return 0
 
@@ -556,11 +505,7 @@ def run(args: argparse.Namespace) -> int:
             [events.flag("--url"), events.command("analyze")],
         )
     if server["auth"]["required"] and not server["auth"].get("key_accepted"):
-        raise events.AgentError(
-            "unauthorized",
-            server.get("error") or "this server wants an API key.",
-            auth.HOW_TO_GIVE_KEY,
-        )
+        raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
     process: Dict[str, Any] = {}
     attach_process(process, args.url)
     argv: List[str] = server.get("command_line") or []
@@ -568,11 +513,7 @@ def run(args: argparse.Namespace) -> int:
     models = [m.get("id") for m in server.get("models") or [] if m.get("id")]
     model = args.model or (models[0] if models else None)
     if not model:
-        raise events.AgentError(
-            "no_model",
-            f"{args.url}/v1/models lists no model.",
-            "Pass the model name with --model.",
-        )
+        raise events.AgentError("no_model", f"{args.url}/v1/models lists no model.", "Pass the model name with --model.")
     version = server.get("version")
     label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {version or '(version unknown)'}"
     events.log(f"server {label} at {args.url}, model {model}, pid {server.get('pid') or 'not visible'}")
@@ -614,12 +555,7 @@ def run(args: argparse.Namespace) -> int:
             trace_dir = os.path.abspath(os.path.expanduser(args.trace_dir))
         else:
             trace_dir = (
-                resolve_server_path(
-                    env["SGLANG_TORCH_PROFILER_DIR"],
-                    server,
-                    env,
-                    "SGLANG_TORCH_PROFILER_DIR",
-                )
+                resolve_server_path(env["SGLANG_TORCH_PROFILER_DIR"], server, env, "SGLANG_TORCH_PROFILER_DIR")
                 if env.get("SGLANG_TORCH_PROFILER_DIR")
                 else "/tmp"
             )
@@ -641,31 +577,13 @@ def run(args: argparse.Namespace) -> int:
         )
 
     before = list_traces(trace_dir) if trace_dir else {}
-    events.emit(
-        events.PROFILE_STATUS,
-        stage="start",
-        message=f"starting the profiler of {label}",
-    )
+    events.emit(events.PROFILE_STATUS, stage="start", message=f"starting the profiler of {label}")
     session = ProfilerSession(base, api_key)
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     for sig in previous:
         signal.signal(sig, _on_signal)
     try:
-        return _profile(
-            args,
-            base,
-            api_key,
-            server,
-            kind,
-            label,
-            model,
-            trace_dir,
-            suggested_dir,
-            body,
-            expect,
-            before,
-            session,
-        )
+        return _profile(args, base, api_key, server, kind, label, model, trace_dir, suggested_dir, body, expect, before, session)
     except BaseException as exc:  # noqa: BLE001 - every way out stops the profiler, then goes on as it was
         why = (
             "cancelled"
@@ -715,8 +633,7 @@ def sglang_profile_body(args: argparse.Namespace, output_dir: Optional[str]) -> 
 
 def steady_workload(args: argparse.Namespace, base: str, model: str, api_key: Optional[str]) -> Tuple[threading.Thread, Dict[str, Any]]:
     """Starts the profiled workload and returns once its batch has run --delay-steps decode steps (the
-    first request's streamed tokens say so), so that /start_profile then captures a steady batch.
-    """
+    first request's streamed tokens say so), so that /start_profile then captures a steady batch."""
     reached = threading.Event()
     box: Dict[str, Any] = {}
     events.emit(
@@ -727,14 +644,7 @@ def steady_workload(args: argparse.Namespace, base: str, model: str, api_key: Op
 
     def target() -> None:
         box["workload"] = drive(
-            base,
-            model,
-            args.concurrency,
-            args.output_len,
-            args.input_len,
-            args.request_timeout,
-            api_key,
-            (args.delay_steps + 1, reached),
+            base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout, api_key, (args.delay_steps + 1, reached)
         )
 
     t = threading.Thread(target=target, daemon=True)
@@ -787,9 +697,7 @@ def _profile(
         if status in (401, 403):
             session.active = False
             raise events.AgentError(
-                "unauthorized",
-                auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)),
-                auth.HOW_TO_GIVE_KEY,
+                "unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)), auth.HOW_TO_GIVE_KEY
             )
         if status != 200:
             session.active = False
@@ -800,8 +708,7 @@ def _profile(
             )
     else:
         events.log(
-            "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile",
-            "info",
+            "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile", "info"
         )
     if not trace_dir:
         # The profiler is on, but neither the command line nor the environment says where it writes.
@@ -822,15 +729,7 @@ def _profile(
         steady[0].join()
         workload = steady[1]["workload"]
     else:
-        workload = drive(
-            base,
-            model,
-            args.concurrency,
-            args.output_len,
-            args.input_len,
-            args.request_timeout,
-            api_key,
-        )
+        workload = drive(base, model, args.concurrency, args.output_len, args.input_len, args.request_timeout, api_key)
     if pending is not None:
         pending.join(args.start_timeout)
         if pending.is_alive() or box.get("answer", (None, ""))[0] is None:
@@ -865,43 +764,23 @@ def _profile(
                 f"All {workload['requests']} profiled requests failed: " f"{workload['first_error']}",
                 "The traces would hold no decode step. Check --model and the server's log.",
             )
-        events.log(
-            f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}",
-            "warn",
-        )
+        events.log(f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}", "warn")
 
-    events.emit(
-        events.PROFILE_STATUS,
-        stage="stop",
-        message="stopping the profiler; the ranks now write their traces",
-    )
+    events.emit(events.PROFILE_STATUS, stage="stop", message="stopping the profiler; the ranks now write their traces")
     t_stop = time.monotonic()
     status, text = call_with_progress(
-        "/stop_profile",
-        lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key),
-        args.stop_timeout,
+        "/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key), args.stop_timeout
     )
     session.active = False
     if status != 200 and kind == "vllm":
         answer = f"answered {status}: {text[:300]}" if status is not None else f"got no answer ({text})"
-        raise events.AgentError(
-            "stop_profile_failed",
-            f"POST {base}/stop_profile {answer}",
-            "See the server's log.",
-        )
+        raise events.AgentError("stop_profile_failed", f"POST {base}/stop_profile {answer}", "See the server's log.")
     if status != 200:
         # SGLang stopped by itself after num_steps; a second stop answers 500 "not in progress".
-        events.log(
-            f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}",
-            "debug",
-        )
+        events.log(f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}", "debug")
     stop_s = time.monotonic() - t_stop
 
-    events.emit(
-        events.PROFILE_STATUS,
-        stage="collect",
-        message=f"waiting for the trace files in {trace_dir}",
-    )
+    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for the trace files in {trace_dir}")
     paths = wait_for_new_traces(trace_dir, before, expect, args.settle_seconds, args.settle_timeout)
     host = socket.gethostname()
     traces = []
@@ -909,23 +788,8 @@ def _profile(
         size = os.path.getsize(path)
         frontend = is_frontend_trace(path)
         rank = None if frontend else rank_of(path)
-        traces.append(
-            {
-                "path": path,
-                "rank": rank,
-                "bytes": size,
-                "host": host,
-                **({"frontend": True} if frontend else {}),
-            }
-        )
-        events.emit(
-            events.PROFILE_TRACE,
-            path=path,
-            rank=rank,
-            bytes=size,
-            host=host,
-            **({"frontend": True} if frontend else {}),
-        )
+        traces.append({"path": path, "rank": rank, "bytes": size, "host": host, **({"frontend": True} if frontend else {})})
+        events.emit(events.PROFILE_TRACE, path=path, rank=rank, bytes=size, host=host, **({"frontend": True} if frontend else {}))
     ranks_found = len([p for p in paths if not is_frontend_trace(p)])
     if expect and ranks_found < expect:
         events.log(f"{ranks_found} trace file(s) for {expect} expected ranks", "warn")
@@ -942,12 +806,7 @@ def _profile(
             "trace_dir": trace_dir,
             "traces": traces,
             "expected_ranks": expect,
-            "workload": {
-                "concurrency": args.concurrency,
-                "output_len": args.output_len,
-                "input_len": args.input_len,
-                **workload,
-            },
+            "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
             "stop_seconds": round(stop_s, 3),
         },
     )

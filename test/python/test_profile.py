@@ -1,6 +1,7 @@
 """The profile subcommand against the real simulator (vllm_sim), run as the agent runs: a subprocess whose stdout is the event stream."""
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -15,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
-from infbench_agent import profile  # noqa: E402
+from infbench_agent import events, profile  # noqa: E402
 
 
 def run_agent(*args: str, timeout: float = 120) -> list:
@@ -120,6 +121,83 @@ class ProfileAgainstSimulatorTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SglangBoundedCaptureTest(unittest.TestCase):
+    """SGLang's /start_profile takes the capture's bounds in its body (ProfileReqInput,
+    python/sglang/srt/managers/io_struct.py); the simulator mimics SGLang 0.5's num_steps and step names.
+    """
+
+    def args(self, **given: object) -> argparse.Namespace:
+        base = {
+            "output_len": 48,
+            "delay_steps": 0,
+            "num_steps": 0,
+            "record_shapes": False,
+            "with_stack": False,
+        }
+        return argparse.Namespace(**{**base, **given})
+
+    def test_the_body_names_sglangs_fields_and_sends_shapes_and_stacks_only_on_request(
+        self,
+    ) -> None:
+        self.assertEqual(
+            profile.sglang_profile_body(self.args(), None),
+            {"num_steps": 44, "activities": ["CPU", "GPU"]},
+        )
+        self.assertEqual(
+            profile.sglang_profile_body(
+                self.args(delay_steps=10, num_steps=16, record_shapes=True, with_stack=True),
+                "/t",
+            ),
+            {
+                "num_steps": 16,
+                "activities": ["CPU", "GPU"],
+                "record_shapes": True,
+                "with_stack": True,
+                "output_dir": "/t",
+            },
+        )
+        # A capture that would outlast the requests is refused before anything runs, with the length that fits.
+        with self.assertRaises(events.AgentError) as caught:
+            profile.sglang_profile_body(self.args(output_len=20, delay_steps=10, num_steps=16), None)
+        self.assertEqual(caught.exception.code, "bad_option")
+        self.assertIn("at least 30", caught.exception.hint)
+
+    def steps_captured(self, *flags: str) -> list:
+        d = tempfile.mkdtemp(prefix="ib-sgl-")
+        sim = Simulator("--mimic", "sglang-0.5")
+        try:
+            evs = run_agent(
+                "--url",
+                sim.url,
+                "--trace-dir",
+                d,
+                "--concurrency",
+                "3",
+                "--output-len",
+                "30",
+                "--settle-seconds",
+                "0.5",
+                *flags,
+            )
+            traces = [e["path"] for e in evs if e["type"] == "profile.trace"]
+            self.assertTrue(traces, evs[-3:])
+            with gzip.open(traces[0]) as f:
+                found = json.load(f)["traceEvents"]
+            # One CPU-side annotation per forward step (its GPU twin is the same step).
+            return [e["name"] for e in found if e.get("cat") == "user_annotation" and e.get("name", "").startswith("step[")]
+        finally:
+            sim.close()
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_delay_steps_leaves_the_prefill_out_and_num_steps_bounds_the_capture(
+        self,
+    ) -> None:
+        # Without a delay the capture begins with the prefills, the batch still filling.
+        self.assertTrue(self.steps_captured()[0].startswith("step[EXTEND bs=1"))
+        steady = self.steps_captured("--delay-steps", "8", "--num-steps", "12")
+        self.assertEqual(steady, ["step[DECODE bs=3]"] * 12)
 
 
 class CollectOnAnotherHostTest(unittest.TestCase):
