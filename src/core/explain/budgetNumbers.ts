@@ -42,6 +42,8 @@ export type Caveat =
   | { kind: 'no_model'; runId: string }
   | { kind: 'no_gemm_shapes'; runId: string; routed: boolean; linears: LinearShape[]; row: string }
   | { kind: 'gemm_unmeasured'; names: string[]; row: string }
+  /** Routed experts not predicted: the fused MoE kernel is priced from the copy peak and each GEMM's bytes, and micro lacks one. */
+  | { kind: 'moe_no_copy_peak'; runId: string; names: string[]; missing: 'copy' | 'bytes'; experts: number; active: number }
   | { kind: 'no_kernel_count'; runId: string }
   | { kind: 'micro_on_cpu'; runId: string }
   | { kind: 'model_mismatch'; runId: string; model: string; reasons: string[] }
@@ -433,6 +435,7 @@ function predictGemms(
   // bandwidth, where micro's one-expert GEMMs each pay a small kernel's low bandwidth.
   const spread = routed && model.experts ? expertSpread(model.experts.total, model.experts.active, batch) : undefined;
   const fusedAt = spread && micro.copy_tbps ? micro.copy_tbps : undefined;
+  const unfused: string[] = [];
   for (const linear of linears) {
     const points = gemmPointsFor(micro, linear);
     let calls = linear.perStep;
@@ -457,11 +460,26 @@ function predictGemms(
       // One call per MoE layer; no faster than one expert's GEMM alone.
       calls = linear.perStep / model.experts!.active;
       us = Math.max(reading.value, (spread.distinct * bytes.value) / (fusedAt * 1e6));
-    } else if (spread) calls = (linear.perStep / model.experts!.active) * spread.distinct;
+    } else if (spread) {
+      // Without the copy peak (or the GEMM's bytes) the fused kernel has no price; one-expert GEMMs
+      // times the experts hit would be a different, far slower kernel than the server runs.
+      unfused.push(linear.name);
+      continue;
+    }
     total += (calls * us) / 1000;
     used.push({ name: linear.name, calls, m, us });
   }
+  if (unfused.length)
+    caveats.push({
+      kind: 'moe_no_copy_peak',
+      runId: micro.runId,
+      names: unfused,
+      missing: fusedAt ? 'bytes' : 'copy',
+      experts: model.experts!.total,
+      active: model.experts!.active,
+    });
   if (!used.length) {
+    if (unfused.length) return;
     caveats.push({ kind: 'no_gemm_shapes', runId: micro.runId, routed, linears, row: row.label });
     return;
   }

@@ -25,6 +25,8 @@ export function caveatText(c: Caveat): string {
       return `Micro run ${c.runId} measured none of the ${c.routed ? 'routed-expert' : 'dense'} GEMM shapes (${c.linears.map((l) => `${l.name} ${l.n}x${l.k}`).join(', ')}); the ${c.row} row has no prediction.`;
     case 'gemm_unmeasured':
       return `Micro did not measure ${c.names.join(', ')}; the ${c.row} prediction leaves them out, so it is low.`;
+    case 'moe_no_copy_peak':
+      return `Micro run ${c.runId} has ${c.missing === 'copy' ? 'no memory-copy peak (its peak part was skipped)' : 'no bytes on its GEMM points (an older micro run)'}, so the routed experts (${c.names.join(', ')}) are not predicted: servers run them as one fused MoE kernel per layer that reads the weights of the experts hit (${c.active} of ${c.experts} per token) at close to the copy bandwidth, and ${c.active}-per-token one-expert GEMMs would price a different, slower kernel. Run micro again with its peak part (without --skip peak) to predict them.`;
     case 'no_kernel_count':
       return `Profile run ${c.runId} does not count kernels per step, so the launch gaps are not predicted.`;
     case 'model_mismatch':
