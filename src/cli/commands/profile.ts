@@ -27,6 +27,11 @@ Traces:
   --stop-timeout S          seconds to wait while the ranks flush (default 1200)
   --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
   --step-annotation REGEX   the server's step annotation, if not a known one
+  --delay-steps N           SGLang: decode steps the batch runs before the capture starts, so that
+                            it holds a steady batch and not its prefill (default 0)
+  --num-steps N             SGLang: forward steps captured (default output-len - delay-steps - 4)
+  --record-shapes           SGLang: record operators' input shapes in the trace
+  --with-stack              SGLang: record operators' source lines in the trace
 Server:
   --restart-with-profiler   restart a server that runs without the profiler with it on (the flag or
                             variable of its version), profile, then put the original back; asks
@@ -60,6 +65,10 @@ export const profileCommand: CliCommand = {
         'stop-timeout': { type: 'string' },
         family: { type: 'string', multiple: true },
         'step-annotation': { type: 'string' },
+        'delay-steps': { type: 'string' },
+        'num-steps': { type: 'string' },
+        'record-shapes': { type: 'boolean' },
+        'with-stack': { type: 'boolean' },
         'restart-with-profiler': { type: 'boolean' },
         'restart-trace-dir': { type: 'string' },
         'profiler-delay-iterations': { type: 'string' },
@@ -81,6 +90,10 @@ export const profileCommand: CliCommand = {
       traceDir: v['trace-dir'],
       expectRanks: positiveNumber(v['expect-ranks'], '--expect-ranks'),
       stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
+      delaySteps: positiveWholeNumber(v['delay-steps'], '--delay-steps'),
+      numSteps: positiveWholeNumber(v['num-steps'], '--num-steps'),
+      recordShapes: v['record-shapes'],
+      withStack: v['with-stack'],
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
     // A bad --out is said before the run, not after it.

@@ -25,6 +25,12 @@ export interface ProfileOptions {
   expectRanks?: number;
   /** Seconds to wait for /stop_profile while the ranks flush; default 1200. */
   stopTimeoutS?: number;
+  /** SGLang: decode steps the batch runs before the capture starts, and the forward steps it captures (a bounded, steady-state capture). */
+  delaySteps?: number;
+  numSteps?: number;
+  /** SGLang: record operators' input shapes, and their source lines, in the trace (larger traces). */
+  recordShapes?: boolean;
+  withStack?: boolean;
   /** Kernel families and step annotation for the analysis (the user's settings). */
   analysis?: TraceAnalysisOptions;
 }
@@ -59,6 +65,10 @@ export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1
     traceDir: options.traceDir,
     expectRanks: options.expectRanks,
     stopTimeout: options.stopTimeoutS,
+    delaySteps: options.delaySteps,
+    numSteps: options.numSteps,
+    recordShapes: options.recordShapes || undefined,
+    withStack: options.withStack || undefined,
     nodes: nodes > 1 ? nodes : undefined,
   });
 }

@@ -66,10 +66,19 @@ describe("the agent's command lines, from its one option table", () => {
     assert.equal(parsedMacro.values.request_rate, '2,inf');
     assert.equal(parsedMacro.values.range_ratio, 0.25);
 
-    const profile = profileAgentArgs({ concurrency: 2, outputLen: 16, traceDir: '/t', stopTimeoutS: 30 }, 'http://h:8000', 2);
+    const profile = profileAgentArgs(
+      { concurrency: 2, outputLen: 16, traceDir: '/t', stopTimeoutS: 30, delaySteps: 4, numSteps: 8, recordShapes: true },
+      'http://h:8000',
+      2,
+    );
     const parsedProfile = agentParses('profile', profile);
     assert.ok(parsedProfile.ok, parsedProfile.stderr);
     assert.equal(parsedProfile.values.nodes, 2);
     assert.equal(parsedProfile.values.stop_timeout, 30);
+    // SGLang's bounded capture reaches the agent as its own flags.
+    assert.deepEqual(
+      [parsedProfile.values.delay_steps, parsedProfile.values.num_steps, parsedProfile.values.record_shapes, parsedProfile.values.with_stack],
+      [4, 8, true, false],
+    );
   });
 });
