@@ -692,6 +692,8 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
   if (graphStarts.length && graphWitness) {
     const steps: Step[] = graphStarts.map((_, s) => ({ kind: 'decode', label: `cudaGraphLaunch #${s + 1}`, kernels: [] }));
     let outside = 0;
+    // Kernels launched before the first graph launch: the capture's earlier work, and the first step's input copies.
+    const before: number[] = [];
     for (let o = 0; o < order.length; o++) {
       const ki = order[o];
       const corr = k.correlation[ki];
@@ -700,6 +702,7 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
         // An eager kernel (sampling, input copies) joins the graph launch before it.
         const r = launches.find(corr);
         s = r >= 0 ? lastAtOrBefore(graphStarts, trace.runtime.ts[r]) : -1;
+        if (r >= 0 && s < 0) before.push(ki);
       }
       if (s >= 0) steps[s].kernels.push(ki);
       else outside++;
@@ -707,6 +710,7 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
     // The kernels launched after a step's graph that prepare the next step belong to the next one.
     const isGraph = (ki: number) => graphCorrToStep.has(k.correlation[ki]);
     // The last step has no next one: whatever follows its graph is its own.
+    let secondHead = 0;
     steps.slice(0, -1).forEach((step, s) => {
       const ks = step.kernels;
       const head = nextStepHeadAt(
@@ -715,9 +719,17 @@ export function findSteps(trace: CollectedTrace, order: Uint32Array, options: Tr
         (i) => k.dur[ks[i]],
         (i) => isGraph(ks[i]),
       );
+      if (s === 0) secondHead = ks.length - head;
       if (head === ks.length) return;
       steps[s + 1].kernels.unshift(...ks.splice(head));
     });
+    // The first step has no step before it to take its head from: the kernels just before its graph
+    // are its own input copies where they repeat the second step's head, name for name.
+    const firstHead = before.slice(before.length - secondHead);
+    if (secondHead && firstHead.length === secondHead && firstHead.every((ki, i) => k.name[ki] === k.name[steps[1].kernels[i]])) {
+      steps[0].kernels.unshift(...firstHead);
+      outside -= secondHead;
+    }
     warnings.push(graphStepsWarning(graphWitness));
     const pending = steps.filter((s) => s.kernels.length).map((step) => ({ step, kind: undefined as StepKind | undefined }));
     settleKinds(trace, pending);

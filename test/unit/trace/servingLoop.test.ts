@@ -72,11 +72,13 @@ describe('steps of a real continuous-batching loop (H200): counted where the tra
     assert.equal(unnamed.stepSource, 'cuda-graph');
     assert.ok(Math.abs(unnamed.decode.count - named.decode.count) <= 1, `${unnamed.decode.count} decode steps against ${named.decode.count}`);
     // Per step means what it means with names: from the step's input copies to its sampling, not
-    // graph launch to graph launch. Within 4%: the first step's input copies, launched before any
-    // graph launch, are no step's (one of 18 steps shorter by them).
-    near(unnamed.decode.stepMs!.median, named.decode.stepMs!.median, 0.04, 'median decode step ms');
-    near(unnamed.decode.stepMs!.p90, named.decode.stepMs!.p90, 0.02, 'p90 decode step ms');
-    near(kernelMsPerStep(unnamed), kernelMsPerStep(named), 0.02, 'kernel ms per decode step');
+    // graph launch to graph launch. The first step's input copies, launched before any graph launch,
+    // are its own too (they repeat the second step's head): every step as long as named.
+    near(unnamed.decode.stepMs!.median, named.decode.stepMs!.median, 0.005, 'median decode step ms');
+    near(unnamed.decode.stepMs!.mean, named.decode.stepMs!.mean, 0.005, 'mean decode step ms');
+    near(unnamed.decode.stepMs!.min, named.decode.stepMs!.min, 0.005, 'shortest decode step ms');
+    near(unnamed.decode.stepMs!.p90, named.decode.stepMs!.p90, 0.005, 'p90 decode step ms');
+    near(kernelMsPerStep(unnamed), kernelMsPerStep(named), 0.005, 'kernel ms per decode step');
     assert.match(unnamed.warnings.join(' '), /as many as the sampling kernels \(1 per step\) give/);
   });
 
