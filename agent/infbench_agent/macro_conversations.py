@@ -19,6 +19,7 @@ import time
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from infbench_agent.loadgen_http import Engine
+from infbench_agent.macro_drive import arm
 from infbench_agent.macro_prompts import PromptMaker
 
 
@@ -87,11 +88,7 @@ def drive_conversations(
             maker.conversation_body(conversation_key(plan, conversation), history),
         )
 
-    engine.on_record = record
-    if plan.get("stall_timeout"):
-        engine.stall_timeout = plan["stall_timeout"]
-    while time.monotonic() < start_at:
-        time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
+    arm(plan, engine, record)
     while True:
         if should_stop() or engine.server_frozen:
             engine.abort_all()

@@ -9,7 +9,6 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent.loadgen_http import Engine
-from infbench_agent.macro_conversations import drive_conversations
 from infbench_agent.macro_prompts import PromptMaker
 
 # In a wave of sends, read the sockets that are ready after every this many.
@@ -45,6 +44,9 @@ def drive(
     """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done; a plan of
     multi-turn conversations (`turns`) goes to macro_conversations.py."""
     if plan.get("turns"):
+        # Imported here: macro_conversations builds on arm() below.
+        from infbench_agent.macro_conversations import drive_conversations
+
         drive_conversations(plan, engine, maker, on_record, should_stop, on_tick)
         return
     start_at = plan["start_at"]
@@ -61,14 +63,9 @@ def drive(
         free_since.append(rec["finish"])
         on_record(rec)
 
-    engine.on_record = record
-    # The level's bound on a silent stream travels in its plan, to worker processes too.
-    if plan.get("stall_timeout"):
-        engine.stall_timeout = plan["stall_timeout"]
     # Request bodies built before the start, so that a wave of sends is only sends (ours and the reads between).
     bodies: Dict[int, Optional[bytes]] = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
-    while time.monotonic() < start_at:
-        time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
+    arm(plan, engine, record)
     while True:
         # A frozen server (a stall while no stream had read anything) ends the level: every further
         # request would wait out the stall bound again.
@@ -120,6 +117,17 @@ def drive(
         engine.poll(timeout)
         if on_tick:
             on_tick()
+
+
+def arm(plan: dict, engine: Engine, record: Callable[[dict], None]) -> None:
+    """Hands the engine the plan's record callback and its bound on a silent stream (it travels in the plan, to
+    worker processes too), then waits for the plan's start."""
+    engine.on_record = record
+    if plan.get("stall_timeout"):
+        engine.stall_timeout = plan["stall_timeout"]
+    start_at = plan["start_at"]
+    while time.monotonic() < start_at:
+        time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
 
 
 def raise_open_file_limit() -> None:
