@@ -210,4 +210,16 @@ export interface ProfileSummary {
   overall?: { step_us: number; by_category: Record<string, number> };
   /** Each rank's own kernels per decode step, for the per-rank view. */
   kernelsByRank?: { rank: number; kernels: KernelStat[] }[];
+  /** One rank's first profiled steps (at most 500) on their time axis, for the step timeline. */
+  stepTimeline?: { rank: number; steps: ProfileStep[] };
+}
+
+/** One profiled step: where it sits (microseconds from the rank's first step), its categories' time, its largest kernels. */
+export interface ProfileStep {
+  kind: 'prefill' | 'decode' | 'mixed' | null;
+  label: string;
+  start_us: number;
+  dur_us: number;
+  by_category: Record<string, number>;
+  kernels: { name: string; category: string; count: number; total_us: number }[];
 }

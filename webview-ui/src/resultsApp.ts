@@ -13,7 +13,8 @@ import { microCharts } from './views/micro';
 import { budgetChart } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
 import { TimelineCard } from './timelineCard';
-import { timelineData } from './views/timeline';
+import { StepTimelineCard } from './stepTimelineCard';
+import { stepTimelineData, timelineData } from './views/timeline';
 
 const PHASE_NAMES: Record<string, string> = { macro: 'Macro (serving)', micro: 'Micro (GEMM, all-reduce)', profile: 'Profiler (decode step)', probe: 'Probe' };
 
@@ -27,6 +28,7 @@ export function startResultsApp(app: HTMLElement): void {
   let verdict: Extract<HostToWebview, { type: 'verdict' }> | undefined;
   let budgetCard: ChartCard | undefined;
   let timeline: TimelineCard | undefined;
+  let stepTimeline: StepTimelineCard | undefined;
 
   const toolbar = el('div', undefined, 'toolbar');
   const header = el('header', undefined, 'run-header');
@@ -215,21 +217,32 @@ export function startResultsApp(app: HTMLElement): void {
     post({ type: 'rendered', points, ms });
   }
 
-  /** The run's timeline (a macro run with requests): updated in place, so a live run keeps the user's zoom. */
+  /**
+   * The run's timeline: a macro run's requests, or a profile run's steps. Updated in place, so that a
+   * live run keeps the user's zoom.
+   */
   function renderTimeline(run: RunSummary | undefined): void {
+    const started = performance.now();
     const data = run ? timelineData(run) : undefined;
-    if (!data) {
+    const steps = run && !data ? stepTimelineData(run) : undefined;
+    if (data) {
+      if (timeline) timeline.update(data);
+      else timeline = new TimelineCard(data);
+    } else {
       timeline?.destroy();
       timeline = undefined;
-      timelineHolder.replaceChildren();
-      return;
     }
-    const started = performance.now();
-    if (timeline) timeline.update(data);
-    else {
-      timeline = new TimelineCard(data);
-      timelineHolder.replaceChildren(timeline.element);
+    if (steps) {
+      if (stepTimeline) stepTimeline.update(steps);
+      else stepTimeline = new StepTimelineCard(steps);
+    } else {
+      stepTimeline?.destroy();
+      stepTimeline = undefined;
     }
+    const shown = timeline?.element ?? stepTimeline?.element;
+    if (shown) {
+      if (timelineHolder.firstElementChild !== shown) timelineHolder.replaceChildren(shown);
+    } else timelineHolder.replaceChildren();
     // What the timeline's part of a render cost (its shaping and drawing), for the benchmark.
     document.body.dataset.timelineMs = (performance.now() - started).toFixed(2);
   }
@@ -336,6 +349,7 @@ export function startResultsApp(app: HTMLElement): void {
     cards.forEach((c) => c.retheme());
     budgetCard?.retheme();
     timeline?.retheme();
+    stepTimeline?.retheme();
   });
 
   // Exposed for the benchmark in the UI tests: a chart update of N points, timed inside the page.

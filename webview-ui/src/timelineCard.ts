@@ -7,11 +7,10 @@ import { request } from './api';
 import { tableToCsv } from './csv';
 import { button, el, renderTable } from './dom';
 import { ChartTheme, readTheme } from './theme';
+import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
 import type { SegmentKind } from '../../src/shared/requestTimeline';
 import { timelineTable, type ServerSample, type TimelineData } from './views/timeline';
 
-const LEFT = 92;
-const RIGHT = 14;
 const TOP = 20;
 const STRIP = 58;
 const GAP = 14;
@@ -32,13 +31,6 @@ const PARTS: { kind: SegmentKind; label: string }[] = [
   { kind: 'failed', label: 'failed (cross-hatched)' },
 ];
 
-function niceStep(span: number, ticks: number): number {
-  const raw = span / Math.max(1, ticks);
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const n = raw / mag;
-  return (n <= 1 ? 1 : n <= 2 ? 2 : n <= 5 ? 5 : 10) * mag;
-}
-
 function shortNumber(v: number): string {
   if (v >= 10_000) return `${(v / 1000).toFixed(0)}k`;
   if (v >= 1000) return `${(v / 1000).toFixed(1)}k`;
@@ -54,9 +46,7 @@ export class TimelineCard {
   private readonly tableHolder: HTMLElement;
   private readonly legend: HTMLElement;
   private theme: ChartTheme = readTheme();
-  /** The time span shown, seconds; undefined shows the whole run. */
-  private view: [number, number] | undefined;
-  private drag: { x: number; view: [number, number] } | undefined;
+  private readonly axis: TimeAxis;
   private readonly resize: ResizeObserver;
   private width = 0;
 
@@ -67,10 +57,10 @@ export class TimelineCard {
     const heading = el('h3', 'Timeline: each request, the load and the server, on one time axis');
     heading.id = 'title-run-timeline';
     const actions = el('div', undefined, 'card-actions');
+    // No closer than 10 ms across.
+    this.axis = new TimeAxis(data.t0, data.t1, () => this.draw(), 0.01);
     actions.append(
-      button('Zoom in', 'Zoom in on the middle of the timeline (or turn the mouse wheel over it)', () => this.zoom(0.5), 'zoom-in'),
-      button('Zoom out', 'Zoom out', () => this.zoom(2), 'zoom-out'),
-      button('Reset zoom', 'Show the whole run', () => this.setView(undefined), 'screen-full'),
+      ...this.axis.buttons(),
       button('PNG', 'Save the timeline as a PNG image', () => void this.exportPng(), 'file-media'),
       button('CSV', 'Save the timeline’s per-second figures as CSV', () => void this.exportCsv(), 'table'),
     );
@@ -90,34 +80,7 @@ export class TimelineCard {
     this.details.addEventListener('toggle', () => this.fillTable());
     this.element.append(header, this.legend, this.holder, this.readout, this.details);
 
-    this.canvas.addEventListener('wheel', (e) => {
-      e.preventDefault();
-      this.zoom(Math.exp(e.deltaY * 0.002), this.timeAt(e.offsetX));
-    });
-    this.canvas.addEventListener('pointerdown', (e) => {
-      this.drag = { x: e.offsetX, view: this.shown() };
-      this.canvas.setPointerCapture(e.pointerId);
-    });
-    this.canvas.addEventListener('pointerup', () => (this.drag = undefined));
-    this.canvas.addEventListener('pointercancel', () => (this.drag = undefined));
-    this.canvas.addEventListener('pointermove', (e) => {
-      if (this.drag) {
-        const [a, b] = this.drag.view;
-        const dt = ((this.drag.x - e.offsetX) / this.plotWidth()) * (b - a);
-        this.setView([a + dt, b + dt]);
-      } else this.describe(e.offsetX, e.offsetY);
-    });
-    this.canvas.addEventListener('keydown', (e) => {
-      if (e.key === '+' || e.key === '=') this.zoom(0.5);
-      else if (e.key === '-') this.zoom(2);
-      else if (e.key === '0') this.setView(undefined);
-      else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
-        const [a, b] = this.shown();
-        const dt = ((e.key === 'ArrowLeft' ? -1 : 1) * (b - a)) / 5;
-        this.setView([a + dt, b + dt]);
-      } else return;
-      e.preventDefault();
-    });
+    this.axis.attach(this.canvas, (px, py) => this.describe(px, py));
     this.resize = new ResizeObserver(() => {
       if (this.holder.clientWidth !== this.width) this.draw();
     });
@@ -127,7 +90,7 @@ export class TimelineCard {
 
   /** New data; the zoom stays when it is the same run. Returns the milliseconds the redraw took. */
   update(data: TimelineData): number {
-    if (data.runId !== this.data.runId) this.view = undefined;
+    this.axis.setBounds(data.t0, data.t1, data.runId !== this.data.runId);
     this.data = data;
     const started = performance.now();
     this.draw();
@@ -143,43 +106,6 @@ export class TimelineCard {
   destroy(): void {
     this.resize.disconnect();
     this.element.remove();
-  }
-
-  private shown(): [number, number] {
-    return this.view ?? [this.data.t0, this.data.t1];
-  }
-
-  private plotWidth(): number {
-    return Math.max(1, this.width - LEFT - RIGHT);
-  }
-
-  private timeAt(x: number): number {
-    const [a, b] = this.shown();
-    return a + ((x - LEFT) / this.plotWidth()) * (b - a);
-  }
-
-  /** Zooms by `factor` (below 1 in, above 1 out) about time `at` (the middle by default). */
-  private zoom(factor: number, at?: number): void {
-    const [a, b] = this.shown();
-    const centre = at ?? (a + b) / 2;
-    this.setView([centre - (centre - a) * factor, centre + (b - centre) * factor]);
-  }
-
-  private setView(view: [number, number] | undefined): void {
-    const full = this.data.t1 - this.data.t0;
-    if (view) {
-      let [a, b] = view;
-      // No closer than 10 ms across, no wider than the run.
-      if (b - a < 0.01) [a, b] = [(a + b) / 2 - 0.005, (a + b) / 2 + 0.005];
-      if (b - a >= full) view = undefined;
-      else {
-        if (a < this.data.t0) [a, b] = [this.data.t0, this.data.t0 + (b - a)];
-        if (b > this.data.t1) [a, b] = [this.data.t1 - (b - a), this.data.t1];
-        view = [a, b];
-      }
-    }
-    this.view = view;
-    this.draw();
   }
 
   private strips(): Strip[] {
@@ -274,9 +200,10 @@ export class TimelineCard {
     ctx.fillRect(0, 0, this.width, height);
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
-    const [a, b] = this.shown();
-    const w = this.plotWidth();
-    const x = (t: number) => LEFT + ((t - a) / (b - a)) * w;
+    const w = Math.max(1, this.width - LEFT - RIGHT);
+    this.axis.width = w;
+    const [a, b] = this.axis.shown();
+    const x = (t: number) => this.axis.x(t);
 
     // Levels: a line where each starts, its name above, its steady window as a band under the name.
     ctx.save();
@@ -395,21 +322,7 @@ export class TimelineCard {
       top += STRIP + GAP;
     }
 
-    // The time axis.
-    const step = niceStep(b - a, Math.max(2, Math.floor(w / 90)));
-    ctx.fillStyle = th.foreground;
-    ctx.strokeStyle = th.grid;
-    ctx.textAlign = 'center';
-    const axisY = height - AXIS + 4;
-    for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
-      ctx.beginPath();
-      ctx.moveTo(x(t), axisY - 4);
-      ctx.lineTo(x(t), axisY);
-      ctx.stroke();
-      ctx.fillText(`${+t.toFixed(3)}`, x(t), axisY + 7);
-    }
-    ctx.textAlign = 'right';
-    ctx.fillText('s from the first send', LEFT + w, axisY + 19);
+    this.axis.drawTicks(ctx, height - AXIS + 4, th, 's from the first send');
 
     this.legend.replaceChildren(
       ...PARTS.map((p) => el('li', p.label, `part part-${p.kind}`)),
@@ -424,14 +337,14 @@ export class TimelineCard {
     this.canvas.dataset.bars = String(bars);
     this.canvas.dataset.failed = String(failed);
     this.canvas.dataset.series = drawn.join('|');
-    this.canvas.dataset.view = `${a.toFixed(3)},${b.toFixed(3)}`;
-    this.canvas.dataset.zoomed = String(!!this.view);
+    this.canvas.dataset.view = this.axis.describe();
+    this.canvas.dataset.zoomed = String(this.axis.zoomed);
   }
 
   /** Says, under the timeline, what is at the pointer: the request on that lane, or the strip's figures at that second. */
   private describe(px: number, py: number): void {
     const d = this.data;
-    const t = this.timeAt(px);
+    const t = this.axis.timeAt(px);
     if (px < LEFT || t < d.t0 || t > d.t1) return;
     const lanes = Math.max(1, d.requests.lanes);
     const laneArea = Math.min(300, Math.max(72, lanes * 10));

@@ -10,6 +10,7 @@ import {
   LaunchStats,
   RankBreakdown,
   RankSkew,
+  StepDetail,
   StepGroupBreakdown,
   StepSource,
   TRACE_BREAKDOWN_VERSION,
@@ -51,6 +52,49 @@ export interface StepAggregate {
   byCategory: Map<string, [number, number, number]>;
   /** kernel name id -> [count, total us, min us, max us] */
   byName: Map<number, [number, number, number, number]>;
+  /** What the step kept of its own sums when they were folded (the first STEP_DETAIL_LIMIT steps of a kind). */
+  detail?: StepSums;
+}
+
+/** How many steps of a rank keep their own categories and kernels for the run's timeline; the rest are only summed. */
+export const STEP_DETAIL_LIMIT = 500;
+/** The largest kernels each of those steps lists. */
+const STEP_DETAIL_KERNELS = 12;
+
+/** A step's own sums, kept small: its categories' attributed time and its largest kernels. */
+export interface StepSums {
+  byCategory: [string, number][];
+  /** [name id, launches, total us], largest first. */
+  kernels: [number, number, number][];
+}
+
+function stepSums(step: StepAggregate): StepSums {
+  const kernels = [...step.byName].map(([id, [count, total]]): [number, number, number] => [id, count, total]);
+  kernels.sort((a, b) => b[2] - a[2] || a[0] - b[0]);
+  return { byCategory: [...step.byCategory].map(([cat, [attr]]) => [cat, attr]), kernels: kernels.slice(0, STEP_DETAIL_KERNELS) };
+}
+
+/** The first STEP_DETAIL_LIMIT steps, in time order, each with its categories and largest kernels; times from the first step's start. */
+function stepDetails(steps: readonly StepAggregate[], names: readonly string[], category: readonly string[]): StepDetail[] {
+  const out: StepDetail[] = [];
+  const origin = steps[0]?.start ?? 0;
+  for (const step of steps.slice(0, STEP_DETAIL_LIMIT)) {
+    const sums = step.detail ?? (step.byCategory.size ? stepSums(step) : undefined);
+    // A step folded past the limit of its kind kept nothing: the list stops there, as it never skips a step.
+    if (!sums) break;
+    const kernels = sums.kernels.map(([id, count, total]) => ({ name: names[id], category: category[id], count, totalUs: total }));
+    // Equal times in name order, so that the streaming and in-memory ways list a step alike.
+    kernels.sort((a, b) => b.totalUs - a.totalUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    out.push({
+      kind: step.kind ?? null,
+      label: step.label,
+      startUs: step.start - origin,
+      durUs: step.end - step.start,
+      byCategory: Object.fromEntries(sums.byCategory),
+      kernels,
+    });
+  }
+  return out;
 }
 
 /**
@@ -111,14 +155,20 @@ export function aggregateStep(
 export interface FoldedSteps {
   byCategory: Map<string, [number, number, number]>;
   byName: Map<number, [number, number, number, number]>;
+  /** Steps folded that kept their own sums (up to STEP_DETAIL_LIMIT). */
+  detailed: number;
 }
 
 export function newFolded(): FoldedSteps {
-  return { byCategory: new Map(), byName: new Map() };
+  return { byCategory: new Map(), byName: new Map(), detailed: 0 };
 }
 
 /** Adds a step's sums into `into` and empties the step's own maps. */
 export function foldStep(into: FoldedSteps, step: StepAggregate): void {
+  if (into.detailed < STEP_DETAIL_LIMIT) {
+    step.detail = stepSums(step);
+    into.detailed++;
+  }
   for (const [cat, [attr, raw, k]] of step.byCategory) {
     const acc = into.byCategory.get(cat);
     if (!acc) into.byCategory.set(cat, [attr, raw, k]);
@@ -459,6 +509,7 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
     prefill: groupBreakdown(p.steps, 'prefill', p.folded?.prefill),
     ...(mixed.count ? { mixed } : {}),
     topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels, p.folded?.decode),
+    steps: stepDetails(p.steps, p.names, p.category),
     kernelTotals: statsFrom(p.kernelTotals, p.names, p.category, Infinity),
     launch: p.launch,
     totals: {

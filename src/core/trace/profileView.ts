@@ -84,7 +84,20 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
           .sort((a, c) => c.total_us - a.total_us),
       };
     });
-  return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count, overall, kernelsByRank };
+  // The first rank that kept its steps: the lowest-numbered, as the other views list ranks.
+  const stepped = [...b.ranks].sort((x, y) => x.rank - y.rank).find((r) => r.steps?.length);
+  const stepTimeline = stepped && {
+    rank: stepped.rank,
+    steps: stepped.steps!.map((s) => ({
+      kind: s.kind,
+      label: s.label,
+      start_us: s.startUs,
+      dur_us: s.durUs,
+      by_category: s.byCategory,
+      kernels: s.kernels.map((k) => ({ name: k.name, category: k.category, count: k.count, total_us: k.totalUs })),
+    })),
+  };
+  return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count, overall, kernelsByRank, ...(stepTimeline ? { stepTimeline } : {}) };
 }
 
 /**

@@ -142,6 +142,8 @@ export interface RankBreakdown {
   rankName?: string;
   /** Kernels inside decode steps, by total time, largest first. */
   topKernels: KernelStat[];
+  /** The rank's first steps (at most 500), in time order, each with its own categories and largest kernels. */
+  steps?: StepDetail[];
   /** Every kernel name over the whole trace, by total time (independent of step finding). */
   kernelTotals: KernelStat[];
   launch: LaunchStats | null;
@@ -166,6 +168,20 @@ export interface RankBreakdown {
   /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones too once the first kernels showed how to cut them, or cut from the kernels that pass kept in a shorter trace); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */
   analysis: 'streaming' | 'in-memory';
   warnings: string[];
+}
+
+/** One step as the run's timeline draws it: where it sits, its categories' time and its largest kernels. */
+export interface StepDetail {
+  kind: 'prefill' | 'decode' | 'mixed' | null;
+  /** The step's annotation name, or how it was cut. */
+  label: string;
+  /** From the rank's first step's start, microseconds. */
+  startUs: number;
+  durUs: number;
+  /** Category -> microseconds attributed to it (idle included), adding up to the step. */
+  byCategory: Record<string, number>;
+  /** Its largest kernels by time, largest first. */
+  kernels: { name: string; category: string; count: number; totalUs: number }[];
 }
 
 export interface RankSkew {

@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type { MacroRequestPoint } from '../../../src/shared/results';
 import { perSecond, requestSegments, timelineRequests } from '../../../src/shared/requestTimeline';
+import { timelineData, timelineTable } from '../../../webview-ui/src/views/timeline';
 
 // Three requests worked out by hand (seconds from the run's first send):
 //   A: sent 0.0, held 200 ms by the load generator first, first token at 0.5, done at 2.5, 11 tokens
@@ -79,5 +80,58 @@ describe("the timeline of a macro run's requests", () => {
     assert.ok(t.lanes >= 100 && t.lanes <= 101, `${t.lanes} lanes`);
     const s = perSecond(t);
     assert.ok(Math.abs(s.inFlight[50] - 100) < 1e-6, `${s.inFlight[50]} in flight mid-run`);
+  });
+
+  it("names each level where it starts, puts its steady window on the run's axis and sets the server's samples beside the client's seconds", () => {
+    const level = (index: number, c: number, extra: Record<string, unknown>) =>
+      ({
+        level: index,
+        max_concurrency: c,
+        request_rate: null,
+        completed: 0,
+        failed: 0,
+        duration: 0,
+        total_input_tokens: 0,
+        total_output_tokens: 0,
+        request_throughput: 0,
+        output_throughput: 0,
+        total_token_throughput: 0,
+        ...extra,
+      }) as never;
+    const d = timelineData({
+      id: 'r',
+      phase: 'macro',
+      target: 't',
+      startedAt: '2026-12-02T00:00:00Z',
+      status: 'completed',
+      macro: {
+        levels: [
+          level(0, 1, { server_state: { samples: [{ t: 0.4, running: 1, waiting: 0, kv_cache_usage: 0.25 }] } }),
+          level(1, 4, { steady: { start_s: 0.5, end_s: 1.5 }, server_state: { samples: [{ t: 3.6, running: 4, waiting: 2, kv_cache_usage: 0.5 }] } }),
+        ],
+        requests: [
+          { level: 0, start_s: 0, ttft_ms: 100, e2el_ms: 1000, ok: true, output_tokens: 10 },
+          { level: 1, start_s: 3, ttft_ms: 100, e2el_ms: 2000, ok: true, output_tokens: 10 },
+        ],
+      },
+    })!;
+    assert.deepEqual(
+      d.levels.map((l) => [l.label, l.start, l.end, l.steady]),
+      [
+        ['c=1', 0, 1, undefined],
+        ['c=4', 3, 5, [3.5, 4.5]],
+      ],
+    );
+    const rows = timelineTable(d).rows;
+    assert.deepEqual(
+      rows.map((r) => [r.t, r.running, r.waiting, r.kv]),
+      [
+        [0, 1, 0, 25],
+        [1, null, null, null],
+        [2, null, null, null],
+        [3, 4, 2, 50],
+        [4, null, null, null],
+      ],
+    );
   });
 });

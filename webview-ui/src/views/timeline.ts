@@ -1,10 +1,11 @@
 // What the run's timeline shows, apart from how it is drawn: the requests as typed arrays, the client's
 // per-second series, the server's /metrics samples and where each level (and its steady window) sits,
 // all on the run's time axis (seconds from its first send). Pure, so the unit tests run it in Node.
-import type { MacroLevelSummary, RunSummary } from '../../../src/shared/results';
+import type { MacroLevelSummary, ProfileStep, RunSummary } from '../../../src/shared/results';
 import { perSecond, timelineRequests, type PerSecond, type TimelineRequests } from '../../../src/shared/requestTimeline';
 import type { ResultTable } from '../../../src/shared/table';
 import { finite } from './common';
+import { categoryOrder, profileData, shortKernelName } from './profile';
 
 export interface ServerSample {
   t: number;
@@ -81,14 +82,15 @@ export function timelineData(run: RunSummary): TimelineData | undefined {
   return { runId: run.id, requests, perSecond: series, server, levels, t0, t1: t1 > t0 ? t1 : t0 + 1 };
 }
 
-/** The timeline's figures as a table (one row per second of the client's series, the server's nearest sample beside it). */
+/** The timeline's figures as a table: one row per second of the client's series, the server's sample of that second beside it. */
 export function timelineTable(d: TimelineData): ResultTable {
   const s = d.perSecond;
   let j = 0;
   const rows = Array.from(s.t, (t, i) => {
-    // The server sample nearest the middle of the second.
-    while (j + 1 < d.server.length && Math.abs(d.server[j + 1].t - (t + 0.5)) <= Math.abs(d.server[j].t - (t + 0.5))) j++;
-    const near = d.server.length && Math.abs(d.server[j].t - (t + 0.5)) <= 1 ? d.server[j] : undefined;
+    // The server's last sample taken within this second, if any.
+    while (j < d.server.length && d.server[j].t < t) j++;
+    let near: ServerSample | undefined;
+    while (j < d.server.length && d.server[j].t < t + 1) near = d.server[j++];
     return {
       t,
       in_flight: s.inFlight[i],
@@ -111,4 +113,63 @@ export function timelineTable(d: TimelineData): ResultTable {
     ],
     rows,
   };
+}
+
+export interface StepTimelineData {
+  runId: string;
+  rank: number;
+  /** Stacking order, bottom first: the largest category over the run first, idle last. */
+  categories: string[];
+  steps: ProfileStep[];
+}
+
+/** The step timeline of a profile run that kept its steps (a profile analysed before they were kept has none). */
+export function stepTimelineData(run: RunSummary): StepTimelineData | undefined {
+  const kept = run.profile?.stepTimeline;
+  if (run.phase !== 'profile' || !kept || !Array.isArray(kept.steps) || !kept.steps.length) return undefined;
+  const summary = profileData(run);
+  const order = summary ? categoryOrder([summary]) : [];
+  const seen = new Set(order);
+  const more: string[] = [];
+  for (const s of kept.steps)
+    for (const c of Object.keys(s.by_category))
+      if (!seen.has(c)) {
+        seen.add(c);
+        more.push(c);
+      }
+  // Only the categories some step spent time in, so that the legend names what is drawn.
+  const spent = (c: string) => kept.steps.some((s) => (s.by_category[c] ?? 0) > 0);
+  const withoutIdle = [...order, ...more].filter((c) => c !== 'idle' && spent(c));
+  return { runId: run.id, rank: kept.rank, categories: spent('idle') ? [...withoutIdle, 'idle'] : withoutIdle, steps: kept.steps };
+}
+
+/** What the table under the timeline lists for one step: its categories' time, then its largest kernels. */
+export function stepTables(step: ProfileStep, index: number, categories: readonly string[]): ResultTable[] {
+  const order = [...categories, ...Object.keys(step.by_category).filter((c) => !categories.includes(c))];
+  const title = `Step ${index + 1}${step.kind ? ` (${step.kind})` : ''}: ${(step.dur_us / 1000).toFixed(2)} ms`;
+  return [
+    {
+      id: 'profile-step-categories',
+      title: `${title}, by kernel category`,
+      columns: [
+        { key: 'category', label: 'Category', align: 'left' },
+        { key: 'ms', label: 'ms', digits: 3 },
+        { key: 'share', label: '% of the step', digits: 1 },
+      ],
+      rows: order
+        .filter((c) => step.by_category[c] > 0)
+        .map((c) => ({ category: c, ms: step.by_category[c] / 1000, share: step.dur_us ? (100 * step.by_category[c]) / step.dur_us : null })),
+    },
+    {
+      id: 'profile-step-kernels',
+      title: `${title}, its largest kernels`,
+      columns: [
+        { key: 'name', label: 'Kernel', align: 'left' },
+        { key: 'category', label: 'Category', align: 'left' },
+        { key: 'count', label: 'Launches', digits: 0 },
+        { key: 'us', label: 'µs', digits: 1 },
+      ],
+      rows: step.kernels.map((k) => ({ name: shortKernelName(k.name), full_name: k.name, category: k.category, count: k.count, us: k.total_us })),
+    },
+  ];
 }
