@@ -28,6 +28,22 @@ export const BUILTIN_FAMILIES: readonly KernelFamilySpec[] = [
   // cuDNN's convolutions (scudnn, dgrad/wgrad engines) and CUTLASS implicit-GEMM convs, before GEMM.
   { category: 'conv', pattern: 'scudnn|dgrad|wgrad|implicit_convolve|implicit_gemm|conv2d|convolution' },
   { category: 'gemm', pattern: 'gemm|Gemm|gemv|nvjet|xmma|cutlass|cublas|splitKreduce|matmul|Cijk_|wvSplitK|LLGemm|hipblaslt' },
+  // PyTorch's indexing kernels, the token dispatch of an eager MoE expert loop (Hugging Face's Mixtral,
+  // modeling_mixtral.py MixtralSparseMoeBlock: torch.where(expert_mask) -> nonzero, hidden_states[top_x]
+  // -> index/gather, final_hidden_states.index_add_): index_select and index_add_ run indexSelect*/
+  // indexFunc* (aten/src/ATen/native/cuda/Indexing.cu), x[idx] and x[idx] = v index_elementwise_kernel
+  // (IndexKernel.cu), gather/scatter _scatter_gather_elementwise_kernel (ScatterGatherKernel.cu) and
+  // vectorized_gather_kernel, nonzero cub's DeviceSelect::Flagged then write_indices (Nonzero.cu).
+  {
+    category: 'index/gather',
+    pattern:
+      'indexSelectSmallIndex|indexSelectLargeIndex|indexFuncSmallIndex|indexFuncLargeIndex|index_elementwise_kernel|_scatter_gather_elementwise_kernel|vectorized_gather_kernel|write_indices<|DeviceSelectSweepKernel|DeviceCompactInitKernel',
+  },
+  // The router's softmax (aten/src/ATen/native/cuda/PersistentSoftmax.cuh softmax_warp_forward, SoftMax.cu
+  // cunn_SoftMaxForward) and topk's sort of its k values (TensorTopK.cu sorts with bitonicSortKVInPlace,
+  // SortUtils.cuh), beside topk's own gatherTopK (moe routing above).
+  { category: 'softmax', pattern: 'softmax_warp_forward|cunn_SoftMaxForward' },
+  { category: 'sort', pattern: 'bitonicSortKVInPlace|radixSortKVInPlace|DeviceRadixSort|segmented_sort' },
   { category: 'norm', pattern: 'rms_norm|rmsnorm|Rmsnorm|layer_norm|layernorm|Norm|bn_fw|bn_bw|batch_norm' },
   { category: 'activation', pattern: 'act_and_mul|silu|gelu' },
   { category: 'rotary', pattern: 'rotary_embedding' },

@@ -82,7 +82,29 @@ describe('kernel families', () => {
     assert.equal(c.classify('void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(...)'), 'quantize');
     assert.equal(c.classify('void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)'), 'elementwise');
     assert.equal(c.classify('triton_poi_fused_mul_0'), 'triton');
-    assert.equal(c.classify('void at::native::(anonymous namespace)::indexSelectSmallIndex<...>'), 'other');
+    assert.equal(c.classify('void at::native::unknown_kernel<...>'), 'other');
+  });
+
+  it("names PyTorch's indexing, softmax and sort kernels, an eager MoE loop's dispatch and routing (names from the H200 loop)", () => {
+    const names: [string, string][] = [
+      ['void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(...)', 'index/gather'],
+      ['void at::native::indexFuncSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, at::native::(anonymous namespace)::ReduceAdd>(...)', 'index/gather'],
+      ['void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<...> >(long, ...)', 'index/gather'],
+      ['void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, long, long, bool)', 'index/gather'],
+      [
+        'void at::native::(anonymous namespace)::write_indices<long>(long*, at::native::(anonymous namespace)::TensorDims<long>, int, long, long*, long)',
+        'index/gather',
+      ],
+      ['void at_cuda_detail::cub::detail::select::DeviceSelectSweepKernel<...>(...)', 'index/gather'],
+      [
+        'void (anonymous namespace)::softmax_warp_forward<float, float, float, 2, false, false>(float*, float const*, int, int, int, bool const*, int, bool)',
+        'softmax',
+      ],
+      ['void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::GTOp<float, true>, unsigned int>(...)', 'sort'],
+      ['void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)', 'moe routing'],
+      ['void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >(...)', 'elementwise'],
+    ];
+    for (const [name, category] of names) assert.equal(c.classify(name), category, name);
   });
 
   it("puts cuDNN's convolutions and batch norms where they belong, not in other (names from a V100 CNN trace)", () => {

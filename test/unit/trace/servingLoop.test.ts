@@ -100,6 +100,14 @@ describe('steps of a real continuous-batching loop (H200): counted where the tra
     assert.match(r.warnings.join(' '), /as many steps as the sampling kernels \(1 per step\) give/);
   });
 
+  it("eager_names: the expert loop's dispatch (nonzero, index, index_add_), router softmax and topk sort are named, under 5% left as other", async () => {
+    const r = (await analyzeTraceFiles([trace('eager_names')])).ranks[0];
+    const share = (category: string) => (r.decode.categories.find((c) => c.category === category)?.rawMsPerStep ?? 0) / kernelMsPerStep(r);
+    assert.ok(share('other') < 0.05, `other ${(100 * share('other')).toFixed(1)}% of kernel time per decode step`);
+    assert.ok(share('index/gather') > 0.2, `index/gather ${(100 * share('index/gather')).toFixed(1)}%`);
+    assert.ok(share('softmax') > 0 && share('sort') > 0);
+  });
+
   it('says a profile of graph capture at start-up is that, with no decode step', async () => {
     const b = await analyzeTraceFiles([trace('graph_capture_only')]);
     const r = b.ranks[0];
