@@ -32,7 +32,15 @@ export type HostToWebview =
   | { type: 'verdict'; runId: string; compareRunId: string; lines: string[]; flagged: number }
   /** Scroll to a part of the view and give it focus (Show Decode-Step Budget opens the view at the budget). */
   | { type: 'reveal'; section: 'budget' }
-  | { type: 'reply'; requestId: number; ok: boolean; error?: string };
+  | Reply;
+
+/** The host's answer to a request of the view, by its request id: done, or why not. */
+export interface Reply {
+  type: 'reply';
+  requestId: number;
+  ok: boolean;
+  error?: string;
+}
 
 /** What the kernel-breakdown side view draws: one profile run. */
 export interface BreakdownView {
@@ -54,6 +62,15 @@ export type WebviewToHost =
   /** How long the last render took, for the benchmark and the UI tests. */
   | { type: 'rendered'; points: number; ms: number }
   | { type: 'error'; message: string };
+
+/** The messages of a view that the host answers with a `Reply`. */
+export type WebviewRequest = Extract<WebviewToHost, { requestId: number }>;
+/** The messages of a view that need no answer. */
+export type WebviewNotice = Exclude<WebviewToHost, { requestId: number }>;
+
+export function isWebviewRequest(message: WebviewToHost): message is WebviewRequest {
+  return 'requestId' in message;
+}
 
 /** State a results view keeps across reloads (through getState/setState); the data itself comes from the host. */
 export interface ResultsViewState {

@@ -1,5 +1,6 @@
 // The webview's side of the host connection: typed messages out, replies matched by request id.
-import type { HostToWebview, WebviewToHost } from '../../src/shared/protocol';
+import type { HostToWebview, WebviewRequest, WebviewToHost } from '../../src/shared/protocol';
+import { Answer, Requests } from './requests';
 
 interface VsCodeApi {
   postMessage(message: WebviewToHost): void;
@@ -12,28 +13,22 @@ declare function acquireVsCodeApi(): VsCodeApi;
 // acquireVsCodeApi may be called only once per page.
 export const host: VsCodeApi = acquireVsCodeApi();
 
-let nextRequestId = 1;
-const pending = new Map<number, (reply: { ok: boolean; error?: string }) => void>();
+const requests = new Requests((message) => host.postMessage(message));
 
 export function post(message: WebviewToHost): void {
   host.postMessage(message);
 }
 
-/** Sends a message that the host answers with a `reply`; resolves with it. */
-export function request(build: (requestId: number) => WebviewToHost): Promise<{ ok: boolean; error?: string }> {
-  const requestId = nextRequestId++;
-  return new Promise((resolve) => {
-    pending.set(requestId, resolve);
-    host.postMessage(build(requestId));
-  });
+/** Sends a message that the host answers with a `reply`; resolves with it, or a failure if none comes in time. */
+export function request(build: (requestId: number) => WebviewRequest): Promise<Answer> {
+  return requests.request(build);
 }
 
 export function onHostMessage(handler: (message: HostToWebview) => void): void {
   window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
     const message = event.data;
     if (message.type === 'reply') {
-      pending.get(message.requestId)?.(message);
-      pending.delete(message.requestId);
+      requests.reply(message);
       return;
     }
     handler(message);

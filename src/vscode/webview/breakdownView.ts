@@ -1,10 +1,11 @@
 import * as vscode from 'vscode';
-import { BreakdownView, HostToWebview, WebviewToHost } from '../../shared/protocol';
+import { BreakdownView } from '../../shared/protocol';
 import { ProfileSummary, RunSummary } from '../../shared/results';
 import { Disposable } from '../disposable';
-import { insertTableIntoFindings } from './hostActions';
+import { answerRequest, requestFailed } from './hostActions';
 import { webviewHtml } from './html';
 import { RunsSource } from './runsSource';
+import { WebviewHost } from './webviewHost';
 
 /** The profile of a run in the shape the breakdown view draws, if it has one. */
 export function breakdownOf(run: RunSummary | undefined): BreakdownView | undefined {
@@ -20,8 +21,8 @@ export function breakdownOf(run: RunSummary | undefined): BreakdownView | undefi
  */
 export class BreakdownViewProvider extends Disposable implements vscode.WebviewViewProvider {
   static readonly viewId = 'inferenceBench.kernels';
-  private view: vscode.WebviewView | undefined;
-  private ready = false;
+  /** The view's page as now resolved, if any. */
+  private host: WebviewHost | undefined;
   private runId: string | undefined;
 
   constructor(
@@ -30,6 +31,7 @@ export class BreakdownViewProvider extends Disposable implements vscode.WebviewV
     private readonly log: vscode.LogOutputChannel,
   ) {
     super();
+    this._register({ dispose: () => this.host?.dispose() });
     this._register(
       source.onDidChangeRun((run) => {
         if (run.phase === 'profile' && (!this.runId || run.id === this.runId) && breakdownOf(run)) {
@@ -41,34 +43,27 @@ export class BreakdownViewProvider extends Disposable implements vscode.WebviewV
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
-    this.view = view;
-    this.ready = false;
+    this.host?.dispose();
+    const host = (this.host = new WebviewHost(view.webview, {
+      prepare: () => this.source.refreshRuns(),
+      snapshot: () => this.send(),
+      answer: (request) => answerRequest(request, this.log),
+      failed: (_, error) => requestFailed(this.log, 'kernel view', error),
+      notice: (m) => {
+        if (m.type === 'error') this.log.error(`kernel view: ${m.message}`);
+      },
+    }));
     view.webview.options = {
       enableScripts: true,
       localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
     };
     view.webview.html = webviewHtml(view.webview, this.extensionUri, 'Kernel breakdown', 'breakdown');
     view.onDidChangeVisibility(() => {
-      if (!view.visible) this.ready = false;
+      if (!view.visible) host.hidden();
     });
     view.onDidDispose(() => {
-      if (this.view === view) this.view = undefined;
-    });
-    view.webview.onDidReceiveMessage(async (m: WebviewToHost) => {
-      if (m.type === 'ready') {
-        await this.source.refreshRuns();
-        this.ready = true;
-        this.send();
-      } else if (m.type === 'insertTable') {
-        try {
-          await insertTableIntoFindings(m.table);
-          this.post({ type: 'reply', requestId: m.requestId, ok: true });
-        } catch (err) {
-          const error = err instanceof Error ? err.message : String(err);
-          void vscode.window.showErrorMessage(`Inference Bench: ${error}`);
-          this.post({ type: 'reply', requestId: m.requestId, ok: false, error });
-        }
-      } else if (m.type === 'error') this.log.error(`kernel view: ${m.message}`);
+      host.dispose();
+      if (this.host === host) this.host = undefined;
     });
   }
 
@@ -85,10 +80,6 @@ export class BreakdownViewProvider extends Disposable implements vscode.WebviewV
   }
 
   private send(): void {
-    this.post({ type: 'breakdown', breakdown: this.current() });
-  }
-
-  private post(message: HostToWebview): void {
-    if (this.view && this.ready && this.view.visible) void this.view.webview.postMessage(message);
+    this.host?.post({ type: 'breakdown', breakdown: this.current() });
   }
 }

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { WebviewRequest } from '../../shared/protocol';
 import { ResultTable } from '../../shared/table';
 import { insertTableAt } from '../findings/insertResult';
 import { findingsDocumentPath, readSettings, workspaceRoot } from '../settings';
@@ -50,4 +51,18 @@ export async function insertTableIntoFindings(table: ResultTable): Promise<void>
   // Same markdown as Insert Result Here (title, aligned table, note), at the cursor.
   const ok = await insertTableAt(editor, { label: table.title, detail: table.id, table });
   if (!ok) throw new Error('The editor refused the insertion (the findings document may be read-only).');
+}
+
+/** Does what a view asks (save an export, insert a table into the findings document); every view answers each request the same way. */
+export async function answerRequest(request: WebviewRequest, log: vscode.LogOutputChannel): Promise<void> {
+  if (request.type === 'insertTable') return insertTableIntoFindings(request.table);
+  const bytes = request.type === 'exportPng' ? pngFromDataUrl(request.dataUrl) : Buffer.from(request.csv, 'utf8');
+  const saved = await saveExport(request.fileName, bytes);
+  if (saved) log.info(`saved ${saved}`);
+}
+
+/** A view's request that failed: in the log, and said to the user (the view shows the error too). */
+export function requestFailed(log: vscode.LogOutputChannel, view: string, error: string): void {
+  log.error(`${view} action failed: ${error}`);
+  void vscode.window.showErrorMessage(`Inference Bench: ${error}`);
 }

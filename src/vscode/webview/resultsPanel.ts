@@ -1,13 +1,13 @@
 import * as vscode from 'vscode';
 import { budgetViewForWorkspace } from '../../core/explain/campaign';
 import { compareRunFolders, findRun } from '../../core/compare/compareRuns';
-import { HostToWebview, WebviewToHost } from '../../shared/protocol';
-import { RunSummary } from '../../shared/results';
+import { WebviewNotice } from '../../shared/protocol';
 import { Disposable } from '../disposable';
 import { workspaceRoot } from '../settings';
-import { pngFromDataUrl, saveExport, insertTableIntoFindings } from './hostActions';
+import { answerRequest, requestFailed } from './hostActions';
 import { webviewHtml } from './html';
 import { RunsSource } from './runsSource';
+import { WebviewHost } from './webviewHost';
 
 // Live runs can change many times a second (one macro request each); the view redraws at most this often.
 const UPDATE_INTERVAL_MS = 200;
@@ -28,12 +28,10 @@ export class ResultsPanel extends Disposable {
   static readonly viewType = 'inferenceBench.results';
   private static current: ResultsPanel | undefined;
 
-  private visibleAndReady = false;
+  private readonly host: WebviewHost;
   private selectedRunId: string | undefined;
   private compareRunId: string | undefined;
   private pendingReveal: 'budget' | undefined;
-  private readonly pending = new Map<string, RunSummary>();
-  private flushTimer: NodeJS.Timeout | undefined;
   /** The last render the view reported: how many points and how long it took. */
   lastRender: { points: number; ms: number } | undefined;
 
@@ -66,8 +64,8 @@ export class ResultsPanel extends Disposable {
   }
 
   private sendReveal(): void {
-    if (!this.visibleAndReady || !this.pendingReveal) return;
-    this.post({ type: 'reveal', section: this.pendingReveal });
+    if (!this.host.isReady || !this.pendingReveal) return;
+    this.host.post({ type: 'reveal', section: this.pendingReveal });
     this.pendingReveal = undefined;
   }
 
@@ -103,29 +101,45 @@ export class ResultsPanel extends Disposable {
         this.dispose();
       }),
     );
+    this.host = this._register(
+      new WebviewHost(
+        panel.webview,
+        {
+          // Runs made or removed while the view was hidden (by the CLI, say) are in its snapshot.
+          prepare: () => deps.source.refreshRuns(),
+          snapshot: () => {
+            this.sendSnapshot();
+            this.sendVerdict();
+            this.sendReveal();
+          },
+          answer: (request) => answerRequest(request, deps.log),
+          failed: (_, error) => requestFailed(deps.log, 'results view', error),
+          notice: (m) => this.onNotice(m),
+        },
+        UPDATE_INTERVAL_MS,
+      ),
+    );
     this._register(
       panel.onDidChangeViewState(() => {
         // A hidden webview is torn down; when it shows again it asks for a snapshot with `ready`.
-        if (!panel.visible) this.visibleAndReady = false;
+        if (!panel.visible) this.host.hidden();
       }),
     );
-    this._register(panel.webview.onDidReceiveMessage((m: WebviewToHost) => void this.onMessage(m)));
-    this._register(deps.source.onDidChangeRun((run) => this.runUpdated(run)));
+    this._register(deps.source.onDidChangeRun((run) => this.host.update(run.id, { type: 'runUpdated', run })));
     // A finished run changes the decode-step budget (it accounts the newest macro, micro and profile runs).
-    this._register(deps.source.onDidChangeRuns(() => this.post({ type: 'budget', budget: this.budget() })));
-    this._register({ dispose: () => clearTimeout(this.flushTimer) });
+    this._register(deps.source.onDidChangeRuns(() => this.host.post({ type: 'budget', budget: this.budget() })));
   }
 
   get visible(): boolean {
-    return this.visibleAndReady;
+    return this.host.isReady;
   }
 
   select(runId: string, compareRunId?: string): void {
     this.selectedRunId = runId;
     this.compareRunId = compareRunId;
-    this.post({ type: 'select', runId, compareRunId });
+    this.host.post({ type: 'select', runId, compareRunId });
     this.sendFull(runId, compareRunId);
-    this.post({ type: 'budget', budget: this.budget() });
+    this.host.post({ type: 'budget', budget: this.budget() });
     this.sendVerdict();
   }
 
@@ -145,22 +159,10 @@ export class ResultsPanel extends Disposable {
     } catch (err) {
       lines = [err instanceof Error ? err.message : String(err)];
     }
-    this.post({ type: 'verdict', runId: a, compareRunId: b, lines, flagged });
-  }
-
-  private runUpdated(run: RunSummary): void {
-    if (!this.visibleAndReady) return;
-    this.pending.set(run.id, run);
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      const runs = [...this.pending.values()];
-      this.pending.clear();
-      for (const r of runs) this.post({ type: 'runUpdated', run: r });
-    }, UPDATE_INTERVAL_MS);
+    this.host.post({ type: 'verdict', runId: a, compareRunId: b, lines, flagged });
   }
 
   private sendSnapshot(): void {
-    this.pending.clear();
     const runs = this.deps.source.runs();
     const shown = new Set([this.selectedRunId ?? runs[0]?.id, this.compareRunId].filter(Boolean));
     const trimmedRunIds: string[] = [];
@@ -170,14 +172,14 @@ export class ResultsPanel extends Disposable {
       trimmedRunIds.push(r.id);
       return { ...r, macro: r.macro && { levels: r.macro.levels }, micro: r.micro && { ...r.micro, points: [] } };
     });
-    this.post({
+    this.host.post({
       type: 'snapshot',
       snapshot: { runs: light, selectedRunId: this.selectedRunId, compareRunId: this.compareRunId, trimmedRunIds, budget: this.budget() },
     });
   }
 
   private budget() {
-    if (!this.visibleAndReady) return undefined;
+    if (!this.host.isReady) return undefined;
     const root = workspaceRoot();
     // The budget of the shown run's target: runs of two targets are never set beside each other.
     const runs = this.deps.source.runs();
@@ -189,31 +191,18 @@ export class ResultsPanel extends Disposable {
   private sendFull(...ids: (string | undefined)[]): void {
     for (const id of ids) {
       const run = id ? this.deps.source.run(id) : undefined;
-      if (run) this.post({ type: 'runUpdated', run });
+      if (run) this.host.post({ type: 'runUpdated', run });
     }
   }
 
-  private post(message: HostToWebview): void {
-    if (!this.visibleAndReady) return;
-    void this.panel.webview.postMessage(message);
-  }
-
-  private async onMessage(message: WebviewToHost): Promise<void> {
+  private onNotice(message: WebviewNotice): void {
     switch (message.type) {
-      case 'ready':
-        // Runs made or removed while the view was hidden (by the CLI, say) are in its snapshot.
-        await this.deps.source.refreshRuns();
-        this.visibleAndReady = true;
-        this.sendSnapshot();
-        this.sendVerdict();
-        this.sendReveal();
-        return;
       case 'selectRun': {
         const before = this.selectedRunId ? this.deps.source.run(this.selectedRunId)?.target : undefined;
         this.selectedRunId = message.runId;
         this.compareRunId = message.compareRunId;
         this.sendFull(message.runId, message.compareRunId);
-        if (this.deps.source.run(message.runId)?.target !== before) this.post({ type: 'budget', budget: this.budget() });
+        if (this.deps.source.run(message.runId)?.target !== before) this.host.post({ type: 'budget', budget: this.budget() });
         this.sendVerdict();
         return;
       }
@@ -227,28 +216,6 @@ export class ResultsPanel extends Disposable {
       case 'error':
         this.deps.log.error(`results view: ${message.message}`);
         return;
-      case 'exportCsv':
-      case 'exportPng':
-      case 'insertTable':
-        await this.reply(message.requestId, async () => {
-          if (message.type === 'insertTable') return insertTableIntoFindings(message.table);
-          const bytes = message.type === 'exportPng' ? pngFromDataUrl(message.dataUrl) : Buffer.from(message.csv, 'utf8');
-          const saved = await saveExport(message.fileName, bytes);
-          if (saved) this.deps.log.info(`saved ${saved}`);
-        });
-        return;
-    }
-  }
-
-  private async reply(requestId: number, action: () => Promise<void>): Promise<void> {
-    try {
-      await action();
-      this.post({ type: 'reply', requestId, ok: true });
-    } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
-      this.deps.log.error(`results view action failed: ${error}`);
-      void vscode.window.showErrorMessage(`Inference Bench: ${error}`);
-      this.post({ type: 'reply', requestId, ok: false, error });
     }
   }
 }
