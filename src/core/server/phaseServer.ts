@@ -44,6 +44,12 @@ export async function withServerStopped<T>(
   }
 }
 
+/** Adopts the running server with its recipe as it would run with the profiler on, bounded as `options` say. */
+function adoptWithProfiler(ctx: ServerContext, purpose: string, options: ProfilerRestartOptions) {
+  const { profilerDir, delayIterations, maxIterations, signal } = options;
+  return ServerChange.adopt(ctx, purpose, { profilerDir, delayIterations, maxIterations, signal });
+}
+
 /**
  * "Restart with the profiler": adopts the running server and its recipe with the profiler on for its
  * version, asks, restarts it so, runs `body`, then puts the original back. A start that fails or is
@@ -55,12 +61,7 @@ export async function withProfilerServer<T>(
   options: ProfilerRestartOptions,
   body: (running: ServerRecipe) => Promise<T>,
 ): Promise<WithServerOutcome<T>> {
-  const { change, status } = await ServerChange.adopt(ctx, purpose, {
-    profilerDir: options.profilerDir,
-    delayIterations: options.delayIterations,
-    maxIterations: options.maxIterations,
-    signal: options.signal,
-  });
+  const { change, status } = await adoptWithProfiler(ctx, purpose, options);
   const changed = status.profiler_recipe;
   if (!changed) throw new ServerControlError(`The server's recipe on ${ctx.target.name} could not be given a profiler.`, 'no_recipe');
   if (!(await options.consent(change.restartStep(changed, status.estimate_s))))
@@ -94,12 +95,7 @@ export async function withServerStoppedThenProfiler<T>(
   options: ProfilerRestartOptions,
   body: () => Promise<T>,
 ): Promise<HandedOverOutcome<T>> {
-  const { change, status } = await ServerChange.adopt(ctx, purpose, {
-    profilerDir: options.profilerDir,
-    delayIterations: options.delayIterations,
-    maxIterations: options.maxIterations,
-    signal: options.signal,
-  });
+  const { change, status } = await adoptWithProfiler(ctx, purpose, options);
   const changed = status.profiler_recipe ?? undefined;
   const stop = change.stopStep();
   const step = changed
