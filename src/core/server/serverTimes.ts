@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { ServerTimes } from '../campaign/runAllPlan';
 import { ServerChangeRecord, serverChangesRoot } from './serverChange';
 
-/** The target's last stop and starts, from its server change records (change.json keeps each step's time). */
+/**
+ * The target's last stop and starts, from its server change records (change.json keeps each step's
+ * time; the adopting status call's result, the agent's estimate from the host's last start).
+ */
 export function serverTimes(workspace: string, target: string): ServerTimes {
   const root = serverChangesRoot(workspace);
   const times: ServerTimes = {};
@@ -17,6 +20,15 @@ export function serverTimes(workspace: string, target: string): ServerTimes {
       continue;
     }
     if (record.target !== target) continue;
+    // The agent's own estimate when the change was adopted: the host's last start of the original recipe.
+    if (times.agentEstimateS === undefined) {
+      try {
+        const estimate = (JSON.parse(readFileSync(join(root, name, '1-status', 'result.json'), 'utf8')) as { estimate_s?: number | null }).estimate_s;
+        if (typeof estimate === 'number' && estimate > 0) times.agentEstimateS = estimate;
+      } catch {
+        // a change adopted before the agent kept its starts, or one cut off at its first step
+      }
+    }
     const h = record.history;
     for (let i = h.length - 1; i > 0; i--) {
       const s = (Date.parse(h[i].at) - Date.parse(h[i - 1].at)) / 1000;

@@ -148,5 +148,9 @@ describe('Run All Phases plans the restarts', () => {
       }),
     );
     assert.deepEqual(serverTimes(workspace, 'a b'), { stopS: 5, startProfilerS: 40, startOriginalS: 30 });
+    // The agent's estimate, as its status call at the adoption answered it (the host's last start of the recipe).
+    mkdirSync(join(change, '1-status'));
+    writeFileSync(join(change, '1-status', 'result.json'), JSON.stringify({ action: 'status', recipe: null, estimate_s: 2160 }));
+    assert.equal(serverTimes(workspace, 'a b').agentEstimateS, 2160);
   });
 });
