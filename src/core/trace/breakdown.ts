@@ -59,7 +59,7 @@ export interface StepAggregate {
 /** How many steps of a rank keep their own categories and kernels for the run's timeline; the rest are only summed. */
 export const STEP_DETAIL_LIMIT = 500;
 /** The largest kernels each of those steps lists. */
-const STEP_DETAIL_KERNELS = 12;
+const STEP_DETAIL_KERNELS = 10;
 
 /** A step's own sums, kept small: its categories' attributed time and its largest kernels. */
 export interface StepSums {
@@ -74,17 +74,22 @@ function stepSums(step: StepAggregate): StepSums {
   return { byCategory: [...step.byCategory].map(([cat, [attr]]) => [cat, attr]), kernels: kernels.slice(0, STEP_DETAIL_KERNELS) };
 }
 
-/** The first STEP_DETAIL_LIMIT steps, in time order, each with its categories and largest kernels; times from the first step's start. */
-function stepDetails(steps: readonly StepAggregate[], names: readonly string[], category: readonly string[]): StepDetail[] {
+/**
+ * The first STEP_DETAIL_LIMIT steps, in time order, each with its categories and largest kernels; times
+ * from the first step's start. A kernel is named by its place in the rank's `kernelTotals`, so that 500
+ * steps do not repeat long C++ names thousands of times.
+ */
+function stepDetails(steps: readonly StepAggregate[], names: readonly string[], totals: readonly KernelStat[]): StepDetail[] {
   const out: StepDetail[] = [];
   const origin = steps[0]?.start ?? 0;
+  const place = new Map(totals.map((k, i) => [k.name, i]));
   for (const step of steps.slice(0, STEP_DETAIL_LIMIT)) {
     const sums = step.detail ?? (step.byCategory.size ? stepSums(step) : undefined);
     // A step folded past the limit of its kind kept nothing: the list stops there, as it never skips a step.
     if (!sums) break;
-    const kernels = sums.kernels.map(([id, count, total]) => ({ name: names[id], category: category[id], count, totalUs: total }));
-    // Equal times in name order, so that the streaming and in-memory ways list a step alike.
-    kernels.sort((a, b) => b.totalUs - a.totalUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const kernels = sums.kernels.map(([id, count, total]): [number, number, number] => [place.get(names[id]) ?? -1, count, total]);
+    // Equal times in kernelTotals' order, so that the streaming and in-memory ways list a step alike.
+    kernels.sort((a, b) => b[2] - a[2] || a[0] - b[0]);
     out.push({
       kind: step.kind ?? null,
       label: step.label,
@@ -488,6 +493,7 @@ export function stepMethod(source: StepSource, writer?: string): string {
 
 /** One rank's breakdown from its parts. */
 export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
+  const kernelTotals = statsFrom(p.kernelTotals, p.names, p.category, Infinity);
   const props = p.metadata.deviceProperties as { name?: unknown }[] | undefined;
   const { rank, worldSize, rankName } = rankOf(p.file, p.metadata, p.fallbackRank);
   const decode = groupBreakdown(p.steps, 'decode', p.folded?.decode);
@@ -509,8 +515,8 @@ export function assembleRank(p: RankParts, topKernels = 15): RankBreakdown {
     prefill: groupBreakdown(p.steps, 'prefill', p.folded?.prefill),
     ...(mixed.count ? { mixed } : {}),
     topKernels: stepKernelStats(p.steps, 'decode', p.names, p.category, topKernels, p.folded?.decode),
-    steps: stepDetails(p.steps, p.names, p.category),
-    kernelTotals: statsFrom(p.kernelTotals, p.names, p.category, Infinity),
+    kernelTotals,
+    steps: stepDetails(p.steps, p.names, kernelTotals),
     launch: p.launch,
     totals: {
       events: p.events,

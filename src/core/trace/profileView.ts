@@ -94,7 +94,10 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
       start_us: s.startUs,
       dur_us: s.durUs,
       by_category: s.byCategory,
-      kernels: s.kernels.map((k) => ({ name: k.name, category: k.category, count: k.count, total_us: k.totalUs })),
+      kernels: s.kernels.map(([at, count, total]) => {
+        const k = stepped.kernelTotals[at];
+        return { name: k?.name ?? '?', category: k?.category ?? 'other', count, total_us: total };
+      }),
     })),
   };
   return { categories: b.categoryOrder, ranks, kernels, steps: b.overall.count, overall, kernelsByRank, ...(stepTimeline ? { stepTimeline } : {}) };

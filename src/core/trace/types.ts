@@ -180,8 +180,8 @@ export interface StepDetail {
   durUs: number;
   /** Category -> microseconds attributed to it (idle included), adding up to the step. */
   byCategory: Record<string, number>;
-  /** Its largest kernels by time, largest first. */
-  kernels: { name: string; category: string; count: number; totalUs: number }[];
+  /** Its largest kernels by time, largest first: [place in the rank's kernelTotals, launches, total us]. */
+  kernels: [number, number, number][];
 }
 
 export interface RankSkew {
