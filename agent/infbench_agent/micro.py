@@ -217,7 +217,7 @@ def run(args: Any) -> int:
                 "note": f"{size}^3 torch._scaled_mm fp8 on random data",
             }
         for p in peaks:
-            record("peak", {**p, "device": device_name})
+            record("peak", {**p, "device": device_name, "device_kind": "gpu" if on_gpu else "cpu"})
         peak_tbps, peak_tflops = peaks[0]["tbps"], peaks[1]["tflops"]
 
     failures: list[dict] = []

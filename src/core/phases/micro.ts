@@ -33,6 +33,8 @@ interface RunContext {
   kernel?: string;
   fallback?: string;
   device?: string;
+  /** The agent measured on a CPU (its device's kind, not its name). */
+  onCpu?: boolean;
   timing?: string;
   model?: string;
   allreduceNote?: string;
@@ -76,7 +78,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
       summary.micro = { points: [...points], ...microChartData(points, info.device) };
       const headline = microHeadline(points);
       // CPU figures are there to prove the code path; nobody should read them as a GPU's.
-      if (headline) summary.headline = /^CPU/.test(info.device ?? '') ? `CPU only — ${headline}` : headline;
+      if (headline) summary.headline = info.onCpu ? `CPU only — ${headline}` : headline;
       ctx.sink.runChanged({ ...summary });
     }
     if (force || now - lastFindings >= FINDINGS_UPDATE_MS) {
@@ -97,6 +99,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
         const point: MicroPoint = { ...event.point, kind: event.kind };
         points.push(point);
         if (point.kind === 'peak' && typeof point.device === 'string') info.device = point.device;
+        if (point.kind === 'peak' && point.device_kind) info.onCpu = point.device_kind === 'cpu';
         if (point.kind === 'gemm' && info.kernel === undefined) {
           info.kernel = String(point.kernel);
           info.fallback = typeof point.fallback_reason === 'string' ? point.fallback_reason : undefined;
@@ -150,6 +153,7 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   const r = agent.result;
   if (r) {
     info.device = r.device?.name ?? info.device;
+    if (r.device?.kind) info.onCpu = r.device.kind === 'cpu';
     info.model = r.model?.name;
     info.timing = typeof r.timing === 'string' ? r.timing : undefined;
     info.allreduceNote = r.allreduce?.note ?? undefined;
@@ -170,7 +174,7 @@ function findingsUpdate(run: RunFolder, summary: RunSummary, points: MicroPoint[
   const lines: string[] = [];
   if (summary.headline) lines.push(`**${summary.headline}**`);
   const model = info.model ?? options.model ?? options.config ?? (options.shapes?.length ? 'given shapes' : 'the served model');
-  const cpu = /cpu/i.test(info.timing ?? '') || /^CPU/.test(info.device ?? '');
+  const cpu = info.onCpu === true;
   lines.push(
     `\`${model}\` shapes at TP=${options.tp ?? 1} on ${info.device ?? 'the target'}` +
       `${info.kernel ? `, GEMM kernel ${info.kernel}` : ''}${info.timing ? `; ${info.timing}` : ''}. Run \`${run.info.id}\`.`,
