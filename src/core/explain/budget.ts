@@ -100,7 +100,7 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   const gaps = f.gaps.map((g) => gapInWords(g, f, profile?.period_ms, profile?.step_ms));
   const readings = readingsOf(f, gaps, profile?.step_ms);
   const caveats = f.caveats.map(caveatText);
-  const missing = missingPhases(inputs, batch, model);
+  const missing = missingPhases(inputs, batch, model, f.servedConfig);
   for (const l of inputs.leftOut ?? []) caveats.push(`Not used: ${l}. A budget accounts one target, server and model; runs of another are never compared.`);
   const runs = { macro: macro?.runId, micro: inputs.micro?.runId, profile: profile?.runId };
   const simulated = Boolean(macro?.simulated || inputs.micro?.simulated || profile?.simulated);

@@ -4,6 +4,7 @@
 import { MacroLevelInput, MicroInput, ProfileInput } from './inputs';
 import { readLinearCurve, readSizeCurve } from './interpolate';
 import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
+import { shellQuote } from '../../remote/shellQuote';
 import { ServedConfig, servedText, servedVsModel, servedVsTrace } from './servedModel';
 import type { BudgetInputs, BudgetRow } from './budget';
 
@@ -50,7 +51,7 @@ export type Caveat =
   /** The probe's config of the served model contradicts the trace: the probe saw another model or server. */
   | { kind: 'served_vs_trace'; served: string; reasons: string[] }
   /** The model the budget would predict from is not the one served. */
-  | { kind: 'served_mismatch'; from: string; model: string; served: string; reasons: string[] };
+  | { kind: 'served_mismatch'; from: string; model: string; served: string; reasons: string[]; microCommand: string };
 
 export interface AllReduceFloor {
   calls: number;
@@ -199,7 +200,14 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
   const servedConfig = traceVsServed.length ? undefined : inputs.served;
   const notServed = servedConfig && model ? servedVsModel(servedConfig, model) : [];
   if (notServed.length)
-    caveats.push({ kind: 'served_mismatch', from: model!.source, model: modelText(model!), served: servedText(servedConfig!), reasons: notServed });
+    caveats.push({
+      kind: 'served_mismatch',
+      from: model!.source,
+      model: modelText(model!),
+      served: servedText(servedConfig!),
+      reasons: notServed,
+      microCommand: servedMicroCommand(servedConfig!, batch),
+    });
   const refused = mismatch.length > 0 || notServed.length > 0;
   const predicting = refused ? undefined : micro;
   // Predicted: micro's isolated kernels at this step's sizes.
@@ -286,6 +294,10 @@ export function budgetFigures(inputs: BudgetInputs): BudgetFigures {
     modelLine: modelLine(model, servedConfig, refused, profile),
   };
 }
+
+/** The micro run that measures the served model: the agent finds its config.json by the same id on the host. */
+export const servedMicroCommand = (s: ServedConfig, batch: number, target = '') =>
+  `infbench micro${target} --model ${shellQuote(s.model)} --tp ${s.tp ?? 1} --m ${batch}`;
 
 const modelText = (m: ModelStructure) =>
   `${m.name} at TP ${m.tp}, ${m.layers} layers${m.experts ? `, ${m.experts.total} experts, ${m.experts.active} active` : ''}`;

@@ -2,8 +2,9 @@
 // needs it, and the commands that fill in a missing phase.
 import { BudgetMissingPhase } from '../../shared/budget';
 import type { BudgetGap, BudgetInputs, BudgetRow } from './budget';
-import { AllReduceFloor, BudgetFigures, Caveat, ExpertParallelFigure, GapFigure, GapKind, PredictionBasis, sum } from './budgetNumbers';
+import { AllReduceFloor, BudgetFigures, Caveat, ExpertParallelFigure, GapFigure, GapKind, PredictionBasis, servedMicroCommand, sum } from './budgetNumbers';
 import { ModelStructure } from './modelStructure';
+import { ServedConfig } from './servedModel';
 
 export function caveatText(c: Caveat): string {
   switch (c.kind) {
@@ -34,7 +35,7 @@ export function caveatText(c: Caveat): string {
     case 'served_vs_trace':
       return `The served config.json the probe read, ${c.served}, is not the model profiled — ${c.reasons.join('; ')}; it is left out (probe the server that was profiled).`;
     case 'served_mismatch':
-      return `No prediction from ${c.from}: its model (${c.model}) is not the one served, ${c.served} — ${c.reasons.join('; ')}. Run micro with --config on the served model's config.json (or its preset) and the server's TP.`;
+      return `No prediction from ${c.from}: its model (${c.model}) is not the one served, ${c.served} — ${c.reasons.join('; ')}. Measure the served model: \`${c.microCommand}\`.`;
     case 'micro_on_cpu':
       return `Micro run ${c.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run \`infbench micro\` on the GPU host, with the server's Python, to predict the step's parts.`;
   }
@@ -229,7 +230,7 @@ function rowGapReading(row: BudgetRow, otherKernel = false): string {
     : `${cap(row.label)}: ${ms(row.profiled_ms!)} in the step against ${ms(row.predicted_ms!)} predicted from micro (${pct(-rel)} faster): the server fuses or batches these kernels better than micro's one-at-a-time timing.`;
 }
 
-export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelStructure | undefined): BudgetMissingPhase[] {
+export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelStructure | undefined, served?: ServedConfig): BudgetMissingPhase[] {
   const out: BudgetMissingPhase[] = [];
   const scope = inputs.scope;
   // The CLI line names the target and server the budget is for, so that it fills this budget's hole.
@@ -252,9 +253,12 @@ export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelS
       adds: "where the step's GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.",
     });
   }
-  const microCommand = model
-    ? `infbench micro${where} --model ${model.name} --tp ${model.tp} --m ${batch}`
-    : `infbench micro${where} --model <preset or config.json> --tp <TP> --m ${batch}`;
+  // The served model's own id where a probe read its config.json: micro finds it on the host by that id.
+  const microCommand = served
+    ? servedMicroCommand(served, batch, where)
+    : model
+      ? `infbench micro${where} --model ${model.name} --tp ${model.tp} --m ${batch}`
+      : `infbench micro${where} --model <preset or config.json> --tp <TP> --m ${batch}`;
   if (!inputs.micro) {
     out.push({
       phase: 'micro',

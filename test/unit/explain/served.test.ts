@@ -91,6 +91,7 @@ describe('the budget checks micro, the trace and the served config.json against 
       why,
       /layers: served 48, micro's model 61; hidden size: served 2048, micro's model 7168; routed experts: served 128, micro's model 384; tensor parallelism: served TP 4, micro's model TP 8\./,
     );
+    assert.match(why, /Measure the served model: `infbench micro --model Qwen\/Qwen3-30B-A3B --tp 4 --m 1`\.$/);
     assert.match(b.modelLine!, /disagrees with what was served or profiled/);
   });
 
@@ -106,6 +107,8 @@ describe('the budget checks micro, the trace and the served config.json against 
     const agrees = buildBudget({ profile, served: servedConfigFrom('probe-loop', probeResult(LOOP, 1))! });
     assert.equal(agrees.served?.model, 'loop');
     assert.deepEqual(agrees.caveats, []);
+    // No micro run: the command that fills it in measures the served model, by the id the probe read.
+    assert.equal(agrees.missing.find((m) => m.phase === 'micro')?.command, 'infbench micro --model loop --tp 1 --m 8');
     assert.match(agrees.modelLine!, /^Served model: loop \(loop_moe, 3 layers, hidden 1024, 4 experts, 2 active, TP 1\), read by probe run probe-loop/);
 
     const other = buildBudget({ profile, served: servedConfigFrom('probe-kimi', probeResult(KIMI, 8))! });
