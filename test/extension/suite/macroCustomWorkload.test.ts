@@ -1,0 +1,87 @@
+import * as assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as vscode from 'vscode';
+import { RunningSimulator, startSimulator } from '../../../src/core/macro/simulator';
+import type { RunSummary } from '../../../src/shared/results';
+import { closeAllEditors } from '../helpers';
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'simulator', 'vllm_sim.py'))) return dir;
+  throw new Error(`no repository (a folder with simulator/vllm_sim.py) above ${from}`);
+}
+const TARGET = 'sim-custom';
+const FIRST = `Run Macro Phase on ${TARGET}`;
+
+describe("Run Macro Phase's Custom workload", function () {
+  this.timeout(120_000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    // The simulator is found from the working directory; the extension host's is not the repository.
+    const cwd = process.cwd();
+    process.chdir(findRepoRoot(__dirname));
+    const starting = startSimulator({ stepBaseMs: 2, stepPerSeqMs: 0.02, prefillPerTokenMs: 0.001 });
+    process.chdir(cwd);
+    sim = await starting;
+    await vscode.workspace
+      .getConfiguration('inferenceBench')
+      .update('targets', [{ name: TARGET, kind: 'local', serverUrl: sim.url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
+  });
+
+  after(async () => {
+    await vscode.workspace.getConfiguration('inferenceBench').update('targets', undefined, vscode.ConfigurationTarget.Workspace);
+    await sim?.stop();
+    await closeAllEditors();
+  });
+
+  it("asks only the chosen dataset's questions, then runs multi-turn conversations with the sampling given", async () => {
+    // The prompts are answered by their titles ("Run Macro Phase on sim-custom: sampling"), as a user would read them;
+    // the quick input itself is the workbench's and is not under test here.
+    const picks: Record<string, string> = { [FIRST]: 'Custom…', load: 'Concurrency levels', dataset: 'Multi-turn conversations' };
+    const typed: Record<string, string> = {
+      'concurrency levels': '2',
+      'requests per level': '',
+      conversations: '3, 4',
+      'tokens a turn': '24, 6',
+      sampling: 'temperature=0.5 top-k=20',
+      'goodput SLOs': '',
+    };
+    const asked: string[] = [];
+    const step = (title: string | undefined) => (title === FIRST ? FIRST : (title ?? '').slice(FIRST.length + 2));
+    const window = vscode.window as { showInputBox: typeof vscode.window.showInputBox; showQuickPick: typeof vscode.window.showQuickPick };
+    const { showInputBox, showQuickPick } = window;
+    window.showQuickPick = (async (items: readonly vscode.QuickPickItem[] | Thenable<readonly vscode.QuickPickItem[]>, options?: vscode.QuickPickOptions) => {
+      asked.push(step(options?.title));
+      return (await items).find((i) => i.label === picks[step(options?.title)]);
+    }) as typeof vscode.window.showQuickPick;
+    window.showInputBox = async (options) => {
+      asked.push(step(options?.title));
+      const answer = typed[step(options?.title)];
+      assert.ok(answer !== undefined && !options?.validateInput?.(answer), `"${options?.title}" got no valid answer`);
+      return answer;
+    };
+    let run: RunSummary | undefined;
+    try {
+      run = await vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.runMacro', TARGET);
+    } finally {
+      window.showInputBox = showInputBox;
+      window.showQuickPick = showQuickPick;
+    }
+    assert.deepEqual(asked, [
+      FIRST,
+      'load',
+      'concurrency levels',
+      'requests per level',
+      'dataset',
+      'conversations',
+      'tokens a turn',
+      'sampling',
+      'goodput SLOs',
+    ]);
+    assert.equal(run?.status, 'completed', run?.reason);
+    const [level] = run.macro!.levels;
+    assert.deepEqual([level.dataset_name, level.turns, level.conversations, level.input_len, level.completed], ['multi_turn', 3, 4, 24, 12]);
+    assert.deepEqual(level.request_extras, { temperature: 0.5, top_k: 20 });
+  });
+});
