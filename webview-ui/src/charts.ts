@@ -3,8 +3,7 @@
 // live run gains points without the page flickering.
 import { Chart, ChartConfiguration, ChartDataset, Plugin, registerables } from 'chart.js';
 import { formatBytes } from '../../src/shared/table';
-import { request } from './api';
-import { tableToCsv } from './csv';
+import { saveCsv, savePng } from './exports';
 import { button, el, renderTable } from './dom';
 import type { ChartSpec, LineChartSpec } from './specs';
 import { ChartTheme, distinctColours, readTheme } from './theme';
@@ -263,17 +262,12 @@ export class ChartCard {
     this.element.remove();
   }
 
-  private fileStem(): string {
-    return this.spec.id.replace(/[^A-Za-z0-9._-]+/g, '-');
-  }
-
   private async exportPng(): Promise<void> {
-    const dataUrl = this.canvas.toDataURL('image/png');
-    await request((requestId) => ({ type: 'exportPng', requestId, fileName: `${this.fileStem()}.png`, dataUrl }));
+    await savePng(this.canvas, this.spec.id);
   }
 
   private async exportCsv(): Promise<void> {
-    await request((requestId) => ({ type: 'exportCsv', requestId, fileName: `${this.fileStem()}.csv`, csv: tableToCsv(this.spec.table) }));
+    await saveCsv(this.spec.table, this.spec.id);
   }
 }
 

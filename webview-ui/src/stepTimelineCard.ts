@@ -3,7 +3,7 @@
 // gaps between steps where the GPU waited on the host. A click on a step (or its row in the table)
 // lists that step's categories and largest kernels. Zoom and PNG export as the request timeline.
 import type { ResultTable } from '../../src/shared/table';
-import { request } from './api';
+import { savePng } from './exports';
 import { button, el, renderTable } from './dom';
 import { ChartTheme, distinctColours, readTheme } from './theme';
 import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
@@ -254,7 +254,6 @@ export class StepTimelineCard {
   }
 
   private async exportPng(): Promise<void> {
-    const dataUrl = this.canvas.toDataURL('image/png');
-    await request((requestId) => ({ type: 'exportPng', requestId, fileName: `steps-${this.data.runId.replace(/[^A-Za-z0-9._-]+/g, '-')}.png`, dataUrl }));
+    await savePng(this.canvas, `steps-${this.data.runId}`);
   }
 }

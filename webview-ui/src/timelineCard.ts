@@ -3,8 +3,7 @@
 // requests in flight per second and the server's running, waiting and KV cache. Drawn on one canvas
 // (10,000 bars as three filled paths, not 10,000 chart.js elements), zoomed with the wheel, a drag or
 // the buttons, exported as PNG through the host's save dialog like every chart card.
-import { request } from './api';
-import { tableToCsv } from './csv';
+import { saveCsv, savePng } from './exports';
 import { button, el, renderTable } from './dom';
 import { ChartTheme, readTheme } from './theme';
 import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
@@ -380,12 +379,10 @@ export class TimelineCard {
   }
 
   private async exportPng(): Promise<void> {
-    const dataUrl = this.canvas.toDataURL('image/png');
-    await request((requestId) => ({ type: 'exportPng', requestId, fileName: `timeline-${this.data.runId.replace(/[^A-Za-z0-9._-]+/g, '-')}.png`, dataUrl }));
+    await savePng(this.canvas, `timeline-${this.data.runId}`);
   }
 
   private async exportCsv(): Promise<void> {
-    const csv = tableToCsv(timelineTable(this.data));
-    await request((requestId) => ({ type: 'exportCsv', requestId, fileName: `timeline-${this.data.runId.replace(/[^A-Za-z0-9._-]+/g, '-')}.csv`, csv }));
+    await saveCsv(timelineTable(this.data), `timeline-${this.data.runId}`);
   }
 }
