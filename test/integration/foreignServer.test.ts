@@ -323,6 +323,8 @@ describe('against a foreign OpenAI-compatible server (not vLLM, not the simulato
     assert.equal(r.code, 1, `exit code ${r.code}:\n${r.stdout}\n${r.stderr}`);
     assert.match(r.stderr, new RegExp(`${openai.url.replace(/[.]/g, '\\.')} is neither vLLM nor SGLang`));
     assert.match(r.stderr, /\/start_profile/);
+    // Its remedies in the CLI's words.
+    assert.match(r.stderr, /point --url at the vLLM\/SGLang server behind it; .*break it down with `infbench analyze TRACE\.\.\.`/);
     assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');
     assert.doesNotMatch(r.stderr, /Traceback/);
   });

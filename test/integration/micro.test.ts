@@ -157,7 +157,9 @@ describe('micro phase', function () {
       assert.equal(r.status, 3, r.stderr);
       assert.match(r.stderr, /The GPUs are busy: GPU 0: 127\.0 of 140\.4 GiB used \(90%\)/);
       assert.match(r.stderr, /pid 424242 VLLM::Worker_TP0/);
-      assert.match(r.stderr, /--allow-busy/);
+      // The remedies in the CLI's words: the command line and the flag, in their places in the hint.
+      assert.match(r.stderr, /\(`infbench micro --stop-server`; it asks first\); or consent to run anyway: --allow-busy \(/);
+      assert.doesNotMatch(r.stderr, /\{\d\}/);
       const run = RunFolder.list(ws)[0];
       assert.equal(run.info.status, 'failed');
       assert.deepEqual(run.readResult<{ points: unknown[] }>()!.points, []);
