@@ -1,0 +1,120 @@
+// Server configurations compared: each configuration started (with the user's yes), measured by the
+// same macro workload (a macro run of its own, in its own run folder), and the original put back; one
+// table across configurations in the findings document and for the CLI.
+import { PhaseContext } from '../campaign/phaseContext';
+import { FindingsUpdate } from '../findings/findingsUpdate';
+import { levelLabel } from '../macro/tables';
+import { MacroOptions } from '../macro/options';
+import { ServerChangeOptions } from './phaseServer';
+import { ServerConfiguration, withServerConfigurations } from './configurations';
+import { startCommand } from './recipe';
+import { finite } from '../../shared/finite';
+import { MacroLevelSummary } from '../../shared/results';
+import { ResultTable } from '../../shared/table';
+import { runMacroPhase } from '../phases/macro';
+
+/** One configuration as measured: its macro run and levels, or why it has none. */
+export interface ConfigurationMeasured {
+  name: string;
+  /** The command line it ran with, as a user would type it. */
+  command: string;
+  runId?: string;
+  status?: string;
+  levels?: MacroLevelSummary[];
+  error?: string;
+}
+
+export interface ConfigurationsCompared {
+  target: string;
+  configurations: ConfigurationMeasured[];
+  /** The server change's folder: the original recipe and every step. */
+  changeDir: string;
+}
+
+/** Runs the macro workload once per configuration, the server restarted between them and put back after. */
+export async function runConfigurationsCompared(
+  ctx: PhaseContext,
+  configs: readonly ServerConfiguration[],
+  macro: MacroOptions,
+  server: ServerChangeOptions,
+): Promise<ConfigurationsCompared> {
+  const { outcomes, change } = await withServerConfigurations(ctx, configs, server, async (config) => {
+    ctx.log.info(`configurations: measuring ${config.name}`);
+    return runMacroPhase(ctx, macro);
+  });
+  const compared: ConfigurationsCompared = {
+    target: ctx.target.name,
+    changeDir: change.dir,
+    configurations: outcomes.map((o) => ({
+      name: o.config.name,
+      command: startCommand(o.recipe),
+      runId: o.value?.run.info.id,
+      status: o.value?.summary.status,
+      levels: o.value?.levels,
+      error: o.error ?? (o.value && o.value.summary.status !== 'completed' ? o.value.summary.reason : undefined),
+    })),
+  };
+  ctx.sink.findings(configurationsFindings(compared));
+  return compared;
+}
+
+const pct = (value: number | null, base: number | null): number | null => (value !== null && base ? ((value - base) / base) * 100 : null);
+
+/**
+ * One row per configuration and load level: TTFT and TPOT medians, output throughput, and each against
+ * the first configuration at the same load (the first given is the baseline).
+ */
+export function configurationsTable(compared: ConfigurationsCompared): ResultTable {
+  const baseline = compared.configurations[0]?.levels ?? [];
+  const rows: ResultTable['rows'] = [];
+  for (const c of compared.configurations) {
+    if (!c.levels?.length) {
+      rows.push({ configuration: c.name, level: c.error ? `not measured: ${c.error}` : 'not measured' });
+      continue;
+    }
+    for (const l of c.levels) {
+      const base = baseline.find((b) => levelLabel(b) === levelLabel(l));
+      const tpot = finite(l.p50_tpot_ms) ?? null;
+      const tput = finite(l.output_throughput) ?? null;
+      rows.push({
+        configuration: c.name,
+        level: levelLabel(l),
+        p50_ttft_ms: finite(l.p50_ttft_ms) ?? null,
+        p50_tpot_ms: tpot,
+        output_throughput: tput,
+        tpot_vs_first: c === compared.configurations[0] ? null : pct(tpot, finite(base?.p50_tpot_ms) ?? null),
+        throughput_vs_first: c === compared.configurations[0] ? null : pct(tput, finite(base?.output_throughput) ?? null),
+      });
+    }
+  }
+  return {
+    id: 'configurations-compared',
+    title: 'Server configurations compared (same workload)',
+    columns: [
+      { key: 'configuration', label: 'Configuration', align: 'left' },
+      { key: 'level', label: 'Load', align: 'left' },
+      { key: 'p50_ttft_ms', label: 'TTFT p50 ms', digits: 1 },
+      { key: 'p50_tpot_ms', label: 'TPOT p50 ms', digits: 2 },
+      { key: 'output_throughput', label: 'Output tok/s', digits: 1 },
+      { key: 'tpot_vs_first', label: `TPOT vs ${compared.configurations[0]?.name ?? 'first'} %`, digits: 1 },
+      { key: 'throughput_vs_first', label: `Tok/s vs ${compared.configurations[0]?.name ?? 'first'} %`, digits: 1 },
+    ],
+    rows,
+    note: 'Medians as `vllm bench serve` defines them; each configuration is a macro run of its own (its run folder has the full table). The first configuration is the baseline.',
+  };
+}
+
+function configurationsFindings(compared: ConfigurationsCompared): FindingsUpdate {
+  const lines = [
+    `${compared.configurations.length} configurations of the server on ${compared.target}, each started by Inference Bench and measured by the same workload; the original was put back after the last (its recipe and every step: \`${compared.changeDir}\`).`,
+    ...compared.configurations.map(
+      (c) => `- **${c.name}**: \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
+    ),
+  ];
+  return {
+    sectionId: `configurations-${compared.configurations.map((c) => c.runId ?? c.name).join('-')}`,
+    heading: `Server configurations compared — ${compared.target}`,
+    lines,
+    tables: [configurationsTable(compared)],
+  };
+}
