@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { agentResult } from './agentLog';
 import { buildBudget } from '../../../src/core/explain/budget';
 import { microInputFrom, profileInputFrom } from '../../../src/core/explain/inputs';
 import { KIMI_K25_TP8, ModelStructure } from '../../../src/core/explain/modelStructure';
@@ -10,15 +11,6 @@ import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 // (test/fixtures/traces, capture.py) and micro-benchmarks of the same GEMM shapes (test/fixtures/explain).
 const TRACES = join(__dirname, '..', '..', 'fixtures', 'traces');
 const MICRO = join(__dirname, '..', '..', 'fixtures', 'explain');
-
-/** The result event of an agent event log. */
-function agentResult(file: string): Record<string, unknown> {
-  const lines = readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { type: string; result?: Record<string, unknown> });
-  return lines.find((e) => e.type === 'result')!.result!;
-}
 
 // capture.py's model: hidden 2048, 4 layers, bf16 F.linear for qkv (6144x2048), o (2048x2048),
 // gate_up (11264x2048), down (2048x5632) per layer and lm_head (32000x2048) once; one GPU, no TP.

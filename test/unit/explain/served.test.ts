@@ -1,7 +1,8 @@
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { agentResult } from './agentLog';
 import { buildBudget } from '../../../src/core/explain/budget';
 import { explainRuns, selectRuns } from '../../../src/core/explain/campaign';
 import { budgetFindings } from '../../../src/core/explain/findings';
@@ -15,14 +16,6 @@ import { ProbeResult } from '../../../src/remote/agentProtocol';
 // The served model's config.json as the probe reports it (agent served_model.py, test_served_model.py),
 // set against real H200 captures: micro's Kimi-K2.5 TP 8 run and the continuous-batching loop's trace.
 const FIXTURES = join(__dirname, '..', '..', 'fixtures');
-
-function agentResult(file: string): Record<string, unknown> {
-  const lines = readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { type: string; result?: Record<string, unknown> });
-  return lines.find((e) => e.type === 'result')!.result!;
-}
 
 /** A probe result whose server was started with `tp` GPUs and whose config.json summary is `config`. */
 function probeResult(config: Record<string, unknown>, tp: number, id = String(config.model)) {
