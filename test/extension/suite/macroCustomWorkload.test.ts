@@ -54,7 +54,7 @@ describe("Run Macro Phase's Custom workload", function () {
     window.showQuickPick = (async (items: readonly vscode.QuickPickItem[] | Thenable<readonly vscode.QuickPickItem[]>, options?: vscode.QuickPickOptions) => {
       asked.push(step(options?.title));
       return (await items).find((i) => i.label === picks[step(options?.title)]);
-    }) as typeof vscode.window.showQuickPick;
+    }) as unknown as typeof vscode.window.showQuickPick;
     window.showInputBox = async (options) => {
       asked.push(step(options?.title));
       const answer = typed[step(options?.title)];
