@@ -18,7 +18,9 @@ Builds one account of a decode step at the profiled batch size: measured (the ma
 concurrency, the profiler's ms per step), explained (the profiler's time per kernel category) and
 predicted (the micro run's all-reduce, GEMM and launch costs at the step's sizes), with the gap
 between each pair. Runs of another target, server or model are never set beside each other. A phase
-that has no run is named with the command that fills it in.
+that has no run is named with the command that fills it in. Where the newest probe of the same server
+read the served model's config.json, micro's model and the trace are checked against it, and nothing is
+predicted from a model that was not served.
 
   --workspace DIR      where runs are kept (default: current folder)
   --target NAME        account this target's runs (default: the target of the newest macro or profile run)
