@@ -12,6 +12,7 @@ import { compareCommand } from './commands/compare';
 import { importCommand } from './commands/import';
 import { microCommand } from './commands/micro';
 import { serverCommand } from './commands/server';
+import { configsCommand } from './commands/configs';
 import { reportCommand } from './commands/report';
 import { stopExitCode } from './stopSignals';
 
@@ -28,6 +29,7 @@ const COMMANDS: CliCommand[] = [
   importCommand,
   probeCommand,
   serverCommand,
+  configsCommand,
   reportCommand,
 ];
 

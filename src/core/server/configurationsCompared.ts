@@ -20,6 +20,8 @@ export interface ConfigurationMeasured {
   command: string;
   runId?: string;
   status?: string;
+  /** Measured against the bundled simulator, not a model server. */
+  simulated?: boolean;
   levels?: MacroLevelSummary[];
   error?: string;
 }
@@ -50,6 +52,7 @@ export async function runConfigurationsCompared(
       command: startCommand(o.recipe),
       runId: o.value?.run.info.id,
       status: o.value?.summary.status,
+      simulated: o.value?.summary.simulated,
       levels: o.value?.levels,
       error: o.error ?? (o.value && o.value.summary.status !== 'completed' ? o.value.summary.reason : undefined),
     })),
