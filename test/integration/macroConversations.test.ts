@@ -141,4 +141,15 @@ describe('multi-turn conversations against the simulator (known answers)', funct
       `later turns' TTFT ${laterTtft(cached.records).toFixed(1)} ms cached against ${laterTtft(uncached.records).toFixed(1)} ms uncached; the cache saves about ${saved.toFixed(1)} ms`,
     );
   });
+  it("infbench macro --dataset-name multi_turn prints each level's conversations, context and hit rate", async () => {
+    const sim = await startSimulator({ ...SIM, port: 0 });
+    sims.push(sim);
+    const args = ['macro', '--target', 'local', '--url', sim.url, '--workspace', workspace, '--warmup', '0'];
+    args.push('--dataset-name', 'multi_turn', '--multi-turn-turns', '3', '--multi-turn-conversations', '2', '--concurrency', '2');
+    args.push('--input-len', '40', '--output-len', '8');
+    const { stdout } = await pexec('node', [join(process.cwd(), 'dist', 'cli.js'), ...args], { env: { ...process.env, XDG_CACHE_HOME: cache } });
+    assert.match(stdout, /Multi-turn conversations per load level/);
+    assert.match(stdout, /Prefix-cache hit %/);
+    assert.match(stdout, /c=2 +2 +3 /, 'the level ran 2 conversations of 3 turns');
+  });
 });

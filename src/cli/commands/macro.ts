@@ -3,6 +3,7 @@ import { finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveW
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroDataset, MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
+import { conversationTable } from '../../core/macro/conversations';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
 
@@ -144,6 +145,8 @@ export const macroCommand: CliCommand = {
         if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
         const failures = failureTable(outcome.levels);
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
+        const conversations = conversationTable(outcome.levels);
+        if (conversations) process.stdout.write(`\n${renderTextTable(conversations)}\n`);
         process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out && outWritten ? `\nResult: ${v.out}` : ''}\n`);
       }
       const code = phaseExitCode('macro', outcome.agent.status, outcome.agent.reason);
