@@ -5,8 +5,8 @@ and reports vLLM's `bench serve` metrics per load level. High concurrency is spr
 worker processes (this same agent re-invoked with `macro --worker`, macro_workers.py) so the client never
 limits the numbers; each level reports the client's CPU and its scheduling lag, and cross-checks token
 counts against the server's /metrics. SIGTERM ends a run promptly and still emits the results so far.
-Prompts live in macro_prompts.py, a process's share of a level in macro_drive.py, levels in
-macro_levels.py, the server's side in macro_server.py.
+Prompts live in macro_prompts.py, a process's share of a level in macro_drive.py (multi-turn conversations in
+macro_conversations.py), levels in macro_levels.py, the server's side in macro_server.py.
 """
 from __future__ import annotations
 
