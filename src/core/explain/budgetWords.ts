@@ -37,7 +37,7 @@ export function caveatText(c: Caveat): string {
     case 'served_mismatch':
       return `No prediction from ${c.from}: its model (${c.model}) is not the one served, ${c.served} — ${c.reasons.join('; ')}. Measure the served model: \`${c.microCommand}\`.`;
     case 'micro_on_cpu':
-      return `Micro run ${c.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run \`infbench micro\` on the GPU host, with the server's Python, to predict the step's parts.`;
+      return `Micro run ${c.runId} ran on a CPU (no GPU on its host): its times say nothing about a GPU step, so nothing is predicted from them. Run the micro phase on the GPU host, with the server's Python, to predict the step's parts.`;
   }
 }
 
