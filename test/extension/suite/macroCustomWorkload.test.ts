@@ -35,18 +35,13 @@ describe("Run Macro Phase's Custom workload", function () {
     await closeAllEditors();
   });
 
-  it("asks only the chosen dataset's questions, then runs multi-turn conversations with the sampling given", async () => {
-    // The prompts are answered by their titles ("Run Macro Phase on sim-custom: sampling"), as a user would read them;
-    // the quick input itself is the workbench's and is not under test here.
-    const picks: Record<string, string> = { [FIRST]: 'Custom…', load: 'Concurrency levels', dataset: 'Multi-turn conversations' };
-    const typed: Record<string, string> = {
-      'concurrency levels': '2',
-      'requests per level': '',
-      conversations: '3, 4',
-      'tokens a turn': '24, 6',
-      sampling: 'temperature=0.5 top-k=20',
-      'goodput SLOs': '',
-    };
+  /**
+   * Runs Run Macro Phase through its Custom workload, answering each prompt by its title ("Run Macro Phase on
+   * sim-custom: sampling") as a user reads it; the quick input itself is the workbench's and is not under test.
+   * Returns the questions asked, in order, and the run.
+   */
+  async function custom(dataset: string, typed: Record<string, string>): Promise<{ asked: string[]; run?: RunSummary }> {
+    const picks: Record<string, string> = { [FIRST]: 'Custom…', load: 'Concurrency levels', dataset };
     const asked: string[] = [];
     const step = (title: string | undefined) => (title === FIRST ? FIRST : (title ?? '').slice(FIRST.length + 2));
     const window = vscode.window as { showInputBox: typeof vscode.window.showInputBox; showQuickPick: typeof vscode.window.showQuickPick };
@@ -61,13 +56,23 @@ describe("Run Macro Phase's Custom workload", function () {
       assert.ok(answer !== undefined && !options?.validateInput?.(answer), `"${options?.title}" got no valid answer`);
       return answer;
     };
-    let run: RunSummary | undefined;
     try {
-      run = await vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.runMacro', TARGET);
+      return { asked, run: await vscode.commands.executeCommand<RunSummary | undefined>('inferenceBench.runMacro', TARGET) };
     } finally {
       window.showInputBox = showInputBox;
       window.showQuickPick = showQuickPick;
     }
+  }
+
+  it("asks only the chosen dataset's questions, then runs multi-turn conversations with the sampling given", async () => {
+    const { asked, run } = await custom('Multi-turn conversations', {
+      'concurrency levels': '2',
+      'requests per level': '',
+      conversations: '3, 4',
+      'tokens a turn': '24, 6',
+      sampling: 'temperature=0.5 top-k=20',
+      'goodput SLOs': '',
+    });
     assert.deepEqual(asked, [
       FIRST,
       'load',
@@ -83,5 +88,31 @@ describe("Run Macro Phase's Custom workload", function () {
     const [level] = run.macro!.levels;
     assert.deepEqual([level.dataset_name, level.turns, level.conversations, level.input_len, level.completed], ['multi_turn', 3, 4, 24, 12]);
     assert.deepEqual(level.request_extras, { temperature: 0.5, top_k: 20 });
+  });
+
+  it('runs prefix repetition with the prefix, suffix and groups typed, asking only for the output length besides', async () => {
+    const { asked, run } = await custom('Prefix repetition', {
+      'concurrency levels': '1',
+      'requests per level': '6',
+      'shared prefixes': '32, 16, 3',
+      'output tokens': '4',
+      sampling: '',
+      'goodput SLOs': '',
+    });
+    assert.deepEqual(asked, [
+      FIRST,
+      'load',
+      'concurrency levels',
+      'requests per level',
+      'dataset',
+      'shared prefixes',
+      'output tokens',
+      'sampling',
+      'goodput SLOs',
+    ]);
+    assert.equal(run?.status, 'completed', run?.reason);
+    const [level] = run.macro!.levels;
+    assert.deepEqual([level.dataset_name, level.prefix_len, level.suffix_len, level.num_prefixes, level.completed], ['prefix_repetition', 32, 16, 3, 6]);
+    assert.equal(level.request_extras, undefined, 'empty sampling: greedy, as vllm bench serve');
   });
 });
