@@ -302,9 +302,10 @@ export interface RunAllRecord {
   serverChange?: string;
 }
 
-/** The first step of the first run not done: where a plan goes on. undefined when nothing is left. */
+/** The first step of the first measurement not done: where a plan goes on. undefined when nothing is left. */
 export function resumePoint(record: RunAllRecord): number | undefined {
-  const open = record.steps.findIndex((s) => s.status !== 'done' && s.status !== 'skipped');
+  // The probe only planned the rest: a resume goes on with the measurements whatever it did.
+  const open = record.steps.findIndex((s) => s.phase !== 'probe' && s.status !== 'done' && s.status !== 'skipped');
   if (open < 0) return undefined;
   // A run's server steps go with it: a micro cut off after its stop starts again from the stop.
   const phase = record.steps[open].phase;

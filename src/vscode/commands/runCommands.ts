@@ -109,11 +109,8 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   const all = new AbortController();
   // What is there (GPUs, server, model, profiler) decides the plan; a server an earlier session left changed is offered back first.
   const probed = await controller.runPhase(withPendingRestore(phases.probe), target, {}, all.signal, 'step 1 of Run All Phases, to plan the rest');
-  if (!probed || probed.status !== 'completed') {
-    if (probed?.status !== 'cancelled')
-      void vscode.window.showWarningMessage(`Inference Bench: Run All Phases stopped: the probe ${probed?.status ?? 'did not run'}.`);
-    return;
-  }
+  // A probe that failed said why; the plan then does not know the GPUs and the profiler, and the phases find out.
+  if (!probed || probed.status === 'cancelled') return;
   // Shown once the probe has named it after the model and GPU (before, a fresh campaign's would be findings.md).
   await controller.showFindings();
   let probeResult: unknown;
@@ -139,7 +136,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
     macro: macroOptions as MacroOptions,
     ...planned,
   };
-  const done = markPhase(record, 'probe', 'done', probed.id);
+  const done = markPhase(record, 'probe', probed.status === 'completed' ? 'done' : 'failed', probed.id);
   if (!given?.yes && !(await confirmRunAllPlan(target.name, done.steps, done.omitted))) return;
   writeRunAllRecord(workspace, done);
   await runPlan(controller, phases, target, workspace, done, 1, all.signal);

@@ -18,6 +18,7 @@ interface Meta {
   id: string;
   phase: string;
   status: string;
+  reason?: string;
 }
 
 describe('Run All Phases resumes where it stopped', function () {
@@ -34,11 +35,14 @@ describe('Run All Phases resumes where it stopped', function () {
   before(async () => {
     const cwd = process.cwd();
     process.chdir(repoRoot);
-    // Its profiler on, as a server started with --profiler-config: the plan then needs no restart.
+    // Its profiler on, as a server started with --profiler-config: the plan then needs no restart. One
+    // rank of two layers keeps the traces (and the test) small; the breakdown is not what is tested here.
     const starting = startSimulator({
       stepBaseMs: 2,
       stepPerSeqMs: 0.02,
       prefillPerTokenMs: 0.001,
+      layers: 2,
+      worldSize: 1,
       profilerDir: join(workspaceFolder(), '.sim-traces-resume'),
     });
     process.chdir(cwd);
@@ -86,6 +90,8 @@ describe('Run All Phases resumes where it stopped', function () {
       stopped.omitted.map((o) => o.kind),
       ['stop', 'restart-profiler'],
     );
+    assert.match(stopped.omitted[0].why, /no GPU/);
+    assert.match(stopped.omitted[1].why, /profiler is already on/);
     assert.deepEqual(stopped.macro, macro, 'the macro workload is kept for the resume');
     const interrupted = newRuns(before);
     assert.deepEqual(
@@ -102,7 +108,7 @@ describe('Run All Phases resumes where it stopped', function () {
       ['micro', 'profile'],
       'the resume ran micro and profile only',
     );
-    assert.equal(resumed[1].status, 'completed');
+    assert.equal(resumed[1].status, 'completed', resumed[1].reason);
     const finished = record();
     assert.equal(finished.state, 'finished');
     assert.equal(finished.steps[1].runId, interrupted[1].id, "the macro step keeps the first Run All's run");

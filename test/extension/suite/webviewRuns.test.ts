@@ -133,8 +133,9 @@ describe('running phases from the palette (results view, sidebar, findings)', fu
       assert.match(basename(findingsFile), /^[a-z0-9]+bench\d+\.md$/);
       const documentTabs = allTabs().flatMap((t) => (t.input instanceof vscode.TabInputText ? [t.input.uri.fsPath] : []));
       assert.deepEqual(documentTabs, [findingsFile], 'the documents Run All Phases showed');
+      // The run folders (Run All's plan record sits beside them, in run-all/).
       const made = readdirSync(root)
-        .filter((d) => !before.has(d))
+        .filter((d) => !before.has(d) && existsSync(join(root, d, 'meta.json')))
         .sort();
       const phases = made.map((d) => JSON.parse(readFileSync(join(root, d, 'meta.json'), 'utf8')) as { phase: string; status: string; reason?: string });
       assert.deepEqual(

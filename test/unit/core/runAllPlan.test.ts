@@ -108,7 +108,11 @@ describe('Run All Phases plans the restarts', () => {
   it('resumes an interrupted plan at the first run not done, its server steps with it', () => {
     const { steps, omitted } = planRunAll({ target: 'h200', macro: {}, needs: serverNeeds(probe(130000, false)), past: [], server: {} });
     let record: RunAllRecord = { version: 1, target: 'h200', createdAt: '', updatedAt: '', state: 'running', macro: {}, steps, omitted };
-    assert.equal(unfinished(record), false, 'a plan that never got past its start is not offered');
+    // Agreed and cut off before macro ended (the record is written on the yes): it goes on at macro.
+    assert.equal(unfinished(record), true);
+    assert.equal(resumePoint(record), 1);
+    // A probe that failed planned the plan all the same: a cut during macro resumes at macro.
+    assert.equal(resumePoint(markPhase(markPhase(record, 'probe', 'failed'), 'macro', 'cancelled')), 1);
     record = markPhase(markPhase(record, 'probe', 'done', 'p1'), 'macro', 'done', 'm1');
     // Cut off during micro, after its stop: the micro run goes again from the stop.
     record = markPhase(record, 'micro', 'cancelled', 'u1');
