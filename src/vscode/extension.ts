@@ -114,7 +114,7 @@ export function activate(context: vscode.ExtensionContext): void {
         context.subscriptions.push(ResultsPanel.revive(panel, panelDeps));
       },
     }),
-    ...registerRunCommands({ controller, runners, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
+    ...registerRunCommands({ controller, runners, state: context.workspaceState, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
     vscode.commands.registerCommand('inferenceBench.analyzeTrace', (arg?: unknown) => analyzeTraceCommand(controller, log, (runId) => showResults(runId), arg)),
   );
 

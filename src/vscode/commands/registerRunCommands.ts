@@ -4,10 +4,13 @@ import { RunController } from '../runs/runController';
 import { compareRunsCommand, revealRunCommand } from './runFolderCommands';
 import { RunAllGiven, runAllCommand, runPhaseCommand, stopCommand } from './runCommands';
 import { pickRun } from './pickers';
+import { CompareConfigurationsGiven, compareConfigurationsCommand } from './compareConfigurations';
 
 export interface RunCommandDeps {
   controller: RunController;
   runners: PhaseRunners;
+  /** The workspace's memory: the last configurations compared are offered again. */
+  state: vscode.Memento;
   showResults(runId?: string, compareRunId?: string): void;
   inspectKernels(runId: string): Promise<void>;
 }
@@ -23,6 +26,9 @@ export function registerRunCommands(deps: RunCommandDeps): vscode.Disposable[] {
     ),
     vscode.commands.registerCommand('inferenceBench.probeTarget', (arg?: unknown) => runPhaseCommand(controller, runners.probe, arg, {})),
     vscode.commands.registerCommand('inferenceBench.runAll', (arg?: unknown, given?: RunAllGiven) => runAllCommand(controller, runners, arg, given)),
+    vscode.commands.registerCommand('inferenceBench.compareConfigurations', (arg?: unknown, given?: CompareConfigurationsGiven) =>
+      compareConfigurationsCommand(controller, runners, deps.state, arg, given),
+    ),
     vscode.commands.registerCommand('inferenceBench.stop', (arg?: unknown) => stopCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.revealRun', (arg?: unknown) => revealRunCommand(controller, arg)),
     vscode.commands.registerCommand('inferenceBench.compareRuns', (arg?: unknown) => compareRunsCommand(controller, arg, (a, b) => deps.showResults(a, b))),

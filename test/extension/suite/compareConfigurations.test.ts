@@ -1,0 +1,102 @@
+import * as assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import * as vscode from 'vscode';
+import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
+import type { ConfigurationsCompared } from '../../../src/core/server/configurationsCompared';
+import { closeAllEditors, waitFor, workspaceFolder } from '../helpers';
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'simulator', 'vllm_sim.py'))) return dir;
+  throw new Error(`no repository (a folder with simulator/vllm_sim.py) above ${from}`);
+}
+const repoRoot = findRepoRoot(__dirname);
+const TARGET = 'sim-configs';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The process that listens on the port, and its command line, as ps would show them. */
+function listening(port: number): { pid: number; argv: string[] } | undefined {
+  const pid = /pid=(\d+)/.exec(execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' }))?.[1];
+  return pid ? { pid: Number(pid), argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) } : undefined;
+}
+
+describe('Compare Server Configurations', function () {
+  this.timeout(180_000);
+  let port: number;
+
+  after(async () => {
+    await vscode.workspace.getConfiguration('inferenceBench').update('targets', undefined, vscode.ConfigurationTarget.Workspace);
+    const left = port ? listening(port) : undefined;
+    if (left) process.kill(left.pid, 'SIGKILL');
+    await closeAllEditors();
+  });
+
+  it('measures the server as it runs and with another flag, puts the original back, and tables both in the findings document', async () => {
+    port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    // The user's server, started from a shell: decode steps of 3 ms, a flag of its command line.
+    spawn(
+      'python3',
+      [
+        '-u',
+        'simulator/vllm_sim.py',
+        '--mimic',
+        'vllm-0.16',
+        '--port',
+        String(port),
+        '--startup-seconds',
+        '1',
+        '--step-base-ms',
+        '3',
+        '--step-per-seq-ms',
+        '0.02',
+      ],
+      { cwd: repoRoot, stdio: 'ignore', detached: true },
+    ).unref();
+    await waitFor('the server to answer', async () => (await fetch(`${url}/health`).catch(() => undefined))?.ok === true, 30_000);
+    const original = listening(port)!;
+    await vscode.workspace
+      .getConfiguration('inferenceBench')
+      .update('targets', [{ name: TARGET, kind: 'local', serverUrl: url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
+    const compared = await vscode.commands.executeCommand<ConfigurationsCompared | undefined>('inferenceBench.compareConfigurations', TARGET, {
+      configs: ['as-running:', 'slower: --step-base-ms 9'],
+      macro: { concurrency: [1], requests: 4, inputLen: 16, outputLen: 24, warmup: 0 },
+      yes: true,
+    });
+    assert.ok(compared, 'the command gave no comparison');
+    const [asRunning, slower] = compared.configurations;
+    assert.deepEqual([asRunning.status, slower.status], ['completed', 'completed'], JSON.stringify(compared.configurations.map((c) => c.error)));
+    const tpot = (c: typeof asRunning) => c.levels![0].median_tpot_ms as number;
+    // Three times the step: about three times the TPOT (the per-request part is small at c=1).
+    const ratio = tpot(slower) / tpot(asRunning);
+    assert.ok(ratio > 2.5 && ratio < 3.3, `TPOT ${tpot(asRunning).toFixed(2)} → ${tpot(slower).toFixed(2)} ms`);
+    // The original command line serves the port again.
+    const after = listening(port);
+    assert.deepEqual(after?.argv, original.argv);
+    // One table across the configurations in the findings document, against the first.
+    const findings = join(workspaceFolder(), defaultFindingsDocument(workspaceFolder()));
+    const text = await waitFor(
+      'the comparison in the findings document',
+      () => {
+        const doc = vscode.workspace.textDocuments.find((d) => d.uri.fsPath === findings);
+        const t = doc?.getText() ?? (existsSync(findings) ? readFileSync(findings, 'utf8') : '');
+        return /## .*Server configurations compared — sim-configs/.test(t) ? t : undefined;
+      },
+      30_000,
+    );
+    assert.match(text, /TPOT vs as-running %/);
+    assert.match(text, /\*\*slower\*\*: `.*--step-base-ms 9/);
+  });
+});
