@@ -743,4 +743,54 @@ describe('live results in code-server (UI)', function () {
     await view.getByRole('heading', { name: /Where the milliseconds go/ }).waitFor();
     await wb.screenshot('live-decode-step-budget-light');
   });
+
+  it("shows a macro run's timeline: every request a bar over the server's running, waiting and KV cache, zoomed in and back", async () => {
+    await wb.runCommand('Preferences: Toggle between Light/Dark Themes');
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    const macroRun = await view
+      .locator('#run-select option', { hasText: new RegExp(`^macro · ${TARGET} `) })
+      .first()
+      .getAttribute('value');
+    await view.locator('#run-select').selectOption(macroRun!);
+    const canvas = view.locator('#run-timeline canvas');
+    await canvas.scrollIntoViewIfNeeded();
+    // Every request the run kept is a bar on the whole-run view, and the server's series are drawn beneath.
+    const bars = await poll('the timeline drawn', async () => Number((await canvas.getAttribute('data-bars')) ?? 0) || undefined);
+    // The whole run shows every request it kept, each a bar.
+    assert.match((await canvas.getAttribute('aria-label'))!, new RegExp(`^${bars} requests on \\d+ lanes`));
+    const series = (await canvas.getAttribute('data-series'))!.split('|');
+    for (const s of ['output tok/s (client)', 'requests in flight (client)', 'running (server)', 'KV cache used % (server)'])
+      assert.ok(series.includes(s), `${s} not among ${series.join(', ')}`);
+    const painted = await canvas.evaluate((c: PageCanvas & { width: number; height: number }) => {
+      const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+      const colours = new Set<number>();
+      for (let i = 0; i < d.length; i += 4 * 97) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+      return colours.size;
+    });
+    assert.ok(painted > 4, `the timeline painted ${painted} colours`);
+    const whole = (await canvas.getAttribute('data-view'))!.split(',').map(Number);
+    await view.getByRole('button', { name: 'Zoom in' }).click();
+    await view.getByRole('button', { name: 'Zoom in' }).click();
+    const zoomed = (await canvas.getAttribute('data-view'))!.split(',').map(Number);
+    assert.ok(Math.abs(zoomed[1] - zoomed[0] - (whole[1] - whole[0]) / 4) < 0.01, `zoomed to ${zoomed} from ${whole}`);
+    assert.equal(await canvas.getAttribute('data-zoomed'), 'true');
+    await wb.screenshot('live-timeline-dark');
+    await view.getByRole('button', { name: 'Reset zoom' }).click();
+    assert.deepEqual((await canvas.getAttribute('data-view'))!.split(',').map(Number), whole);
+    // The profile run's steps on their own time axis; a click on one lists its categories and kernels.
+    const profileRun = await view
+      .locator('#run-select option', { hasText: new RegExp(`^profile · ${TARGET} `) })
+      .first()
+      .getAttribute('value');
+    await view.locator('#run-select').selectOption(profileRun!);
+    const steps = view.locator('#step-timeline canvas');
+    await steps.scrollIntoViewIfNeeded();
+    assert.ok(Number(await steps.getAttribute('data-steps')) > 0, 'no profiled step drawn');
+    const box = (await steps.boundingBox())!;
+    // The first step starts at the axis's origin, the plot's left edge (92 px in).
+    await steps.click({ position: { x: 93, y: box.height - 60 } });
+    await view.locator('table[data-table-id="profile-step-kernels"] tbody tr').first().waitFor();
+    assert.equal(await steps.getAttribute('data-selected'), '0');
+    await wb.screenshot('live-step-timeline-dark');
+  });
 });
