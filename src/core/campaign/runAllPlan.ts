@@ -188,7 +188,11 @@ export function planRunAll(input: PlanInput): { steps: PlanStep[]; omitted: Omit
     server.stopS !== undefined
       ? { expectedS: server.stopS, basis: 'the last stop on this target' }
       : { expectedS: DEFAULT_STEP_S.stop, basis: `a stated ${DEFAULT_STEP_S.stop} s` };
-  const profilerStart = startEstimate(server.startProfilerS ?? server.startOriginalS, 'start with the profiler', server.agentEstimateS);
+  // A start with the profiler loads the same weights: the original's start stands in until one was seen.
+  const profilerStart =
+    server.startProfilerS === undefined && server.startOriginalS !== undefined
+      ? { expectedS: server.startOriginalS, basis: 'the last start of the original on this target (the profiler adds little to a start)' }
+      : startEstimate(server.startProfilerS, 'start with the profiler', server.agentEstimateS);
   const originalStart = startEstimate(server.startOriginalS, 'start of the original', server.agentEstimateS);
   if (stop) steps.push(step('stop', 'micro', `stop the server (${needs.gpusWhy})`, stopEstimate));
   else
@@ -201,12 +205,7 @@ export function planRunAll(input: PlanInput): { steps: PlanStep[]; omitted: Omit
   if (stop && restart) steps.push(step('start-profiler', 'micro', 'start the server with the profiler on', profilerStart));
   else if (stop) steps.push(step('start-original', 'micro', 'start the original server again', originalStart));
   if (restart && !stop) {
-    steps.push(
-      step('restart-profiler', 'profile', `restart the server with the profiler on (${needs.profilerWhy})`, {
-        ...profilerStart,
-        expectedS: sum([stopEstimate.expectedS, profilerStart.expectedS]),
-      }),
-    );
+    steps.push(step('restart-profiler', 'profile', `restart the server with the profiler on (${needs.profilerWhy})`, stopThen(stopEstimate, profilerStart)));
   } else if (!restart)
     omitted.push({
       kind: 'restart-profiler',
@@ -215,16 +214,22 @@ export function planRunAll(input: PlanInput): { steps: PlanStep[]; omitted: Omit
   steps.push(step('profile', 'profile', RUN_TITLE.profile, phaseEstimate(past, 'profile')));
   if (restart)
     steps.push(
-      step('restore', 'profile', 'restore the original server (stop the profiled one, start the production configuration)', {
-        ...originalStart,
-        expectedS: sum([stopEstimate.expectedS, originalStart.expectedS]),
-      }),
+      step(
+        'restore',
+        'profile',
+        'restore the original server (stop the profiled one, start the production configuration)',
+        stopThen(stopEstimate, originalStart),
+      ),
     );
   return { steps, omitted };
 }
 
-function sum(values: (number | null)[]): number | null {
-  return values.some((v) => v === null) ? null : (values as number[]).reduce((a, b) => a + b, 0);
+/** A stop and then a start: both times, and where each comes from. */
+function stopThen(stop: { expectedS: number | null; basis: string }, start: { expectedS: number | null; basis: string }) {
+  return {
+    expectedS: stop.expectedS === null || start.expectedS === null ? null : stop.expectedS + start.expectedS,
+    basis: `stop: ${stop.basis}; start: ${start.basis}`,
+  };
 }
 
 /** The plan's expected total, and whether a step's time is unknown (then the total is a lower bound). */

@@ -65,6 +65,10 @@ describe('Run All Phases plans the restarts', () => {
     assert.equal(t.profile, 120, 'no completed profile: the stated default');
     assert.equal(t['start-profiler'], 2200);
     assert.equal(t.restore, 12 + 2160, 'the restore stops the profiled server and starts the original');
+    // No start with the profiler seen yet: the original's start stands in, and says so.
+    const first = planRunAll({ target: 'h200', macro: {}, needs: serverNeeds(probe(130000, false)), past, server: { startOriginalS: 2160 } });
+    const start = first.steps.find((s) => s.kind === 'start-profiler')!;
+    assert.deepEqual([start.expectedS, start.basis], [2160, 'the last start of the original on this target (the profiler adds little to a start)']);
     assert.match(steps.find((s) => s.kind === 'profile')!.basis, /no earlier profile run/);
     assert.deepEqual(planTotal(steps), { seconds: 4 + 104 + 12 + 180 + 2200 + 120 + 2172, unknown: 0 });
   });
