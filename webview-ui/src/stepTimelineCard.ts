@@ -60,8 +60,10 @@ export class StepTimelineCard {
       () => undefined,
       (px) => this.pick(this.stepAt(px)),
     );
+    // Redrawn on the next frame: a redraw inside the callback changes the holder's height, which the
+    // browser would report as a resize loop.
     this.resize = new ResizeObserver(() => {
-      if (this.holder.clientWidth !== this.width) this.draw();
+      if (this.holder.clientWidth !== this.width) requestAnimationFrame(() => this.draw());
     });
     this.resize.observe(this.holder);
     this.draw();

@@ -80,8 +80,10 @@ export class TimelineCard {
     this.element.append(header, this.legend, this.holder, this.readout, this.details);
 
     this.axis.attach(this.canvas, (px, py) => this.describe(px, py));
+    // Redrawn on the next frame: a redraw inside the callback changes the holder's height, which the
+    // browser would report as a resize loop.
     this.resize = new ResizeObserver(() => {
-      if (this.holder.clientWidth !== this.width) this.draw();
+      if (this.holder.clientWidth !== this.width) requestAnimationFrame(() => this.draw());
     });
     this.resize.observe(this.holder);
     this.draw();
@@ -249,7 +251,9 @@ export class TimelineCard {
       const y = TOP + r.lane[i] * laneH;
       part(queued, r.queued[i], r.sent[i], y);
       if (!r.ok[i]) {
-        part(failedPath, r.sent[i], r.end[i], y);
+        // A request refused at once has no length: it still gets a mark a few pixels wide.
+        const left = Math.max(x(r.sent[i]), LEFT - 2);
+        failedPath.rect(left, y, Math.max(3, Math.min(x(r.end[i]), LEFT + w + 2) - left), barH);
         continue;
       }
       const first = Number.isNaN(r.firstToken[i]) ? r.end[i] : r.firstToken[i];
