@@ -44,7 +44,7 @@ export class StepTimelineCard {
     this.holder = el('div', undefined, 'timeline-holder');
     this.canvas = el('canvas');
     this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-labelledby', heading.id);
+    // Its aria-label, set at each draw, says what is drawn (the heading beside it names the card).
     this.canvas.tabIndex = 0;
     this.holder.append(this.canvas);
     this.picked = el('div', undefined, 'step-picked');

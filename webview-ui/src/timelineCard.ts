@@ -1,7 +1,7 @@
 // The run's timeline card: every request as a bar on lanes (queued, waiting for the first token,
 // decoding; failed ones crossed), and beneath it on the same time axis the client's output tokens/s and
 // requests in flight per second and the server's running, waiting and KV cache. Drawn on one canvas
-// (10,000 bars as three filled paths, not 10,000 chart.js elements), zoomed with the wheel, a drag or
+// (10,000 bars as four filled paths, one per kind of part, not 10,000 chart.js elements), zoomed with the wheel, a drag or
 // the buttons, exported as PNG through the host's save dialog like every chart card.
 import { saveCsv, savePng } from './exports';
 import { button, el, renderTable } from './dom';
@@ -68,7 +68,7 @@ export class TimelineCard {
     this.holder = el('div', undefined, 'timeline-holder');
     this.canvas = el('canvas');
     this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-labelledby', heading.id);
+    // Its aria-label, set at each draw, says what is drawn (the heading beside it names the card).
     this.canvas.tabIndex = 0;
     this.holder.append(this.canvas);
     this.readout = el('p', 'Turn the mouse wheel over the timeline to zoom, drag to move along it; + and - zoom, 0 resets.', 'meta timeline-readout');
