@@ -136,7 +136,10 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
     macro: macroOptions as MacroOptions,
     ...planned,
   };
-  const done = markPhase(record, 'probe', probed.status === 'completed' ? 'done' : 'failed', probed.id);
+  const marked = markPhase(record, 'probe', probed.status === 'completed' ? 'done' : 'failed', probed.id);
+  // The probe has run: its own time, not an estimate.
+  const took = Math.max(0, (Date.now() - Date.parse(probed.startedAt)) / 1000);
+  const done = { ...marked, steps: marked.steps.map((s) => (s.kind === 'probe' ? { ...s, expectedS: took, basis: 'this probe' } : s)) };
   if (!given?.yes && !(await confirmRunAllPlan(target.name, done.steps, done.omitted))) return;
   writeRunAllRecord(workspace, done);
   await runPlan(controller, phases, target, workspace, done, 1, all.signal);
