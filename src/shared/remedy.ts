@@ -5,7 +5,7 @@
 // hint's words to find the remedy.
 
 /** The CLI flags a remedy can name; VS Code has its own way to set each (src/vscode/runs/extensionWords.ts). */
-export const REMEDY_FLAGS = ['--url', '--python', '--request-timeout', '--stall-timeout', '--allow-busy', '--trace-dir'] as const;
+export const REMEDY_FLAGS = ['--url', '--python', '--request-timeout', '--stall-timeout', '--allow-busy', '--trace-dir', '--workspace'] as const;
 export type RemedyFlag = (typeof REMEDY_FLAGS)[number];
 
 /** The commands a remedy can name: a phase to run, or a trace to analyse. */

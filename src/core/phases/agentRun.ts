@@ -122,7 +122,7 @@ export async function runAgentCommand<C extends AgentCommand>(
   const storage = run.storageProblem;
   if (storage) {
     status = 'failed';
-    reason = `${storage.message} The run was stopped there; the ${run.readEvents().length} events before it are kept whole in events.jsonl.`;
+    reason = `${storage.said(options.words)} The run was stopped there; the ${run.readEvents().length} events before it are kept whole in events.jsonl.`;
   } else if (mismatch) {
     status = 'failed';
     reason = sayHinted(mismatch, options.words);
@@ -161,7 +161,7 @@ export async function runAgentCommand<C extends AgentCommand>(
   if (result && !run.writeResult(result) && status === 'completed') {
     failure = undefined;
     status = 'failed';
-    reason = `${run.storageProblem?.message ?? 'result.json could not be written.'} The events are in events.jsonl.`;
+    reason = `${run.storageProblem?.said(options.words) ?? 'result.json could not be written.'} The events are in events.jsonl.`;
   }
   if (!options.leaveOpen) run.finish(status, reason);
   return { status, result, events, errors, reason, failure };

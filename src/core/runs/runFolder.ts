@@ -18,6 +18,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { keptMacroResult } from './keptResult';
+import { Hinted, RemedyWords, sayHint } from '../../shared/remedy';
 import { currentOwner, ownerLiveness, RunOwner } from './runOwner';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
@@ -65,13 +66,29 @@ export function resultPath(dir: string): string {
 
 /** A run folder (or a file the run writes) that cannot be written; the message says where and what to do. */
 export class RunStorageError extends Error {
+  /** What failed, and where else the runs could go as a remedy (`--workspace`), for each front end to say. */
+  readonly hinted: Hinted;
+
   constructor(
-    message: string,
+    what: string,
     readonly code: string | undefined,
+    /** The way out, with `{0}` where the remedy (another workspace) goes. */
+    hint = '',
   ) {
-    super(message);
+    const hinted: Hinted = { message: what, hint, remedies: hint ? [{ kind: 'flag', flag: '--workspace', value: 'DIR' }] : undefined };
+    super(storageWords(hinted));
+    this.hinted = hinted;
     this.name = 'RunStorageError';
   }
+
+  /** The message in a front end's words (the CLI's by default, as `message` has it). */
+  said(words?: RemedyWords): string {
+    return storageWords(this.hinted, words);
+  }
+}
+
+function storageWords(h: Hinted, words?: RemedyWords): string {
+  return h.hint ? `${h.message} ${sayHint(h.hint, h.remedies, words)}` : h.message;
 }
 
 /** Says in words why `path` could not be written: a full disk, a quota, a read-only file system, permissions. */
@@ -82,19 +99,21 @@ export function storageProblem(err: unknown, path: string): RunStorageError {
   switch (code) {
     case 'ENOSPC':
       return new RunStorageError(
-        `Disk full at ${path}: no space left on the device that holds ${dirname(path)}. Free some space there (or pass --workspace DIR on another disk) and run again.`,
+        `Disk full at ${path}: no space left on the device that holds ${dirname(path)}.`,
         code,
+        'Free some space there, or keep the runs on another disk ({0}), and run again.',
       );
     case 'EDQUOT':
-      return new RunStorageError(`Disk quota exceeded at ${path}. Free some of your space there (or pass --workspace DIR elsewhere) and run again.`, code);
+      return new RunStorageError(`Disk quota exceeded at ${path}.`, code, 'Free some of your space there, or keep the runs elsewhere ({0}), and run again.');
     case 'EROFS':
       return new RunStorageError(
-        `${dirname(path)} is on a read-only file system, so ${path} cannot be written. Pass --workspace DIR with a writable folder.`,
+        `${dirname(path)} is on a read-only file system, so ${path} cannot be written.`,
         code,
+        'Keep the runs in a writable folder ({0}).',
       );
     case 'EACCES':
     case 'EPERM':
-      return new RunStorageError(`No permission to write ${path}. Pass --workspace DIR with a folder you can write to.`, code);
+      return new RunStorageError(`No permission to write ${path}.`, code, 'Keep the runs in a folder you can write to ({0}).');
     default:
       return new RunStorageError(`Could not write ${path}: ${raw}`, code);
   }
@@ -379,15 +398,15 @@ export function writeAtomic(path: string, content: string): void {
 /** Why the run folder could not be made: a read-only workspace says so (mkdir reports ENOENT on a read-only mount). */
 function workspaceProblem(err: unknown, workspace: string, dir: string): RunStorageError {
   if (!existsSync(workspace))
-    return new RunStorageError(`The workspace folder ${workspace} does not exist. Create it, or pass --workspace DIR with an existing folder.`, 'ENOENT');
+    return new RunStorageError(`The workspace folder ${workspace} does not exist.`, 'ENOENT', 'Create it, or keep the runs in an existing folder ({0}).');
   try {
     accessSync(workspace, constants.W_OK);
   } catch (access) {
     const code = (access as NodeJS.ErrnoException).code;
     return new RunStorageError(
-      `The workspace folder ${workspace} is read-only${code === 'EROFS' ? ' (a read-only file system)' : ''}, so the run folder ${dir} cannot be made there. ` +
-        'Run from a writable folder, or pass --workspace DIR (the extension: open a writable folder).',
+      `The workspace folder ${workspace} is read-only${code === 'EROFS' ? ' (a read-only file system)' : ''}, so the run folder ${dir} cannot be made there.`,
       code,
+      'Run from a writable folder ({0}).',
     );
   }
   return storageProblem(err, dir);

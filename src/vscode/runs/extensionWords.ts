@@ -26,6 +26,8 @@ const FLAGS: Record<RemedyFlag, (t: Target) => string> = {
   '--stall-timeout': () => 'the inferenceBench.stallTimeout setting',
   '--allow-busy': () => 'answer "Run anyway" when asked',
   '--trace-dir': () => "the trace folder (the server's own torch_profiler_dir)",
+  // Runs are kept in the open folder: another place is another folder opened.
+  '--workspace': () => 'open a folder there with File: Open Folder...',
 };
 
 /** The whole remedy for each error code that has one of VS Code's own, said in place of the hint. */

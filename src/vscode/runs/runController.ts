@@ -11,7 +11,7 @@ import { RunsSource } from '../webview/runsSource';
 import { Connection, Connector } from '../../core/campaign/connection';
 import { PhaseRunner } from './phaseRunner';
 import { viewableRun } from '../../core/trace/profileView';
-import { runDir } from '../../core/runs/runFolder';
+import { runDir, RunStorageError } from '../../core/runs/runFolder';
 import { saveRunView, StoredRuns } from '../../core/runs/storedRuns';
 import { diedRunBlock, keepRunFindings } from '../../core/findings/runFindings';
 import { RunStop } from '../../core/runs/runStop';
@@ -251,7 +251,8 @@ export class RunController extends Disposable implements RunsSource {
         this.log.info(`${runner.phase} on ${target.name} cancelled`);
         return last;
       }
-      const message = err instanceof Error ? err.message : String(err);
+      // A run folder that could not be made says where else runs can go in VS Code's words.
+      const message = err instanceof RunStorageError ? err.said(extensionWords(target)) : err instanceof Error ? err.message : String(err);
       this.log.error(`${runner.phase} on ${target.name} failed: ${message}`);
       // A changed host key needs its own way out (the fingerprints, removing the old key), not the log.
       if (err instanceof SshError && err.kind === 'host-key-changed') {

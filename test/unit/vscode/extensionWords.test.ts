@@ -10,6 +10,7 @@ import { ProbeResult } from '../../../src/remote/agentProtocol';
 import { Hinted, sayHinted } from '../../../src/shared/remedy';
 import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { runMacroPhase } from '../../../src/core/phases/macro';
+import { storageProblem } from '../../../src/core/runs/runFolder';
 import { silentLogger } from '../../../src/core/log';
 import { replayingAgent } from '../../support/replayAgent';
 
@@ -160,6 +161,18 @@ async function failedMacro(events: object[], words?: typeof vscode): Promise<{ r
   );
   return { run: run!, findings };
 }
+
+describe("a run folder that cannot be written, in each front end's words", () => {
+  it('says where else the runs can go as a folder to open, where the CLI names --workspace', () => {
+    const full = storageProblem(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }), '/ws/.inference-bench/runs/r1/events.jsonl');
+    assert.match(
+      full.message,
+      /^Disk full at .*events\.jsonl: .* Free some space there, or keep the runs on another disk \(--workspace DIR\), and run again\.$/,
+    );
+    assert.match(full.said(vscode), /keep the runs on another disk \(open a folder there with File: Open Folder\.\.\.\), and run again\.$/);
+    assert.doesNotMatch(full.said(vscode), /--workspace/);
+  });
+});
 
 describe("a failed run's reason in each front end's words", () => {
   it("VS Code's reason names the target's setting where the CLI's names the flag", async () => {
