@@ -74,6 +74,9 @@ function stepSums(step: StepAggregate): StepSums {
   return { byCategory: [...step.byCategory].map(([cat, [attr]]) => [cat, attr]), kernels: kernels.slice(0, STEP_DETAIL_KERNELS) };
 }
 
+// Hundredths of a microsecond are more than a trace's clock resolves, and keep a rank's 500 steps short in result.json.
+const centi = (us: number): number => Math.round(us * 100) / 100;
+
 /**
  * The first STEP_DETAIL_LIMIT steps, in time order, each with its categories and largest kernels; times
  * from the first step's start. A kernel is named by its place in the rank's `kernelTotals`, so that 500
@@ -93,10 +96,10 @@ function stepDetails(steps: readonly StepAggregate[], names: readonly string[], 
     out.push({
       kind: step.kind ?? null,
       label: step.label,
-      startUs: step.start - origin,
-      durUs: step.end - step.start,
-      byCategory: Object.fromEntries(sums.byCategory),
-      kernels,
+      startUs: centi(step.start - origin),
+      durUs: centi(step.end - step.start),
+      byCategory: Object.fromEntries(sums.byCategory.map(([c, us]) => [c, centi(us)])),
+      kernels: kernels.map(([at, count, total]) => [at, count, centi(total)]),
     });
   }
   return out;
