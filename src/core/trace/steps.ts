@@ -401,11 +401,14 @@ export const unlaunchedWarning = (n: number): string =>
 export const emptyStepsWarning = (n: number): string => `${n} step annotation(s) launched no GPU kernel and were skipped.`;
 export const GPU_ONLY_WARNING = 'Steps come from GPU-side annotations only (no CPU annotation matched): nested annotations may cover part of a step.';
 
+// A breakdown is kept in the run folder and read by either front end: both ways to name the annotation.
+const NAME_THE_ANNOTATION = "name the server's step annotation (the inferenceBench.stepAnnotation setting, or infbench analyze --step-annotation)";
+
 /** What a breakdown with no steps says; `firstKernels`: the streaming analysis looked for steps in that many kernels only. */
 export const noStepsWarning = (firstKernels?: number): string =>
   'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence' +
   (firstKernels === undefined ? '' : ` of the first ${firstKernels} kernels (of a longer trace; no further kernels were kept to look for steps)`) +
-  ': the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.';
+  `: the steps cannot be told apart. Profile through the server (its step annotations), or ${NAME_THE_ANNOTATION}.`;
 
 /** Kernels that pick the next token, counted over the trace: one sampling per step (or a few kernels each). */
 export function samplingKernels(trace: CollectedTrace): number {
@@ -467,7 +470,7 @@ export function unidentifiedReason(w: StepWitnesses): string {
   if (w.expected) said.push(`${w.expected.min}-${w.expected.max} steps from the workload driven (${w.expected.what})`);
   return (
     `Steps could not be identified: no step names, and the trace's own counts disagree (${said.join(', ')}); ` +
-    'no cut is borne out by two of them, so only totals over the capture are shown. Profile through the server (its step names), or give --step-annotation.'
+    `no cut is borne out by two of them, so only totals over the capture are shown. Profile through the server (its step names), or ${NAME_THE_ANNOTATION}.`
   );
 }
 

@@ -249,7 +249,7 @@ describe('traces that name no step, cut while streaming', function () {
     assert.equal(r.stepConfidence, 'unsure');
     assert.equal(r.totals.kernelsOutsideSteps, 30_000);
     assert.deepEqual(r.warnings, [
-      'No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence of the first 4000 kernels (of a longer trace; no further kernels were kept to look for steps): the steps cannot be told apart. Profile through the server (its step annotations), or give --step-annotation.',
+      "No step annotations, no module forwards, no CUDA graph launches, and no forward pass that repeats in the kernel sequence of the first 4000 kernels (of a longer trace; no further kernels were kept to look for steps): the steps cannot be told apart. Profile through the server (its step annotations), or name the server's step annotation (the inferenceBench.stepAnnotation setting, or infbench analyze --step-annotation).",
     ]);
     // Everything but the warning is the in-memory breakdown: kernel totals and launch statistics come from the stream.
     const noWarnings = (b: TraceBreakdown) => ({ ...figures(b), ranks: figures(b).ranks.map((x) => ({ ...x, warnings: [] })) });
