@@ -17,6 +17,13 @@ export interface ProfilerRestartOptions extends ServerChangeOptions {
   maxIterations?: number;
 }
 
+/**
+ * The extension's bounded, steady-state capture: the batch's prefill and first decode steps skipped,
+ * then at most this many steps recorded (vLLM: delay_iterations and max_iterations in the restarted
+ * server's --profiler-config; SGLang: the profile's --delay-steps and --num-steps).
+ */
+export const STEADY_CAPTURE = { skipSteps: 8, steps: 32 } as const;
+
 /** What a phase ran with the server changed, and the change's record (its folder holds every step). */
 export interface WithServerOutcome<T> {
   value: T;

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { MicroOptions } from '../../core/micro/options';
 import { runMicroPhase } from '../../core/phases/micro';
 import { PhaseRunner } from './phaseRunner';
+import { STEADY_RESTART } from './profileRunner';
 import { withServerStopped, withServerStoppedThenProfiler } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
@@ -79,7 +80,7 @@ export const microRunner: PhaseRunner = {
           const server = vscodeServerOptions(ctx.target.name, ctx.signal);
           outcome =
             serverPlan === 'stop-then-profiler'
-              ? (await withServerStoppedThenProfiler(ctx, MICRO_THEN_PROFILE, { ...server, profilerDir: 'auto' }, () => runMicroPhase(ctx, options))).value
+              ? (await withServerStoppedThenProfiler(ctx, MICRO_THEN_PROFILE, { ...server, ...STEADY_RESTART }, () => runMicroPhase(ctx, options))).value
               : (await withServerStopped(ctx, 'micro', server, () => runMicroPhase(ctx, options))).value;
         } catch (err) {
           if (!(err instanceof ServerControlError)) throw err;

@@ -4,19 +4,30 @@ import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { readSettings } from '../settings';
 import { PhaseRunner } from './phaseRunner';
 import { PhaseContext } from '../../core/campaign/phaseContext';
-import { withProfilerServer } from '../../core/server/phaseServer';
+import { STEADY_CAPTURE, withProfilerServer } from '../../core/server/phaseServer';
 import { ServerChange, serverChangesRoot, ServerControlError } from '../../core/server/serverChange';
 import { offerPendingRestore, serverOutputChannel, serverProgressToChannel, vscodeServerOptions } from '../server/serverPrompts';
+
+// SGLang takes the capture's bounds at /start_profile (a vLLM restarted with the profiler, in its configuration).
+const STEADY = { delaySteps: STEADY_CAPTURE.skipSteps, numSteps: STEADY_CAPTURE.steps };
+const STEADY_NOTE = `SGLang, and a vLLM restarted with the profiler, record steps ${STEADY_CAPTURE.skipSteps + 1}-${STEADY_CAPTURE.skipSteps + STEADY_CAPTURE.steps} only`;
 
 const WORKLOADS = [
   {
     label: 'Decode batch of 4',
-    detail: '4 requests decoding at once, 48 tokens each (about 48 decode steps profiled)',
-    options: { concurrency: 4, outputLen: 48 },
+    detail: `4 requests decoding at once, 48 tokens each (about 48 decode steps profiled; ${STEADY_NOTE})`,
+    options: { concurrency: 4, outputLen: 48, ...STEADY },
   },
-  { label: 'Single stream', detail: 'one request, 48 tokens: the decode step that single-stream tok/s measures', options: { concurrency: 1, outputLen: 48 } },
-  { label: 'Decode batch of 32', detail: '32 requests decoding at once, 48 tokens each', options: { concurrency: 32, outputLen: 48 } },
+  {
+    label: 'Single stream',
+    detail: 'one request, 48 tokens: the decode step that single-stream tok/s measures',
+    options: { concurrency: 1, outputLen: 48, ...STEADY },
+  },
+  { label: 'Decode batch of 32', detail: '32 requests decoding at once, 48 tokens each', options: { concurrency: 32, outputLen: 48, ...STEADY } },
 ];
+
+/** A restart with the profiler: traces in a fresh folder on the host, the capture bounded as STEADY_CAPTURE says. */
+export const STEADY_RESTART = { profilerDir: 'auto', delayIterations: STEADY_CAPTURE.skipSteps, maxIterations: STEADY_CAPTURE.steps };
 
 /**
  * The profiler phase: the server's torch profiler around a short decode workload, the per-rank
@@ -58,7 +69,7 @@ export const profileRunner: PhaseRunner = {
         );
     if (pick !== restart) return outcome.summary;
     try {
-      const options = { ...vscodeServerOptions(ctx.target.name, ctx.signal), profilerDir: 'auto' };
+      const options = { ...vscodeServerOptions(ctx.target.name, ctx.signal), ...STEADY_RESTART };
       return (await withProfilerServer(ctx, 'profile', options, () => runProfilePhase(ctx, profileOptions))).value.summary;
     } catch (err) {
       if (!(err instanceof ServerControlError)) throw err;
