@@ -6,7 +6,7 @@ import { SERVING_TABLE_FILE, writeServingTable } from '../findings/servingTable'
 import { saturationLines, serverStateTable } from '../macro/serverState';
 import { conversationTable } from '../macro/conversations';
 import { steadyWindowTable } from '../macro/steadyWindow';
-import { REQUEST_TRACE_FILE, writeRequestTrace } from '../runs/requestTrace';
+import { MAX_REQUEST_POINTS, REQUEST_TRACE_FILE, requestPoint, writeRequestTrace } from '../runs/requestTrace';
 import { markLevel } from '../macro/levelFlags';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
@@ -21,8 +21,6 @@ export interface MacroPhaseOutcome {
   agent: AgentRunOutcome<'macro'>;
 }
 
-// The results view draws one point per request; beyond this many it keeps the latest.
-const MAX_REQUEST_POINTS = 20_000;
 // Findings and sidebar updates from running aggregates, at most this often.
 const LIVE_UPDATE_MS = 1000;
 // The agent reports a level's progress every second; the log takes one line every this many ms.
@@ -113,17 +111,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         break;
       }
       case 'macro.request': {
-        const r = event.record;
-        requests.push({
-          level: event.level,
-          start_s: r.run_s ?? r.start_s ?? 0,
-          ok: r.ok === true,
-          ttft_ms: r.ttft_ms,
-          e2el_ms: r.e2el_ms,
-          tpot_ms: r.tpot_ms,
-          queued_ms: r.lag_ms,
-          output_tokens: r.output_tokens,
-        });
+        requests.push(requestPoint(event.level, event.record));
         if (requests.length > MAX_REQUEST_POINTS) requests.splice(0, requests.length - MAX_REQUEST_POINTS);
         publish(false);
         break;

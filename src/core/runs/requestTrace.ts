@@ -3,7 +3,7 @@
 // "decoding", and the server's own state (running, waiting, KV cache) as counter tracks beneath, on
 // the same time axis. Opened beside the server's torch-profiler trace it shows the load the steps served.
 import { join } from 'node:path';
-import { MacroLevelSummary } from '../../shared/results';
+import { MacroLevelSummary, MacroRequestPoint } from '../../shared/results';
 import { MacroRequestRecord } from '../../remote/agentSchema';
 import { serverState } from '../macro/serverState';
 import { levelLabel } from '../macro/tables';
@@ -29,6 +29,38 @@ export interface ChromeTrace {
 
 const SERVER_PID = 0;
 const US = 1e6;
+
+// The results view draws one point per request; beyond this many a run keeps the latest.
+export const MAX_REQUEST_POINTS = 20_000;
+
+/** A request record as the results view draws it (latency over time, the run's timeline): times from the run's first send. */
+export function requestPoint(level: number, r: MacroRequestRecord): MacroRequestPoint {
+  return {
+    level,
+    start_s: r.run_s ?? r.start_s ?? 0,
+    ok: r.ok === true,
+    ttft_ms: r.ttft_ms,
+    e2el_ms: r.e2el_ms,
+    tpot_ms: r.tpot_ms,
+    queued_ms: r.lag_ms,
+    output_tokens: r.output_tokens,
+  };
+}
+
+/** The request points of a stored run's event log (a run the CLI made keeps no view of its own): the latest MAX_REQUEST_POINTS. */
+export function requestPointsOfLog(text: string): MacroRequestPoint[] {
+  const out: MacroRequestPoint[] = [];
+  for (const line of text.split('\n')) {
+    // Most lines are other events: only these are parsed.
+    if (!line.includes('"macro.request"')) continue;
+    try {
+      for (const { level, record } of requestRecords([JSON.parse(line)])) out.push(requestPoint(level, record));
+    } catch {
+      // a line cut short by a crash
+    }
+  }
+  return out.length > MAX_REQUEST_POINTS ? out.slice(out.length - MAX_REQUEST_POINTS) : out;
+}
 
 /** The request records of a run's event log (the `macro.request` events), with the level each belongs to. */
 export function requestRecords(events: readonly unknown[]): { level: number; record: MacroRequestRecord }[] {

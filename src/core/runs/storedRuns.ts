@@ -6,6 +6,7 @@ import { markIfDied, metaPath, resultPath, RunMeta, runDir, runsRoot, writeAtomi
 import { ownerLiveness, RunOwner } from './runOwner';
 import { MacroLevelSummary, RunSummary } from '../../shared/results';
 import { viewableRun } from '../trace/profileView';
+import { requestPointsOfLog } from './requestTrace';
 import { probeView } from '../probe/tables';
 import { ProbeResult } from '../../remote/agentProtocol';
 
@@ -68,6 +69,12 @@ async function readStored(dir: string): Promise<{ summary: RunSummary; owner?: R
   info = marked ?? info;
   const view = await readJson<RunSummary>(join(dir, VIEW_FILE));
   const summary = storedSummary(info, view, view ? undefined : await readJson<Record<string, unknown>>(resultPath(dir)));
+  // A macro run the CLI made keeps no view: its requests (latency over time, the timeline) come from its event log.
+  if (!view && summary.macro && !summary.macro.requests) {
+    const log = await readFile(join(dir, 'events.jsonl'), 'utf8').catch(() => '');
+    const requests = requestPointsOfLog(log);
+    if (requests.length) summary.macro = { ...summary.macro, requests };
+  }
   return { summary, owner: info.status === 'running' ? info.owner : undefined, died: !!marked };
 }
 

@@ -9,6 +9,8 @@ import { newestProbeStates } from '../../../src/core/phases/probeState';
 import type { LineChartSpec, StackedBarSpec } from '../../../webview-ui/src/specs';
 import { microCharts } from '../../../webview-ui/src/views/micro';
 import { profileCharts } from '../../../webview-ui/src/views/profile';
+import { timelineData } from '../../../webview-ui/src/views/timeline';
+import { requestSegments } from '../../../src/shared/requestTimeline';
 
 const trace = join(__dirname, '..', '..', 'fixtures', 'traces', 'llama_cudagraph_decode.pt.trace.json.gz');
 
@@ -74,6 +76,38 @@ describe('stored runs as the views draw them', () => {
     assert.equal(summary.status, 'interrupted');
     assert.equal(summary.reason, 'The connection dropped mid-run.');
     assert.equal(summary.headline, 'decode 57 tok/s at c=1');
+  });
+
+  it("draws a macro run made by the CLI with its requests, from its event log, on the run's timeline", async () => {
+    const run = RunFolder.create(workspace, 'macro', 'cli-box', {});
+    const record = (id: number, runS: number, ok: boolean) => ({
+      id,
+      ok,
+      reason: ok ? null : 'http_500',
+      error: ok ? null : 'HTTP 500',
+      prompt_tokens: 32,
+      output_tokens: ok ? 16 : 0,
+      ttft_ms: ok ? 40 : null,
+      tpot_ms: ok ? 10 : null,
+      e2el_ms: ok ? 190 : 5,
+      itl_mean_ms: null,
+      itl_max_ms: null,
+      lag_ms: id === 2 ? 30 : 0,
+      start_s: runS,
+      run_s: runS,
+    });
+    run.appendEvent(JSON.stringify({ v: 1, t: 1, type: 'log', level: 'info', message: 'macro.request is in this line but it is a log' }));
+    [record(1, 0, true), record(2, 0.5, true), record(3, 1, false)].forEach((r) =>
+      run.appendEvent(JSON.stringify({ v: 1, t: 2, type: 'macro.request', level: 0, record: r })),
+    );
+    run.writeResult({ levels: [{ level: 0, max_concurrency: 2, request_rate: null, completed: 2, failed: 1 }] });
+    run.finish('completed');
+    const data = timelineData((await readStoredRun(run.dir))!)!;
+    assert.equal(data.requests.count, 3);
+    assert.deepEqual(Array.from(data.requests.ok), [1, 1, 0]);
+    // The second request was held 30 ms by the load generator before its send at 0.5 s.
+    assert.deepEqual(requestSegments(data.requests, 1)[0], { kind: 'queued', from: 0.47, to: 0.5 });
+    assert.deepEqual(Array.from(data.requests.tokens), [16, 16, 0]);
   });
 });
 
