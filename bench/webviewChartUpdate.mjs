@@ -3,25 +3,10 @@
 // (dist/webview.js) in headless Chromium, fed the messages the extension host sends while a macro
 // run goes (a snapshot, then runUpdated increments). Prints one line per measurement.
 //   npm run build && node bench/webviewChartUpdate.mjs [points=10000] [rounds=10]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
+import { openResultsPage } from './webviewPage.mjs';
 
-const repo = resolve(import.meta.dirname, '..');
 const points = Number(process.argv[2] ?? 10_000);
 const rounds = Number(process.argv[3] ?? 10);
-const scratch = mkdtempSync(join(tmpdir(), 'infbench-bench-'));
-
-// The webview's host page, minus VS Code: a stub acquireVsCodeApi that keeps what the view posts.
-writeFileSync(
-  join(scratch, 'index.html'),
-  `<!DOCTYPE html><html><head>
-<link rel="stylesheet" href="${join(repo, 'media', 'webview.css')}">
-<script>window.__posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m), getState: () => undefined, setState: () => {} });</script>
-</head><body class="vscode-dark" data-view="results"><div id="app"></div>
-<script src="${join(repo, 'dist', 'webview.js')}"></script></body></html>`,
-);
 
 function macroRun(requestCount) {
   const levels = [1, 2, 4, 8, 16, 32, 64].map((c) => ({
@@ -64,12 +49,9 @@ function macroRun(requestCount) {
   };
 }
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+const { page, send, close } = await openResultsPage();
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`file://${join(scratch, 'index.html')}`);
   const lastRender = () => page.evaluate(() => window.__posted.filter((m) => m.type === 'rendered').at(-1));
-  const send = (message) => page.evaluate((m) => window.postMessage(m, '*'), message);
 
   const half = Math.floor(points / 2);
   let t0 = Date.now();
@@ -101,9 +83,6 @@ try {
   console.log(
     `chart.js update of one ${points}-point scatter (laid out, fresh data): median ${chartOnly[Math.floor(rounds / 2)].toFixed(1)} ms, min ${chartOnly[0].toFixed(1)} ms, max ${chartOnly.at(-1).toFixed(1)} ms`,
   );
-  const errors = await page.evaluate(() => window.__posted.filter((m) => m.type === 'error'));
-  if (errors.length) console.error(`the view reported errors: ${JSON.stringify(errors)}`);
 } finally {
-  await browser.close();
-  rmSync(scratch, { recursive: true, force: true });
+  await close();
 }

@@ -4,25 +4,11 @@
 // (dist/webview.js) in headless Chromium, fed the messages the extension host sends. Prints one line per
 // measurement; with a file name last, also saves a screenshot of the timeline there.
 //   npm run build && node bench/webviewTimeline.mjs [requests=10000] [rounds=10] [screenshot.png]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
+import { openResultsPage } from './webviewPage.mjs';
 
-const repo = resolve(import.meta.dirname, '..');
 const count = Number(process.argv[2] ?? 10_000);
 const rounds = Number(process.argv[3] ?? 10);
 const screenshot = process.argv[4];
-const scratch = mkdtempSync(join(tmpdir(), 'infbench-bench-'));
-
-writeFileSync(
-  join(scratch, 'index.html'),
-  `<!DOCTYPE html><html><head>
-<link rel="stylesheet" href="${join(repo, 'media', 'webview.css')}">
-<script>window.__posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.__posted.push(m), getState: () => undefined, setState: () => {} });</script>
-</head><body class="vscode-dark" data-view="results"><div id="app"></div>
-<script src="${join(repo, 'dist', 'webview.js')}"></script></body></html>`,
-);
 
 /** One level at c=64: each request 50-300 ms of TTFT then 4 s of decoding, a few queued, one in 50 failed. */
 function macroRun(n) {
@@ -82,11 +68,8 @@ const line = (what, xs) => {
   console.log(`${what}: median ${median(s).toFixed(1)} ms, min ${s[0].toFixed(1)} ms, max ${s.at(-1).toFixed(1)} ms over ${s.length}`);
 };
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+const { page, send, close } = await openResultsPage();
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`file://${join(scratch, 'index.html')}`);
-  const send = (message) => page.evaluate((m) => window.postMessage(m, '*'), message);
   const run = macroRun(count);
   const posted = () => page.evaluate(() => window.__posted.length);
 
@@ -128,9 +111,6 @@ try {
     await page.locator('#run-timeline').screenshot({ path: screenshot });
     console.log(`screenshot: ${screenshot}`);
   }
-  const errors = await page.evaluate(() => window.__posted.filter((m) => m.type === 'error'));
-  if (errors.length) console.error(`the view reported errors: ${JSON.stringify(errors)}`);
 } finally {
-  await browser.close();
-  rmSync(scratch, { recursive: true, force: true });
+  await close();
 }
