@@ -76,6 +76,19 @@ export interface RunSummary {
   micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; alltoall?: AllReducePoint[]; peak?: GpuPeak };
   profile?: Record<string, unknown> & Partial<ProfileSummary>;
   probe?: ProbeView;
+  /** A macro run measuring one server configuration of a comparison (infbench configs, Compare Server Configurations...). */
+  configuration?: RunConfiguration;
+}
+
+/** Which configuration of which comparison a run measured, so that a view sets it beside the others. */
+export interface RunConfiguration {
+  /** The comparison's id (its server-change folder's name): the runs that share it were compared. */
+  comparison: string;
+  name: string;
+  /** Its place in the comparison (0 is the baseline). */
+  index: number;
+  /** The command line it ran with. */
+  command: string;
 }
 
 /** How far the macro level now running is: requests done of those it sends, and the time left at the pace so far. */

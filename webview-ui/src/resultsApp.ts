@@ -9,6 +9,7 @@ import { button, el, renderTable } from './dom';
 import type { ChartSpec } from './specs';
 import { watchTheme } from './theme';
 import { macroCharts, servingTable } from './views/macro';
+import { configurationCharts } from './views/configurations';
 import { microCharts } from './views/micro';
 import { budgetChart } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
@@ -144,7 +145,8 @@ export function startResultsApp(app: HTMLElement): void {
   function specsFor(run: RunSummary, other: RunSummary | undefined): ChartSpec[] {
     switch (run.phase) {
       case 'macro':
-        return macroCharts(run, other);
+        // A configuration of a comparison: the others beside it first, then its own charts.
+        return [...configurationCharts(run, snapshot.runs), ...macroCharts(run, other)];
       case 'micro':
         return microCharts(run, other);
       case 'profile':

@@ -94,6 +94,8 @@ export async function withServerConfigurations<T>(
   configs: readonly ServerConfiguration[],
   options: ServerChangeOptions,
   body: (config: ServerConfiguration, recipe: ServerRecipe) => Promise<T>,
+  /** Told the change's folder once the server is adopted, before anything runs. */
+  onAdopted?: (changeDir: string) => void,
 ): Promise<{ outcomes: ConfigurationOutcome<T>[]; change: ServerChange }> {
   if (configs.length < 2) throw new ServerControlError('Comparing configurations needs at least two.', 'usage');
   const names = new Set<string>();
@@ -102,6 +104,7 @@ export async function withServerConfigurations<T>(
     names.add(c.name);
   }
   const { change } = await ServerChange.adopt(ctx, 'configurations compared', { signal: options.signal });
+  onAdopted?.(change.dir);
   const original = change.record.original;
   const recipes = configs.map((c) => configuredRecipe(original, c));
   const restarts = recipes.filter((r) => !sameRecipe(r, original)).length;

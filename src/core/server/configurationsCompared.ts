@@ -9,7 +9,9 @@ import { ServerChangeOptions } from './phaseServer';
 import { ServerConfiguration, withServerConfigurations } from './configurations';
 import { startCommand } from './recipe';
 import { finite } from '../../shared/finite';
-import { MacroLevelSummary } from '../../shared/results';
+import { MacroLevelSummary, RunConfiguration } from '../../shared/results';
+import { saveRunView } from '../runs/storedRuns';
+import { basename } from 'node:path';
 import { ResultTable } from '../../shared/table';
 import { runMacroPhase } from '../phases/macro';
 
@@ -40,10 +42,22 @@ export async function runConfigurationsCompared(
   macro: MacroOptions,
   server: ServerChangeOptions,
 ): Promise<ConfigurationsCompared> {
-  const { outcomes, change } = await withServerConfigurations(ctx, configs, server, async (config) => {
-    ctx.log.info(`configurations: measuring ${config.name}`);
-    return runMacroPhase(ctx, macro);
-  });
+  let comparison = '';
+  const { outcomes, change } = await withServerConfigurations(
+    ctx,
+    configs,
+    server,
+    async (config, recipe) => {
+      ctx.log.info(`configurations: measuring ${config.name}`);
+      // Each summary says which configuration it measured, so that the views set the runs side by side.
+      const configuration: RunConfiguration = { comparison, name: config.name, index: configs.indexOf(config), command: startCommand(recipe) };
+      const outcome = await runMacroPhase({ ...ctx, sink: { ...ctx.sink, runChanged: (run) => ctx.sink.runChanged({ ...run, configuration }) } }, macro);
+      // Kept in the run folder too (the CLI saves no view of its own).
+      saveRunView(ctx.workspace, { ...outcome.summary, configuration });
+      return outcome;
+    },
+    (dir) => (comparison = basename(dir)),
+  );
   const compared: ConfigurationsCompared = {
     target: ctx.target.name,
     changeDir: change.dir,
