@@ -4,7 +4,7 @@
 // editor; switch to a light theme and see the charts follow. Screenshots in dark and light go to
 // test-output/screenshots/live-*.png.
 import * as assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import type { Frame, Page } from 'playwright-core';
 import { defaultFindingsDocument } from '../../src/core/findings/campaignName';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
-import { makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
+import { freePort, makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
 import { packageVsix } from '../support/vsix';
 import { escapeRegExp, poll, recordCspViolations, Workbench } from './workbench';
 
@@ -66,6 +66,12 @@ function sshFingerprint(publicLine: string): string {
   return execFileSync('ssh-keygen', ['-l', '-f', '-'], { input: `${publicLine}\n`, encoding: 'utf8' }).split(' ')[1];
 }
 
+/** The process listening on a port and its command line, as ps would show them. */
+function listening(port: number): { pid: number; argv: string[] } | undefined {
+  const pid = /pid=(\d+)/.exec(execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' }))?.[1];
+  return pid ? { pid: Number(pid), argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) } : undefined;
+}
+
 /** Whether an element's top edge is inside its page's viewport (run in the webview). */
 function inSight(el: { getBoundingClientRect(): { top: number; bottom: number }; ownerDocument: { defaultView: { innerHeight: number } | null } }): boolean {
   const r = el.getBoundingClientRect();
@@ -93,6 +99,8 @@ describe('live results in code-server (UI)', function () {
   let server: CodeServer | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let wb: Workbench;
+  /** The port of the server a step starts as its user would (without the profiler); killed at the end. */
+  let noProfilerPort: number | undefined;
   const figures: Record<string, unknown> = {};
 
   before(async () => {
@@ -141,6 +149,8 @@ describe('live results in code-server (UI)', function () {
     await server?.stop();
     await sim?.stop();
     await keyed?.stop();
+    const left = noProfilerPort ? listening(noProfilerPort) : undefined;
+    if (left) process.kill(left.pid, 'SIGKILL');
     await sshd?.stop();
     if (dirs) removeDirs(dirs);
   });
@@ -462,6 +472,7 @@ describe('live results in code-server (UI)', function () {
     await wb.answer(/: dataset$/, 'Random prompts');
     await wb.answer(/: prompt and output tokens$/, '32, 16');
     await wb.answer(/: length range$/, '0.5');
+    await wb.answer(/: sampling$/, '');
     await wb.answer(/: goodput SLOs$/, 'ttft:1000 tpot:100');
     // The findings document quotes the figures people cite, the goodput asked for among them, and says
     // what was sent (the prompts' range); the run folder's full table has what vllm bench serve prints:
@@ -792,5 +803,90 @@ describe('live results in code-server (UI)', function () {
     await view.locator('table[data-table-id="profile-step-kernels"] tbody tr').first().waitFor();
     assert.equal(await steps.getAttribute('data-selected'), '0');
     await wb.screenshot('live-step-timeline-dark');
+  });
+
+  const NO_PROFILER = 'gpu-box-noprof';
+
+  it('runs all phases on a server started without the profiler: the plan, the restart with its command, the start-up in the output channel, and the original put back', async () => {
+    // vLLM 0.16 as its user started it from a shell, without the profiler: a process of its own that
+    // the tool adopts, restarts with the profiler and must put back as it was.
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const user = spawn(
+      'python3',
+      [
+        '-u',
+        'simulator/vllm_sim.py',
+        '--mimic',
+        'vllm-0.16',
+        '--port',
+        String(port),
+        '--startup-seconds',
+        '2',
+        '--step-base-ms',
+        '5',
+        '--step-per-seq-ms',
+        '0.05',
+      ],
+      { cwd: repoRoot, stdio: 'ignore', detached: true },
+    );
+    user.unref();
+    noProfilerPort = port;
+    const original = await poll(
+      'the server started without the profiler',
+      async () => ((await fetch(`${url}/health`).catch(() => undefined))?.status === 200 ? listening(port) : undefined),
+      30_000,
+    );
+    await targetRow(TARGET).click();
+    await wb.runCommand('Inference Bench: Add Target');
+    await wb.answer(/^Add Target \(1\/4\)$/, TARGET);
+    await wb.answer(/server URL \(2\/4\)$/, url);
+    await wb.answer(/Python \(3\/4\)$/);
+    await wb.answer(/name \(4\/4\)$/, NO_PROFILER);
+    await wb.page.locator('.notification-toast', { hasText: `target "${NO_PROFILER}" added` }).waitFor({ timeout: 30_000 });
+    await targetRow(NO_PROFILER).click({ button: 'right' });
+    await wb.chooseMenuItem('Run All Phases');
+    await wb.answer(new RegExp(`^Run Macro Phase on ${NO_PROFILER}$`), 'Single stream only');
+    /** A modal's primary button, after a screenshot of the modal as the user reads it. */
+    const agree = async (button: string, shot: string): Promise<string> => {
+      const dialog = wb.page.locator('.monaco-dialog-box').filter({ has: wb.page.getByRole('button', { name: button }) });
+      await dialog.waitFor({ timeout: 120_000 });
+      const text = await dialog.innerText();
+      await wb.screenshot(shot);
+      await dialog.getByRole('button', { name: button }).click();
+      return text;
+    };
+    // The plan: the probe found the profiler off, so the restart with it and the restore are in it, each with its expected time.
+    const plan = await agree('Run the Plan', 'live-run-all-plan');
+    assert.match(plan, /Restart.*profiler/i, plan);
+    assert.match(plan, /original/i, plan);
+    assert.match(plan, /Expected in all: /, plan);
+    // The restart asks with the exact commands: the user's own server by its pid, and its command line with the profiler added.
+    const restart = await agree('Restart the Server', 'live-run-all-restart-consent');
+    assert.ok(restart.includes(String(original.pid)), `the restart does not name pid ${original.pid}: ${restart}`);
+    assert.ok(restart.includes('vllm_sim.py'), restart);
+    // The start-up log streams into the server's output channel as vLLM writes it.
+    await wb.page
+      .locator('.output-view, .panel')
+      .getByText(/Application startup complete|ready/i)
+      .first()
+      .waitFor({ timeout: 120_000 });
+    await wb.screenshot('live-run-all-server-startup');
+    // Every phase ran, and the server that serves the port now is the user's command line again (a new process).
+    await wb.page.locator('.notification-toast', { hasText: `all phases finished on ${NO_PROFILER}` }).waitFor({ timeout: 240_000 });
+    const after = await poll(
+      'the original server back',
+      async () => ((await fetch(`${url}/health`).catch(() => undefined))?.status === 200 ? listening(port) : undefined),
+      60_000,
+    );
+    assert.deepEqual(after.argv, original.argv, 'the server put back runs another command line');
+    assert.notEqual(after.pid, original.pid, 'the server was never restarted');
+    await wb.screenshot('live-run-all-restored');
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    await view
+      .locator('#run-select option', { hasText: new RegExp(`^profile · ${NO_PROFILER} `) })
+      .first()
+      .waitFor({ state: 'attached', timeout: 30_000 });
+    figures.runAllPlan = plan;
   });
 });
