@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
@@ -35,8 +35,16 @@ function listening(port: number): { pid: number; argv: string[] } | undefined {
 describe('Compare Server Configurations', function () {
   this.timeout(180_000);
   let port: number;
+  // The workspace's runs before: the ones this test makes are removed after it, so that later tests
+  // (Insert Result Here offers the newest run's tables first) find the workspace as it was.
+  const runsRoot = () => join(workspaceFolder(), '.inference-bench', 'runs');
+  let runsBefore = new Set<string>();
+  before(() => {
+    runsBefore = new Set(existsSync(runsRoot()) ? readdirSync(runsRoot()) : []);
+  });
 
   after(async () => {
+    if (existsSync(runsRoot())) for (const d of readdirSync(runsRoot())) if (!runsBefore.has(d)) rmSync(join(runsRoot(), d), { recursive: true, force: true });
     await vscode.workspace.getConfiguration('inferenceBench').update('targets', undefined, vscode.ConfigurationTarget.Workspace);
     const left = port ? listening(port) : undefined;
     if (left) process.kill(left.pid, 'SIGKILL');
