@@ -48,7 +48,10 @@ execFileSync(
   'python3',
   [
     '-c',
-    ['import zipapp, sys', "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: not any(part == '__pycache__' or part.startswith('.') for part in p.parts) and p.suffix != '.pyc')"].join('\n'),
+    [
+      'import zipapp, sys',
+      "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: not any(part == '__pycache__' or part.startswith('.') for part in p.parts) and p.suffix != '.pyc')",
+    ].join('\n'),
   ],
   { stdio: 'inherit' },
 );
