@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigurationsCompared } from '../../src/core/server/configurationsCompared';
-import { freePort, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { listening, startUserServer, UserServer } from '../support/userServer';
 
 // `infbench configs` over a real SSH connection (a private sshd on loopback) against a real server
 // process the user started: the simulator mimicking vLLM 0.16, whose decode step is a flag of its
@@ -17,13 +18,6 @@ const pexec = promisify(execFile);
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 const PROMPT = 32;
 const OUTPUT = 32;
-
-function listening(port: number): { pid: number; argv: string[] } | undefined {
-  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
-  const pid = /pid=(\d+)/.exec(out)?.[1];
-  if (!pid) return undefined;
-  return { pid: Number(pid), argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) };
-}
 
 /** The timing model's single-stream TPOT (ms) for a decode step of `baseMs` + 0.05 ms per running request. */
 async function modelTpot(baseMs: number): Promise<number> {
@@ -42,7 +36,7 @@ describe('server configurations compared over SSH: each started, measured by the
   const dir = mkdtempSync(join(tmpdir(), 'ib-configs-'));
   let sshd: Sshd;
   let configFile: string;
-  let port: number;
+  let user: UserServer | undefined;
 
   before(async () => {
     const key = makeKey(dir, 'client');
@@ -54,41 +48,25 @@ describe('server configurations compared over SSH: each started, measured by the
     ).configFile;
   });
   after(async () => {
-    const left = port ? listening(port) : undefined;
-    if (left) process.kill(left.pid, 'SIGKILL');
+    user?.kill();
     await sshd?.stop();
   });
 
   it('measures each configuration as its flags make the server, says the one that does not start, and puts the original command line back', async () => {
-    port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     // The user's server, started from their shell: decode steps of 4 ms.
-    const user = spawn(
-      'python3',
-      [
-        '-u',
-        'simulator/vllm_sim.py',
-        '--mimic',
-        'vllm-0.16',
-        '--port',
-        String(port),
-        '--startup-seconds',
-        '1',
-        '--step-base-ms',
-        '4',
-        '--step-per-seq-ms',
-        '0.05',
-        '--prefill-per-token-ms',
-        '0.002',
-      ],
-      { stdio: 'ignore', detached: true },
-    );
-    user.unref();
-    for (const deadline = Date.now() + 20_000; !(await fetch(`${url}/health`).catch(() => undefined))?.ok;) {
-      if (Date.now() > deadline) throw new Error('the simulator did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const original = listening(port)!;
+    user = await startUserServer([
+      '--mimic',
+      'vllm-0.16',
+      '--startup-seconds',
+      '1',
+      '--step-base-ms',
+      '4',
+      '--step-per-seq-ms',
+      '0.05',
+      '--prefill-per-token-ms',
+      '0.002',
+    ]);
+    const { url, port, original } = user;
     const workspace = join(dir, 'ws');
     mkdirSync(workspace);
     const out = join(workspace, 'configs.json');

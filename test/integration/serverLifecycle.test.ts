@@ -22,6 +22,7 @@ import { ServerRecipe } from '../../src/remote/agentProtocol';
 import { openTransport } from '../../src/remote/openTransport';
 import { Transport } from '../../src/remote/transport';
 import { freePort, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
+import { listening } from '../support/userServer';
 
 // The server's lifecycle over a real SSH connection (a private sshd on loopback) against real
 // processes: the simulator mimicking vLLM 0.16, started as a user would with a short start-up
@@ -30,15 +31,6 @@ import { freePort, makeKey, startSshd, Sshd, writeClientConfig } from '../suppor
 
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 const STARTUP_S = '1.5';
-
-/** What /proc says the process listening on the port runs, as the user would read it with ps. */
-function listening(port: number): { pid: number; argv: string[] } | undefined {
-  const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
-  const pid = /pid=(\d+)/.exec(out)?.[1];
-  if (!pid) return undefined;
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  return { pid: Number(pid), argv };
-}
 
 async function health(url: string): Promise<number | undefined> {
   try {

@@ -4,7 +4,7 @@
 // editor; switch to a light theme and see the charts follow. Screenshots in dark and light go to
 // test-output/screenshots/live-*.png.
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,8 @@ import type { Frame, Page } from 'playwright-core';
 import { defaultFindingsDocument } from '../../src/core/findings/campaignName';
 import { RunningSimulator, startSimulator } from '../../src/core/macro/simulator';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
-import { freePort, makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
+import { makeKey, Sshd, startSshd, writeClientConfig } from '../support/sshd';
+import { listening, startUserServer, UserServer } from '../support/userServer';
 import { packageVsix } from '../support/vsix';
 import { escapeRegExp, poll, recordCspViolations, Workbench } from './workbench';
 
@@ -66,12 +67,6 @@ function sshFingerprint(publicLine: string): string {
   return execFileSync('ssh-keygen', ['-l', '-f', '-'], { input: `${publicLine}\n`, encoding: 'utf8' }).split(' ')[1];
 }
 
-/** The process listening on a port and its command line, as ps would show them. */
-function listening(port: number): { pid: number; argv: string[] } | undefined {
-  const pid = /pid=(\d+)/.exec(execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' }))?.[1];
-  return pid ? { pid: Number(pid), argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) } : undefined;
-}
-
 /** Whether an element's top edge is inside its page's viewport (run in the webview). */
 function inSight(el: { getBoundingClientRect(): { top: number; bottom: number }; ownerDocument: { defaultView: { innerHeight: number } | null } }): boolean {
   const r = el.getBoundingClientRect();
@@ -99,8 +94,8 @@ describe('live results in code-server (UI)', function () {
   let server: CodeServer | undefined;
   let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   let wb: Workbench;
-  /** The port of the server a step starts as its user would (without the profiler); killed at the end. */
-  let noProfilerPort: number | undefined;
+  /** The server a step starts as its user would (without the profiler); killed at the end. */
+  let noProfiler: UserServer | undefined;
   const figures: Record<string, unknown> = {};
 
   before(async () => {
@@ -149,8 +144,7 @@ describe('live results in code-server (UI)', function () {
     await server?.stop();
     await sim?.stop();
     await keyed?.stop();
-    const left = noProfilerPort ? listening(noProfilerPort) : undefined;
-    if (left) process.kill(left.pid, 'SIGKILL');
+    noProfiler?.kill();
     await sshd?.stop();
     if (dirs) removeDirs(dirs);
   });
@@ -810,33 +804,8 @@ describe('live results in code-server (UI)', function () {
   it('runs all phases on a server started without the profiler: the plan, the restart with its command, the start-up in the output channel, and the original put back', async () => {
     // vLLM 0.16 as its user started it from a shell, without the profiler: a process of its own that
     // the tool adopts, restarts with the profiler and must put back as it was.
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const user = spawn(
-      'python3',
-      [
-        '-u',
-        'simulator/vllm_sim.py',
-        '--mimic',
-        'vllm-0.16',
-        '--port',
-        String(port),
-        '--startup-seconds',
-        '2',
-        '--step-base-ms',
-        '5',
-        '--step-per-seq-ms',
-        '0.05',
-      ],
-      { cwd: repoRoot, stdio: 'ignore', detached: true },
-    );
-    user.unref();
-    noProfilerPort = port;
-    const original = await poll(
-      'the server started without the profiler',
-      async () => ((await fetch(`${url}/health`).catch(() => undefined))?.status === 200 ? listening(port) : undefined),
-      30_000,
-    );
+    noProfiler = await startUserServer(['--mimic', 'vllm-0.16', '--startup-seconds', '2', '--step-base-ms', '5', '--step-per-seq-ms', '0.05'], repoRoot);
+    const { url, port, original } = noProfiler;
     await targetRow(TARGET).click();
     await wb.runCommand('Inference Bench: Add Target');
     await wb.answer(/^Add Target \(1\/4\)$/, TARGET);

@@ -1,11 +1,10 @@
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { defaultFindingsDocument } from '../../../src/core/findings/campaignName';
 import type { ConfigurationsCompared } from '../../../src/core/server/configurationsCompared';
+import { listening, startUserServer, UserServer } from '../../support/userServer';
 import { closeAllEditors, waitFor, workspaceFolder } from '../helpers';
 
 function findRepoRoot(from: string): string {
@@ -15,26 +14,9 @@ function findRepoRoot(from: string): string {
 const repoRoot = findRepoRoot(__dirname);
 const TARGET = 'sim-configs';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** The process that listens on the port, and its command line, as ps would show them. */
-function listening(port: number): { pid: number; argv: string[] } | undefined {
-  const pid = /pid=(\d+)/.exec(execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' }))?.[1];
-  return pid ? { pid: Number(pid), argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean) } : undefined;
-}
-
 describe('Compare Server Configurations', function () {
   this.timeout(180_000);
-  let port: number;
+  let user: UserServer | undefined;
   // The workspace's runs before: the ones this test makes are removed after it, so that later tests
   // (Insert Result Here offers the newest run's tables first) find the workspace as it was.
   const runsRoot = () => join(workspaceFolder(), '.inference-bench', 'runs');
@@ -46,35 +28,14 @@ describe('Compare Server Configurations', function () {
   after(async () => {
     if (existsSync(runsRoot())) for (const d of readdirSync(runsRoot())) if (!runsBefore.has(d)) rmSync(join(runsRoot(), d), { recursive: true, force: true });
     await vscode.workspace.getConfiguration('inferenceBench').update('targets', undefined, vscode.ConfigurationTarget.Workspace);
-    const left = port ? listening(port) : undefined;
-    if (left) process.kill(left.pid, 'SIGKILL');
+    user?.kill();
     await closeAllEditors();
   });
 
   it('measures the server as it runs and with another flag, puts the original back, and tables both in the findings document', async () => {
-    port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     // The user's server, started from a shell: decode steps of 3 ms, a flag of its command line.
-    spawn(
-      'python3',
-      [
-        '-u',
-        'simulator/vllm_sim.py',
-        '--mimic',
-        'vllm-0.16',
-        '--port',
-        String(port),
-        '--startup-seconds',
-        '1',
-        '--step-base-ms',
-        '3',
-        '--step-per-seq-ms',
-        '0.02',
-      ],
-      { cwd: repoRoot, stdio: 'ignore', detached: true },
-    ).unref();
-    await waitFor('the server to answer', async () => (await fetch(`${url}/health`).catch(() => undefined))?.ok === true, 30_000);
-    const original = listening(port)!;
+    user = await startUserServer(['--mimic', 'vllm-0.16', '--startup-seconds', '1', '--step-base-ms', '3', '--step-per-seq-ms', '0.02'], repoRoot);
+    const { url, port, original } = user;
     await vscode.workspace
       .getConfiguration('inferenceBench')
       .update('targets', [{ name: TARGET, kind: 'local', serverUrl: url, python: 'python3' }], vscode.ConfigurationTarget.Workspace);
