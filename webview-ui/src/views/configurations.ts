@@ -4,11 +4,7 @@ import type { MacroLevelSummary, RunSummary } from '../../../src/shared/results'
 import type { TableCell } from '../../../src/shared/table';
 import type { ChartSpec, Series } from '../specs';
 import { finite, wantsLog } from './common';
-
-/** A level's load on the x axis: its concurrency, or its request rate. */
-function loadOf(level: MacroLevelSummary): number | undefined {
-  return finite(level.max_concurrency) ?? finite(level.request_rate);
-}
+import { loadOf } from './macro';
 
 /** The runs of the shown run's comparison, baseline first; none when the run is not part of one. */
 export function comparisonRuns(run: RunSummary, runs: readonly RunSummary[]): RunSummary[] {

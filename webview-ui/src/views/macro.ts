@@ -7,7 +7,8 @@ import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
 
 const STAT_ORDER = ['mean', 'median', 'p50', 'p90', 'p95', 'p99', 'p99.9'];
 
-function loadOf(level: MacroLevelSummary): number | undefined {
+/** A level's load on the x axis: its concurrency, or its request rate. */
+export function loadOf(level: MacroLevelSummary): number | undefined {
   return finite(level.max_concurrency) ?? finite(level.request_rate);
 }
 
