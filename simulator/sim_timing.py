@@ -28,7 +28,8 @@ ACTIVATION = "activation"
 ROTARY = "rotary"
 ELEMENTWISE = "elementwise"
 MEMORY = "memory"
-OTHER = "other"
+# The embedding lookup (PyTorch's index_select), named as the analyzer's index/gather family names it.
+INDEX_GATHER = "index_gather"
 IDLE = "idle"
 
 CATEGORIES = [
@@ -45,7 +46,7 @@ CATEGORIES = [
     ROTARY,
     ELEMENTWISE,
     MEMORY,
-    OTHER,
+    INDEX_GATHER,
 ]
 
 
@@ -96,7 +97,7 @@ KIMI_FIXED_MS = {
     ROTARY: 0.120,
     ELEMENTWISE: 0.220,
     MEMORY: 0.050,
-    OTHER: 0.020,
+    INDEX_GATHER: 0.020,
 }
 
 PRESETS: Dict[str, Preset] = {

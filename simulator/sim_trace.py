@@ -133,7 +133,7 @@ LAYER_KERNELS: List[Tuple[str, str, float]] = [
 PROLOGUE: List[Tuple[str, str, float]] = [
     (
         "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
-        tm.OTHER,
+        tm.INDEX_GATHER,
         1.0,
     ),
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", tm.NCCL_ALLREDUCE, 1.0),

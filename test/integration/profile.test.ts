@@ -43,6 +43,7 @@ const CATEGORY: Record<string, string> = {
   moe_gemm: 'moe gemm',
   moe_routing: 'moe routing',
   quantized_gemm: 'quantized gemm',
+  index_gather: 'index/gather',
 };
 
 describe('profiler phase against the simulator', function () {

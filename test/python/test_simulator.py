@@ -38,6 +38,7 @@ FAMILIES = [  # FIELD-FACTS "Kernel families", first match wins
     ("elementwise", r"elementwise|reduce_kernel"),
     ("triton", r"triton"),
     ("memory", r"Memcpy|Memset"),
+    ("index_gather", r"indexSelect"),
 ]
 
 
