@@ -3,6 +3,8 @@ import * as esbuild from 'esbuild';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
+// --outdir=DIR builds elsewhere than dist/ (the UI tests pack a production VSIX without touching dist/).
+const outdir = process.argv.find((a) => a.startsWith('--outdir='))?.slice('--outdir='.length) ?? 'dist';
 
 const node = {
   bundle: true,
@@ -17,10 +19,10 @@ const node = {
 };
 
 const bundles = [
-  { ...node, entryPoints: { extension: 'src/vscode/extension.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { extension: 'src/vscode/extension.ts' }, outdir },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir },
   // Trace analysis runs in a worker thread, bundled on its own.
-  { ...node, entryPoints: { traceWorker: 'src/core/trace/worker.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { traceWorker: 'src/core/trace/worker.ts' }, outdir },
   {
     bundle: true,
     platform: 'browser',
@@ -29,7 +31,7 @@ const bundles = [
     sourcemap: !production,
     minify: production,
     entryPoints: { webview: 'webview-ui/src/main.ts' },
-    outdir: 'dist',
+    outdir,
     logLevel: 'warning',
   },
 ];
@@ -43,15 +45,16 @@ if (watch) {
 // The remote agent travels as one zipapp, named on the host by its content hash.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-mkdirSync('dist', { recursive: true });
+mkdirSync(outdir, { recursive: true });
 execFileSync(
   'python3',
   [
     '-c',
     [
       'import zipapp, sys',
-      "zipapp.create_archive('agent', 'dist/agent.pyz', filter=lambda p: not any(part == '__pycache__' or part.startswith('.') for part in p.parts) and p.suffix != '.pyc')",
+      "zipapp.create_archive('agent', sys.argv[1], filter=lambda p: not any(part == '__pycache__' or part.startswith('.') for part in p.parts) and p.suffix != '.pyc')",
     ].join('\n'),
+    `${outdir}/agent.pyz`,
   ],
   { stdio: 'inherit' },
 );

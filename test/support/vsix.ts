@@ -1,19 +1,28 @@
 // Packs the extension with @vscode/vsce and lists what a VSIX holds (a zip: read its central directory).
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from './codeServer';
 
 /**
- * `vsce package` of the current dist/ (built by `node esbuild.mjs`; `npm run package` builds a
- * minified one first). Leaves dist/ alone, so it is safe while others use the working tree.
+ * The VSIX a user installs: what `npm run package` makes (a minified production build, packed by
+ * vsce), staged beside `out` so that dist/ and the working tree stay as they are while others use them.
  */
 export async function packageVsix(out: string): Promise<{ path: string; bytes: number }> {
   mkdirSync(dirname(out), { recursive: true });
+  const stage = join(dirname(out), 'vsix-stage');
+  rmSync(stage, { recursive: true, force: true });
+  mkdirSync(stage, { recursive: true });
+  const exec = promisify(execFile);
+  await exec(process.execPath, ['esbuild.mjs', '--production', `--outdir=${join(stage, 'dist')}`], { cwd: repoRoot, timeout: 120_000 });
+  // What .vscodeignore lets through besides dist/ (it is copied too, so vsce applies the same list).
+  for (const path of ['package.json', 'README.md', 'LICENSE', '.vscodeignore', 'media', join('docs', 'images')]) {
+    cpSync(join(repoRoot, path), join(stage, path), { recursive: true });
+  }
   const vsce = join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
-  await promisify(execFile)(process.execPath, [vsce, 'package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out], {
-    cwd: repoRoot,
+  await exec(process.execPath, [vsce, 'package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out], {
+    cwd: stage,
     timeout: 120_000,
   }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
     throw new Error(`vsce package failed: ${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}\nRun \`npm run package\` to see the same error.`);
