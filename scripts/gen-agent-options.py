@@ -67,6 +67,8 @@ def render() -> str:
         "  readonly default: string | number | boolean | readonly string[] | null;",
         "  readonly help: string;",
         "  readonly choices?: readonly string[];",
+        "  readonly aliases?: readonly string[];",
+        "  readonly metavar?: string;",
         "}",
         "",
         "// Each command's options as core passes them, named as the flag in camelCase. A secret (the API key)",
@@ -93,9 +95,33 @@ def render() -> str:
             spec = f"flag: {quote(o.flag)}, kind: {quote(o.kind)}, default: {ts_value(o.default)}, help: {quote(o.help)}"
             if o.choices:
                 spec += f", choices: {ts_value(list(o.choices))}"
+            if o.aliases:
+                spec += f", aliases: {ts_value(list(o.aliases))}"
+            if o.metavar:
+                spec += f", metavar: {quote(o.metavar)}"
             out.append(f"    {camel(o.flag)}: {{ {spec} }},")
         out.append("  },")
-    out += ["};", ""]
+    out += [
+        "};",
+        "",
+        "// The same flags as the CLI parses them (node:util parseArgs), named as on the command line; an",
+        "// alias is a flag of its own here. The CLI picks the ones it hands to the agent (src/cli/agentFlags.ts).",
+        "export const AGENT_CLI_FLAGS = {",
+    ]
+    for command in options.COMMANDS:
+        out.append(f"  {command}: {{")
+        for o in passed(command):
+            for flag in (o.flag, *o.aliases):
+                parse = (
+                    "{ type: 'boolean' }"
+                    if o.kind == "flag"
+                    else "{ type: 'string', multiple: true }"
+                    if o.kind == "strs"
+                    else "{ type: 'string' }"
+                )
+                out.append(f"    {quote(flag.lstrip('-'))}: {parse},")
+        out.append("  },")
+    out += ["} as const;", ""]
     return "\n".join(out)
 
 

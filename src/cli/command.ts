@@ -8,6 +8,8 @@ export interface CliCommand {
   name: string;
   summary: string;
   usage: string;
+  /** The flags it parses, where they are one table (checked against the usage text by the unit tests). */
+  options?: ParseArgsConfig['options'];
   run(argv: string[]): Promise<number>;
 }
 

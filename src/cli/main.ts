@@ -17,7 +17,7 @@ import { reportCommand } from './commands/report';
 import { stopExitCode } from './stopSignals';
 
 // Each phase adds its subcommand here as it lands.
-const COMMANDS: CliCommand[] = [
+export const COMMANDS: CliCommand[] = [
   demoCommand,
   macroCommand,
   microCommand,

@@ -1,11 +1,53 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveWholeNumber } from '../flags';
+import { agentFlags, agentFlagUsage } from '../agentFlags';
+import { agentChoice, finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MacroDataset, MacroOptions, MacroOptionsError } from '../../core/macro/options';
+import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
 import { conversationTable } from '../../core/macro/conversations';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
+
+// Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
+const LOAD_FLAGS = [
+  'concurrency',
+  'request-rate',
+  'max-concurrency',
+  'burstiness',
+  'requests',
+  'duration',
+  'input-len',
+  'output-len',
+  'range-ratio',
+  'random-range-ratio',
+  'no-ignore-eos',
+  'api',
+  'model',
+  'prompts-file',
+  'dataset-name',
+  'dataset-path',
+  'sharegpt-output-len',
+  'prefix-repetition-prefix-len',
+  'prefix-repetition-suffix-len',
+  'prefix-repetition-num-prefixes',
+  'multi-turn-turns',
+  'multi-turn-conversations',
+] as const;
+const REQUEST_FLAGS = [
+  'temperature',
+  'top-p',
+  'top-k',
+  'min-p',
+  'extra-body',
+  'header',
+  'warmup',
+  'request-timeout',
+  'stall-timeout',
+  'goodput',
+  'percentiles',
+  'workers',
+  'seed',
+] as const;
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
 
@@ -16,48 +58,9 @@ Metrics follow \`vllm bench serve\`; the result file holds one object per level 
 
 ${targetUsage()}
 Load:
-  --concurrency 1,8,32      closed-loop levels (default 1,8,32,64)
-  --request-rate 2,4,inf    open-loop levels instead, requests/s with gamma gaps
-  --max-concurrency N       cap on in-flight requests in request-rate mode
-  --burstiness K            gamma shape of the gaps (1 = Poisson)
-  --requests N              requests per level (default max(8, 4 x concurrency))
-  --duration S              seconds per level instead of a request count
-  --input-len N             prompt tokens (default 256; random prompts, calibrated with /tokenize)
-  --output-len N            output tokens with ignore_eos (default 128)
-  --range-ratio R           random prompts: each request's prompt and output lengths drawn uniformly
-                            from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (alias --random-range-ratio)
-  --no-ignore-eos           let the model stop at EOS
-  --api completions|chat    (default completions)
-  --model NAME              default: the first model /v1/models lists
-  --prompts-file PATH       JSONL prompts on the target host
-  --dataset-name random|jsonl|sharegpt|prefix_repetition|multi_turn
-                            where prompts come from (default random; with --dataset-path told from the
-                            file: a JSON list is ShareGPT; prefix_repetition: groups sharing a prefix;
-                            multi_turn: conversations whose context grows turn by turn)
-  --dataset-path PATH       the dataset file on the target host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json
-  --sharegpt-output-len N   ShareGPT: N output tokens per request instead of each second turn's length
-  --prefix-repetition-prefix-len N, --prefix-repetition-suffix-len N, --prefix-repetition-num-prefixes N
-                            prefix_repetition: N groups (default 10) whose prompts share a prefix of N tokens
-                            (default 256), each with its own suffix (default 256); the hit rate comes from
-                            the server's own prefix-cache counters
-  --multi-turn-turns N, --multi-turn-conversations N
-                            multi_turn: N turns a conversation (default 4), each sending the whole history
-                            with the server's answers, --input-len tokens more a turn; N conversations a level
-                            (default: the level's requests / turns), as many at once as its concurrency
+${agentFlagUsage('macro', LOAD_FLAGS, { concurrency: 'closed-loop levels, comma-separated (default 1,8,32,64)' })}
 Each request:
-  --temperature T, --top-p P, --top-k K, --min-p P
-                            sampling (default temperature 0, greedy, as vllm bench serve sends)
-  --extra-body JSON         merged into every request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'
-  --header KEY=VALUE        sent with every request (repeatable)
-  --warmup N                warm-up requests (default 2)
-  --request-timeout S       seconds one request may take before it fails as a timeout (default 600);
-                            a level whose requests all stall stops the run
-  --stall-timeout S         seconds a stream may send nothing before it fails as stalled (default 60;
-                            0: off); one still waiting for its first token only while all are silent
-  --goodput "ttft:500 tpot:50"  SLOs in ms for goodput
-  --percentiles 50,90,99
-  --workers auto|N          load-generator processes (default auto)
-  --seed N
+${agentFlagUsage('macro', REQUEST_FLAGS)}
 Output:
   --out FILE                write the result (one object per level) to FILE as JSON
   --json                    print the result JSON on stdout instead of a table
@@ -65,53 +68,24 @@ Output:
 Ctrl-C stops the run; the levels finished so far are kept and printed.
 Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json`;
 
+/** What the command parses: the target's flags, the agent's for this phase, and its own. */
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  ...agentFlags('macro', LOAD_FLAGS),
+  ...agentFlags('macro', REQUEST_FLAGS),
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
 export const macroCommand: CliCommand = {
   name: 'macro',
   summary: 'serving benchmark: single stream, concurrency sweep or request rates, vllm bench serve metrics',
   usage: USAGE,
+  options: OPTIONS,
   async run(argv: string[]): Promise<number> {
     const parsed = parseCommandArgs('macro', {
       args: argv,
-      options: {
-        ...TARGET_OPTIONS,
-        concurrency: { type: 'string' },
-        'request-rate': { type: 'string' },
-        'max-concurrency': { type: 'string' },
-        burstiness: { type: 'string' },
-        requests: { type: 'string' },
-        duration: { type: 'string' },
-        'input-len': { type: 'string' },
-        'output-len': { type: 'string' },
-        'no-ignore-eos': { type: 'boolean' },
-        api: { type: 'string' },
-        model: { type: 'string' },
-        'prompts-file': { type: 'string' },
-        'range-ratio': { type: 'string' },
-        'random-range-ratio': { type: 'string' },
-        'dataset-name': { type: 'string' },
-        'dataset-path': { type: 'string' },
-        'sharegpt-output-len': { type: 'string' },
-        'prefix-repetition-prefix-len': { type: 'string' },
-        'prefix-repetition-suffix-len': { type: 'string' },
-        'prefix-repetition-num-prefixes': { type: 'string' },
-        'multi-turn-turns': { type: 'string' },
-        'multi-turn-conversations': { type: 'string' },
-        temperature: { type: 'string' },
-        'top-p': { type: 'string' },
-        'top-k': { type: 'string' },
-        'min-p': { type: 'string' },
-        'extra-body': { type: 'string' },
-        header: { type: 'string', multiple: true },
-        warmup: { type: 'string' },
-        'request-timeout': { type: 'string' },
-        'stall-timeout': { type: 'string' },
-        goodput: { type: 'string' },
-        percentiles: { type: 'string' },
-        workers: { type: 'string' },
-        seed: { type: 'string' },
-        out: { type: 'string' },
-        json: { type: 'boolean' },
-      },
+      options: OPTIONS,
       strict: true,
     });
     const v = parsed.values;
@@ -163,8 +137,7 @@ export type MacroFlagValues = Record<string, string | boolean | string[] | undef
 /** The run's options from `infbench macro`'s flags, each bad value named by its flag. */
 export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
   const v = (flag: string): string | undefined => (typeof values[flag] === 'string' ? (values[flag] as string) : undefined);
-  const api = v('api') ?? 'completions';
-  if (api !== 'completions' && api !== 'chat') throw new UsageError(`--api must be completions or chat; got "${api}".`);
+  const api = agentChoice('macro', 'api', v('api')) ?? 'completions';
   const goodput: MacroOptions['goodput'] = {};
   for (const part of (v('goodput') ?? '').split(/[\s,]+/).filter(Boolean)) {
     const [k, val] = part.split(':');
@@ -190,7 +163,7 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     rangeRatio: nonNegativeNumber(v(ratioFlag.slice(2)), ratioFlag),
     ignoreEos: values['no-ignore-eos'] ? false : undefined,
     promptsFile: v('prompts-file'),
-    dataset: datasetFlag(v('dataset-name')),
+    dataset: agentChoice('macro', 'datasetName', v('dataset-name')),
     datasetPath: v('dataset-path'),
     sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
     prefixRepetition: prefixRepetitionFlags(v),
@@ -208,12 +181,6 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
   };
   for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
   return options;
-}
-
-function datasetFlag(text: string | undefined): MacroDataset | undefined {
-  if (text === undefined) return undefined;
-  if (text === 'random' || text === 'jsonl' || text === 'sharegpt' || text === 'prefix_repetition' || text === 'multi_turn') return text;
-  throw new UsageError(`--dataset-name takes random, jsonl, sharegpt, prefix_repetition or multi_turn; got "${text}".`);
 }
 
 type FlagText = (flag: string) => string | undefined;

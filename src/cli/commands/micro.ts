@@ -1,8 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
+import { agentFlags, agentFlagUsage } from '../agentFlags';
 import { agentChoice, positiveWholeNumber, positiveWholeNumberList } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MICRO_PARTS, MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
+import { MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { CollectiveModel, microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
 import { renderTextTable } from '../../shared/table';
@@ -10,6 +11,10 @@ import { withServerStopped } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
 import { sayHint } from '../../shared/remedy';
+
+// Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
+const SHAPE_FLAGS = ['model', 'config', 'hidden', 'tp', 'm', 'shape', 'only', 'dtype', 'group-size'] as const;
+const RUN_FLAGS = ['device', 'allow-busy', 'busy-threshold', 'skip', 'repeats', 'launch-kernels', 'ar-world-size', 'ar-backend', 'ar-max-bytes'] as const;
 
 const USAGE = `infbench micro — how fast are the pieces: GEMMs at the model's shapes, all-reduce, launch overhead
 
@@ -21,64 +26,38 @@ device's own measured ceilings (a copy and a large matmul). Refuses when the GPU
 
 ${targetUsage('the Python with PyTorch (and vLLM) on the target')}
 Shapes:
-  --model NAME              a preset (kimi-k2.5, deepseek-v3, llama-3-70b, llama-3-8b, qwen3-235b-a22b,
-                            qwen3-30b-a3b), a model folder or a Hugging Face id in the target's cache
-  --config PATH             the model's config.json (or its folder) on the target
-  --tp N                    tensor-parallel size the shapes are split by (default 1)
-  --m 1,8,64                token counts M (default 1,2,4,...,256)
-  --shape NAME=NxK          an extra GEMM (repeatable); with no model, the only shapes
-  --only TEXT               keep only shapes whose name contains TEXT (repeatable)
-  --dtype auto|bf16|fp16|fp32|fp8|int4   GEMM weights (auto follows the model: int4 -> Marlin, fp8 -> scaled_mm)
+${agentFlagUsage('micro', SHAPE_FLAGS)}
 Run:
-  --device auto|cuda|cuda:N|cpu
-  --allow-busy              run even when the GPUs are mostly taken (sized to the free memory)
-  --busy-threshold F        fraction of GPU memory in use that counts as busy (default 0.5)
+${agentFlagUsage('micro', RUN_FLAGS)}
   --stop-server             stop the server first (its pid, after a yes showing the exact command),
                             and start it again afterwards, also on failure or Ctrl-C
   --yes                     agree to --stop-server's stop and start without asking
-  --skip ${MICRO_PARTS.join(',')}   leave parts out
-  --repeats N               timed repeats per point, median reported (default 10)
-  --ar-world-size N         all-reduce processes (default one per GPU; 2 on CPU)
-  --ar-backend auto|nccl|gloo
-  --ar-max-bytes N          largest all-reduce message of the doubling sweep
 Output:
   --out FILE                write the result JSON to FILE
   --json                    print the result JSON on stdout instead of tables
 
 Example: infbench micro --target local --python /usr/bin/python3 --model kimi-k2.5 --tp 8 --m 1,8,64`;
 
+/** What the command parses: the target's flags, the agent's for this phase, and its own. */
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  ...agentFlags('micro', SHAPE_FLAGS),
+  ...agentFlags('micro', RUN_FLAGS),
+  'stop-server': { type: 'boolean' },
+  yes: { type: 'boolean' },
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
 export const microCommand: CliCommand = {
   name: 'micro',
   summary: "micro-benchmarks: GEMMs at the model's shapes, all-reduce at decode sizes, launch overhead",
   usage: USAGE,
+  options: OPTIONS,
   async run(argv: string[]): Promise<number> {
     const parsed = parseCommandArgs('micro', {
       args: argv,
-      options: {
-        ...TARGET_OPTIONS,
-        model: { type: 'string' },
-        config: { type: 'string' },
-        tp: { type: 'string' },
-        m: { type: 'string' },
-        shape: { type: 'string', multiple: true },
-        only: { type: 'string', multiple: true },
-        dtype: { type: 'string' },
-        'group-size': { type: 'string' },
-        device: { type: 'string' },
-        'allow-busy': { type: 'boolean' },
-        'stop-server': { type: 'boolean' },
-        yes: { type: 'boolean' },
-        'busy-threshold': { type: 'string' },
-        skip: { type: 'string' },
-        repeats: { type: 'string' },
-        'launch-kernels': { type: 'string' },
-        'ar-world-size': { type: 'string' },
-        'ar-backend': { type: 'string' },
-        'ar-max-bytes': { type: 'string' },
-        hidden: { type: 'string' },
-        out: { type: 'string' },
-        json: { type: 'boolean' },
-      },
+      options: OPTIONS,
       strict: true,
     });
     const v = parsed.values;

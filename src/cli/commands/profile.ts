@@ -1,4 +1,5 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
+import { agentFlags, agentFlagUsage } from '../agentFlags';
 import { kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
@@ -6,6 +7,10 @@ import { renderBreakdownText } from '../../core/trace/format';
 import { withProfilerServer } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
+
+// Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
+const WORKLOAD_FLAGS = ['concurrency', 'output-len', 'input-len', 'model'] as const;
+const TRACE_FLAGS = ['trace-dir', 'expect-ranks', 'stop-timeout', 'delay-steps', 'num-steps', 'record-shapes', 'with-stack'] as const;
 
 const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
 
@@ -17,21 +22,11 @@ vLLM must run with a profiler configured (the error says how for its version); S
 
 ${targetUsage()}
 Workload:
-  --concurrency N           requests decoding at once (default 4)
-  --output-len N            tokens per request, about the decode steps profiled (default 48)
-  --input-len N             prompt words (default 128)
-  --model NAME              default: the server's first model
+${agentFlagUsage('profile', WORKLOAD_FLAGS)}
 Traces:
-  --trace-dir DIR           where the server writes traces, when its command line does not say
-  --expect-ranks N          trace files to wait for (default: from the server's command line)
-  --stop-timeout S          seconds to wait while the ranks flush (default 1200)
+${agentFlagUsage('profile', TRACE_FLAGS)}
   --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
   --step-annotation REGEX   the server's step annotation, if not a known one
-  --delay-steps N           SGLang: decode steps the batch runs before the capture starts, so that
-                            it holds a steady batch and not its prefill (default 0)
-  --num-steps N             SGLang: forward steps captured (default output-len - delay-steps - 4)
-  --record-shapes           SGLang: record operators' input shapes in the trace
-  --with-stack              SGLang: record operators' source lines in the trace
 Server:
   --restart-with-profiler   restart a server that runs without the profiler with it on (the flag or
                             variable of its version), profile, then put the original back; asks
@@ -47,36 +42,31 @@ Output:
 
 Example: infbench profile --url http://127.0.0.1:8000 --concurrency 8 --output-len 64`;
 
+/** What the command parses: the target's flags, the agent's for this phase, and its own. */
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  ...agentFlags('profile', WORKLOAD_FLAGS),
+  ...agentFlags('profile', TRACE_FLAGS),
+  family: { type: 'string', multiple: true },
+  'step-annotation': { type: 'string' },
+  'restart-with-profiler': { type: 'boolean' },
+  'restart-trace-dir': { type: 'string' },
+  'profiler-delay-iterations': { type: 'string' },
+  'profiler-max-iterations': { type: 'string' },
+  yes: { type: 'boolean' },
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
 export const profileCommand: CliCommand = {
   name: 'profile',
   summary: "profiler phase: capture the server's torch traces and break each decode step down by kernel category",
   usage: USAGE,
+  options: OPTIONS,
   async run(argv: string[]): Promise<number> {
     const parsed = parseCommandArgs('profile', {
       args: argv,
-      options: {
-        ...TARGET_OPTIONS,
-        concurrency: { type: 'string' },
-        'output-len': { type: 'string' },
-        'input-len': { type: 'string' },
-        model: { type: 'string' },
-        'trace-dir': { type: 'string' },
-        'expect-ranks': { type: 'string' },
-        'stop-timeout': { type: 'string' },
-        family: { type: 'string', multiple: true },
-        'step-annotation': { type: 'string' },
-        'delay-steps': { type: 'string' },
-        'num-steps': { type: 'string' },
-        'record-shapes': { type: 'boolean' },
-        'with-stack': { type: 'boolean' },
-        'restart-with-profiler': { type: 'boolean' },
-        'restart-trace-dir': { type: 'string' },
-        'profiler-delay-iterations': { type: 'string' },
-        'profiler-max-iterations': { type: 'string' },
-        yes: { type: 'boolean' },
-        out: { type: 'string' },
-        json: { type: 'boolean' },
-      },
+      options: OPTIONS,
       strict: true,
     });
     const v = parsed.values;

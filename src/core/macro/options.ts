@@ -1,6 +1,6 @@
 // What a macro run asks of the load generator, and how that becomes the agent's command line.
 import { agentOptionArgs } from '../../remote/agentOptionArgs';
-import { MacroAgentOptions } from '../../remote/agentOptions';
+import { AGENT_OPTIONS, MacroAgentOptions } from '../../remote/agentOptions';
 
 export interface MacroOptions {
   /** The server's base URL as seen from the target host; default the target's serverUrl. */
@@ -68,13 +68,17 @@ export interface MacroOptions {
  * groups of generated prompts that share a prefix (each as vllm bench serve's --dataset-name); multi_turn:
  * conversations whose context grows turn by turn (as vLLM's benchmarks/multi_turn drives them).
  */
-export type MacroDataset = 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn';
+export type MacroDataset = NonNullable<MacroAgentOptions['datasetName']>;
 
-/** The agent's default turns per conversation (agent/infbench_agent/options.py, --multi-turn-turns). */
-export const MULTI_TURN_DEFAULT_TURNS = 4;
+/** The agent's default turns per conversation, from its option table (--multi-turn-turns). */
+export const MULTI_TURN_DEFAULT_TURNS = AGENT_OPTIONS.macro.multiTurnTurns.default as number;
 
-/** vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset's defaults. */
-export const PREFIX_REPETITION_DEFAULTS = { prefixLen: 256, suffixLen: 256, numPrefixes: 10 };
+/** The agent's defaults for prefix repetition (vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset's). */
+export const PREFIX_REPETITION_DEFAULTS = {
+  prefixLen: AGENT_OPTIONS.macro.prefixRepetitionPrefixLen.default as number,
+  suffixLen: AGENT_OPTIONS.macro.prefixRepetitionSuffixLen.default as number,
+  numPrefixes: AGENT_OPTIONS.macro.prefixRepetitionNumPrefixes.default as number,
+};
 
 /** The seed scenario's defaults: single stream first, then a sweep. */
 export const DEFAULT_MACRO_OPTIONS: Required<Pick<MacroOptions, 'api' | 'concurrency' | 'inputLen' | 'outputLen' | 'warmup'>> = {

@@ -85,7 +85,8 @@ describe('infbench macro flags', () => {
 
   it('names the flag whose value is wrong', () => {
     const refused: [Record<string, string>, RegExp][] = [
-      [{ 'dataset-name': 'sonnet' }, /--dataset-name takes random, jsonl, sharegpt, prefix_repetition or multi_turn; got "sonnet"/],
+      [{ 'dataset-name': 'sonnet' }, /--dataset-name must be one of random, jsonl, sharegpt, prefix_repetition, multi_turn; got "sonnet"/],
+      [{ api: 'responses' }, /--api must be one of completions, chat; got "responses"/],
       [{ 'extra-body': '{oops' }, /--extra-body is not JSON/],
       [{ 'extra-body': '[1, 2]' }, /--extra-body must be a JSON object/],
       [{ 'prefix-repetition-num-prefixes': '0' }, /--prefix-repetition-num-prefixes takes a positive whole number/],
