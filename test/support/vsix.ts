@@ -16,10 +16,13 @@ export async function packageVsix(out: string): Promise<{ path: string; bytes: n
   mkdirSync(stage, { recursive: true });
   const exec = promisify(execFile);
   await exec(process.execPath, ['esbuild.mjs', '--production', `--outdir=${join(stage, 'dist')}`], { cwd: repoRoot, timeout: 120_000 });
-  // What .vscodeignore lets through besides dist/ (it is copied too, so vsce applies the same list).
-  for (const path of ['package.json', 'README.md', 'LICENSE', '.vscodeignore', 'media', join('docs', 'images')]) {
-    cpSync(join(repoRoot, path), join(stage, path), { recursive: true });
-  }
+  // What .vscodeignore lets through besides dist/ (its allow-list, each pattern's folder before any
+  // glob), and the file itself, so that vsce applies the same list to the stage.
+  const allowed = readFileSync(join(repoRoot, '.vscodeignore'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('!') && !line.startsWith('!dist/'))
+    .map((line) => line.slice(1).split('/*')[0]);
+  for (const path of new Set(['.vscodeignore', ...allowed])) cpSync(join(repoRoot, path), join(stage, path), { recursive: true });
   const vsce = join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
   await exec(process.execPath, [vsce, 'package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out], {
     cwd: stage,
