@@ -1,8 +1,8 @@
 // `npm test`: every test layer, in order, then one line `N passed, N failed` totalled over all of them.
 // Layers: static checks (lint, types, format; the Python side's flake8, mypy and black, Debian's, as
 // configured in setup.cfg and pyproject.toml), unit (mocha, plain Node), agent (Python unittest),
-// integration (mocha: a real sshd, the simulator, the CLI), extension (mocha inside code-server),
-// ui (playwright-core + Chromium driving code-server).
+// fuzz (seeded hostile sweeps, each printing its counts), integration (mocha: a real sshd, the simulator,
+// the CLI), extension (mocha inside code-server), ui (playwright-core + Chromium driving code-server).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,6 +31,8 @@ const layers = [
   { name: 'agent-typecheck', check: [DEBIAN_PYTHON, ['-m', 'mypy']] },
   { name: 'unit', mocha: ['npx', ['mocha', '--config', 'test/unit/.mocharc.json']] },
   { name: 'agent', mocha: ['python3', ['test/python/run.py']] },
+  // Seeded sweeps a hostile tester ran by hand: mutated traces, hostile servers, editors racing the tool.
+  { name: 'fuzz', mocha: ['npx', ['mocha', '--config', 'test/fuzz/.mocharc.json']] },
   { name: 'integration', mocha: ['npx', ['mocha', '--config', 'test/integration/.mocharc.json']] },
   { name: 'extension', mocha: ['node', ['test/extension/runTests.js']] },
   { name: 'ui', mocha: ['node', ['test/ui/run.js']] },

@@ -4,7 +4,7 @@
 // so a failing mutant can be made again from its seed and number.
 import { readFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { RankBreakdown, TraceBreakdown } from '../../../src/core/trace/types';
+import { RankBreakdown, TraceBreakdown } from '../../src/core/trace/types';
 
 type TraceEvent = Record<string, unknown> & { ph?: unknown; cat?: unknown; name?: unknown; ts?: unknown; dur?: unknown; args?: Record<string, unknown> };
 

@@ -2,8 +2,8 @@ import * as assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
-import { TraceFormatError } from '../../../src/core/trace/jsonReader';
+import { analyzeTraceFiles } from '../../src/core/trace/analyze';
+import { TraceFormatError } from '../../src/core/trace/jsonReader';
 import { impossibleFigures, loadTraceBase, mutant, TraceBase } from './traceMutants';
 
 // Every real trace, cut to the stretch of its first 1,500 GPU events so that a few hundred mutants take seconds.
