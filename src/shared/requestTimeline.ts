@@ -27,6 +27,9 @@ export interface TimelineRequests {
   t1: number;
 }
 
+/** How far a request may seem to start before its lane's last request ended and still reuse the lane. */
+export const LANE_SLACK_S = 0.001;
+
 export type SegmentKind = 'queued' | 'waiting' | 'decoding' | 'failed';
 
 export interface Segment {
@@ -83,8 +86,11 @@ export function timelineRequests(points: readonly MacroRequestPoint[]): Timeline
     t.ok[i] = p.ok ? 1 : 0;
     t.tokens[i] = tokensOf(p);
     // Requests come in send order, so a lane's end only grows; the first lane free takes the request.
+    // A lane is free once its request ended, give or take the client's own rounding (times kept to
+    // the microsecond, or 0.1 ms by a steady-state level) and float sums: at concurrency 1 the next
+    // request is sent as the last one ends and must not open a second lane.
     let lane = 0;
-    while (lane < laneEnds.length && laneEnds[lane] > t.queued[i]) lane++;
+    while (lane < laneEnds.length && laneEnds[lane] > t.queued[i] + LANE_SLACK_S) lane++;
     laneEnds[lane] = end;
     t.lane[i] = lane;
     if (t.queued[i] < t.t0) t.t0 = t.queued[i];

@@ -42,6 +42,30 @@ describe("the timeline of a macro run's requests", () => {
     assert.equal(t.lanes, 2);
   });
 
+  it('draws concurrency 1 on one lane when each request is sent as the previous one ends, its times rounded by the client', () => {
+    // 0.1 + 0.2 is 0.30000000000000004 in floating point: the third request is sent "before" the second ends.
+    // The fourth is sent 1 µs before the third's end (each time rounded to the microsecond); the fifth was
+    // planned 0.05 ms before the fourth's end by the load generator's own clock reading.
+    const c1: MacroRequestPoint[] = [
+      { level: 0, start_s: 0, ttft_ms: 20, e2el_ms: 100, ok: true, output_tokens: 5 },
+      { level: 0, start_s: 0.1, ttft_ms: 20, e2el_ms: 200, ok: true, output_tokens: 9 },
+      { level: 0, start_s: 0.3, ttft_ms: 20, e2el_ms: 123.457, ok: true, output_tokens: 6 },
+      { level: 0, start_s: 0.423456, ttft_ms: 20, e2el_ms: 100, ok: true, output_tokens: 5 },
+      { level: 0, start_s: 0.5235, ttft_ms: 20, e2el_ms: 100, ok: true, output_tokens: 5, queued_ms: 0.05 },
+    ];
+    const t = timelineRequests(c1);
+    assert.deepEqual(Array.from(t.lane), [0, 0, 0, 0, 0]);
+    assert.equal(t.lanes, 1);
+  });
+
+  it('still opens a second lane for a request sent well before the previous one ended', () => {
+    const t = timelineRequests([
+      { level: 0, start_s: 0, ttft_ms: 20, e2el_ms: 100, ok: true, output_tokens: 5 },
+      { level: 0, start_s: 0.09, ttft_ms: 20, e2el_ms: 100, ok: true, output_tokens: 5 },
+    ]);
+    assert.deepEqual(Array.from(t.lane), [0, 1]);
+  });
+
   it('counts requests in flight per second as the request-seconds inside each second', () => {
     // Second 0: A 1 s, B 0.5 s = 1.5; second 1: A 1, B 0.5, C 0.5 = 2; second 2: A 0.5, C 0.5 = 1.
     const s = perSecond(timelineRequests(points));
