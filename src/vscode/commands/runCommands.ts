@@ -189,6 +189,15 @@ async function runPlan(
     save(markPhase(record, phase, 'running'));
     const first = record.steps.findIndex((s) => s.phase === phase);
     const run = await controller.runPhase(runner, target, options, signal, `step ${first + 1} of ${record.steps.length} of Run All Phases`);
+    // Micro with a planned stop that was not made (declined, or the server could not be stopped) did not run at all:
+    // nothing failed, and the profile still has its server.
+    if (!run && phase === 'micro' && options.serverPlan && !signal.aborted) {
+      save(markPhase(record, phase, 'skipped'));
+      void vscode.window.showWarningMessage(
+        `Inference Bench: micro did not run on ${target.name}: the server was not stopped for it (the "Inference Bench: Server" output says why); going on with the profiler.`,
+      );
+      continue;
+    }
     const status = run?.status === 'completed' ? 'done' : run?.status === 'cancelled' || run?.status === 'interrupted' ? 'cancelled' : 'failed';
     save(markPhase(record, phase, status, run?.id));
     if (phase === 'micro') {

@@ -1,14 +1,14 @@
 import * as vscode from 'vscode';
 import { MicroOptions } from '../../core/micro/options';
-import { runMicroPhase } from '../../core/phases/micro';
+import { MicroPhaseOutcome, runMicroPhase } from '../../core/phases/micro';
+import { MicroServerPlan, runMicroAsPlanned } from '../../core/campaign/microAsPlanned';
 import { PhaseRunner } from './phaseRunner';
 import { STEADY_RESTART } from './profileRunner';
 import { withServerStopped, withServerStoppedThenProfiler } from '../../core/server/phaseServer';
 import { ServerControlError } from '../../core/server/serverChange';
 import { offerPendingRestore, serverOutputChannel, vscodeServerOptions } from '../server/serverPrompts';
 
-/** What Run All Phases planned for the server around micro: stop it and start it again, or start it with the profiler. */
-export type MicroServerPlan = 'stop' | 'stop-then-profiler';
+export type { MicroServerPlan } from '../../core/campaign/microAsPlanned';
 /** The purpose of a change that micro hands over to the profile run (its change.json says it). */
 export const MICRO_THEN_PROFILE = 'micro, then profile';
 
@@ -62,33 +62,34 @@ export const microRunner: PhaseRunner = {
     const { serverPlan, ...rest } = given as { serverPlan?: MicroServerPlan };
     const options = rest as MicroOptions;
     await offerPendingRestore(ctx);
-    let outcome = await runMicroPhase(ctx, options);
-    if (outcome.busy && !ctx.signal?.aborted) {
-      const stop = 'Stop the Server, Run, Start It Again';
-      const beside = 'Run Beside It';
-      const pick = serverPlan
-        ? stop
-        : await vscode.window.showWarningMessage(
-            `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${outcome.busy.message} Timings taken beside a loaded server are skewed. Stop the server for the run (it is started again afterwards, also on Cancel), or run now sized to the free memory.`,
-            { modal: true },
-            stop,
-            beside,
-          );
-      if (pick === beside) outcome = await runMicroPhase(ctx, { ...options, allowBusy: true });
-      if (pick === stop) {
+    const outcome = await runMicroAsPlanned<MicroPhaseOutcome>(serverPlan, {
+      micro: (allowBusy) => runMicroPhase(ctx, allowBusy ? { ...options, allowBusy: true } : options),
+      refusedBusy: (o) => !!o.busy && !ctx.signal?.aborted,
+      askBusy: async (refused) => {
+        const stop = 'Stop the Server, Run, Start It Again';
+        const beside = 'Run Beside It';
+        const pick = await vscode.window.showWarningMessage(
+          `Inference Bench: the GPUs of ${ctx.target.name} are busy. ${refused.busy?.message ?? ''} Timings taken beside a loaded server are skewed. Stop the server for the run (it is started again afterwards, also on Cancel), or run now sized to the free memory.`,
+          { modal: true },
+          stop,
+          beside,
+        );
+        return pick === stop ? 'stop' : pick === beside ? 'beside' : undefined;
+      },
+      withServerStopped: async (plan, body) => {
         try {
           const server = vscodeServerOptions(ctx.target.name, ctx.signal);
-          outcome =
-            serverPlan === 'stop-then-profiler'
-              ? (await withServerStoppedThenProfiler(ctx, MICRO_THEN_PROFILE, { ...server, ...STEADY_RESTART }, () => runMicroPhase(ctx, options))).value
-              : (await withServerStopped(ctx, 'micro', server, () => runMicroPhase(ctx, options))).value;
+          return plan === 'stop-then-profiler'
+            ? (await withServerStoppedThenProfiler(ctx, MICRO_THEN_PROFILE, { ...server, ...STEADY_RESTART }, body)).value
+            : (await withServerStopped(ctx, 'micro', server, body)).value;
         } catch (err) {
           if (!(err instanceof ServerControlError)) throw err;
           serverOutputChannel().error(err.message);
           if (err.code !== 'declined') void vscode.window.showErrorMessage(`Inference Bench: ${err.message}`);
+          return undefined;
         }
-      }
-    }
-    return outcome.summary;
+      },
+    });
+    return outcome?.summary;
   },
 };
