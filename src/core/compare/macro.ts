@@ -53,8 +53,10 @@ function latencyStats(a: Level, b: Level): { key: string; metric: string; stat: 
       out.push({ key, metric: m, stat, label: `${LATENCY_NAMES[m]} ${match[1]}` });
     }
   }
+  // vLLM writes p50_ beside median_ when the percentiles asked include 50: the same figure, compared once.
+  const kept = out.filter((s) => !(s.stat === 0.5 && out.some((o) => o.metric === s.metric && o.stat === 'median')));
   const order = (s: 'mean' | 'median' | number) => (s === 'mean' ? 0 : s === 'median' ? 0.5 : s);
-  return out.sort((x, y) => LATENCIES.indexOf(x.metric) - LATENCIES.indexOf(y.metric) || order(x.stat) - order(y.stat));
+  return kept.sort((x, y) => LATENCIES.indexOf(x.metric) - LATENCIES.indexOf(y.metric) || order(x.stat) - order(y.stat));
 }
 
 export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Level[]): Comparison {
@@ -110,7 +112,56 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
     }
   }
   for (const lb of levelsB) if (!keysA.has(levelKey(lb))) unmatched.push(`${levelKey(lb)} only in ${b.id}`);
-  return { phase: 'macro', a, b, differences, summary: summarize(differences, a, b), unmatched, tables: [macroTable(differences, a, b)] };
+  return { phase: 'macro', a, b, differences, summary: macroSummary(differences, a, b), unmatched, tables: [macroTable(differences, a, b)] };
+}
+
+/** Beyond this many flagged differences the verdict says one line per metric instead of one per difference. */
+const VERDICT_LINES = 5;
+const FAMILIES = ['output throughput', 'TPOT', 'TTFT', 'ITL', 'E2EL', 'request throughput'];
+
+/** "TPOT median (ms)" → TPOT and median; "output throughput (tok/s)" → itself with no statistic. */
+function familyOf(d: Difference): { family: string; stat?: string; unit: string } {
+  const m = /^(\S+) (mean|median|p[\d.]+) \((\S+)\)$/.exec(d.metric);
+  if (m) return { family: m[1], stat: m[2], unit: m[3] };
+  const t = /^(.*) \((\S+)\)$/.exec(d.metric);
+  return t ? { family: t[1], unit: t[2] } : { family: d.metric, unit: '' };
+}
+
+/**
+ * The macro verdict: each flagged difference in a sentence while they are few; past that, one line
+ * per metric (throughput, TPOT, TTFT...), with its headline statistic (the median, else the mean,
+ * else the lowest percentile) at each level where it moved, and the other statistics that moved
+ * named, so that a sweep of three levels reads in six lines rather than thirty-six.
+ */
+export function macroSummary(differences: Difference[], a: RunRef, b: RunRef): string[] {
+  const flagged = differences.filter((d) => d.flagged);
+  if (flagged.length <= VERDICT_LINES) return summarize(differences, a, b);
+  const rank = (stat?: string) => (stat === undefined ? 0 : stat === 'median' ? 1 : stat === 'mean' ? 2 : 3 + Number(stat.slice(1)) / 1000);
+  const lines: { size: number; text: string }[] = [];
+  for (const family of FAMILIES) {
+    const moved = flagged.filter((d) => familyOf(d).family === family);
+    if (!moved.length) continue;
+    const stats = [...new Set(moved.map((d) => familyOf(d).stat))].sort((x, y) => rank(x) - rank(y));
+    const head = stats[0];
+    const shown = moved.filter((d) => familyOf(d).stat === head);
+    const unit = familyOf(shown[0]).unit;
+    const at = shown
+      .map((d) => `${d.where} ${fmt(d.a!)} → ${fmt(d.b!)} (${d.delta! >= 0 ? '+' : '−'}${Math.abs((d.relative ?? 0) * 100).toFixed(1)}%)`)
+      .join(', ');
+    const betterA = shown.filter((d) => d.better === 'a').map((d) => d.where);
+    const betterB = shown.filter((d) => d.better === 'b').map((d) => d.where);
+    const who = [betterA.length ? `${a.id} is better at ${betterA.join(', ')}` : '', betterB.length ? `${b.id} is better at ${betterB.join(', ')}` : '']
+      .filter(Boolean)
+      .join('; ');
+    const others = stats.slice(1);
+    const also = others.length ? `; ${others.join(', ')} moved too` : '';
+    lines.push({
+      size: Math.max(...shown.map((d) => Math.abs(d.relative ?? 0))),
+      text: `${family}${head ? ` ${head}` : ''} (${unit}): ${at}: ${who}${also}.`,
+    });
+  }
+  // The largest change first: a front end shows the first line as the verdict and the rest below it.
+  return lines.sort((x, y) => y.size - x.size).map((l) => l.text);
 }
 
 /** Tokens per request in and out: runs with different workloads are not like for like. */

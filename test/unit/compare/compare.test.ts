@@ -112,6 +112,31 @@ describe('comparing macro runs', () => {
     assert.equal(c.differences.find((d) => d.metric === 'TTFT mean (ms)')!.flagged, false, 'what did not change is not flagged');
   });
 
+  it('sums up a sweep that moved everywhere in one line per metric, the median once (not again as p50)', () => {
+    const a = levels(SWEEP);
+    // Every latency statistic 10% higher and throughput 10% lower at all three levels: dozens of flagged quantities.
+    const slower = a.map((l) =>
+      Object.fromEntries(
+        Object.entries(l).map(([k, v]) => [
+          k,
+          typeof v !== 'number' ? v : /_(ttft|tpot|itl|e2el)_ms$/.test(k) && !k.startsWith('std_') ? v * 1.1 : /_throughput$/.test(k) ? v / 1.1 : v,
+        ]),
+      ),
+    );
+    const c = compareMacro(ref('before'), a, ref('after'), slower);
+    assert.ok(!c.differences.some((d) => /p50/.test(d.metric)), 'p50 is the median, compared once');
+    assert.ok(c.differences.filter((d) => d.flagged).length > 20, 'the sweep moved in many quantities');
+    const text = c.summary.join('\n');
+    assert.ok(c.summary.length <= 6, text);
+    assert.doesNotMatch(text, /p50/);
+    for (const family of ['output throughput', 'TPOT median', 'TTFT median', 'ITL median', 'E2EL median'])
+      assert.equal(c.summary.filter((l) => l.startsWith(family)).length, 1, `${family} once in:\n${text}`);
+    assert.match(
+      text,
+      /TPOT median \(ms\): c=1 21\.\d+ → 23\.\d+ \(\+10\.0%\), c=4 [\d.]+ → [\d.]+ \(\+10\.0%\), c=16 [\d.]+ → [\d.]+ \(\+10\.0%\): before is better at c=1, c=4, c=16; mean, p90, p99 moved too\./,
+    );
+  });
+
   it('does not flag a change smaller than the noise of a spread-out metric', () => {
     const a = levels(C1);
     // TTFT's sd is ~1.1 ms over 16 requests: a 1 ms shift of the mean is within 3 SE of the difference.
