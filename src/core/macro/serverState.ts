@@ -45,6 +45,20 @@ export function serverState(level: MacroLevelSummary): ServerStateSeries | undef
   return s && Array.isArray(s.samples) && s.samples.length ? s : undefined;
 }
 
+// Reads about a second apart: a level over in fewer reads than this has at most one read inside its
+// load (the first is taken as it starts, the last as it ends), so its means and maxima would be zeros
+// of an empty server, not its state under the load.
+export const MIN_STATE_SAMPLES = 3;
+
+/** Why a level's state is not shown, when it had too few reads; undefined when it had enough. */
+export function tooShortToSample(level: MacroLevelSummary): string | undefined {
+  const s = serverState(level);
+  if (!s || s.samples.length >= MIN_STATE_SAMPLES) return undefined;
+  const secs = finite(level.duration);
+  const reads = `${s.samples.length} read${s.samples.length === 1 ? '' : 's'}`;
+  return `too short to sample (${reads}${secs !== undefined ? ` in ${secs.toFixed(2)} s` : ''}, ${s.interval_s} s apart)`;
+}
+
 /** Per level: the server's batch, queue and cache as it reported them while the level ran; undefined when no level has them. */
 export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTable | undefined {
   const withState = levels.filter((l) => serverState(l));
@@ -62,6 +76,8 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
   if (anyPreemptions) columns.push({ key: 'preemptions', label: 'Preemptions', digits: 0 });
   if (anyHits) columns.push({ key: 'hit_rate', label: 'Prefix-cache hit %', digits: 1 });
   const rows = withState.map((l) => {
+    const short = tooShortToSample(l);
+    if (short) return { level: levelRowLabel(l), running_mean: short };
     const s = serverState(l)!.summary;
     const kv = finite(s.kv_cache_usage?.max);
     const hits = finite(s.prefix_cache_hit_rate);
@@ -81,7 +97,11 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
     title: "The server's own state per load level",
     columns,
     rows,
-    note: "From the server's Prometheus /metrics, read about once a second while each level ran; the run folder keeps every sample.",
+    note:
+      "From the server's Prometheus /metrics, read about once a second while each level ran; the run folder keeps every sample." +
+      (withState.some((l) => tooShortToSample(l))
+        ? ` A level over in fewer than ${MIN_STATE_SAMPLES} reads is too short to sample: run it longer (more requests, or a duration) to see its state.`
+        : ''),
   };
 }
 
@@ -97,7 +117,7 @@ export function saturationLines(levels: readonly MacroLevelSummary[]): string[] 
   for (let i = 1; i < ordered.length; i++) {
     const before = ordered[i - 1];
     const level = ordered[i];
-    const waiting = finite(serverState(level)?.summary.waiting?.mean);
+    const waiting = tooShortToSample(level) ? undefined : finite(serverState(level)?.summary.waiting?.mean);
     const gain = level.output_throughput / Math.max(before.output_throughput, 1e-9) - 1;
     const ttftBefore = finite(before.mean_ttft_ms);
     const ttft = finite(level.mean_ttft_ms);
