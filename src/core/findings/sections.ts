@@ -70,7 +70,8 @@ export interface PhaseSection {
 }
 
 export const PHASE_SECTIONS: readonly PhaseSection[] = [
-  { key: 'macro', title: 'Macro: serving benchmark', matches: /^macro\b/, prefixes: ['macro'] },
+  // A comparison of server configurations is a serving benchmark of each: its table goes with the macro runs.
+  { key: 'macro', title: 'Macro: serving benchmark', matches: /^macro\b/, prefixes: ['macro', 'configurations'] },
   { key: 'micro', title: 'Micro: kernels and collectives', matches: /^micro\b/, prefixes: ['micro'] },
   { key: 'profile', title: 'Profiler: one decode step', matches: /^profil/, prefixes: ['profile', 'profiler'] },
   {
