@@ -4,6 +4,7 @@
 import MarkdownIt from 'markdown-it';
 import { escapeHtml } from '../../shared/html';
 import { hasResults, RunSummary } from '../../shared/results';
+import { chartLevels, ChartLevel, macroChartsSvg } from './reportCharts';
 
 export interface ReportRun {
   id: string;
@@ -13,10 +14,36 @@ export interface ReportRun {
   status: string;
   simulated?: boolean;
   headline?: string;
+  /** A macro run's levels, for its charts. */
+  levels?: ChartLevel[];
+}
+
+// The tool's own note under each section it writes (render.ts): `<sub>Written by Inference Bench at …</sub>`
+// on a line of its own. Markdown viewers show it as small text; the report does too, its inside
+// rendered as markdown with HTML still off.
+const TOOL_NOTE = /^<sub>(.+)<\/sub>\s*$/;
+
+function toolNote(state: MarkdownIt.StateBlock, startLine: number, _endLine: number, silent: boolean): boolean {
+  // Four spaces in: a code block, shown as written.
+  if (state.sCount[startLine] - state.blkIndent >= 4) return false;
+  const match = TOOL_NOTE.exec(state.src.slice(state.bMarks[startLine] + state.tShift[startLine], state.eMarks[startLine]));
+  if (!match) return false;
+  if (silent) return true;
+  state.push('tool_note_open', 'p', 1).map = [startLine, startLine + 1];
+  const inline = state.push('inline', '', 0);
+  inline.content = match[1];
+  inline.map = [startLine, startLine + 1];
+  inline.children = [];
+  state.push('tool_note_close', 'p', -1);
+  state.line = startLine + 1;
+  return true;
 }
 
 // html: false escapes any HTML the document holds, so nothing in it runs or loads.
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
+markdown.block.ruler.before('paragraph', 'tool_note', toolNote, { alt: ['paragraph'] });
+markdown.renderer.rules.tool_note_open = () => '<p class="tool-note"><small>';
+markdown.renderer.rules.tool_note_close = () => '</small></p>\n';
 
 const STYLE = `
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --rule: #d1d9e0; --head: #f6f8fa; }
@@ -27,7 +54,11 @@ table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular
 th, td { border: 1px solid var(--rule); padding: .3rem .6rem; text-align: left; } th { background: var(--head); }
 td:not(:first-child) { text-align: right; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; } pre { overflow-x: auto; padding: .8rem; background: var(--head); }
-footer, .muted { color: var(--muted); font-size: 13px; }
+footer, .muted, .tool-note { color: var(--muted); font-size: 13px; }
+.charts { display: flex; flex-wrap: wrap; gap: 1rem; margin: .5rem 0 1.5rem; }
+.chart { max-width: 100%; height: auto; border: 1px solid var(--rule); }
+.chart text { fill: var(--fg); font: 11px system-ui, sans-serif; } .chart .tick { fill: var(--muted); } .chart .chart-title { font-size: 12px; font-weight: 600; }
+.chart .grid { stroke: var(--rule); stroke-width: 1; }
 `;
 
 // The tool's region markers (markers.ts): HTML comments that would show as text once escaped.
@@ -45,7 +76,7 @@ export function withoutMarkers(text: string): string {
     .join('\n');
 }
 
-/** The report's HTML: the findings rendered, then a table of the runs, then when and by what it was made. */
+/** The report's HTML: the findings rendered, the macro runs' charts, a table of the runs, then when and by what it was made. */
 export function campaignReportHtml(findings: string, runs: readonly ReportRun[], options: { title: string; madeAt: Date }): string {
   const body = markdown.render(withoutMarkers(findings));
   const rows = runs
@@ -55,6 +86,16 @@ export function campaignReportHtml(findings: string, runs: readonly ReportRun[],
         `<td>${escapeHtml(r.status)}</td><td>${escapeHtml(r.headline ?? '')}</td></tr>`,
     )
     .join('\n');
+  const charted = runs.filter((r) => r.phase === 'macro' && r.levels?.length);
+  const charts = charted.length
+    ? `<h2>Charts</h2>\n${charted
+        .map(
+          (r) =>
+            `<h3>Macro run <code>${escapeHtml(r.id)}</code> on ${escapeHtml(r.target)}${r.simulated ? ' (simulator)' : ''}</h3>\n` +
+            `<div class="charts">\n${macroChartsSvg(r.levels!)}\n</div>`,
+        )
+        .join('\n')}`
+    : '';
   const runsTable = runs.length
     ? `<h2>Runs</h2>\n<table><thead><tr><th>Run</th><th>Phase</th><th>Target</th><th>Status</th><th>Headline</th></tr></thead>\n<tbody>\n${rows}\n</tbody></table>`
     : '';
@@ -70,6 +111,7 @@ export function campaignReportHtml(findings: string, runs: readonly ReportRun[],
 <body>
 <main>
 ${body}
+${charts}
 ${runsTable}
 </main>
 <footer>Made by Inference Bench on ${escapeHtml(options.madeAt.toISOString())} from ${escapeHtml(options.title)}.</footer>
@@ -85,7 +127,16 @@ export function reportRuns(all: readonly RunSummary[], findings: string): Report
   return (quoted.length ? quoted : measured)
     .slice()
     .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
-    .map((r) => ({ id: r.id, phase: r.phase, target: r.target, startedAt: r.startedAt, status: r.status, simulated: r.simulated, headline: r.headline }));
+    .map((r) => ({
+      id: r.id,
+      phase: r.phase,
+      target: r.target,
+      startedAt: r.startedAt,
+      status: r.status,
+      simulated: r.simulated,
+      headline: r.headline,
+      levels: r.macro?.levels.length ? chartLevels(r.macro.levels) : undefined,
+    }));
 }
 
 /** Where a findings document's report goes: beside it, with .html for its extension. */
