@@ -1,0 +1,300 @@
+"""Reads an Nsight Systems report exported to SQLite and names the NVTX module of every GPU kernel.
+
+    python3 -m infbench_agent.nsys_report REPORT.sqlite [--step-range REGEX]
+
+Writes one JSON object per line: a header, then every kernel, copy and memset in start order, each
+with its decode step and its module path, then a summary. Standard library only (`sqlite3`).
+
+The report must come from `nsys profile --trace=cuda,nvtx --cuda-graph-trace=node` and
+`nsys export --type sqlite`. Nsight Systems 2025.3 writes (checked against real exports):
+CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET (start, end, deviceId, streamId, globalPid,
+correlationId, graphNodeId; kernel names as StringIds ids in demangledName), CUPTI_ACTIVITY_KIND_RUNTIME
+(start, globalTid, correlationId, nameId), NVTX_EVENTS (push/pop ranges, eventType 59, and start/end
+ranges, eventType 60: start, end, text or textId, globalTid) and CUDA_GRAPH_NODE_EVENTS (start,
+globalTid, graphNodeId, originalGraphNodeId).
+
+Attribution:
+- a kernel launched eagerly belongs to the innermost NVTX range open on its launching thread when the
+  launch call (the runtime record of its correlationId) began;
+- a kernel replayed from a CUDA graph carries the node of the instantiated graph (graphNodeId); that
+  node's creation event names the node it was instantiated from (originalGraphNodeId), created during
+  stream capture, and the kernel belongs to the innermost range open on the capturing thread then;
+- a kernel with no such range is reported with module null: counted, never guessed.
+Ranges whose text matches --step-range are decode steps, not modules: a kernel's step is the step
+range around its launch call (for a replayed kernel, its cudaGraphLaunch). Where the report has no
+step range, each cudaGraphLaunch starts a step.
+
+Memory holds the NVTX ranges of one thread at a time (a stack), one entry per launch call and per
+captured graph node; kernels stream out as they are read.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sqlite3
+import sys
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+SCHEMA_VERSION = 1
+DEFAULT_STEP_RANGE = r"^decode_step\b"
+# NVTX_EVENTS.eventType for ranges (ENUM_NSYS_EVENT_TYPE): NvtxPushPopRange, NvtxStartEndRange.
+RANGE_EVENT_TYPES = (59, 60)
+ACTIVITY_TABLES = (
+    ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"),
+    ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
+    ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
+)
+REQUIRED = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId", "streamId", "globalPid", "correlationId", "demangledName"),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "globalTid", "correlationId", "nameId"),
+    "StringIds": ("id", "value"),
+}
+MODULE_TEXT = re.compile(r"^\{'Module': '([^']*)'")
+
+
+class ReportError(Exception):
+    """The file is not an Nsight Systems SQLite export this reader can use; the message says what to do."""
+
+
+def module_name(text: str) -> str:
+    """The module path of a range: SGLang's and vLLM's layerwise hooks write a dict {'Module': path, ...}."""
+    m = MODULE_TEXT.match(text)
+    if m:
+        return m.group(1)
+    if text.startswith("{") and "Module" in text:
+        try:
+            value = ast.literal_eval(text)
+            if isinstance(value, dict) and isinstance(value.get("Module"), str):
+                return value["Module"]
+        except (ValueError, SyntaxError):
+            pass
+    return text
+
+
+def _is_output_marker(text: str) -> bool:
+    # The hooks push and pop an empty "(output)" range after each forward: never around a launch.
+    return text.startswith("{") and "'Outputs'" in text and "'Inputs'" not in text
+
+
+class NsysReport:
+    def __init__(self, path: str, step_range: str = DEFAULT_STEP_RANGE) -> None:
+        self.path = path
+        try:
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as err:
+            raise ReportError(
+                f"{path} is not an SQLite database ({err}). Export the report with "
+                f"`nsys export --type sqlite -o REPORT.sqlite REPORT.nsys-rep` and give the .sqlite file."
+            ) from err
+        self.tables = tables
+        self.columns: Dict[str, List[str]] = {}
+        for table in tables:
+            self.columns[table] = [r[1] for r in self.db.execute(f'PRAGMA table_info("{table}")')]
+        for table, cols in REQUIRED.items():
+            if table not in tables:
+                hint = (
+                    "it holds no CUDA kernels: profile with --trace=cuda"
+                    if table.startswith("CUPTI")
+                    else "it is not an Nsight Systems export"
+                )
+                raise ReportError(f"{path} has no {table} table: {hint}.")
+            missing = [c for c in cols if c not in self.columns[table]]
+            if missing:
+                raise ReportError(
+                    f"{path}: {table} lacks the columns {', '.join(missing)}; this reader knows the exports of "
+                    f"Nsight Systems 2025.3. Export again with that version, or report the version that wrote it."
+                )
+        self.step_re = re.compile(step_range)
+        self.has_nvtx = "NVTX_EVENTS" in tables
+        self.has_nodes = "CUDA_GRAPH_NODE_EVENTS" in tables
+        self.graphed_without_nodes = False
+        if "graphNodeId" in self.columns["CUPTI_ACTIVITY_KIND_KERNEL"] and not self.has_nodes:
+            row = self.db.execute("SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL LIMIT 1").fetchone()
+            self.graphed_without_nodes = row is not None
+
+    # --- NVTX sweep -------------------------------------------------------------------------------
+
+    def _range_rows(self) -> str:
+        text = "COALESCE(n.text, s.value)" if "textId" in self.columns.get("NVTX_EVENTS", []) else "n.text"
+        join = "LEFT JOIN StringIds s ON s.id = n.textId" if "textId" in self.columns.get("NVTX_EVENTS", []) else ""
+        types = ",".join(str(t) for t in RANGE_EVENT_TYPES)
+        return (
+            f"SELECT n.globalTid AS tid, n.start AS t, 0 AS kind, n.end AS e, {text} AS text, NULL AS key "
+            f"FROM NVTX_EVENTS n {join} WHERE n.eventType IN ({types}) AND n.end IS NOT NULL"
+        )
+
+    def _sweep(self, points_sql: str) -> Iterator[Tuple[Any, Optional[str], Optional[int]]]:
+        """For each point (tid, t, key), the innermost module range open on that thread then, and the step range's number."""
+        sql = points_sql
+        if self.has_nvtx:
+            # Ranges sort before points of the same time (kind 0 < 1): a launch at a range's first tick is inside it.
+            sql = f"{self._range_rows()} UNION ALL {points_sql}"
+        sql += " ORDER BY tid, t, kind, e DESC"
+        stack: List[Tuple[int, str]] = []
+        step_stack: List[Tuple[int, int]] = []
+        tid = None
+        for row_tid, t, kind, end, text, key in self.db.execute(sql):
+            if row_tid != tid:
+                tid = row_tid
+                stack = []
+                step_stack = []
+            while stack and stack[-1][0] < t:
+                stack.pop()
+            while step_stack and step_stack[-1][0] < t:
+                step_stack.pop()
+            if kind == 0:
+                text = text or ""
+                if self.step_re.search(text):
+                    self._steps_seen += 1
+                    step_stack.append((end, self._steps_seen - 1))
+                elif not _is_output_marker(text):
+                    stack.append((end, text))
+                continue
+            yield key, (module_name(stack[-1][1]) if stack else None), (step_stack[-1][1] if step_stack else None)
+
+    # --- records ---------------------------------------------------------------------------------
+
+    def records(self) -> Iterator[Dict[str, Any]]:
+        self._steps_seen = 0
+        pid_of_tid = "(r.globalTid >> 24)"
+        # Every launch call that has a GPU activity: its module and step.
+        launch_points = (
+            "SELECT r.globalTid AS tid, r.start AS t, 1 AS kind, NULL AS e, NULL AS text, "
+            f"({pid_of_tid} << 32) | r.correlationId AS key FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+            "WHERE r.correlationId IN (" + " UNION ".join(f"SELECT correlationId FROM {t}" for _, t in self._activity_tables()) + ")"
+        )
+        graph_launches: Dict[int, bool] = {}
+        graph_name_ids = [
+            r[0] for r in self.db.execute("SELECT id FROM StringIds WHERE value LIKE 'cudaGraphLaunch%' OR value LIKE 'cuGraphLaunch%'")
+        ]
+        if graph_name_ids:
+            ids = ",".join(str(i) for i in graph_name_ids)
+            for (key,) in self.db.execute(f"SELECT ({pid_of_tid} << 32) | r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.nameId IN ({ids})"):
+                graph_launches[key] = True
+        launch: Dict[int, Tuple[Optional[str], Optional[int]]] = {}
+        for key, module, step in self._sweep(launch_points):
+            launch[key] = (module, step)
+        steps_from_ranges = self._steps_seen
+        # Captured graph nodes: the ranges open when each was created.
+        captured: Dict[int, Optional[str]] = {}
+        original: Dict[int, int] = {}
+        if self.has_nodes:
+            for node, orig in self.db.execute("SELECT graphNodeId, originalGraphNodeId FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId IS NOT NULL"):
+                original[node] = orig
+            node_points = (
+                "SELECT globalTid AS tid, start AS t, 1 AS kind, NULL AS e, NULL AS text, graphNodeId AS key "
+                "FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId IS NULL"
+            )
+            self._steps_seen = 0
+            for key, module, _step in self._sweep(node_points):
+                captured[key] = module
+        step_source = "nvtx-range" if steps_from_ranges else ("graph-launch" if graph_launches else "none")
+        yield {
+            "type": "nsys-header",
+            "version": SCHEMA_VERSION,
+            "file": self.path,
+            "stepSource": step_source,
+            "stepRange": self.step_re.pattern,
+            "nvtx": self.has_nvtx,
+            "graphNodes": self.has_nodes,
+            "exporter": self._meta("EXPORT_VERSION") or self._meta("NSYS_VERSION"),
+            "devices": self._devices(),
+        }
+        counts = {"kernels": 0, "graphed": 0, "attributed": 0, "unattributed": 0, "outsideSteps": 0, "noLaunchRecord": 0, "noCaptureNode": 0}
+        launch_steps: Dict[int, int] = {}
+        for kind, row in self._activities():
+            start, end, dev, stream, gpid, corr, node, name = row
+            key = ((gpid >> 24) << 32) | corr if gpid is not None and corr is not None else None
+            at_launch = launch.get(key) if key is not None else None
+            graphed = node is not None
+            if graphed:
+                orig = original.get(node)
+                module = captured.get(orig) if orig is not None else None
+                if orig is None or orig not in captured:
+                    counts["noCaptureNode"] += 1
+            else:
+                module = at_launch[0] if at_launch else None
+            if at_launch is None:
+                counts["noLaunchRecord"] += 1
+            step = at_launch[1] if at_launch else None
+            if step_source == "graph-launch" and key is not None and key in graph_launches:
+                step = launch_steps.setdefault(key, len(launch_steps))
+            elif step_source == "graph-launch" and launch_steps:
+                # An eager kernel after a replay (the sampler) joins that replay's step.
+                step = len(launch_steps) - 1
+            counts["kernels"] += 1
+            counts["graphed"] += graphed
+            counts["attributed" if module is not None else "unattributed"] += 1
+            counts["outsideSteps"] += step is None
+            yield {
+                "type": kind,
+                "start": start,
+                "end": end,
+                "name": name,
+                "device": dev,
+                "stream": stream,
+                "pid": gpid >> 24 if gpid is not None else None,
+                "graphed": graphed,
+                "step": step,
+                "module": module,
+            }
+        yield {"type": "nsys-summary", **counts, "steps": steps_from_ranges if step_source == "nvtx-range" else len(launch_steps)}
+
+    def _activity_tables(self) -> List[Tuple[str, str]]:
+        return [(k, t) for k, t in ACTIVITY_TABLES if t in self.tables and "correlationId" in self.columns[t]]
+
+    def _activities(self) -> Iterator[Tuple[str, Tuple[Any, ...]]]:
+        parts = []
+        for kind, table in self._activity_tables():
+            cols = self.columns[table]
+            node = "a.graphNodeId" if "graphNodeId" in cols else "NULL"
+            if kind == "kernel":
+                name = "(SELECT value FROM StringIds WHERE id = a.demangledName)"
+            elif kind == "memcpy":
+                name = "'Memcpy ' || COALESCE((SELECT label FROM ENUM_CUDA_MEMCPY_OPER WHERE id = a.copyKind), 'copy')" if "ENUM_CUDA_MEMCPY_OPER" in self.tables and "copyKind" in cols else "'Memcpy'"
+            else:
+                name = "'Memset'"
+            parts.append(
+                f"SELECT '{kind}', a.start, a.end, a.deviceId, a.streamId, a.globalPid, a.correlationId, {node}, {name} FROM {table} a"
+            )
+        for row in self.db.execute(" UNION ALL ".join(parts) + " ORDER BY 2"):
+            yield row[0], row[1:]
+
+    def _meta(self, name: str) -> Optional[str]:
+        for table in ("META_DATA_EXPORT", "META_DATA_CAPTURE"):
+            if table in self.tables:
+                row = self.db.execute(f"SELECT value FROM {table} WHERE name = ?", (name,)).fetchone()
+                if row:
+                    return str(row[0])
+        return None
+
+    def _devices(self) -> List[Dict[str, Any]]:
+        if "TARGET_INFO_GPU" not in self.tables:
+            return []
+        return [{"id": r[0], "name": r[1]} for r in self.db.execute("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id")]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.nsys_report", description=__doc__.split("\n\n")[0])
+    p.add_argument("report", help="an Nsight Systems report exported to SQLite (nsys export --type sqlite)")
+    p.add_argument("--step-range", default=DEFAULT_STEP_RANGE, help=f"regular expression of the NVTX range that marks a decode step (default {DEFAULT_STEP_RANGE})")
+    a = p.parse_args(argv)
+    try:
+        report = NsysReport(a.report, a.step_range)
+        out = sys.stdout
+        for record in report.records():
+            out.write(json.dumps(record, separators=(",", ":")))
+            out.write("\n")
+    except ReportError as err:
+        sys.stderr.write(f"nsys_report: {err}\n")
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
