@@ -441,7 +441,7 @@ describe('infbench server and the phases’ server flags (local target)', functi
     );
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, new RegExp(`kill -TERM ${before.pid} `));
-    assert.match(r.stderr, /server: stopped pid \d+ ended/);
+    assert.match(r.stderr, /server: stopped: pid \d+ ended after [\d.]+ s\n/);
     const result = JSON.parse(r.stdout) as { points: { kind: string }[] };
     assert.ok(result.points.some((p) => p.kind === 'gemm'));
     const after = listening(port)!;

@@ -5,6 +5,7 @@ import { openCliTarget, OpenedTarget, TARGET_OPTIONS, targetUsage } from '../tar
 import { readFileSync } from 'node:fs';
 import { parseUserRecipe, startCommand, UserServerRecipe } from '../../core/server/recipe';
 import { Consent, pendingServerChanges, ServerChange, ServerControlError, ServerProgress, ServerStep } from '../../core/server/serverChange';
+import { serverProgressText } from '../../core/server/progressText';
 
 const USAGE = `infbench server — the inference server's recipe, and stopping, restarting and restoring it
 
@@ -68,8 +69,7 @@ export function cliServerProgress(p: ServerProgress): void {
   }
   // The stages read from the log were just shown as its lines.
   if (p.stage === 'weights' || p.stage === 'cuda_graphs' || p.stage === 'api') return;
-  const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
-  process.stderr.write(`server: ${p.stage ?? ''} ${p.message}${time}\n`);
+  process.stderr.write(`server: ${serverProgressText(p)}\n`);
 }
 
 /** Said before a phase on a target whose server a previous session changed and did not put back. */

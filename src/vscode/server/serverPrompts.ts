@@ -3,6 +3,7 @@ import { ServerChangeOptions } from '../../core/server/phaseServer';
 import { describePlan, OmittedStep, PlanStep, RunAllRecord } from '../../core/campaign/runAllPlan';
 import { startCommand } from '../../core/server/recipe';
 import { pendingServerChanges, ServerChange, ServerContext, ServerProgress, ServerStep } from '../../core/server/serverChange';
+import { serverProgressText } from '../../core/server/progressText';
 
 // The server's start-up log and every stop, start and restore, one channel for the whole window.
 let channel: vscode.LogOutputChannel | undefined;
@@ -53,7 +54,7 @@ export function serverProgressToChannel(targetName: string): (p: ServerProgress)
     }
     const time = p.elapsedS !== undefined ? ` (${p.elapsedS.toFixed(1)} s${p.estimateS ? ` of about ${Math.round(p.estimateS)} s last time` : ''})` : '';
     // The stages read from the log were just written as its lines; the status bar still follows them.
-    if (p.stage !== 'weights' && p.stage !== 'cuda_graphs' && p.stage !== 'api') out.info(`${p.stage ?? ''}: ${p.message}${time}`);
+    if (p.stage !== 'weights' && p.stage !== 'cuda_graphs' && p.stage !== 'api') out.info(serverProgressText(p));
     status?.dispose();
     status =
       p.stage === 'ready' || p.stage === 'failed'
