@@ -293,7 +293,8 @@ export class ServerChange {
    */
   async restore(onProgress?: (p: ServerProgress) => void): Promise<void> {
     this.save('restoring');
-    const status = (await this.call('status', ['--url', this.record.url])).result!;
+    // A server this change stopped is meant to be gone: the agent's "no recipe adopted, nothing listens" is no warning then.
+    const status = (await this.call('status', ['--url', this.record.url], undefined, undefined, !this.record.running)).result!;
     const now = status.recipe;
     if (now && sameRecipe(now, this.record.original)) {
       this.record.running = now;
@@ -329,6 +330,8 @@ export class ServerChange {
     args: string[],
     signal?: AbortSignal,
     onProgress?: (p: ServerProgress) => void,
+    /** The server is expected down (the tool stopped it): the agent's warnings that nothing runs go to the debug log. */
+    expectDown = false,
   ): Promise<AgentRunOutcome<'server'>> {
     const step = join(this.dir, `${++this.steps}-${action}`);
     mkdirSync(step, { recursive: true });
@@ -336,7 +339,7 @@ export class ServerChange {
       if (event.type === 'server.state')
         onProgress?.({ stage: event.stage, message: event.message, elapsedS: event.elapsed_s, estimateS: event.estimate_s, identity: event.identity });
       else if (event.type === 'server.log') onProgress?.({ stage: event.stage, line: event.line, message: event.line });
-      else if (event.type === 'log') this.ctx.log[event.level](`server: ${event.message}`);
+      else if (event.type === 'log') this.ctx.log[expectDown && event.level === 'warn' ? 'debug' : event.level](`server: ${event.message}`);
     };
     const outcome = await runAgentCommand(this.ctx.transport, this.ctx.agent, 'server', [action, ...args], new AgentLog(step), {
       signal,
