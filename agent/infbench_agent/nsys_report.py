@@ -236,7 +236,7 @@ class NsysReport:
                 "name": name,
                 "device": dev,
                 "stream": stream,
-                "pid": gpid >> 24 if gpid is not None else None,
+                "pid": (gpid >> 24) & 0xFFFFFF if gpid is not None else None,
                 "graphed": graphed,
                 "step": step,
                 "module": module,

@@ -6,6 +6,8 @@ import { writeAtomic } from '../../core/runs/runFolder';
 import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../core/trace/format';
 import { printable } from '../../shared/printable';
+import { renderNsysText } from '../../core/trace/nsysModules';
+import { analyzeNsysReport, nsysKind } from '../../core/trace/nsysSource';
 import { KernelFamilySpec, TraceAnalysisOptions } from '../../core/trace/types';
 import { compileUserPattern } from '../../core/trace/userPattern';
 
@@ -13,12 +15,15 @@ const usage = `Usage: infbench analyze FILE... [--out breakdown.json] [--json] [
 
 Breaks the GPU time of each decode step down by kernel category, from torch.profiler (Kineto)
 traces: one file per rank, plain JSON or gzip, any size. Needs no server.
+An Nsight Systems report exported to SQLite (REPORT.sqlite, from nsys export --type sqlite) is
+broken down by layer and module too, CUDA-graph replays included (needs python3 here).
 
   --out PATH              also write the breakdown as JSON
   --json                  print the JSON instead of tables
   --family CAT=REGEX      a kernel family tried before the built-in ones (repeatable),
                           e.g. --family 'all-reduce=my_custom_ar_kernel'
   --step-annotation RE    the name of the server's step annotation, if not a known one
+                          (for an nsys report: the NVTX range of a step, default ^decode_step)
   --top N                 kernels listed per rank (default 15)`;
 
 export interface AnalyzeArgs {
@@ -114,6 +119,7 @@ export const analyzeCommand: CliCommand = {
     const args = parseAnalyzeArgs(argv);
     for (const note of args.notes) process.stderr.write(`infbench analyze: ${printable(note)}\n`);
     const started = Date.now();
+    if (args.files.some((f) => nsysKind(f))) return analyzeNsys(args);
     let lastNote = 0;
     const breakdown = await analyzeTracesInWorker(args.files, args.options, {
       onProgress: (path, read, total) => {
@@ -136,3 +142,28 @@ export const analyzeCommand: CliCommand = {
     return 0;
   },
 };
+
+/** Nsight Systems reports: each one read by the agent's reader (python3 here) into its layer and module breakdown. */
+async function analyzeNsys(args: AnalyzeArgs): Promise<number> {
+  const others = args.files.filter((f) => !nsysKind(f));
+  if (others.length) throw new UsageError(`give Nsight Systems reports and torch.profiler traces in separate runs (${others[0]} is not a .sqlite report).`);
+  const unexported = args.files.find((f) => nsysKind(f) === 'nsys-rep');
+  if (unexported)
+    throw new UsageError(
+      `${unexported} is an Nsight Systems report not yet exported: run \`nsys export --type sqlite -o ${unexported.replace(/\.(nsys-rep|qdrep)$/i, '.sqlite')} ${unexported}\` where nsys is installed, then give the .sqlite file.`,
+    );
+  const results = [];
+  for (const file of args.files) {
+    const b = await analyzeNsysReport(file, { stepRange: args.options.stepAnnotation, extraFamilies: args.options.extraFamilies });
+    results.push(b);
+    if (!args.json) process.stdout.write(renderNsysText(b));
+  }
+  const json = JSON.stringify(results.length === 1 ? results[0] : results, null, 2);
+  if (args.json) process.stdout.write(`${json}\n`);
+  const failed = args.out ? writeBreakdown(args.out, json) : undefined;
+  if (failed) {
+    process.stderr.write(`infbench analyze: ${failed}\n`);
+    return 1;
+  }
+  return 0;
+}
