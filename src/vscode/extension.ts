@@ -48,7 +48,7 @@ export function activate(context: vscode.ExtensionContext): void {
   );
   const tree = new TargetsTreeProvider(controller, states, connections);
   // A server killed meanwhile shows as not answering within seconds, without a probe.
-  context.subscriptions.push(new ServerWatch(connections, states, () => readSettings().targets, log));
+  context.subscriptions.push(new ServerWatch(connections, states, () => readSettings().targets, log, workspaceRoot));
   const breakdown = new BreakdownViewProvider(context.extensionUri, controller, log);
   const panelDeps: ResultsPanelDeps = {
     extensionUri: context.extensionUri,

@@ -33,3 +33,34 @@ export async function checkServerHealth(transport: Transport, python: string, se
   if (/^\d+$/.test(said)) return { answering: false, detail: `${url} answered HTTP ${said}` };
   return { answering: false, detail: `nothing answers at ${serverUrl} (${said.replace(/^error /, '')})` };
 }
+
+/** A change of the server the tool itself made and has not put back (its record under .inference-bench/server). */
+export interface HeldChange {
+  record: { state: string; purpose: string };
+}
+
+/**
+ * Why the server does not answer when the tool itself has it down, in words ("stopped for micro"):
+ * the newest change of the target's server that is under way. Undefined when no change of the tool's
+ * explains it (a failed change is a real problem, not a plan).
+ */
+export function serverHeldBy(changes: readonly HeldChange[]): string | undefined {
+  for (const { record } of changes) {
+    const purpose = record.purpose;
+    switch (record.state) {
+      case 'stopping':
+        return `stopping for ${purpose}`;
+      case 'stopped':
+        return `stopped for ${purpose}`;
+      case 'starting':
+        return `starting again (${purpose})`;
+      case 'changed':
+        return `restarted for ${purpose}`;
+      case 'restoring':
+        return `being put back after ${purpose}`;
+      default:
+        break;
+    }
+  }
+  return undefined;
+}

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import { checkServerHealth } from '../../core/campaign/serverHealth';
+import { checkServerHealth, serverHeldBy } from '../../core/campaign/serverHealth';
+import { pendingServerChanges } from '../../core/server/serverChange';
 import { Target } from '../../core/config/target';
 import { Disposable } from '../disposable';
 import { TargetStates } from '../views/targetState';
@@ -21,6 +22,8 @@ export class ServerWatch extends Disposable {
     private readonly states: TargetStates,
     private readonly targets: () => Target[],
     private readonly log: vscode.LogOutputChannel,
+    /** The workspace whose server change records say when the tool itself has a server down. */
+    private readonly workspace: () => string | undefined = () => undefined,
   ) {
     super();
     const timer = setInterval(() => this.checkAll(), WATCH_MS);
@@ -38,11 +41,16 @@ export class ServerWatch extends Disposable {
     try {
       const { transport, agent } = await channel;
       const health = await checkServerHealth(transport, agent.python, target.serverUrl);
-      const down = health.answering ? undefined : health.detail;
-      if (this.states.get(target.name)?.serverDown === down) return;
-      if (down) this.log.warn(`${target.name}: the server stopped answering: ${down}`);
+      // A server the tool stopped or is restarting (a planned stop for micro, a restart with the profiler) is said so, not as a fault.
+      const workspace = health.answering ? undefined : this.workspace();
+      const held = workspace ? serverHeldBy(pendingServerChanges(workspace, target.name)) : undefined;
+      const down = health.answering || held ? undefined : health.detail;
+      const shown = this.states.get(target.name);
+      if (shown?.serverDown === down && shown?.serverHeld === held) return;
+      if (held) this.log.info(`${target.name}: the server does not answer: ${held} by Inference Bench`);
+      else if (down) this.log.warn(`${target.name}: the server stopped answering: ${down}`);
       else this.log.info(`${target.name}: the server answers again at ${target.serverUrl}`);
-      this.states.set(target.name, { serverDown: down });
+      this.states.set(target.name, { serverDown: down, serverHeld: held });
     } catch (err) {
       // A connection going away meanwhile: its own state says so.
       this.log.debug(`${target.name}: health check: ${err instanceof Error ? err.message : String(err)}`);

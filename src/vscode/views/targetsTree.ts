@@ -215,11 +215,14 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         // The release without its local build tag (0.11.0, not 0.11.0+cu128), so it fits; the tooltip has it whole.
         const release = state?.serverVersion?.split('+')[0];
         // A server that stopped answering says so at once (the health check), whatever the last probe found.
-        const server = state?.serverDown
-          ? 'server not answering'
-          : state?.serverKind
-            ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}`
-            : undefined;
+        // A server the tool itself stopped or restarts says so ("server stopped for micro"): a plan, not a fault.
+        const server = state?.serverHeld
+          ? `server ${state.serverHeld}`
+          : state?.serverDown
+            ? 'server not answering'
+            : state?.serverKind
+              ? `${state.serverKind}${release ? ` ${release}` : ''}${state.simulated ? ' (simulator)' : ''}`
+              : undefined;
         const connectionLabel = {
           connected: 'connected',
           failed: 'connection failed',
@@ -231,15 +234,18 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
         const item = new vscode.TreeItem(server ? `${connectionLabel} · ${server}` : connectionLabel);
         item.id = nodeId(node);
         item.description =
+          (state?.serverHeld ? 'by Inference Bench: put back when it is done' : undefined) ??
           state?.serverDown ??
           (state?.needsApiKey ? 'wants an API key: Set Server API Key...' : undefined) ??
           state?.model ??
           (state?.detail || (connection === 'failed' ? detail : connection === 'disconnected' ? (state?.probedAt ? 'idle' : 'click to probe') : ''));
         item.iconPath = new vscode.ThemeIcon(
           connection === 'connected'
-            ? state?.serverDown || state?.needsApiKey
-              ? 'warning'
-              : 'plug'
+            ? state?.serverHeld
+              ? 'debug-pause'
+              : state?.serverDown || state?.needsApiKey
+                ? 'warning'
+                : 'plug'
             : connection === 'failed'
               ? 'error'
               : connection === 'disconnected'
@@ -250,6 +256,7 @@ export class TargetsTreeProvider extends Disposable implements vscode.TreeDataPr
           [
             connection === 'failed' ? `connection failed: ${detail}` : detail,
             state?.detail,
+            state?.serverHeld && `the server is ${state.serverHeld} by Inference Bench; the original is put back when that is done (also on Cancel)`,
             state?.serverDown && `the server does not answer: ${state.serverDown}`,
             state?.needsApiKey && 'the server wants an API key: right-click the target, Set Server API Key...',
             server &&
