@@ -166,6 +166,11 @@ export class TraceJsonReader {
   private readonly metadata: Record<string, unknown> = {};
   /** Values of top-level keys other than traceEvents are kept only up to this size. */
   private static readonly MAX_META_VALUE = 64 * 1024 * 1024;
+  /**
+   * No event of a trace is this large (Kineto's are under a few kB; a 100 kB kernel name is rare):
+   * an event still open past it is a damaged file, refused before the buffer holding it grows with the file.
+   */
+  static readonly MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
   constructor(private readonly onEvent: (event: EventView) => void) {}
 
@@ -232,6 +237,7 @@ export class TraceJsonReader {
         );
       }
       const partial = this.buf.length - this.pos;
+      if (inEvents && partial > 0 && this.buf[this.buf.length - 1] === 0) this.failNulPadding(this.pos, this.buf.length);
       truncated = inEvents
         ? `The trace ends inside traceEvents after ${this.events} complete events (byte ${bytesRead})${partial > 0 ? `; a cut event of ${partial} bytes was dropped` : ''}.`
         : `The trace ends after traceEvents, inside the top-level value "${this.currentKey}" (byte ${bytesRead}); all events were read.`;
@@ -248,6 +254,22 @@ export class TraceJsonReader {
     throw new TraceFormatError(`Not valid trace JSON at byte ${offset}: ${what} (near "${near}").`, offset);
   }
 
+  /**
+   * Refuses a file whose bytes turn to NULs inside traceEvents (`end`: where the buffer's trailing
+   * NULs end, searching back no further than `from`): a pre-allocated or sparse file whose writer
+   * had not finished, or a copy taken while it was written. JSON holds no raw NUL; without this the
+   * cut event would grow with the padding.
+   */
+  private failNulPadding(from: number, end: number): never {
+    let at = end;
+    while (at > from && this.buf[at - 1] === 0) at--;
+    const offset = this.base + at;
+    throw new TraceFormatError(
+      `The trace's data stop at byte ${offset}, inside traceEvents after ${this.events} events: from there on the file holds NUL bytes (a pre-allocated or sparse file whose writer had not finished, or a copy taken while it was being written). Copy the trace again once the profiler has finished writing it.`,
+      offset,
+    );
+  }
+
   private run(): void {
     const buf = this.buf;
     const n = buf.length;
@@ -259,7 +281,13 @@ export class TraceJsonReader {
       if (this.state === 'events') {
         if (c === LBRACE) {
           const end = this.parseEvent(buf, i, n);
-          if (end === NEED_MORE) break;
+          if (end === NEED_MORE) {
+            // An event cut by the end of the buffer: unless the rest is NUL padding or too large to be one.
+            if (buf[n - 1] === 0) this.failNulPadding(i, n);
+            if (n - i > TraceJsonReader.MAX_EVENT_BYTES)
+              this.fail(`an event longer than ${TraceJsonReader.MAX_EVENT_BYTES >> 20} MB (no profiler writes one; the file is damaged)`, i);
+            break;
+          }
           this.events++;
           this.onEvent(this.view);
           i = end;
@@ -267,6 +295,8 @@ export class TraceJsonReader {
         } else if (c === RBRACK) {
           i++;
           this.state = this.bareArray ? 'done' : 'afterValue';
+        } else if (c === 0) {
+          this.failNulPadding(i, i);
         } else {
           this.fail('expected an event object', i);
         }
@@ -277,6 +307,8 @@ export class TraceJsonReader {
         } else if (c === RBRACK) {
           i++;
           this.state = this.bareArray ? 'done' : 'afterValue';
+        } else if (c === 0) {
+          this.failNulPadding(i, i);
         } else {
           this.fail('expected "," or "]" after an event', i);
         }
@@ -341,8 +373,17 @@ export class TraceJsonReader {
           this.fail('expected "," or "}" between top-level keys', i);
         }
       } else {
-        // 'done': anything after the document is ignored (some writers append a newline or NULs).
-        i = n;
+        // 'done': white space and NULs after the document are passed over (some writers append a
+        // newline, a pre-allocated file NULs); anything else is a second document or a damaged copy.
+        while (i < n && (buf[i] === 0 || isWs(buf[i]))) i++;
+        if (i < n) {
+          const offset = this.base + i;
+          const near = buf.toString('latin1', i, Math.min(n, i + 40)).replace(/[^\x20-\x7e]/g, '.');
+          throw new TraceFormatError(
+            `The trace's JSON document is followed by more at byte ${offset} ("${near}"): two traces joined into one file, or a damaged copy. Analyse each trace from its own file.`,
+            offset,
+          );
+        }
       }
     }
     this.pos = i;
