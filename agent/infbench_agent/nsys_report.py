@@ -47,7 +47,15 @@ ACTIVITY_TABLES = (
     ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
 )
 REQUIRED = {
-    "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId", "streamId", "globalPid", "correlationId", "demangledName"),
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        "start",
+        "end",
+        "deviceId",
+        "streamId",
+        "globalPid",
+        "correlationId",
+        "demangledName",
+    ),
     "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "globalTid", "correlationId", "nameId"),
     "StringIds": ("id", "value"),
 }
@@ -172,7 +180,9 @@ class NsysReport:
         ]
         if graph_name_ids:
             ids = ",".join(str(i) for i in graph_name_ids)
-            for (key,) in self.db.execute(f"SELECT ({pid_of_tid} << 32) | r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.nameId IN ({ids})"):
+            for (key,) in self.db.execute(
+                f"SELECT ({pid_of_tid} << 32) | r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.nameId IN ({ids})"
+            ):
                 graph_launches[key] = True
         launch: Dict[int, Tuple[Optional[str], Optional[int]]] = {}
         for key, module, step in self._sweep(launch_points):
@@ -182,7 +192,9 @@ class NsysReport:
         captured: Dict[int, Optional[str]] = {}
         original: Dict[int, int] = {}
         if self.has_nodes:
-            for node, orig in self.db.execute("SELECT graphNodeId, originalGraphNodeId FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId IS NOT NULL"):
+            for node, orig in self.db.execute(
+                "SELECT graphNodeId, originalGraphNodeId FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId IS NOT NULL"
+            ):
                 original[node] = orig
             node_points = (
                 "SELECT globalTid AS tid, start AS t, 1 AS kind, NULL AS e, NULL AS text, graphNodeId AS key "
@@ -203,7 +215,15 @@ class NsysReport:
             "exporter": self._meta("EXPORT_VERSION") or self._meta("NSYS_VERSION"),
             "devices": self._devices(),
         }
-        counts = {"kernels": 0, "graphed": 0, "attributed": 0, "unattributed": 0, "outsideSteps": 0, "noLaunchRecord": 0, "noCaptureNode": 0}
+        counts = {
+            "kernels": 0,
+            "graphed": 0,
+            "attributed": 0,
+            "unattributed": 0,
+            "outsideSteps": 0,
+            "noLaunchRecord": 0,
+            "noCaptureNode": 0,
+        }
         launch_steps: Dict[int, int] = {}
         for kind, row in self._activities():
             start, end, dev, stream, gpid, corr, node, name = row
@@ -241,7 +261,11 @@ class NsysReport:
                 "step": step,
                 "module": module,
             }
-        yield {"type": "nsys-summary", **counts, "steps": steps_from_ranges if step_source == "nvtx-range" else len(launch_steps)}
+        yield {
+            "type": "nsys-summary",
+            **counts,
+            "steps": steps_from_ranges if step_source == "nvtx-range" else len(launch_steps),
+        }
 
     def _activity_tables(self) -> List[Tuple[str, str]]:
         return [(k, t) for k, t in ACTIVITY_TABLES if t in self.tables and "correlationId" in self.columns[t]]
@@ -254,7 +278,11 @@ class NsysReport:
             if kind == "kernel":
                 name = "(SELECT value FROM StringIds WHERE id = a.demangledName)"
             elif kind == "memcpy":
-                name = "'Memcpy ' || COALESCE((SELECT label FROM ENUM_CUDA_MEMCPY_OPER WHERE id = a.copyKind), 'copy')" if "ENUM_CUDA_MEMCPY_OPER" in self.tables and "copyKind" in cols else "'Memcpy'"
+                name = (
+                    "'Memcpy ' || COALESCE((SELECT label FROM ENUM_CUDA_MEMCPY_OPER WHERE id = a.copyKind), 'copy')"
+                    if "ENUM_CUDA_MEMCPY_OPER" in self.tables and "copyKind" in cols
+                    else "'Memcpy'"
+                )
             else:
                 name = "'Memset'"
             parts.append(
@@ -280,7 +308,11 @@ class NsysReport:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m infbench_agent.nsys_report", description=__doc__.split("\n\n")[0])
     p.add_argument("report", help="an Nsight Systems report exported to SQLite (nsys export --type sqlite)")
-    p.add_argument("--step-range", default=DEFAULT_STEP_RANGE, help=f"regular expression of the NVTX range that marks a decode step (default {DEFAULT_STEP_RANGE})")
+    p.add_argument(
+        "--step-range",
+        default=DEFAULT_STEP_RANGE,
+        help=f"regular expression of the NVTX range that marks a decode step (default {DEFAULT_STEP_RANGE})",
+    )
     a = p.parse_args(argv)
     try:
         report = NsysReport(a.report, a.step_range)
