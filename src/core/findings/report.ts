@@ -61,6 +61,21 @@ footer, .muted, .tool-note { color: var(--muted); font-size: 13px; }
 .chart .grid { stroke: var(--rule); stroke-width: 1; }
 `;
 
+// A file on its own: its one <style> block and markdown-it's column alignment need inline styles.
+const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/**
+ * The report as a preview inside the editor shows it (a webview, in desktop VS Code and in a browser
+ * alike): the same page, its policy tightened to the page's one style block by nonce, so that no
+ * inline style attribute applies and nothing runs or loads.
+ */
+export function reportPreviewHtml(html: string, nonce: string): string {
+  if (!/^[A-Za-z0-9+/=]+$/.test(nonce)) throw new Error('A nonce is base64.');
+  return html
+    .replace(`content="${REPORT_CSP}"`, `content="default-src 'none'; style-src 'nonce-${nonce}'; img-src data:"`)
+    .replace('<style>', `<style nonce="${nonce}">`);
+}
+
 // The tool's region markers (markers.ts): HTML comments that would show as text once escaped.
 const MARKER = /<!--\s*inference-bench:(begin|end)\b[^>]*-->\s*$/;
 
@@ -103,7 +118,7 @@ export function campaignReportHtml(findings: string, runs: readonly ReportRun[],
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="${REPORT_CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(options.title)}</title>
 <style>${STYLE}</style>

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { closeAllEditors, workspaceFolder } from '../helpers';
+import { reportActions, showReportPreview } from '../../../src/vscode/commands/exportReport';
 
 // The fixture workspace holds one stored macro run; a findings document that quotes it is written here.
 const FIXTURE_RUN = '2026-11-30_14-02-11-482-macro';
@@ -36,5 +37,24 @@ describe('Export Campaign Report', () => {
     assert.match(html, new RegExp(`<td><code>${FIXTURE_RUN}</code></td><td>macro</td>`));
     assert.ok(doc.isDirty, 'the user’s unsaved text stays unsaved');
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
+  it('opens the report in an editor tab where a browser cannot reach the file (code-server), charts included, under a nonce policy', async () => {
+    const out = await vscode.commands.executeCommand<string | undefined>('inferenceBench.exportReport');
+    assert.ok(out);
+    // In a browser the file:// link of "Open in Browser" points at the server's disk: it is not offered there.
+    if (vscode.env.uiKind === vscode.UIKind.Web) assert.deepEqual(reportActions(), ['Open Preview', 'Reveal in Explorer']);
+    else assert.ok(reportActions().includes('Open Preview'));
+    const panel = showReportPreview(out);
+    try {
+      assert.ok(panel.visible);
+      const html = panel.webview.html;
+      assert.match(html, /style-src 'nonce-[A-Za-z0-9+/=]+'/);
+      assert.ok(!html.includes('unsafe-inline'));
+      assert.match(html, /<svg[^>]*aria-label="Output throughput \(tok\/s\) against load"/);
+      assert.ok(!/<script/.test(html));
+    } finally {
+      panel.dispose();
+    }
   });
 });

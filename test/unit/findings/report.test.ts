@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { reportCommand } from '../../../src/cli/commands/report';
-import { campaignReportHtml, reportRuns } from '../../../src/core/findings/report';
+import { campaignReportHtml, reportPreviewHtml, reportRuns } from '../../../src/core/findings/report';
 import { RunSummary } from '../../../src/shared/results';
 import { beginMarker, endMarker } from '../../../src/core/findings/markers';
 
@@ -12,7 +12,7 @@ const section = '| Load | TPOT p50 ms |\n| --- | ---: |\n| c=1 | 21.70 |';
 const FINDINGS = [
   '# k25b6000bench1',
   '',
-  'My note: <script>alert(1)</script> and <img src=x onerror=alert(2)>.',
+  'My note: <script>alert(1)</script> and <img src=x onerror=alert(2)> <style>body{}</style>.',
   '',
   beginMarker('macro-a', section),
   section,
@@ -97,6 +97,16 @@ describe('campaign report', () => {
     assert.ok(ys[0] > ys[1] && ys[1] > ys[2], `${ys}`);
     assert.ok(html.includes('on h200 &lt;b&gt;&amp;</h3>'), 'the target is escaped');
     assert.ok(!/<script/.test(html), 'no script');
+  });
+
+  it('previews in the editor under a nonce policy: no inline style or script applies, its one style block does', () => {
+    const html = campaignReportHtml(FINDINGS, [], { title: 't.md', madeAt: new Date('2026-12-02T00:00:00Z') });
+    const preview = reportPreviewHtml(html, 'bm9uY2U=');
+    assert.match(preview, /Content-Security-Policy" content="default-src 'none'; style-src 'nonce-bm9uY2U='; img-src data:"/);
+    assert.ok(!preview.includes('unsafe-inline'));
+    assert.equal((preview.match(/<style nonce="bm9uY2U=">/g) ?? []).length, 1);
+    assert.equal((preview.match(/<style/g) ?? []).length, 1, 'the user’s <style> stays text');
+    assert.throws(() => reportPreviewHtml(html, '"><script>'), /base64/);
   });
 
   it('infbench report writes the HTML beside the document with the runs it quotes', async () => {
