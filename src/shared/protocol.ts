@@ -55,6 +55,8 @@ export type WebviewToHost =
   | { type: 'exportCsv'; requestId: number; fileName: string; csv: string }
   /** A chart as a PNG `data:` URL (canvas.toDataURL); the host decodes it and saves it where the user picks. */
   | { type: 'exportPng'; requestId: number; fileName: string; dataUrl: string }
+  /** Save a macro run's requests as a Chrome trace (Perfetto, chrome://tracing); the host builds it from the run folder and asks where. */
+  | { type: 'exportTrace'; requestId: number; runId: string }
   /** Insert a table into the findings document at the cursor; the host renders it as markdown. */
   | { type: 'insertTable'; requestId: number; table: ResultTable }
   /** Open the kernel-breakdown side view on a profile run. */

@@ -14,3 +14,8 @@ export async function savePng(canvas: HTMLCanvasElement, stem: string): Promise<
 export async function saveCsv(table: ResultTable, stem: string): Promise<void> {
   await request((requestId) => ({ type: 'exportCsv', requestId, fileName: `${fileStem(stem)}.csv`, csv: tableToCsv(table) }));
 }
+
+/** Asks the host to save a macro run's requests as a Chrome trace: it builds the file from the run folder. */
+export async function saveTrace(runId: string): Promise<void> {
+  await request((requestId) => ({ type: 'exportTrace', requestId, runId }));
+}

@@ -7,6 +7,7 @@ import type { Reply, WebviewRequest } from '../../src/shared/protocol';
 export const REQUEST_TIMEOUT_MS: Record<WebviewRequest['type'], number> = {
   exportCsv: 10 * 60_000,
   exportPng: 10 * 60_000,
+  exportTrace: 10 * 60_000,
   insertTable: 30_000,
 };
 

@@ -3,12 +3,15 @@
 // requests in flight per second and the server's running, waiting and KV cache. Drawn on one canvas
 // (10,000 bars as four filled paths, one per kind of part, not 10,000 chart.js elements), zoomed with the wheel, a drag or
 // the buttons, exported as PNG through the host's save dialog like every chart card.
-import { saveCsv, savePng } from './exports';
+import { saveCsv, savePng, saveTrace } from './exports';
 import { button, el, renderTable } from './dom';
 import { ChartTheme, readTheme } from './theme';
 import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
 import type { SegmentKind } from '../../src/shared/requestTimeline';
 import { timelineTable, type ServerSample, type TimelineData } from './views/timeline';
+import { RunReadout } from './readout';
+
+const HINT = 'Turn the mouse wheel over the timeline to zoom, drag to move along it; + and - zoom, 0 resets.';
 
 const TOP = 20;
 const STRIP = 58;
@@ -40,7 +43,7 @@ export class TimelineCard {
   readonly element: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
   private readonly holder: HTMLElement;
-  private readonly readout: HTMLElement;
+  private readonly readout: RunReadout;
   private readonly details: HTMLDetailsElement;
   private readonly tableHolder: HTMLElement;
   private readonly legend: HTMLElement;
@@ -62,6 +65,12 @@ export class TimelineCard {
       ...this.axis.buttons(),
       button('PNG', 'Save the timeline as a PNG image', () => void this.exportPng(), 'file-media'),
       button('CSV', 'Save the timeline’s per-second figures as CSV', () => void this.exportCsv(), 'table'),
+      button(
+        'Export Chrome Trace',
+        'Save every request and the server’s samples as a Chrome trace, to open in Perfetto (ui.perfetto.dev) or chrome://tracing beside a profiler trace',
+        () => void saveTrace(this.data.runId),
+        'export',
+      ),
     );
     header.append(heading, actions);
     this.legend = el('ul', undefined, 'timeline-legend');
@@ -71,13 +80,14 @@ export class TimelineCard {
     // Its aria-label, set at each draw, says what is drawn (the heading beside it names the card).
     this.canvas.tabIndex = 0;
     this.holder.append(this.canvas);
-    this.readout = el('p', 'Turn the mouse wheel over the timeline to zoom, drag to move along it; + and - zoom, 0 resets.', 'meta timeline-readout');
+    const readout = el('p', undefined, 'meta timeline-readout');
+    this.readout = new RunReadout(readout, () => HINT, data.runId);
     this.details = el('details', undefined, 'table-details');
     this.details.append(el('summary', 'Data table (per second)'));
     this.tableHolder = el('div', undefined, 'table-scroll');
     this.details.append(this.tableHolder);
     this.details.addEventListener('toggle', () => this.fillTable());
-    this.element.append(header, this.legend, this.holder, this.readout, this.details);
+    this.element.append(header, this.legend, this.holder, readout, this.details);
 
     this.axis.attach(this.canvas, (px, py) => this.describe(px, py));
     // Redrawn on the next frame: a redraw inside the callback changes the holder's height, which the
@@ -93,6 +103,7 @@ export class TimelineCard {
   update(data: TimelineData): number {
     this.axis.setBounds(data.t0, data.t1, data.runId !== this.data.runId);
     this.data = data;
+    this.readout.follow(data.runId);
     const started = performance.now();
     this.draw();
     this.fillTable();
@@ -375,7 +386,7 @@ export class TimelineCard {
       if (near.waiting !== undefined) parts.push(`waiting ${near.waiting}`);
       if (near.kv_cache_usage !== undefined) parts.push(`KV cache ${(near.kv_cache_usage * 100).toFixed(0)}%`);
     }
-    this.readout.textContent = parts.join(' · ');
+    this.readout.show(parts.join(' · '));
   }
 
   private fillTable(): void {

@@ -10,7 +10,9 @@ Usage: infbench import-vllm FILE.json [options]
 
 Creates a completed macro run folder under .inference-bench/runs/ with one level per result in the
 file (an --append-result file holds one per line). Field names are vLLM's, as in our macro results,
-so \`infbench compare\` and the results view treat it like any macro run.
+so \`infbench compare\` and the results view treat it like any macro run. A file saved with
+--save-detailed also brings each request (its send time, TTFT, latency and tokens): the results view
+draws them on the run's timeline, and its Export Chrome Trace saves them for Perfetto.
 
   --workspace DIR   where runs are kept (default: current folder)
   --json            print the new run's result as JSON
@@ -61,7 +63,10 @@ export const importCommand: CliCommand = {
         ttft: l.median_ttft_ms as number,
       })),
     });
-    process.stdout.write(`${table}\n\nRun folder: ${run.dir}\n`);
+    const requests = result.requests
+      ? `${result.requests} requests with their send times: the results view draws them on the run's timeline.`
+      : "No per-request lists in the file (saved without --save-detailed): the levels are imported; for the run's timeline, run vllm bench serve with --save-result --save-detailed.";
+    process.stdout.write(`${table}\n\n${requests}\nRun folder: ${run.dir}\n`);
     return 0;
   },
 };

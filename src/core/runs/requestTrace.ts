@@ -2,12 +2,13 @@
 // open): one track per load level, each request a bar split into "waiting for the first token" and
 // "decoding", and the server's own state (running, waiting, KV cache) as counter tracks beneath, on
 // the same time axis. Opened beside the server's torch-profiler trace it shows the load the steps served.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MacroLevelSummary, MacroRequestPoint } from '../../shared/results';
 import { MacroRequestRecord } from '../../remote/agentSchema';
 import { serverState } from '../macro/serverState';
 import { levelLabel } from '../macro/tables';
-import { RunFolder, writeAtomic } from './runFolder';
+import { metaPath, RunFolder, runDir, runsRoot, writeAtomic } from './runFolder';
 import { finite } from '../../shared/finite';
 
 interface TraceEvent {
@@ -161,4 +162,24 @@ export function writeRequestTrace(run: RunFolder, levels: readonly MacroLevelSum
   const path = join(run.dir, REQUEST_TRACE_FILE);
   writeAtomic(path, JSON.stringify(requestTrace(records, levels, run.info.id)));
   return path;
+}
+
+/**
+ * A stored macro run's requests as a Chrome trace (JSON text), for an export from a front end; throws
+ * saying why when the run has none to draw.
+ */
+export function storedRunTrace(workspace: string, runId: string): string {
+  // A run id is a folder name: nothing that climbs out of the runs folder.
+  const dir = runDir(workspace, runId);
+  if (!/^[\w.-]+$/.test(runId) || runId.startsWith('.') || !existsSync(metaPath(dir)))
+    throw new Error(`No run "${runId}" in ${runsRoot(workspace)}: it may have been deleted; pick a run in the list again.`);
+  const run = RunFolder.open(dir);
+  if (run.info.phase !== 'macro') throw new Error(`Run ${runId} is a ${run.info.phase} run: a request trace is made of a macro run's requests.`);
+  const records = requestRecords(run.readEvents()).filter((r) => finite(r.record.run_s) !== undefined);
+  if (!records.length)
+    throw new Error(
+      `Run ${runId} kept no request with its send time, so there is nothing to put on a trace. A vllm bench serve result needs --save-detailed (its start_times); a macro run keeps them from its first finished request.`,
+    );
+  const levels = run.readResult<{ levels?: MacroLevelSummary[] }>()?.levels ?? [];
+  return JSON.stringify(requestTrace(records, levels, runId));
 }

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { storedRunTrace } from '../../core/runs/requestTrace';
 import { WebviewRequest } from '../../shared/protocol';
 import { ResultTable } from '../../shared/table';
 import { insertTableAt } from '../findings/insertResult';
@@ -12,7 +13,7 @@ export async function saveExport(fileName: string, bytes: Uint8Array): Promise<s
   const target = await vscode.window.showSaveDialog({
     title: `Save ${fileName}`,
     defaultUri: root ? vscode.Uri.file(path.join(root, fileName)) : undefined,
-    filters: ext === 'png' ? { 'PNG image': ['png'] } : { 'CSV table': ['csv'] },
+    filters: ext === 'png' ? { 'PNG image': ['png'] } : ext === 'json' ? { 'Chrome trace (Perfetto, chrome://tracing)': ['json'] } : { 'CSV table': ['csv'] },
   });
   if (!target) return undefined;
   await vscode.workspace.fs.writeFile(target, bytes);
@@ -56,6 +57,13 @@ export async function insertTableIntoFindings(table: ResultTable): Promise<void>
 /** Does what a view asks (save an export, insert a table into the findings document); every view answers each request the same way. */
 export async function answerRequest(request: WebviewRequest, log: vscode.LogOutputChannel): Promise<void> {
   if (request.type === 'insertTable') return insertTableIntoFindings(request.table);
+  if (request.type === 'exportTrace') {
+    const root = workspaceRoot();
+    if (!root) throw new Error('Open the folder that holds the runs (.inference-bench/runs) first: the trace is built from the run folder.');
+    const saved = await saveExport(`${request.runId}.trace.json`, Buffer.from(storedRunTrace(root, request.runId), 'utf8'));
+    if (saved) log.info(`saved ${saved} (open it in https://ui.perfetto.dev or chrome://tracing)`);
+    return;
+  }
   const bytes = request.type === 'exportPng' ? pngFromDataUrl(request.dataUrl) : Buffer.from(request.csv, 'utf8');
   const saved = await saveExport(request.fileName, bytes);
   if (saved) log.info(`saved ${saved}`);

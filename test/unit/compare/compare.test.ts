@@ -12,10 +12,14 @@ import { ImportError, importVllmBench, levelFromVllm, parseVllmBenchFile } from 
 import { MicroInput, ProfileInput, profileInputFrom } from '../../../src/core/explain/inputs';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { RunFolder } from '../../../src/core/runs/runFolder';
+import { readStoredRun } from '../../../src/core/runs/storedRuns';
+import { storedRunTrace } from '../../../src/core/runs/requestTrace';
+import { timelineData } from '../../../webview-ui/src/views/timeline';
 
 const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'vllm-bench');
 const C1 = join(FIXTURES, 'kimi-sim-c1.json');
 const SWEEP = join(FIXTURES, 'kimi-sim-sweep.jsonl');
+const DETAILED = join(FIXTURES, 'kimi-sim-c2-detailed.json');
 const ref = (id: string) => ({ id, label: id });
 const workspace = () => mkdtempSync(join(tmpdir(), 'ib-compare-'));
 
@@ -48,6 +52,45 @@ describe('importing a vllm bench serve result', () => {
     );
     assert.ok(typeof result.levels[0].p90_e2el_ms === 'number', '--metric-percentiles 50,90,99 fields come through');
     assert.equal(RunFolder.list(ws)[0].info.id, run.info.id);
+  });
+
+  it("puts a --save-detailed result's requests on the results view's timeline, each as vLLM timed it", async () => {
+    const raw = JSON.parse(readFileSync(DETAILED, 'utf8'));
+    const ws = workspace();
+    const run = importVllmBench(ws, DETAILED);
+    assert.equal(run.readResult<{ requests: number }>()!.requests, 8);
+    const shown = await readStoredRun(run.dir);
+    const points = shown!.macro!.requests!;
+    assert.equal(points.length, 8);
+    const first = Math.min(...raw.start_times);
+    points.forEach((p, i) => {
+      assert.ok(Math.abs(p.start_s - (raw.start_times[i] - first)) < 1e-6, `request ${i} sent ${p.start_s}`);
+      assert.ok(Math.abs(p.ttft_ms! - raw.ttfts[i] * 1000) < 1e-3);
+      assert.ok(Math.abs(p.e2el_ms! - raw.latencies[i] * 1000) < 1e-3);
+      assert.equal(p.output_tokens, raw.output_lens[i]);
+      // Known answer: the simulator's step at two running sequences, 21.9 ms, ±3% jitter.
+      assert.ok(Math.abs(p.tpot_ms! - 21.9) < 0.7, `TPOT ${p.tpot_ms}`);
+      assert.equal(p.queued_ms, null, "at an unlimited rate vLLM's queue time is the wait for a slot, not a late send");
+    });
+    const t = timelineData(shown!)!;
+    assert.equal(t.requests.lanes, 2, '--max-concurrency 2: two lanes');
+    assert.deepEqual(
+      t.levels.map((l) => l.label),
+      ['c=2'],
+    );
+  });
+
+  it('exports an imported run with per-request data as a Chrome trace, and says why one without it has none', () => {
+    const ws = workspace();
+    const detailed = importVllmBench(ws, DETAILED);
+    const trace = JSON.parse(storedRunTrace(ws, detailed.info.id)) as { traceEvents: { name: string; ph: string; tid?: number; dur?: number }[] };
+    const requests = trace.traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith('request'));
+    assert.equal(requests.length, 8);
+    assert.deepEqual([...new Set(requests.map((e) => e.tid))].sort(), [1, 2]);
+    assert.ok(trace.traceEvents.some((e) => e.name === 'process_name' && JSON.stringify(e).includes('level c=2')));
+    const summary = importVllmBench(ws, C1);
+    assert.throws(() => storedRunTrace(ws, summary.info.id), /kept no request with its send time.*--save-detailed/);
+    assert.throws(() => storedRunTrace(ws, '../../etc'), /No run "\.\.\/\.\.\/etc"/);
   });
 
   it('says what is wrong with a file that is not a vllm bench serve result', () => {
