@@ -8,6 +8,7 @@ import { button, el, renderTable } from './dom';
 import { ChartTheme, distinctColours, readTheme } from './theme';
 import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
 import { stepTables, type StepTimelineData } from './views/timeline';
+import { RunReadout } from './readout';
 
 const LEGEND_ROW = 16;
 const PLOT = 180;
@@ -26,6 +27,7 @@ export class StepTimelineCard {
   private theme: ChartTheme = readTheme();
   private width = 0;
   private selected: number | undefined;
+  private readonly readout: RunReadout;
   private legendRows = 1;
 
   constructor(private data: StepTimelineData) {
@@ -48,7 +50,11 @@ export class StepTimelineCard {
     this.canvas.tabIndex = 0;
     this.holder.append(this.canvas);
     this.picked = el('div', undefined, 'step-picked');
-    this.picked.append(el('p', 'Click a step (or its row in the table below) to list its kernel categories and largest kernels.', 'meta timeline-readout'));
+    this.readout = new RunReadout(
+      this.picked,
+      () => el('p', 'Click a step (or its row in the table below) to list its kernel categories and largest kernels.', 'meta timeline-readout'),
+      data.runId,
+    );
     this.details = el('details', undefined, 'table-details');
     this.details.append(el('summary', `Data table (${data.steps.length} steps)`));
     this.tableHolder = el('div', undefined, 'table-scroll');
@@ -73,6 +79,8 @@ export class StepTimelineCard {
     const same = data.runId === this.data.runId;
     this.data = data;
     if (!same) this.selected = undefined;
+    // The step picked in the previous run is not one of this run's.
+    this.readout.follow(data.runId);
     this.axis.setBounds(0, this.end(), !same);
     this.draw();
     this.fillTable();
@@ -106,7 +114,7 @@ export class StepTimelineCard {
     if (index === undefined) return;
     this.selected = index;
     const tables = stepTables(this.data.steps[index], index, this.data.categories);
-    this.picked.replaceChildren(
+    this.readout.show(
       ...tables.map((t) => {
         const wrap = el('div', undefined, 'table-scroll');
         wrap.append(renderTable(t));
