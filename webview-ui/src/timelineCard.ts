@@ -47,6 +47,7 @@ export class TimelineCard {
   private readonly details: HTMLDetailsElement;
   private readonly tableHolder: HTMLElement;
   private readonly legend: HTMLElement;
+  private readonly serverNote: HTMLElement;
   private theme: ChartTheme = readTheme();
   private readonly axis: TimeAxis;
   private readonly resize: ResizeObserver;
@@ -74,6 +75,7 @@ export class TimelineCard {
     );
     header.append(heading, actions);
     this.legend = el('ul', undefined, 'timeline-legend');
+    this.serverNote = el('p', undefined, 'meta timeline-server-note');
     this.holder = el('div', undefined, 'timeline-holder');
     this.canvas = el('canvas');
     this.canvas.setAttribute('role', 'img');
@@ -87,7 +89,7 @@ export class TimelineCard {
     this.tableHolder = el('div', undefined, 'table-scroll');
     this.details.append(this.tableHolder);
     this.details.addEventListener('toggle', () => this.fillTable());
-    this.element.append(header, this.legend, this.holder, readout, this.details);
+    this.element.append(header, this.legend, this.holder, this.serverNote, readout, this.details);
 
     this.axis.attach(this.canvas, (px, py) => this.describe(px, py));
     // Redrawn on the next frame: a redraw inside the callback changes the holder's height, which the
@@ -343,10 +345,12 @@ export class TimelineCard {
       ...drawn.map((label) => el('li', label, 'line')),
       ...(d.levels.some((l) => l.steady) ? [el('li', "each level's steady window: the band under its name", 'line')] : []),
     );
+    this.serverNote.textContent = d.serverMissing ?? '';
+    this.serverNote.hidden = !d.serverMissing;
     const failed = r.count - r.ok.reduce((n, v) => n + v, 0);
     this.canvas.setAttribute(
       'aria-label',
-      `${r.count} requests on ${lanes} lanes${failed ? `, ${failed} failed` : ''}, from ${a.toFixed(1)} s to ${b.toFixed(1)} s; beneath: ${drawn.join(', ')}`,
+      `${r.count} requests on ${lanes} lanes${failed ? `, ${failed} failed` : ''}, from ${a.toFixed(1)} s to ${b.toFixed(1)} s; beneath: ${drawn.join(', ')}${d.serverMissing ? `. ${d.serverMissing}` : ''}`,
     );
     this.canvas.dataset.bars = String(bars);
     this.canvas.dataset.failed = String(failed);

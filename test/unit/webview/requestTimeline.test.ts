@@ -158,4 +158,37 @@ describe("the timeline of a macro run's requests", () => {
       ],
     );
   });
+
+  it("says why the server's series are missing: the reason the run recorded (no /metrics), or that it kept none", () => {
+    const run = (levels: Record<string, unknown>[]) =>
+      timelineData({
+        id: 'r',
+        phase: 'macro',
+        target: 't',
+        startedAt: '2026-12-02T00:00:00Z',
+        status: 'completed',
+        macro: {
+          levels: levels as never,
+          requests: [{ level: 0, start_s: 0, ttft_ms: 100, e2el_ms: 1000, ok: true, output_tokens: 10 }],
+        },
+      })!;
+    const sglang = run([
+      {
+        level: 0,
+        max_concurrency: 1,
+        server_metrics: {
+          available: false,
+          metrics_status: 404,
+          note: "/metrics answered 404: SGLang serves it only when started with --enable-metrics (vLLM always does), so the token counts could not be cross-checked against the server's",
+        },
+      },
+    ]);
+    assert.match(
+      sglang.serverMissing!,
+      /^No server series \(running, waiting, KV cache\): \/metrics answered 404: SGLang serves it only when started with --enable-metrics/,
+    );
+    assert.match(run([{ level: 0, max_concurrency: 1 }]).serverMissing!, /kept no reading of the server's \/metrics/);
+    const sampled = run([{ level: 0, max_concurrency: 1, server_state: { samples: [{ t: 0.5, running: 1 }] } }]);
+    assert.equal(sampled.serverMissing, undefined, 'nothing to explain when the series are there');
+  });
 });

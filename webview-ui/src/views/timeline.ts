@@ -30,6 +30,17 @@ export interface TimelineData {
   levels: TimelineLevel[];
   t0: number;
   t1: number;
+  /** Why the server's series are not drawn, when the run kept none of them. */
+  serverMissing?: string;
+}
+
+/** Why a run kept no sample of the server's state: the reason its levels recorded, else what leaves none. */
+export function serverMissingReason(levels: readonly MacroLevelSummary[]): string {
+  for (const l of levels) {
+    const m = l.server_metrics as { available?: unknown; note?: unknown } | undefined;
+    if (m?.available === false && typeof m.note === 'string' && m.note) return `No server series (running, waiting, KV cache): ${m.note}.`;
+  }
+  return "No server series (running, waiting, KV cache): the run kept no reading of the server's /metrics (an imported result, or a server whose /metrics has no running, waiting or KV-cache gauges).";
 }
 
 function levelName(l: MacroLevelSummary): string {
@@ -79,7 +90,16 @@ export function timelineData(run: RunSummary): TimelineData | undefined {
     t0 = Math.min(t0, server[0].t);
     t1 = Math.max(t1, server[server.length - 1].t);
   }
-  return { runId: run.id, requests, perSecond: series, server, levels, t0, t1: t1 > t0 ? t1 : t0 + 1 };
+  return {
+    runId: run.id,
+    requests,
+    perSecond: series,
+    server,
+    levels,
+    t0,
+    t1: t1 > t0 ? t1 : t0 + 1,
+    ...(server.length ? {} : { serverMissing: serverMissingReason(summaries) }),
+  };
 }
 
 /** The timeline's figures as a table: one row per second of the client's series, the server's sample of that second beside it. */
