@@ -3,6 +3,7 @@ import { OnlineAnalyzer } from './online';
 import { CollectedTrace, TraceCollector } from './collect';
 import { KernelClassifier } from './families';
 import { EventView } from './jsonReader';
+import { phaseWarnings, PhasePairs } from './phases';
 import { beforeLaunchWarning, EventSanity, skippedWarnings, withoutKernelsBeforeLaunch } from './sanity';
 import { ReadOptions, readTraceFile, SourceSummary } from './source';
 import { findSteps, kernelOrder } from './steps';
@@ -36,20 +37,20 @@ async function analyzeWithin(
   span?: Span,
 ): Promise<{ rank: RankBreakdown } | { rereadSpan: Span }> {
   let sanity = new EventSanity(span);
-  /** Reads the file once more, through a sanity check of its own (the counts are those of the last reading). */
-  const readChecked = (onEvent: (e: EventView) => void) => {
+  let phases = new PhasePairs(() => undefined);
+  /** Reads the file once more, pairs joined (phases.ts) and through a sanity check of its own (the counts are those of the last reading). */
+  const readChecked = async (onEvent: (e: EventView) => void) => {
     sanity = new EventSanity(span);
     const check = sanity;
-    return readTraceFile(
-      path,
-      (e) => {
-        if (!check.reject(e)) onEvent(e);
-      },
-      read,
-    );
+    phases = new PhasePairs((e) => {
+      if (!check.reject(e)) onEvent(e);
+    });
+    const summary = await readTraceFile(path, phases.onEvent, read);
+    phases.finish();
+    return summary;
   };
   const done = (rank: RankBreakdown) => {
-    rank.warnings.push(...skippedWarnings(sanity.skipped));
+    rank.warnings.push(...skippedWarnings(sanity.skipped), ...phaseWarnings(phases.counts));
     return { rank };
   };
   /** Set when this is the first reading and most events lay outside the span it started from. */

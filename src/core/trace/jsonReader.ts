@@ -42,9 +42,14 @@ const RBRACK = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const BOM = [0xef, 0xbb, 0xbf];
-/** The Chrome trace format's phases other than complete ("X") and begin/end ("B"/"E"): never GPU work. */
+/**
+ * The Chrome trace format's phases that never hold GPU work: flows (two per kernel in a Kineto
+ * trace), counters, samples, objects, metadata, marks, clock syncs, contexts. Complete ("X"),
+ * begin/end ("B"/"E"), async ("b"/"e", "S"/"F") and instant ("i"/"I"/"n") events are read on, so
+ * that GPU work written so is paired into durations or counted (phases.ts).
+ */
 const SKIPPED_PHASES: boolean[] = [];
-for (const c of 'iICbnestfPNODMVvRc()') SKIPPED_PHASES[c.charCodeAt(0)] = true;
+for (const c of 'CstfPNODMVvRc()') SKIPPED_PHASES[c.charCodeAt(0)] = true;
 
 function bytes(s: string): Uint8Array {
   return Buffer.from(s, 'latin1');
@@ -102,7 +107,7 @@ function unescapeJson(raw: string): string {
 export class EventView {
   buf: Buffer = Buffer.alloc(0);
   cat: EventCat = EventCat.None;
-  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. The other fields are read for "X", "B", "E" and unknown phases only (or when `ph` comes after them). */
+  /** First character of `ph` ("X" complete, "M" metadata, "s"/"f" flows, ...), 0 if absent. The other fields are not read for the phases in SKIPPED_PHASES (unless `ph` comes after them). */
   ph = 0;
   ts = NaN;
   dur = NaN;
@@ -113,6 +118,8 @@ export class EventView {
   nameStart = -1;
   nameEnd = -1;
   nameEscaped = false;
+  /** The async event id (`id` of "b"/"e" events) as written, a number or a string; '' when absent. */
+  id = '';
 
   reset(buf: Buffer): void {
     this.buf = buf;
@@ -126,6 +133,7 @@ export class EventView {
     this.nameStart = -1;
     this.nameEnd = -1;
     this.nameEscaped = false;
+    this.id = '';
   }
 
   /** The event's `name`, decoded only when asked for, control characters made visible (printable.ts). */
@@ -571,14 +579,17 @@ export class TraceJsonReader {
           const se = this.stringEnd(buf, i + 1, n);
           if (se === NEED_MORE) return NEED_MORE;
           v.ph = se > i + 1 ? buf[i + 1] : 0;
-          // Only complete events ("X") carry what the analysis reads; flows (two per kernel in a
-          // Kineto trace), counters and metadata are counted, not read. torch writes "ph" first.
-          // Begin/end pairs and unknown phases are read on, so that GPU work written so is counted as left out.
+          // Flows (two per kernel in a Kineto trace), counters and metadata are counted, not read.
+          // torch writes "ph" first. Other phases are read on, so that GPU work written so is not lost.
           if (SKIPPED_PHASES[v.ph]) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
           end = se + 1;
         } else {
           end = this.skipValue(buf, i, n);
         }
+      } else if (klen === 2 && k0 === 0x69 && k1 === 0x64) {
+        // "id": pairs async begin/end events (phases.ts); flows, which carry one too, were skipped at their "ph"
+        end = this.skipValue(buf, i, n);
+        if (end !== NEED_MORE) v.id = buf.toString('latin1', i, end);
       } else if (klen === 3 && (k0 === 0x70 || k0 === 0x74) && k1 === 0x69 && buf[ks + 2] === 0x64) {
         // "pid" / "tid"
         end = this.numberOrSkip(buf, i, n);

@@ -18,8 +18,6 @@ export const MAX_GAP_US = 3_600e6;
  */
 export const MAX_GPU_LEAD_US = 100e3;
 
-const PH_BEGIN = 0x42; // B
-const PH_END = 0x45; // E
 const PH_COMPLETE = 0x58; // X
 
 export interface SkippedEvents {
@@ -27,12 +25,11 @@ export interface SkippedEvents {
   tooLong: number;
   outsideSpan: number;
   beforeProfile: number;
-  beginEnd: number;
   unknownPhase: number;
 }
 
 export function noneSkipped(): SkippedEvents {
-  return { badTime: 0, tooLong: 0, outsideSpan: 0, beforeProfile: 0, beginEnd: 0, unknownPhase: 0 };
+  return { badTime: 0, tooLong: 0, outsideSpan: 0, beforeProfile: 0, unknownPhase: 0 };
 }
 
 function isGpuWork(cat: EventCat): boolean {
@@ -75,10 +72,8 @@ export class EventSanity {
   readonly reject = (e: EventView): boolean => {
     const cat = e.cat;
     if (e.ph !== PH_COMPLETE) {
-      // The reader reads these fully only for begin/end and unknown phases (jsonReader.ts).
-      if (!isGpuWork(cat)) return true;
-      if (e.ph === PH_BEGIN || e.ph === PH_END) this.skipped.beginEnd++;
-      else this.skipped.unknownPhase++;
+      // Pairs and instants were joined or counted before (phases.ts): what is left has an unknown or no phase.
+      if (isGpuWork(cat)) this.skipped.unknownPhase++;
       return true;
     }
     if (!isTimed(cat)) return false;
@@ -129,10 +124,6 @@ export function skippedWarnings(s: SkippedEvents): string[] {
   if (s.beforeProfile)
     w.push(
       `${s.beforeProfile} GPU event(s) starting more than ${MAX_GPU_LEAD_US / 1000} ms before the profile's first CPU event (a damaged timestamp) were left out of the analysis.`,
-    );
-  if (s.beginEnd)
-    w.push(
-      `${s.beginEnd} GPU event(s) written as begin/end ("B"/"E") pairs were left out: torch.profiler writes kernels as complete ("X") events; re-export the trace with torch.profiler.`,
     );
   if (s.unknownPhase) w.push(`${s.unknownPhase} GPU event(s) with an unknown or missing "ph" (not "X") were left out of the analysis.`);
   return w;
