@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent.version import AGENT_VERSION, COMMANDS, MIN_PYTHON, SCHEMA_VERSION
 
@@ -23,7 +23,47 @@ try:
 except ImportError:  # pragma: no cover - Python < 3.8 never gets past the entry point
     Literal = None  # type: ignore[assignment]
 
-__all__ = ["AGENT_VERSION", "MIN_PYTHON", "SCHEMA_VERSION", "AgentError", "command", "emit", "error", "flag", "log", "server"]
+__all__ = [
+    "AGENT_VERSION",
+    "MIN_PYTHON",
+    "SCHEMA_VERSION",
+    "AgentError",
+    "command",
+    "emit",
+    "error",
+    "flag",
+    "log",
+    "printable",
+    "printable_lines",
+    "server",
+]
+
+# Text a server wrote (an error body, an SSE error, a model id, a metric label, a start-up log line) is shown
+# to the user: raw, an ESC or BEL in it sets the terminal's title or colours and clears the screen, and a bidi
+# override reorders what a view shows. C0 and C1 controls, DEL, and the bidi embedding, override and isolate
+# marks, as src/shared/printable.ts cleans them on the host.
+_UNPRINTABLE = re.compile("[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """The text with each control character replaced by U+FFFD, so that it shows where one was."""
+    return _UNPRINTABLE.sub("\ufffd", text)
+
+
+def printable_lines(text: str) -> str:
+    """printable() for a message of several lines (a start-up log's last lines): its line breaks stay."""
+    return "\n".join(printable(line) for line in text.replace("\r\n", "\n").split("\n"))
+
+
+# The fields of each event that are text to be read (where server text lands): emit() cleans them, whoever built them.
+_TEXT_FIELDS: Dict[str, Tuple[str, ...]] = {
+    "log": ("message",),
+    "error": ("message", "hint"),
+    "progress": ("message", "label"),
+    "server.log": ("line",),
+    "server.state": ("message",),
+    "profile.status": ("message",),
+}
 
 # Machine-readable error codes: the controller acts on some (gpus_busy asks the user; python_too_old and
 # the hello check name the interpreter), the rest are said to the user with their message and hint.
@@ -88,6 +128,7 @@ ALIASES: Dict[str, str] = {
     "MicroKind": "'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak'",
     "AgentResult": "ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult | ServerControlResult",
     "ServerManagerKind": "'process' | 'systemd' | 'docker' | 'podman'",
+    "ServerOutputKind": "'file' | 'null' | 'tty' | 'pipe' | 'journal' | 'container' | 'socket' | 'other'",
     "ServerStage": "'stopping' | 'stopped' | 'starting' | 'weights' | 'cuda_graphs' | 'api' | 'ready' | 'failed'",
 }
 # Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
@@ -279,7 +320,16 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "version": "string | null",
         # The process it was adopted from (or started as): pid and start time in clock ticks since boot.
         "identity": "ServerIdentity | null",
+        # env is the process's whole environment (absent: a recipe adopted when only a chosen few were kept).
+        "env_complete?": "boolean",
+        # Where its stdout and stderr went (/proc/<pid>/fd/1 and 2), for a start to put them back there.
+        "stdout?": "ServerOutput | null",
+        "stderr?": "ServerOutput | null",
     },
+    # file: a regular file (path; deleted when it was removed since); null: /dev/null; tty: a terminal;
+    # pipe: peer is the reader's pid and command; journal: journald's stdout stream; container: the
+    # container's log; socket: another socket (peer: the path it is bound to); other: target says.
+    "ServerOutput": {"kind": "ServerOutputKind", "target": "string", "path?": "string", "peer?": "string", "deleted?": "boolean"},
     "ServerManager": {"kind": "ServerManagerKind", "unit?": "string", "container?": "string"},
     "ServerIdentity": {"pid": "number", "start_ticks": "number"},
     "ServerControlResult": {
@@ -292,6 +342,8 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "log_file?": "string",
         "ready_s?": "number",
         "estimate_s?": "number | null",
+        # status: the agent's own environment (redacted), the shell a command typed on the host starts from.
+        "shell_env?": "Record<string, string>",
         "*": "unknown",
     },
     "ProfileCapture": {"server": "ServerInfo", "trace_dir": "string", "workload": "ProfileWorkload", "*": "unknown"},
@@ -372,8 +424,12 @@ _lock = threading.Lock()
 
 def emit(event_type: str, **payload: Any) -> None:
     """Write one event as one line; safe to call from several threads."""
-    record = {"v": SCHEMA_VERSION, "type": event_type, "t": round(time.time(), 6)}
+    record: Dict[str, Any] = {"v": SCHEMA_VERSION, "type": event_type, "t": round(time.time(), 6)}
     record.update(payload)
+    for field in _TEXT_FIELDS.get(event_type, ()):
+        text = record.get(field)
+        if isinstance(text, str):
+            record[field] = printable_lines(text)
     line = json.dumps(record, separators=(",", ":"), allow_nan=False, default=str)
     with _lock:
         sys.stdout.write(line + "\n")

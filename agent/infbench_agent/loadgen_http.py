@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import selectors
 import socket
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
+from infbench_agent.events import printable
 from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, SSEParser, loads_or_none, message_content, usage_count
 
 
@@ -26,8 +28,25 @@ from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, SSEParse
 READ_ROUNDS = 2
 # Response headers past this size are a broken answer: unbounded, a server that never ends them grows the buffer.
 MAX_HEADER_BYTES = 65536
+# Tokens a chat template may add to a prompt beyond its own text (a system prompt, role markers): the bound
+# on a believable usage.prompt_tokens is the request body's bytes plus this.
+PROMPT_TEMPLATE_TOKENS = 4096
 # Seconds between checks of the requests in flight for a timeout or a stall.
 EXPIRY_CHECK_INTERVAL = 0.1
+
+
+def ascii_digits(text: str) -> bool:
+    """1*DIGIT as HTTP's grammar means it (RFC 9110: Content-Length, the status code): str.isdigit() takes
+    "\u00b2" and the digits of other scripts too, and int() takes "+5", " 5" and "1_0"."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+def status_code(status_line: str) -> Optional[int]:
+    """The status of an HTTP/1.x status line ("HTTP/1.1 200 OK"): three ASCII digits, or None."""
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or len(parts[1]) != 3 or not ascii_digits(parts[1]):
+        return None
+    return int(parts[1])
 
 
 class Endpoint:
@@ -77,9 +96,8 @@ def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[di
     raw = b"".join(chunks)
     head, _, rest = raw.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    try:
-        status = int(status_line.split(" ")[1])
-    except (IndexError, ValueError):
+    status = status_code(status_line)
+    if status is None:
         raise ConnectionError(f"not an HTTP response from {endpoint.host}:{endpoint.port}: {status_line[:80]!r}")
     if b"transfer-encoding: chunked" in head.lower():
         try:
@@ -107,7 +125,8 @@ class Stream:
         "sse",
         "record",
         "last_token_at",
-        "last_read_at",
+        "quiet_since",
+        "bytes_since_token",
         "body",
         "close_after",
         "timeout_at",
@@ -152,8 +171,12 @@ class Stream:
             "error": None,
         }
         self.last_token_at: Optional[float] = None
-        # The last time this request's connection was written to or read from: a stall counts from it.
-        self.last_read_at = 0.0
+        # Its send, then its last token message: a stall counts from it. Bytes that bring no token (headers a
+        # byte a second, SSE keep-alive comments, a usage-only message) do not reset it, or a server trickling
+        # them would hold the request until --request-timeout.
+        self.quiet_since = 0.0
+        # What arrived since then, for the stall's message.
+        self.bytes_since_token = 0
 
 
 class Engine:
@@ -173,11 +196,14 @@ class Engine:
         self.request_timeout = request_timeout
         # Seconds a stream may stay silent before it fails as stalled (None: only request_timeout applies).
         self.stall_timeout = stall_timeout
-        # The last read of any stream: a request still waiting for its first token counts as stalled only
-        # when the whole server has gone silent, as a queue at high load is not a stall.
-        self.last_any_read_at = time.monotonic()
-        # Set once a request stalled while no stream had read anything for the stall bound: the server is
-        # frozen, and a driver stops sending (each further request would only wait out the bound again).
+        # The last token of any stream: a request still waiting for its first token counts as stalled only
+        # when the whole server has sent no token for the bound, as a queue at high load is not a stall.
+        self.last_any_token_at = time.monotonic()
+        # Requests that stalled while no stream had a token for the bound, since the last request that completed.
+        self.stall_streak = 0
+        # Set once a second such stall came with no request completed since the first: the server is frozen,
+        # and a driver stops sending (each further request would only wait out the bound again). One stall
+        # alone says nothing of the next request: a server may stall some requests and answer the rest.
         self.server_frozen = False
         self._next_expiry_check = 0.0
         self.on_record = on_record
@@ -199,11 +225,14 @@ class Engine:
         """Sends one request now. `job` has id and intended (the planned send time, monotonic seconds)."""
         payload = self.endpoint.request_bytes("POST", self.path, body, self.extra_headers)
         job["payload"] = payload
+        # No tokenizer makes more tokens of a text than it has bytes (each token is at least one byte, a byte
+        # fallback one byte): the body holds the prompt, escaped, so its length bounds usage.prompt_tokens.
+        job["prompt_bound"] = len(body) + PROMPT_TEMPLATE_TOKENS
         sock, reused = self._socket()
         now = time.monotonic()
         # With no socket the stream is made only to be failed at once (connect_error) below.
         st = Stream(job, sock, payload, reused, now + self.request_timeout)  # type: ignore[arg-type]
-        st.record["send"] = st.last_read_at = now
+        st.record["send"] = st.quiet_since = now
         if sock is None:
             self._fail(st, "connect_error", f"could not open a connection to {self.endpoint.host}:{self.endpoint.port}", now)
             return
@@ -286,7 +315,7 @@ class Engine:
                         continue
                     # One monotonic stamp per read, taken as the read returns (as vLLM's client stamps).
                     reads.append((st, self._view[:n].tobytes(), time.monotonic()))
-                    st.last_read_at = self.last_any_read_at = reads[-1][2]
+                    st.bytes_since_token += n
             rounds += 1
             if rounds > READ_ROUNDS:
                 break
@@ -309,23 +338,26 @@ class Engine:
                 self._expire(now)
 
     def _expire(self, now: float) -> None:
-        """Fails the requests past the whole-request timeout, and the streams silent past the stall bound."""
+        """Fails the requests past the whole-request timeout, and the streams with no token past the stall bound."""
         stall = self.stall_timeout
-        server_silent = stall is not None and now - self.last_any_read_at > stall
+        server_silent = stall is not None and now - self.last_any_token_at > stall
         for st in list(self.active.values()):
             tokens = st.record["client_tokens"]
             if st.timeout_at < now:
                 self._fail(st, "timeout", f"no complete response within {self.request_timeout:g} s ({tokens} tokens received)", now)
-            elif stall is not None and now - st.last_read_at > stall and (st.record["ttft"] is not None or server_silent):
-                where = "after its first token" if st.record["ttft"] is not None else "waiting for its first token"
+            elif stall is not None and now - st.quiet_since > stall and (st.record["ttft"] is not None or server_silent):
+                where = "after its last token" if st.record["ttft"] is not None else "waiting for its first token"
+                trickle = f", though {st.bytes_since_token} bytes without one arrived" if st.bytes_since_token else ""
                 self._fail(
                     st,
                     "stalled",
-                    f"the stream sent nothing for {now - st.last_read_at:.0f} s {where} ({tokens} tokens received); "
+                    f"the stream sent no token for {now - st.quiet_since:.0f} s {where} ({tokens} tokens received{trickle}); "
                     f"--stall-timeout sets this bound ({stall:g} s)",
                     now,
                 )
-                self.server_frozen = self.server_frozen or server_silent
+                if server_silent:
+                    self.stall_streak += 1
+                    self.server_frozen = self.server_frozen or self.stall_streak >= 2
         if self.server_frozen:
             # The requests sent too recently to have stalled on their own go with the ones that did.
             for st in list(self.active.values()):
@@ -333,8 +365,8 @@ class Engine:
                     st,
                     "stalled",
                     f"given up {now - st.record['send']:.0f} s after its send ({st.record['client_tokens']} tokens "
-                    f"received): the server had sent nothing on any stream for {now - self.last_any_read_at:.0f} s, "
-                    "so the level stopped",
+                    f"received): {self.stall_streak} requests stalled in a row, none completing between them, and no "
+                    f"stream had a token for {now - self.last_any_token_at:.0f} s, so the level stopped",
                     now,
                 )
 
@@ -354,11 +386,11 @@ class Engine:
             head, data = st.buf[:end].decode("latin-1"), st.buf[end + 4 :]
             st.buf = b""
             lines = head.split("\r\n")
-            try:
-                st.status = int(lines[0].split(" ")[1])
-            except (IndexError, ValueError):
+            status = status_code(lines[0])
+            if status is None:
                 self._fail(st, "bad_response", f"not an HTTP response: {lines[0][:80]!r}", now)
                 return
+            st.status = status
             for line in lines[1:]:
                 k, _, v = line.partition(":")
                 st.headers[k.strip().lower()] = v.strip()
@@ -366,7 +398,7 @@ class Engine:
                 st.decoder = ChunkedDecoder()
             elif "content-length" in st.headers:
                 length = st.headers["content-length"]
-                if not length.isdigit():
+                if not ascii_digits(length):
                     raise BadResponse(f"HTTP {st.status} with Content-Length {length[:40]!r}, not a byte count")
                 st.remaining = int(length)
             st.close_after = st.headers.get("connection", "").lower() == "close"
@@ -415,7 +447,8 @@ class Engine:
                 rec["ttft"] = now - rec["send"]
             else:
                 rec["itl"].append(now - st.last_token_at)  # type: ignore[operator]  # set with the first token
-            st.last_token_at = now
+            st.last_token_at = st.quiet_since = self.last_any_token_at = now
+            st.bytes_since_token = 0
             if content:
                 rec["client_tokens"] += 1
                 if st.job.get("keep_text"):
@@ -455,6 +488,12 @@ class Engine:
             rec["usage_problem"] = f"usage.completion_tokens is {out}, fewer than the {client} token messages streamed"
         elif out is not None and asked and out > asked:
             rec["usage_problem"] = f"usage.completion_tokens is {out}, more than the {asked} the request allowed (max_tokens)"
+        elif rec["prompt_tokens"] is not None and rec["prompt_tokens"] > st.job.get("prompt_bound", math.inf):
+            rec["usage_problem"] = (
+                f"usage.prompt_tokens is {rec['prompt_tokens']}, more than a prompt sent in a "
+                f"{st.job['prompt_bound'] - PROMPT_TEMPLATE_TOKENS}-byte request can hold (a token is at least a byte; "
+                f"{PROMPT_TEMPLATE_TOKENS} more allowed for a chat template)"
+            )
         if rec["usage_problem"]:
             # A count that cannot be true is not used at all: the client's counts stand in for both.
             rec["output_tokens"] = rec["prompt_tokens"] = None
@@ -467,6 +506,7 @@ class Engine:
         rec["e2el"] = st.last_token_at - rec["send"]
         rec["finish"] = now
         rec["ok"] = True
+        self.stall_streak = 0
         self.on_record(rec)
 
     def _eof(self, st: Stream, now: float) -> None:
@@ -540,7 +580,9 @@ class Engine:
         rec = st.record
         rec["ok"] = False
         rec["reason"] = reason
-        rec["error"] = message
+        # The message quotes what the server sent (an error body, an SSE error): shown raw, its control
+        # characters would drive the user's terminal.
+        rec["error"] = printable(message)
         rec["finish"] = now
         self.on_record(rec)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Dict, Iterable, List, Optional, Sequence
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 
 class BadResponse(Exception):
@@ -27,11 +28,24 @@ class SSEParser:
     """Splits a text/event-stream body into the payloads of its `data:` fields, across arbitrary chunking."""
 
     def __init__(self) -> None:
-        self._buf = b""
+        # The bytes of an event not yet ended, as they came: joined only once its end arrives. Joined at every
+        # read, a 10 MB message took 40 reads of copying and re-searching all that came before (0.9 s on a
+        # loopback), so its stamp was late and TPOT read low.
+        self._parts: List[bytes] = []
 
     def feed(self, data: bytes) -> List[str]:
+        if self._parts:
+            # Only the new bytes, and the three before them where an event's end may begin, can end the event.
+            edge = self._parts[-1][-3:] + data[:3]
+            if b"\n\n" not in data and b"\r\n\r\n" not in data and b"\n\n" not in edge and b"\r\n\r\n" not in edge:
+                self._parts.append(data)
+                return []
+            self._parts.append(data)
+            buf = b"".join(self._parts)
+            self._parts = []
+        else:
+            buf = data
         # Positions into one buffer rather than re-slicing it per event: this runs once per token.
-        buf = self._buf + data if self._buf else data
         out: List[str] = []
         pos = 0
         crlf = b"\r" in buf
@@ -57,12 +71,14 @@ class SSEParser:
                     data_lines.append(value[1:] if value.startswith(b" ") else value)
             if data_lines:
                 out.append(b"\n".join(data_lines).decode("utf-8", "replace"))
-        self._buf = buf[pos:] if pos else buf
+        rest = buf[pos:] if pos else buf
+        if rest:
+            self._parts.append(rest)
         return out
 
     @property
     def pending(self) -> bytes:
-        return self._buf
+        return b"".join(self._parts)
 
 
 class ChunkedDecoder:
@@ -387,19 +403,53 @@ def peak_in_flight(records: Sequence[dict]) -> int:
     return peak
 
 
+# A sample's value in the Prometheus text format "is a float represented as required by Go's ParseFloat()
+# function", NaN, +Inf and -Inf included (prometheus/docs, content/docs/instrumenting/exposition_formats.md).
+# ParseFloat takes a sign and leading zeros ("+5" and "007" are 5 and 7, as Prometheus reads them) and hex
+# floats; it refuses what Python's float() also takes: underscores between decimal digits ("1_000"), digits
+# of other scripts ("\u0665"), surrounding spaces. Inf and NaN spellings are matched apart (any case, as Go).
+_GO_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_GO_HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+\Z")
+_GO_SPECIAL = {
+    "inf": math.inf,
+    "+inf": math.inf,
+    "-inf": -math.inf,
+    "infinity": math.inf,
+    "+infinity": math.inf,
+    "-infinity": -math.inf,
+    "nan": math.nan,
+}
+
+
+def prometheus_value(text: str) -> Optional[float]:
+    """A sample value as Prometheus reads it (Go's ParseFloat), or None for text it would refuse."""
+    if _GO_DECIMAL.match(text):
+        return float(text)
+    if _GO_HEX.match(text):
+        return float.fromhex(text)
+    return _GO_SPECIAL.get(text.lower())
+
+
 def parse_prometheus_totals(text: str, names: Sequence[str]) -> Dict[str, float]:
-    """Sums each named counter over its label sets in a Prometheus text exposition."""
+    """Sums each named counter over its label sets in a Prometheus text exposition. A counter with a sample
+    that is no count (not a number, NaN, infinite, negative) is left out whole: a sum with it would say
+    "nan generated tokens", and one without it would count too few."""
     totals: Dict[str, float] = {}
+    broken = set()
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name in names:
-            try:
-                totals[name] = totals.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-            except ValueError:
+            # The value follows the name or the label set's closing brace; a timestamp may follow it.
+            tail = line.rpartition("}")[2] if "{" in line else line[len(name) :]
+            parts = tail.split()
+            value = prometheus_value(parts[0]) if parts else None
+            if value is None or not math.isfinite(value) or value < 0:
+                broken.add(name)
                 continue
-    return totals
+            totals[name] = totals.get(name, 0.0) + value
+    return {k: v for k, v in totals.items() if k not in broken}
 
 
 def compact_record(record: dict) -> dict:
@@ -433,15 +483,30 @@ def compact_record(record: dict) -> dict:
 
 
 _DECODER = json.JSONDecoder()
+TOO_DEEP = "over Python's recursion limit; no server's reply nests so"
+
+
+def json_reply(raw: bytes, what: str) -> Any:
+    """A server's JSON reply (/v1/models, /tokenize); BadResponse saying why for one that is not JSON, or that
+    nests deeper than Python's parser reads (a RecursionError would end the run, not just this reply)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise BadResponse(f"{what} answered JSON nested too deeply to read ({TOO_DEEP}): {raw[:40]!r}")
+    except ValueError as exc:
+        raise BadResponse(f"{what} answered something that is not JSON ({exc}): {raw[:60]!r}")
 
 
 def loads_or_none(text: str) -> Optional[dict]:
     """json.loads for one message, through the decoder's raw_decode: once per token, loads' own checks and
-    whitespace matching cost more than the C scanner itself."""
+    whitespace matching cost more than the C scanner itself. Raises BadResponse for JSON nested past what
+    Python's parser reads (its recursion limit)."""
     if text[:1].isspace():
         text = text.lstrip()
     try:
         value, end = _DECODER.raw_decode(text)
+    except RecursionError:
+        raise BadResponse(f"a message nests JSON deeper than the client reads ({TOO_DEEP}): {text[:40]!r}")
     except ValueError:
         return None
     if end != len(text) and text[end:].strip():

@@ -256,15 +256,16 @@ class MacroRun:
             raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
         dataset, dataset_path = dataset_of(args)
         server = discover(endpoint, args.url, args.model)
+        model = server.pop("request_model", server["model"])
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
         levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [
             {"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates
         ]
-        file_prompts, prompts_info = dataset_prompts(args, endpoint, server["model"], dataset, dataset_path, levels)
+        file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)
         maker = PromptMaker(
             args.api,
-            server["model"],
+            model,
             args.input_len,
             args.output_len,
             not args.no_ignore_eos,
@@ -326,7 +327,9 @@ class MacroRun:
         id_base = 0
         if args.warmup > 0 and not self.cancel.requested:
             warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
-            warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True, "update_interval": 1e9})
+            # No per-request events, yet its progress goes out as a level's does: a warm-up that waits on a slow
+            # or silent server says how long it has waited.
+            warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True})
             warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
             plan = {
                 "concurrency": warm_c,
@@ -486,9 +489,9 @@ class MacroRun:
                 )
             if not self.cancel.requested and total and len(level.records) < total and (summary.get("failures") or {}).get("stalled"):
                 events.log(
-                    f"{level.label()}: the server sent nothing on any stream for {args.stall_timeout:g} s, so the level "
-                    f"stopped after {len(level.records)} of its {total} requests (each further one would only have "
-                    "waited out the same silence)",
+                    f"{level.label()}: requests stalled one after another, none completing between them and no stream "
+                    f"having a token for {args.stall_timeout:g} s, so the level stopped after {len(level.records)} of its "
+                    f"{total} requests: each further one would likely only have waited out the same silence",
                     "warn",
                 )
             bad_answers = (summary.get("failures") or {}).get("bad_response")

@@ -170,7 +170,8 @@ class LevelRun:
         if now - self.last_update < self.args.update_interval:
             return
         self.last_update = now
-        if self.records:
+        # The warm-up (index -1) is no level: it says how far it is, with no aggregates.
+        if self.records and self.index >= 0:
             events.emit(events.MACRO_LEVEL, level=self.index, partial=True, summary=self.summary(partial=True))
         # Progress goes out while nothing finishes too: a level whose streams stall still says how far it is.
         done = len(self.records)
@@ -187,6 +188,8 @@ class LevelRun:
 
     def label(self) -> str:
         m = self.meta
+        if self.index < 0:
+            return "warm-up"
         if m.get("request_rate") is not None:
             return f"rate {m['request_rate']:g}/s"
         return f"c={m['max_concurrency']}"

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional, Tuple
 
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, simple_request
-from infbench_agent.loadgen_metrics import usage_count
+from infbench_agent.loadgen_metrics import BadResponse, json_reply, usage_count
 
 WORDS = (
     "time year people way day man thing woman life child world school state family student group country "
@@ -250,6 +250,10 @@ def load_prompts_file(path: str) -> List[dict]:
     return out
 
 
+# The first unreadable /tokenize reply, said once: ShareGPT asks /tokenize for every conversation.
+_TOKENIZE_WARNED: List[str] = []
+
+
 def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
     """The server's /tokenize count for `body` ({"model", "prompt"} or {"model", "messages"}), or None."""
     try:
@@ -259,9 +263,15 @@ def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
     if status != 200:
         return None
     try:
-        count, problem = usage_count(json.loads(raw), "count")
-    except (ValueError, AttributeError):
+        reply = json_reply(raw, "/tokenize")
+    except BadResponse as exc:
+        if not _TOKENIZE_WARNED:
+            _TOKENIZE_WARNED.append(str(exc))
+            events.log(f"{exc}; prompt lengths are not counted with it", "warn")
         return None
+    if not isinstance(reply, dict):
+        return None
+    count, problem = usage_count(reply, "count")
     return None if problem else count
 
 

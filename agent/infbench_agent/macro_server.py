@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events
 from infbench_agent.loadgen_http import Endpoint, simple_request
-from infbench_agent.loadgen_metrics import parse_prometheus_totals
+from infbench_agent.loadgen_metrics import BadResponse, json_reply, parse_prometheus_totals
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
 
@@ -34,10 +34,12 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
             "Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with --model",
             [events.flag("--url")],
         )
+    unreadable = ""
     try:
-        data = (json.loads(raw).get("data") or []) if status == 200 else []
-    except (ValueError, AttributeError):
-        data = []
+        reply = json_reply(raw, f"{url}/v1/models") if status == 200 else {}
+        data = (reply.get("data") or []) if isinstance(reply, dict) else []
+    except BadResponse as exc:
+        data, unreadable = [], str(exc)
     if not isinstance(data, list):
         # {"data": 5}: no list of models to pick from (a named --model still runs).
         data = []
@@ -46,7 +48,7 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         if entry is None:
             raise events.AgentError(
                 "no_model",
-                f"{url}/v1/models lists no model (it answered {raw[:120].decode('utf-8', 'replace')!r})",
+                unreadable or f"{url}/v1/models lists no model (it answered {raw[:120].decode('utf-8', 'replace')!r})",
                 "Pass --model NAME, the name the server serves the model under",
             )
         model = entry.get("id")
@@ -60,15 +62,20 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
     simulated = owned == SIMULATOR_MARK
     # /v1/models says no version; its owned_by names vLLM and SGLang (the simulator speaks vLLM's API).
     kind = "vllm" if owned == "vllm" or simulated else "sglang" if owned == "sglang" else "unknown"
-    return {
+    info = {
         "url": url,
         "kind": kind,
         "version": None,
-        "model": model,
-        "owned_by": owned,
+        # The names the server chose are shown to the user: cleaned of control characters.
+        "model": events.printable(model),
+        "owned_by": events.printable(owned) if owned is not None else None,
         "simulated": simulated,
         "max_model_len": max_model_len if isinstance(max_model_len, int) and not isinstance(max_model_len, bool) else None,
     }
+    if info["model"] != model:
+        # Requests name the model as the server spells it; the run shows the cleaned name.
+        info["request_model"] = model
+    return info
 
 
 def read_server_metrics(endpoint: Endpoint) -> Tuple[Optional[Dict[str, float]], Optional[int]]:
@@ -110,6 +117,9 @@ def metrics_cross_check(before: Optional[dict], after: Optional[dict], records: 
         return {"available": False, "note": metrics_note(status), "metrics_status": status}
     gen_key = "vllm:generation_tokens_total" if "vllm:generation_tokens_total" in after else "sglang:generation_tokens_total"
     prompt_key = gen_key.replace("generation", "prompt")
+    if gen_key not in before or gen_key not in after:
+        # A counter unreadable in one of the two reads (no count, NaN): nothing to subtract.
+        return {"available": False, "note": "/metrics had no readable generation token counter", "metrics_status": status}
     gen = after.get(gen_key, 0.0) - before.get(gen_key, 0.0)
     prompt = after.get(prompt_key, 0.0) - before.get(prompt_key, 0.0)
     return {

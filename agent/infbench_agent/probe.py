@@ -231,10 +231,17 @@ def http(
 
 
 def json_of(body: Optional[bytes]) -> Any:
+    """The reply's JSON, or None for one that is not JSON or nests past what Python's parser reads (a
+    RecursionError would end the probe, not just this reply)."""
     try:
         return json.loads(body or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+
+
+def shown(value: Any) -> Any:
+    """A name the server chose (a model id, its owner, a version), cleaned of control characters to be shown."""
+    return events.printable(value) if isinstance(value, str) else value
 
 
 def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dict[str, Any]:
@@ -290,13 +297,18 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
         for m in models["data"]:
             if isinstance(m, dict):
                 out["models"].append(
-                    {"id": m.get("id"), "max_model_len": m.get("max_model_len"), "owned_by": m.get("owned_by"), "root": m.get("root")}
+                    {
+                        "id": shown(m.get("id")),
+                        "max_model_len": m.get("max_model_len"),
+                        "owned_by": shown(m.get("owned_by")),
+                        "root": m.get("root"),
+                    }
                 )
 
     status, body, _, _ = get("/version")
     version = json_of(body) if status == 200 else None
     if isinstance(version, dict) and "version" in version:
-        out["version"] = str(version["version"])
+        out["version"] = events.printable(str(version["version"]))
 
     metrics_status, metrics_body, _, _ = get("/metrics")
     metrics = metrics_body.decode("utf-8", "replace") if metrics_status == 200 and metrics_body else ""
@@ -339,7 +351,7 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
             if isinstance(info, dict):
                 if out["kind"] == "unknown":
                     out.update(kind="sglang", kind_evidence=f"{path} answers (SGLang)")
-                out["version"] = out["version"] or (str(info["version"]) if info.get("version") else None)
+                out["version"] = out["version"] or (events.printable(str(info["version"])) if info.get("version") else None)
                 break
             if status in (401, 403) and not out["auth"]["required"]:
                 out["auth"].update(required=True, status=status)

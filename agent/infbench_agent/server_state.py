@@ -17,11 +17,13 @@ Metric names, by server:
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from infbench_agent.loadgen_http import Endpoint, simple_request
+from infbench_agent.loadgen_metrics import prometheus_value
 
 # Each gauge: the series' name here, then the server's names in order of preference (a name earlier in
 # the list wins where a server exports both, as vLLM 0.9+ does with the deprecated alias), and how label
@@ -60,11 +62,8 @@ def metric_values(text: str) -> Dict[str, List[float]]:
         parts = tail.split()
         if not parts:
             continue
-        try:
-            value = float(parts[0])
-        except ValueError:
-            continue
-        if value != value or value in (float("inf"), float("-inf")):
+        value = prometheus_value(parts[0])
+        if value is None or not math.isfinite(value):
             continue
         values.setdefault(name.strip(), []).append(value)
     return values

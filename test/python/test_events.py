@@ -26,6 +26,13 @@ class EventLineTest(unittest.TestCase):
         self.assertEqual(first["type"], "progress")
         self.assertEqual(first["message"], "level 1 of 2\nnext")
 
+    def test_server_text_in_a_message_cannot_drive_the_terminal_and_its_lines_stay(self):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            events.log("HTTP 500: \x1b]0;PWNED-TITLE\x07 died \x1b[2J\u202e\r\nlast line")
+        message = json.loads(buf.getvalue())["message"]
+        self.assertEqual(message, "HTTP 500: \ufffd]0;PWNED-TITLE\ufffd died \ufffd[2J\ufffd\nlast line")
+
     def test_refuses_nan_rather_than_writing_invalid_json(self):
         with redirect_stdout(io.StringIO()):
             with self.assertRaises(ValueError):

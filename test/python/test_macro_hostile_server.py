@@ -3,6 +3,7 @@ usage counts that cannot be true, a stream that stalls. Each bad answer fails it
 reason) or loses only its usage; every level still runs to the end and measures the good requests right."""
 import http.server
 import json
+import math
 import os
 import re
 import socket
@@ -50,6 +51,28 @@ CASES = {
 }
 # Cases answered below by hand: a bad chunk-size line, a bad Content-Length, a stream that goes silent.
 RAW_CASES = {"chunk_size_zz": 1, "content_length_abc": 0, "stalls": 2}
+# What a hostile server writes to drive the user's terminal: set the window title (OSC 0 ... BEL), clear the
+# screen (CSI 2J), a C1 CSI, and a bidi override that reorders what follows.
+TERMINAL = "\x1b]0;PWNED-TITLE\x07 the engine died \x1b[2J\x9b31m\u202eevil\x00"
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# JSON nested past Python's recursion limit (its parser raises RecursionError, not ValueError).
+NESTED = b"[" * 100000 + b"]" * 100000
+# Cases of the sweeps below, answered by hand, not part of the all-cases level above.
+EXTRA_CASES = {
+    # An HTTP 500 whose body, and an SSE error whose message, carry terminal controls.
+    "terminal_500",
+    "terminal_sse_error",
+    # Headers at one byte per 0.2 s: bytes keep coming, never a token.
+    "trickle_headers",
+    # An SSE stream of keep-alive comments every 0.2 s and no token.
+    "keepalive_pings",
+    # usage.prompt_tokens of 999,999 for a prompt of a few tokens.
+    "prompt_usage_absurd",
+    # Stalls the first time it is asked, answers well after.
+    "stalls_once",
+    # A message nested past the parser's limit.
+    "nested_message",
+}
 
 
 class HostileServer(http.server.BaseHTTPRequestHandler):
@@ -57,6 +80,12 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
     generated = 0
     # Whether /metrics answers a chunked body with a bad chunk-size line.
     bad_metrics = False
+    # Bodies of /v1/models and /tokenize, and the text of /metrics' counter value (None: the count).
+    models_body = b'{"data": 5}'
+    tokenize_body = b'{"count":1e999}'
+    metrics_value = None
+    # Prompts seen, for a case that answers differently the second time.
+    seen = set()
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -84,13 +113,14 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.close_connection = True
         if self.path == "/v1/models":
-            body = b'{"data": 5}'
+            body = self.models_body
         elif self.path == "/metrics" and self.bad_metrics:
             self.start_stream()
             self.send_raw(b"zz\r\nvllm:generation_tokens_total 1\n\r\n0\r\n\r\n")
             return
         elif self.path == "/metrics":
-            body = b"vllm:generation_tokens_total %d\n" % HostileServer.generated
+            value = self.metrics_value or str(HostileServer.generated)
+            body = b"vllm:generation_tokens_total %s\n" % value.encode()
         else:
             self.send_error(404)
             return
@@ -100,10 +130,14 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path == "/tokenize":
             self.close_connection = True
-            self.send_raw(b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{"count":1e999}')
+            reply = self.tokenize_body
+            self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(reply), reply))
             return
         # A prompt that names no case (a random one) gets the good answer.
-        case = body["prompt"] if body["prompt"] in CASES or body["prompt"] in RAW_CASES else "good"
+        case = body["prompt"] if body["prompt"] in CASES or body["prompt"] in RAW_CASES or body["prompt"] in EXTRA_CASES else "good"
+        if case in EXTRA_CASES:
+            self.extra_case(case)
+            return
         if case == "content_length_abc":
             self.close_connection = True
             self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: abc\r\nConnection: close\r\n\r\n")
@@ -130,6 +164,71 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
         self.chunk("[DONE]")
         self.send_raw(b"0\r\n\r\n")
 
+    def extra_case(self, case):
+        self.close_connection = True
+        if case == "terminal_500":
+            body = json.dumps({"error": {"message": TERMINAL, "type": "InternalServerError"}}).encode()
+            self.send_raw(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            return
+        if case == "trickle_headers":
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Padding: " + b"x" * 10000:
+                if self.closed_by_client(bytes([byte])):
+                    return
+                time.sleep(0.2)
+            return
+        self.start_stream()
+        if case == "terminal_sse_error":
+            self.count(1)
+            self.chunk(json.dumps(token(" a")))
+            self.chunk(json.dumps({"error": {"message": TERMINAL, "code": 500}}))
+        elif case == "keepalive_pings":
+            while not self.closed_by_client(b"9\r\n: ping\n\n\r\n"):
+                time.sleep(0.2)
+            return
+        elif case == "prompt_usage_absurd":
+            self.count(4)
+            for m in GOOD:
+                self.chunk(json.dumps(m))
+            self.chunk(usage(4, prompt=999999))
+        elif case == "stalls_once":
+            with self.lock:
+                first = case not in HostileServer.seen
+                HostileServer.seen.add(case)
+            self.count(1)
+            self.chunk(json.dumps(token(" a")))
+            if first:
+                self.rfile.read(1)
+                return
+            for m in GOOD[1:]:
+                self.count(1)
+                self.chunk(json.dumps(m))
+            self.chunk(usage(4))
+        elif case == "nested_message":
+            self.chunk(NESTED.decode())
+        self.chunk("[DONE]")
+        self.send_raw(b"0\r\n\r\n")
+
+    def closed_by_client(self, data):
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+            return False
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+
+
+def strings(value):
+    """Every string in an event, keys too."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
 
 def serve(handler):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -153,6 +252,7 @@ def run_macro(url, prompts, *args):
 class AHostileServer(unittest.TestCase):
     def setUp(self):
         HostileServer.generated = 0
+        HostileServer.seen = set()
         self.server, self.url = serve(HostileServer)
 
     def tearDown(self):
@@ -183,7 +283,7 @@ class AHostileServer(unittest.TestCase):
             self.assertEqual(level["total_output_tokens"], 4 * level["completed"])
             self.assertEqual(level["token_count"]["usage_rejected"], 5)
             self.assertTrue(level["server_metrics"]["generation_tokens_match"], level["server_metrics"])
-            self.assertIn("sent nothing for", level["failure_examples"]["stalled"])
+            self.assertIn("sent no token for", level["failure_examples"]["stalled"])
         by_reason = {}
         for e in requests:
             by_reason.setdefault(e["record"]["reason"], []).append(e["record"])
@@ -239,16 +339,18 @@ class AHostileServer(unittest.TestCase):
         self.assertTrue(level["server_metrics"]["generation_tokens_match"])
         self.assertTrue(any(e["type"] == "log" and "could not be true" in e["message"] for e in events))
 
-    def test_a_frozen_server_stops_the_level_after_one_stall_not_one_per_request(self):
+    def test_a_frozen_server_stops_the_level_after_two_stalls_in_a_row_not_one_per_request(self):
         result, events = run_macro(
             self.url, [("stalls", 4)], "--model", "hostile", "--concurrency", "1,2", "--requests", "5", "--stall-timeout", "2"
         )
         progress = [e["message"] for e in events if e["type"] == "progress"]
         self.assertTrue(any(re.fullmatch(r"c=1: 0 of 5 requests done after \d+ s", m) for m in progress), progress)
         [level] = result["levels"]
-        # The first request stalled while nothing else streamed: the other four are not sent to wait out 2 s each.
-        self.assertEqual((level["failures"], level["num_prompts"]), ({"stalled": 1}, 5))
-        self.assertIn("after its first token (2 tokens received)", level["failure_examples"]["stalled"])
+        # Two requests stalled in a row while nothing else streamed: the other three are not sent to wait out 2 s each.
+        self.assertEqual((level["failures"], level["num_prompts"]), ({"stalled": 2}, 5))
+        self.assertIn("after its last token (2 tokens received)", level["failure_examples"]["stalled"])
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("stalled one after another, none completing between them" in w for w in warnings), warnings)
         # A server that stalls every request would stall the next level too: the run stops, saying so.
         [error] = [e for e in events if e["type"] == "error"]
         self.assertEqual(error["code"], "server_stalled")
@@ -291,6 +393,136 @@ class AHostileServer(unittest.TestCase):
         errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertEqual(errors[0]["code"], "no_model", out.stdout[-1500:] + out.stderr[-1500:])
         self.assertIn("--model", errors[0]["hint"])
+
+    def test_server_text_that_would_drive_a_terminal_reaches_no_event_raw(self):
+        # The model id, an HTTP 500 body and an SSE error all carry ESC, BEL, NUL, a C1 CSI and a bidi override.
+        HostileServer.models_body = json.dumps({"data": [{"id": "m" + TERMINAL, "owned_by": TERMINAL}]}).encode()
+        try:
+            result, events = run_macro(
+                self.url, [("terminal_500", 4), ("terminal_sse_error", 4), ("good", 4)], "--concurrency", "3", "--requests", "3"
+            )
+        finally:
+            HostileServer.models_body = b'{"data": 5}'
+        [level] = result["levels"]
+        self.assertEqual(level["failures"], {"http_500": 1, "server_error_in_stream": 1}, level["failure_examples"])
+        raw = [t for e in events for t in strings(e) if CONTROL.search(t)]
+        self.assertEqual(raw, [])
+        # Still readable: the words stand, each control character shows as U+FFFD.
+        self.assertIn("\ufffd]0;PWNED-TITLE\ufffd the engine died \ufffd[2J", level["failure_examples"]["http_500"])
+        self.assertIn("PWNED-TITLE", level["failure_examples"]["server_error_in_stream"])
+        self.assertIn("PWNED-TITLE", result["server"]["model"])
+        # The requests still name the model as the server spells it (the good one completed).
+        self.assertEqual(level["completed"], 1)
+
+    def test_headers_a_byte_at_a_time_stall_at_the_bound_not_the_request_timeout(self):
+        started = time.monotonic()
+        result, events = run_macro(
+            self.url,
+            [("trickle_headers", 4)],
+            "--model",
+            "hostile",
+            "--concurrency",
+            "1",
+            "--requests",
+            "1",
+            "--stall-timeout",
+            "2",
+            "--request-timeout",
+            "120",
+        )
+        self.assertLess(time.monotonic() - started, 60)
+        [level] = result["levels"]
+        self.assertEqual(level["failures"], {"stalled": 1})
+        self.assertRegex(
+            level["failure_examples"]["stalled"], r"sent no token for 2 s waiting for its first token \(0 tokens received, though \d+ bytes"
+        )
+
+    def test_keepalive_pings_are_no_tokens_and_the_warm_up_says_how_long_it_waits(self):
+        started = time.monotonic()
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            f.write(json.dumps({"prompt": "keepalive_pings", "output_len": 4}) + "\n")
+            f.flush()
+            out = subprocess.run(
+                [sys.executable, "-m", "infbench_agent", "macro", "--url", self.url, "--model", "hostile", "--prompts-file", f.name]
+                + ["--warmup", "1", "--concurrency", "1", "--requests", "1", "--stall-timeout", "3", "--request-timeout", "120"],
+                cwd=AGENT,
+                capture_output=True,
+                text=True,
+                timeout=90,
+            )
+        events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        self.assertLess(time.monotonic() - started, 60)
+        progress = [e["message"] for e in events if e["type"] == "progress" and e.get("label") == "warm-up"]
+        self.assertTrue(any(re.fullmatch(r"warm-up: 0 of 1 requests done after [12] s", m) for m in progress), progress)
+        [error] = [e for e in events if e["type"] == "error"]
+        self.assertEqual(error["code"], "warmup_failed", out.stdout[-2000:])
+        self.assertRegex(error["message"], r"sent no token for 3 s waiting for its first token \(0 tokens received, though \d+ bytes")
+
+    def test_a_stall_that_hits_one_request_at_c1_fails_that_request_and_the_level_goes_on(self):
+        result, events = run_macro(
+            self.url,
+            [("stalls_once", 4), ("good", 4)],
+            "--model",
+            "hostile",
+            "--concurrency",
+            "1",
+            "--requests",
+            "4",
+            "--stall-timeout",
+            "2",
+        )
+        [level] = result["levels"]
+        self.assertEqual((level["failures"], level["completed"]), ({"stalled": 1}, 3))
+        self.assertNotIn("stopped", result)
+        self.assertEqual([e for e in events if e["type"] == "error"], [])
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertFalse(any("level stopped" in w for w in warnings), warnings)
+
+    def test_a_prompt_usage_no_prompt_of_the_request_could_hold_takes_the_clients_count(self):
+        result, events = run_macro(self.url, [("prompt_usage_absurd", 4)], "--model", "hostile", "--concurrency", "1", "--requests", "2")
+        [level] = result["levels"]
+        self.assertEqual((level["completed"], level["token_count"]["usage_rejected"]), (2, 2))
+        self.assertLess(level["total_input_tokens"], 100)
+        self.assertEqual(level["total_output_tokens"], 8)
+        self.assertIn("usage.prompt_tokens is 999999, more than a prompt sent in a", level["token_count"]["usage_problem"])
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("usage could not be true for 2 request(s) (usage.prompt_tokens is 999999" in w for w in warnings), warnings)
+
+    def test_json_nested_past_the_parsers_limit_is_a_malformed_reply_not_a_crash(self):
+        HostileServer.models_body = b'{"data":' + NESTED + b"}"
+        try:
+            out = subprocess.run(
+                [sys.executable, "-m", "infbench_agent", "macro", "--url", self.url], cwd=AGENT, capture_output=True, text=True, timeout=60
+            )
+        finally:
+            HostileServer.models_body = b'{"data": 5}'
+        [error] = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
+        self.assertEqual(error["code"], "no_model", out.stderr[-1500:])
+        self.assertIn("/v1/models answered JSON nested too deeply to read", error["message"])
+        self.assertNotIn("RecursionError", out.stderr)
+        # /tokenize and a stream message nested as deep: calibration is skipped, the message fails its request.
+        HostileServer.tokenize_body = NESTED
+        try:
+            result, events = run_macro(self.url, [], "--model", "hostile", "--concurrency", "1", "--requests", "2", "--output-len", "4")
+            nested, _ = run_macro(self.url, [("nested_message", 4)], "--model", "hostile", "--concurrency", "1", "--requests", "1")
+        finally:
+            HostileServer.tokenize_body = b'{"count":1e999}'
+        self.assertEqual(result["levels"][0]["completed"], 2)
+        self.assertFalse(result["prompts"]["calibration"]["calibrated"])
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("/tokenize answered JSON nested too deeply to read" in w for w in warnings), warnings)
+        self.assertIn("nests JSON deeper than the client reads", nested["levels"][0]["failure_examples"]["bad_response"])
+
+    def test_a_metrics_counter_of_nan_is_no_count(self):
+        HostileServer.metrics_value = "NaN"
+        try:
+            result, events = run_macro(self.url, [], "--model", "hostile", "--concurrency", "1", "--requests", "2", "--output-len", "4")
+        finally:
+            HostileServer.metrics_value = None
+        [level] = result["levels"]
+        self.assertFalse(level["server_metrics"]["available"])
+        self.assertIn("generation token counter", level["server_metrics"]["note"])
+        self.assertFalse(any("nan" in e.get("message", "") for e in events if e["type"] == "log"))
 
 
 class EmptyTextMessages(unittest.TestCase):
@@ -343,6 +575,43 @@ class ChunkSizes(unittest.TestCase):
             with self.assertRaises(BadResponse, msg=line):
                 ChunkedDecoder().feed(line + b"\r\nhello\r\n0\r\n\r\n")
         self.assertEqual(ChunkedDecoder().feed(b"5;name=value\r\nhello\r\n0\r\n\r\n"), b"hello")
+
+
+class NumbersFromAServer(unittest.TestCase):
+    def test_metrics_values_are_read_as_prometheus_reads_them_and_no_further(self):
+        from infbench_agent.loadgen_metrics import parse_prometheus_totals, prometheus_value
+
+        # The text format's value is Go's ParseFloat's: a sign and leading zeros are numbers there.
+        self.assertEqual([prometheus_value(v) for v in ("+5", "007", "1e3", ".5", "-Inf", "0x1p4")], [5, 7, 1000, 0.5, -math.inf, 16])
+        # Python's float() reads these too; Prometheus does not.
+        for text in ("1_000", "\u0665", "\u00b2", "infinit", "0x10", "5 "):
+            self.assertIsNone(prometheus_value(text), text)
+        # A counter with a sample that is no count is left out whole, not summed into nan or too few.
+        text = 'vllm:generation_tokens_total{e="0"} 7\nvllm:generation_tokens_total{e="1"} NaN\nvllm:prompt_tokens_total 1_000\nx 3\n'
+        self.assertEqual(parse_prometheus_totals(text, ["vllm:generation_tokens_total", "vllm:prompt_tokens_total", "x"]), {"x": 3})
+
+    def test_http_numbers_are_ascii_digits_only(self):
+        from infbench_agent.loadgen_http import ascii_digits, status_code
+
+        self.assertEqual(
+            [status_code(line) for line in ("HTTP/1.1 200 OK", "HTTP/1.0 500", "HTTP/1.1 +200 OK", "HTTP/1.1 0200 OK")],
+            [200, 500, None, None],
+        )
+        self.assertIsNone(status_code("HTTP/1.1 \u0662\u0660\u0660 OK"))
+        self.assertEqual([ascii_digits(t) for t in ("12", "\u00b2", "+5", "", "1_0")], [True, False, False, False, False])
+
+
+class BigMessages(unittest.TestCase):
+    def test_an_event_split_over_many_reads_is_parsed_once_whole(self):
+        from infbench_agent.loadgen_metrics import SSEParser
+
+        parser = SSEParser()
+        body = b"data: " + b"y" * 100000 + b"\r\n\r\ndata: two\n\n"
+        out = []
+        for i in range(0, len(body), 7):
+            out += parser.feed(body[i : i + 7])
+        self.assertEqual(out, ["y" * 100000, "two"])
+        self.assertEqual(parser.pending, b"")
 
 
 class StalledStream(unittest.TestCase):
