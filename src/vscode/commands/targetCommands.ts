@@ -117,7 +117,7 @@ export async function removeTargetCommand(arg: unknown, controller: RunControlle
   return true;
 }
 
-/** Connect: opens (or reuses) the host's connection and keeps it for the idle time, as a run would. Returns whether it connected. */
+/** Connect: opens (or reuses) the host's connection, which stays open until Disconnect, as a run's does. Returns whether it connected. */
 export async function connectTargetCommand(arg: unknown, connections: ConnectionManager): Promise<boolean> {
   const target = await pickTarget(arg, 'Connect to which target?');
   if (!target) return false;

@@ -32,14 +32,10 @@ interface HostEntry {
   key: string;
   channels: Map<string, Channel>;
   users: number;
-  idleTimer?: NodeJS.Timeout;
   state: TransportState;
   detail?: string;
   hooks: SshHooks;
 }
-
-// A connection nobody uses stays open this long, so that the next phase starts at once.
-const IDLE_CLOSE_MS = 5 * 60_000;
 
 /**
  * The machine a target reaches: targets with the same SSH host, port and user (or this machine)
@@ -51,8 +47,11 @@ export function hostKey(target: Pick<Target, 'kind' | 'host' | 'port' | 'user'>)
 
 /**
  * The extension's SSH (and local) connections: one per host, shared by every target on it and
- * every phase that runs there, and counted; the last user's release starts an idle timer that
- * closes it. Unknown host keys are asked about in a modal with the fingerprint; key passphrases are
+ * every phase that runs there, and counted. A connected host stays connected when its last phase
+ * ends, as a Remote-SSH window stays connected: the sidebar shows it connected and the server watch
+ * looks at its server through it, until the user disconnects it, the connection drops beyond its
+ * reconnects, or the window closes (SSH keepalives keep an idle one alive through NATs and firewalls).
+ * Unknown host keys are asked about in a modal with the fingerprint; key passphrases are
  * asked once and kept in SecretStorage. The state is the host's, so every target on it shows the
  * same; an attempt given up (Cancel while connecting, nobody else waiting) ends as disconnected.
  */
@@ -82,7 +81,7 @@ export class ConnectionManager implements vscode.Disposable {
 
   /**
    * The target's connection if it is open and ready, for a quick look (the server's health) that must
-   * neither open one nor keep one from closing when idle; undefined otherwise.
+   * not open one; undefined otherwise.
    */
   openChannelOf(target: Target): Promise<{ transport: Transport; agent: DeployedAgent }> | undefined {
     const entry = this.entries.get(hostKey(target));
@@ -107,8 +106,6 @@ export class ConnectionManager implements vscode.Disposable {
       entry.channels.set(channelKey, channel);
     }
     entry.users++;
-    if (entry.idleTimer) clearTimeout(entry.idleTimer);
-    entry.idleTimer = undefined;
     let released = false;
     const release = async () => {
       if (released) return;
@@ -123,9 +120,8 @@ export class ConnectionManager implements vscode.Disposable {
         // Nobody waits for this attempt any more (cancelled, or it failed): it is not left "connecting…".
         // Not awaited: a cancel returns at once, the attempt is closed whenever it settles.
         void this.disconnectKey(key, entry.state === 'failed' ? { state: 'failed', detail: entry.detail } : undefined);
-        return;
       }
-      entry.idleTimer = setTimeout(() => void this.disconnectKey(key), IDLE_CLOSE_MS);
+      // A connected host is kept (no idle timer): the target still reads connected and its server is still watched.
     };
     try {
       const { transport, agent } = await abortable(channel.ready, signal);
@@ -218,7 +214,6 @@ export class ConnectionManager implements vscode.Disposable {
   }
 
   private async closeEntry(entry: HostEntry): Promise<void> {
-    if (entry.idleTimer) clearTimeout(entry.idleTimer);
     await Promise.all(
       [...entry.channels.values()].map(async (channel) => {
         try {

@@ -11,7 +11,7 @@ const WATCH_MS = 5000;
 
 /**
  * Watches each connected target's server with a health check through the target's own open
- * connection (it never opens one, nor keeps one from closing), so that the sidebar says "server not
+ * connection (it never opens one; a connected host stays open until Disconnect), so that the sidebar says "server not
  * answering" soon after the server stops, and clears it when it answers again.
  */
 export class ServerWatch extends Disposable {

@@ -42,6 +42,23 @@ describe('connections shared by the targets of one host', () => {
     assert.equal(changes.at(-1)?.state, 'connected');
   });
 
+  it('keeps the host connected after its last run, however long it is left idle, so that its server is still watched', async () => {
+    // A clock that runs minutes in a moment: any timer of a minute or more set while the run ends fires at
+    // once (VS Code's extension host has no fake clock; waiting five real minutes would be the alternative).
+    const realSetTimeout = global.setTimeout;
+    const fastForward = ((fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
+      realSetTimeout(fn, (ms ?? 0) >= 60_000 ? 1 : ms, ...args)) as unknown as typeof setTimeout;
+    global.setTimeout = fastForward;
+    try {
+      await (await manager.connect(a)).release();
+    } finally {
+      global.setTimeout = realSetTimeout;
+    }
+    await new Promise((r) => realSetTimeout(r, 200));
+    assert.equal(manager.hostState(a).state, 'connected', 'the idle host was closed');
+    assert.ok(manager.openChannelOf(b), 'the server watch has no connection to look through');
+  });
+
   it('shows both targets disconnected when one of them disconnects the shared host', async () => {
     await (await manager.connect(a)).release();
     await manager.disconnectTarget(b);
