@@ -185,7 +185,7 @@ OPTIONS: List[Option] = [
         "--stall-timeout",
         "float",
         ("macro",),
-        "seconds a stream may send nothing before it fails as stalled (a request still waiting for its first "
+        "seconds a stream may send no token before it fails as stalled, whatever other bytes arrive (a request still waiting for its first "
         "token only while every stream is silent, so a queue is no stall); 0 turns it off",
         60.0,
         metavar="S",

@@ -74,7 +74,7 @@ export const AGENT_OPTIONS: {
     percentiles: { flag: '--percentiles', kind: 'str', default: '50,90,99', help: 'percentiles of each latency, comma-separated', metavar: 'P,P' },
     goodput: { flag: '--goodput', kind: 'str', default: null, help: 'SLOs in ms for goodput: ttft, tpot, e2el', metavar: '"ttft:500 tpot:50"' },
     requestTimeout: { flag: '--request-timeout', kind: 'float', default: 600.0, help: 'seconds a request may take from send to its last token before it counts as failed (timeout); a level whose requests all stall stops the run', metavar: 'S' },
-    stallTimeout: { flag: '--stall-timeout', kind: 'float', default: 60.0, help: 'seconds a stream may send nothing before it fails as stalled (a request still waiting for its first token only while every stream is silent, so a queue is no stall); 0 turns it off', metavar: 'S' },
+    stallTimeout: { flag: '--stall-timeout', kind: 'float', default: 60.0, help: 'seconds a stream may send no token before it fails as stalled, whatever other bytes arrive (a request still waiting for its first token only while every stream is silent, so a queue is no stall); 0 turns it off', metavar: 'S' },
     workers: { flag: '--workers', kind: 'str', default: 'auto', help: 'load-generator processes per level: auto or a number', metavar: 'auto|N' },
     streamsPerWorker: { flag: '--streams-per-worker', kind: 'int', default: 96, help: 'with --workers auto: in-flight streams per process' },
     updateInterval: { flag: '--update-interval', kind: 'float', default: 1.0, help: 'seconds between running aggregates' },

@@ -44,7 +44,7 @@ export interface MacroOptions {
   /** Load-generator processes: 'auto' or a number. */
   workers?: number | 'auto';
   requestTimeoutS?: number;
-  /** Seconds a stream may send nothing before it fails as stalled (the agent's default 60); 0 turns it off. */
+  /** Seconds a stream may send no token (whatever other bytes come) before it fails as stalled (the agent's default 60); 0 turns it off. */
   stallTimeoutS?: number;
   /** prefix_repetition: groups of requests that share a prefix (vllm bench serve's defaults 256, 256, 10). */
   prefixRepetition?: { prefixLen?: number; suffixLen?: number; numPrefixes?: number };
