@@ -90,6 +90,13 @@ export interface ModuleShare {
   kernelsPerStep: number;
 }
 
+export interface NsysCategoryShare {
+  category: string;
+  msPerStep: number;
+  sharePct: number;
+  kernelsPerStep: number;
+}
+
 export interface LayerShare extends ModuleShare {
   layer: number;
   /** The layer's module types, largest first. */
@@ -125,8 +132,8 @@ export interface NsysRankBreakdown {
   /** By layer, in layer order. */
   layers: LayerShare[];
   skew: LayerSkew[];
-  /** The kernel categories of families.ts over the same steps, largest first. */
-  categories: ModuleShare[];
+  /** The kernel categories of families.ts over the same steps, largest first (no idle: see modules). */
+  categories: NsysCategoryShare[];
   /** Kernels per step replayed from a CUDA graph, percent. */
   replayedPct: number;
   /** Kernels in the report that fall in no step (start-up, warm-up, capture). */
@@ -224,12 +231,16 @@ export class NsysModuleAnalyzer {
     const h = this.header;
     if (!h) throw new Error('The Nsight Systems reader wrote no header: it stopped before reading the report (see its message above).');
     if (!this.summary) warnings.push('The reader stopped before its summary: the report was read only in part.');
-    if (!h.nvtx) warnings.push('The report holds no NVTX ranges: profile with --trace=cuda,nvtx and the server\'s layerwise NVTX flag, or every kernel stays unattributed.');
+    if (!h.nvtx)
+      warnings.push(
+        "The report holds no NVTX ranges: profile with --trace=cuda,nvtx and the server's layerwise NVTX flag, or every kernel stays unattributed.",
+      );
     if (this.summary && this.summary.noCaptureNode > 0)
       warnings.push(
         `${this.summary.noCaptureNode} replayed kernels have no capture-time graph node in the report: profile with --cuda-graph-trace=node and from the server's start (a capture range that opens after start-up loses the capture's ranges).`,
       );
-    if (h.stepSource === 'graph-launch') warnings.push(`No NVTX range matched the step pattern /${h.stepRange}/: each CUDA graph launch was taken as one step.`);
+    if (h.stepSource === 'graph-launch')
+      warnings.push(`No NVTX range matched the step pattern /${h.stepRange}/: each CUDA graph launch was taken as one step.`);
     const ranks: NsysRankBreakdown[] = [];
     for (const acc of this.ranks.values()) {
       const n = acc.steps.size;
@@ -242,7 +253,12 @@ export class NsysModuleAnalyzer {
       const wallMean = stepMs ? stepMs.mean : 0;
       const share = (map: Map<string, [number, number]>): ModuleShare[] =>
         [...map.entries()]
-          .map(([module, [ns, k]]) => ({ module, msPerStep: ns / 1e6 / n, sharePct: wallMean > 0 ? (100 * ns) / 1e6 / n / wallMean : 0, kernelsPerStep: k / n }))
+          .map(([module, [ns, k]]) => ({
+            module,
+            msPerStep: ns / 1e6 / n,
+            sharePct: wallMean > 0 ? (100 * ns) / 1e6 / n / wallMean : 0,
+            kernelsPerStep: k / n,
+          }))
           .sort((a, b) => b.msPerStep - a.msPerStep);
       const busyMsPerStep = acc.busyNs / 1e6 / n;
       const modules = share(acc.byType);
@@ -258,7 +274,14 @@ export class NsysModuleAnalyzer {
             ns += c[0];
             k += c[1];
           }
-          return { layer, module: `layer ${layer}`, msPerStep: ns / 1e6 / n, sharePct: wallMean > 0 ? (100 * ns) / 1e6 / n / wallMean : 0, kernelsPerStep: k / n, modules: share(map) };
+          return {
+            layer,
+            module: `layer ${layer}`,
+            msPerStep: ns / 1e6 / n,
+            sharePct: wallMean > 0 ? (100 * ns) / 1e6 / n / wallMean : 0,
+            kernelsPerStep: k / n,
+            modules: share(map),
+          };
         });
       ranks.push({
         pid: acc.pid,
@@ -271,7 +294,7 @@ export class NsysModuleAnalyzer {
         modules,
         layers,
         skew: skewOf(layers),
-        categories: share(acc.byCategory),
+        categories: share(acc.byCategory).map(({ module, ...rest }) => ({ category: module, ...rest })),
         replayedPct: acc.kernels ? (100 * acc.replayed) / acc.kernels : 0,
         kernelsOutsideSteps: acc.outside,
       });
@@ -317,7 +340,13 @@ export function skewOf(layers: readonly LayerShare[]): LayerSkew[] {
 
 const pct = (x: number) => `${x.toFixed(1)}%`;
 const ms = (x: number) => `${x < 1 ? x.toFixed(3) : x.toFixed(2)} ms`;
-const plural: Record<string, string> = { attention: 'attention blocks', mlp: 'dense MLP blocks', moe: 'MoE blocks', 'all-reduce': 'all-reduces', norm: 'norms' };
+const plural: Record<string, string> = {
+  attention: 'attention blocks',
+  mlp: 'dense MLP blocks',
+  moe: 'MoE blocks',
+  'all-reduce': 'all-reduces',
+  norm: 'norms',
+};
 
 /** One sentence for the findings document: "the MoE blocks take 38% of a decode step; layer 2's attention 19% (...)". */
 export function findingSentence(b: NsysBreakdown): string {
@@ -367,11 +396,23 @@ export function renderNsysText(b: NsysBreakdown): string {
       out.push(
         table(
           ['module', 'layers', 'slowest', 'ms', 'fastest', 'ms', 'mean ms', 'slowest over mean'],
-          r.skew.map((k) => [k.module, String(k.layers), `layer ${k.slowestLayer}`, k.slowestMs.toFixed(3), `layer ${k.fastestLayer}`, k.fastestMs.toFixed(3), k.meanMs.toFixed(3), pct(k.slowestOverMeanPct)]),
+          r.skew.map((k) => [
+            k.module,
+            String(k.layers),
+            `layer ${k.slowestLayer}`,
+            k.slowestMs.toFixed(3),
+            `layer ${k.fastestLayer}`,
+            k.fastestMs.toFixed(3),
+            k.meanMs.toFixed(3),
+            pct(k.slowestOverMeanPct),
+          ]),
         ),
         '',
       );
-    out.push(table(['kernel category', 'ms/step', 'share %', 'kernels/step'], rows(r.categories)), '');
+    out.push(
+      table(['kernel category', 'ms/step', 'share %', 'kernels/step'], rows(r.categories.map(({ category, ...rest }) => ({ module: category, ...rest })))),
+      '',
+    );
   }
   for (const w of b.warnings) out.push(`warning: ${w}`);
   return `${out.join('\n').trimEnd()}\n`;

@@ -64,7 +64,9 @@ export function readNsysReport(path: string, onRecord: (r: NsysRecord) => void, 
       const code = (err as NodeJS.ErrnoException).code;
       reject(
         code === 'ENOENT'
-          ? new Error(`${python} was not found: the Nsight Systems reader needs Python 3.8 or newer (standard library only). Install it, or say which Python to use.`)
+          ? new Error(
+              `${python} was not found: the Nsight Systems reader needs Python 3.8 or newer (standard library only). Install it, or say which Python to use.`,
+            )
           : err,
       );
     });
@@ -72,7 +74,8 @@ export function readNsysReport(path: string, onRecord: (r: NsysRecord) => void, 
       lines.close();
       if (parseError) reject(new Error(`The Nsight Systems reader wrote a line that is not JSON (${parseError.message}).`));
       else if (code === 0) resolvePromise();
-      else reject(new Error(stderr.trim().replace(/^nsys_report: /, '') || `The Nsight Systems reader (${python} ${args.join(' ')}) exited with code ${code}.`));
+      else
+        reject(new Error(stderr.trim().replace(/^nsys_report: /, '') || `The Nsight Systems reader (${python} ${args.join(' ')}) exited with code ${code}.`));
     });
   });
 }

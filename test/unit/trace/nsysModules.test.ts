@@ -1,0 +1,147 @@
+import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
+import { IDLE, NO_RANGE, NsysBreakdown, placeOf, renderNsysText } from '../../../src/core/trace/nsysModules';
+import { analyzeNsysReport, nsysKind } from '../../../src/core/trace/nsysSource';
+import { parseAnalyzeArgs } from '../../../src/cli/commands/analyze';
+
+// Real exports of bench/nsys_serving_loop.py on an H200 (test/fixtures/nsys/README.md). The reader is
+// the agent's Python (python3 -m infbench_agent.nsys_report), run as the CLI runs it.
+const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'nsys');
+const fixture = (name: string) => join(FIXTURES, name);
+const stepLog = (name: string) => JSON.parse(readFileSync(fixture(`${name}.steps.json`), 'utf8')) as { steps: { gpuMs: number }[]; meanStepMs: number };
+
+describe('module paths of the layerwise NVTX ranges', () => {
+  it('names the layer and the kind of module of vLLM and SGLang paths', () => {
+    assert.deepEqual(placeOf('model.layers.2.self_attn.o_proj'), { layer: 2, block: 'self_attn', type: 'attention' });
+    assert.deepEqual(placeOf('model.layers.0.mlp.down_proj'), { layer: 0, block: 'mlp', type: 'mlp' });
+    // Qwen3-MoE and DeepSeek name the sparse block `mlp`: its router and experts are MoE, not a dense MLP.
+    assert.deepEqual(placeOf('model.layers.5.mlp.experts'), { layer: 5, block: 'mlp', type: 'moe' });
+    assert.deepEqual(placeOf('model.layers.5.mlp.gate'), { layer: 5, block: 'mlp', type: 'moe' });
+    assert.equal(placeOf('model.layers.5.mlp.gate_up_proj').type, 'mlp');
+    assert.equal(placeOf('model.layers.1.self_attn.all_reduce').type, 'all-reduce');
+    assert.equal(placeOf('model.layers.1.input_layernorm').type, 'norm');
+    assert.deepEqual(placeOf('model.layers.3'), { layer: 3, block: '(layer)', type: 'layer (between blocks)' });
+    assert.deepEqual(placeOf('model.embed_tokens'), { layer: null, block: 'embed_tokens', type: 'embedding' });
+    assert.equal(placeOf('lm_head').type, 'lm head');
+    assert.equal(placeOf('sampler').type, 'sampling');
+    assert.equal(placeOf('model.layers.10.block_sparse_moe.experts.w2').layer, 10);
+  });
+
+  it('tells an Nsight Systems report from a trace by its name', () => {
+    assert.equal(nsysKind('run/report.sqlite'), 'sqlite');
+    assert.equal(nsysKind('run/report.nsys-rep'), 'nsys-rep');
+    assert.equal(nsysKind('rank0.pt.trace.json.gz'), undefined);
+  });
+});
+
+describe('an Nsight Systems decode step by layer and module (H200 fixtures)', function () {
+  // Each report is read by a python3 child process.
+  this.timeout(60000);
+  let graphs: NsysBreakdown;
+  let eager: NsysBreakdown;
+  before(async () => {
+    graphs = await analyzeNsysReport(fixture('graphs.sqlite'));
+    eager = await analyzeNsysReport(fixture('eager.sqlite'));
+  });
+
+  it("finds the loop's 40 steps, and a step's time agrees with its own CUDA-event log", () => {
+    const r = graphs.ranks[0];
+    assert.equal(graphs.ranks.length, 1);
+    assert.equal(r.deviceName, 'NVIDIA H200');
+    assert.equal(r.steps, stepLog('graphs').steps.length);
+    // The events bracket the step; the kernels' span is inside it (within 1% when replayed).
+    const truth = stepLog('graphs').meanStepMs;
+    assert.ok(r.stepMs!.mean <= truth && r.stepMs!.mean >= truth * 0.99, `${r.stepMs!.mean} ms against ${truth} ms`);
+    assert.ok(r.replayedPct > 95, `${r.replayedPct}% replayed`);
+  });
+
+  it('breaks the replayed step down into the same layers and modules as the eager run', () => {
+    const g = graphs.ranks[0];
+    const e = eager.ranks[0];
+    assert.deepEqual(
+      g.layers.map((l) => [l.layer, l.kernelsPerStep]),
+      e.layers.map((l) => [l.layer, l.kernelsPerStep]),
+    );
+    for (const m of e.modules) {
+      if (m.module === IDLE) continue;
+      // Timed where a kernel averages 2 us or more: the residual adds (1.4 us) and the stand-in
+      // all-reduce (1.1 us) replay 5.0% and 5.1% slower than they run eagerly (measured on these
+      // fixtures); their counts are held equal here and their layers' time below.
+      const timed = m.msPerStep / m.kernelsPerStep >= 0.002;
+      const same = g.modules.find((x) => x.module === m.module);
+      assert.ok(same, `${m.module} in the graph run`);
+      assert.equal(same.kernelsPerStep, m.kernelsPerStep, m.module);
+      if (timed) assert.ok(Math.abs(same.msPerStep / m.msPerStep - 1) < 0.05, `${m.module}: ${same.msPerStep} ms against ${m.msPerStep} ms eager`);
+    }
+    for (const l of e.layers) {
+      const same = g.layers.find((x) => x.layer === l.layer)!;
+      assert.ok(Math.abs(same.msPerStep / l.msPerStep - 1) < 0.05, `layer ${l.layer}: ${same.msPerStep} ms against ${l.msPerStep} ms eager`);
+    }
+  });
+
+  it('names layer 2 as the slow attention layer (its KV cache is four times as long) and finds MoE only in layers 1-3', () => {
+    const r = graphs.ranks[0];
+    const attention = r.skew.find((s) => s.module === 'attention')!;
+    assert.equal(attention.slowestLayer, 2);
+    assert.equal(attention.layers, 4);
+    assert.ok(attention.slowestOverMeanPct > 50);
+    assert.deepEqual(
+      r.layers.filter((l) => l.modules.some((m) => m.module === 'moe')).map((l) => l.layer),
+      [1, 2, 3],
+    );
+    assert.deepEqual(
+      r.layers.filter((l) => l.modules.some((m) => m.module === 'mlp')).map((l) => l.layer),
+      [0],
+    );
+    // Four attention and four MLP/MoE all-reduces, one each.
+    assert.equal(r.modules.find((m) => m.module === 'all-reduce')!.kernelsPerStep, 8);
+    assert.match(graphs.headline, /^The attention blocks take \d+\.\d% of a decode step .*layer 2's attention/);
+  });
+
+  it('adds up to the step: modules, the copy outside every range and the idle time', () => {
+    const r = graphs.ranks[0];
+    const total = r.modules.reduce((a, m) => a + m.sharePct, 0);
+    assert.ok(Math.abs(total - 100) < 0.5, `${total}%`);
+    assert.equal(r.modules.find((m) => m.module === NO_RANGE)!.kernelsPerStep, 1);
+  });
+
+  it('agrees with the torch profile of the same loop on the kernel categories (within 3 points of the step)', async () => {
+    const torch = await analyzeTraceFiles([fixture('torch.pt.trace.json.gz')], { stepAnnotation: 'decode_step' });
+    const kineto = torch.overall.categories;
+    const r = graphs.ranks[0];
+    assert.equal(torch.overall.count, r.steps);
+    for (const c of r.categories) {
+      const k = kineto.find((x) => x.category === c.category);
+      assert.ok(k, `${c.category} in the torch profile`);
+      assert.ok(Math.abs(k.sharePct - c.sharePct) < 3, `${c.category}: ${c.sharePct}% nsys, ${k.sharePct}% torch`);
+      assert.equal(k.kernelsPerStep, c.kernelsPerStep, c.category);
+    }
+  });
+
+  it('says so when the server had no layerwise NVTX markers, rather than guessing modules', async () => {
+    const b = await analyzeNsysReport(fixture('graphs-no-nvtx.sqlite'));
+    const r = b.ranks[0];
+    assert.deepEqual(
+      r.modules.map((m) => m.module),
+      [NO_RANGE, IDLE],
+    );
+    assert.deepEqual(r.layers, []);
+    assert.match(b.headline, /No kernel of the 40 decode steps ran inside an NVTX module range/);
+    assert.match(renderNsysText(b), /\(no NVTX range\)/);
+  });
+
+  it('prints the module, layer, skew and category tables', () => {
+    const text = renderNsysText(graphs);
+    for (const head of ['module', 'layer 2', 'slowest over mean', 'kernel category']) assert.ok(text.includes(head), head);
+  });
+});
+
+describe('infbench analyze with an Nsight Systems report', () => {
+  it('takes a .sqlite report as a file to analyse', () => {
+    const args = parseAnalyzeArgs([fixture('graphs.sqlite'), '--step-annotation', '^decode_step$']);
+    assert.equal(args.files.length, 1);
+    assert.equal(args.options.stepAnnotation, '^decode_step$');
+  });
+});
