@@ -30,11 +30,13 @@ export interface BudgetMissingPhase {
   adds: string;
 }
 
-/** The one target, server and model every run of a budget measured. */
+/** The one target, server, model and server configuration every run of a budget measured. */
 export interface BudgetScopeView {
   target: string;
   url?: string;
   model?: string;
+  /** The server configuration of its macro and profile runs: its name and id ("unknown" with why, where no recipe was adopted). */
+  configuration?: { id: string; name: string; unknownReason?: string };
 }
 
 /** Everything the results view needs to draw the decode-step budget; the host computes it. */
@@ -48,9 +50,9 @@ export interface DecodeBudgetView {
   missing: BudgetMissingPhase[];
   /** The runs the account was built from. */
   runs: { macro?: string; micro?: string; profile?: string };
-  /** Whose runs these are: a budget is built from one target, server URL and model only. */
+  /** Whose runs these are: a budget is built from one target, server URL, model and server configuration only. */
   scope?: BudgetScopeView;
-  /** Newer runs of another target or server that were not used, each with why. */
+  /** Newer runs of another target, server or server configuration that were not used, each with why. */
   leftOut?: string[];
   /** True when any input came from the simulator: the view labels it. */
   simulated: boolean;

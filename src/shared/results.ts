@@ -76,19 +76,32 @@ export interface RunSummary {
   micro?: { points: Record<string, unknown>[]; gemm?: GemmPoint[]; allreduce?: AllReducePoint[]; alltoall?: AllReducePoint[]; peak?: GpuPeak };
   profile?: Record<string, unknown> & Partial<ProfileSummary>;
   probe?: ProbeView;
-  /** A macro run measuring one server configuration of a comparison (infbench configs, Compare Server Configurations...). */
+  /** The server configuration the run measured (every run made since runs record it; absent in older ones). */
   configuration?: RunConfiguration;
 }
 
-/** Which configuration of which comparison a run measured, so that a view sets it beside the others. */
+/**
+ * The server configuration a run measured: the adopted recipe's command line and environment, hashed
+ * (src/core/runs/serverConfiguration.ts says what counts), with a short name. Whatever sets runs side
+ * by side pairs runs of one configuration only.
+ */
 export interface RunConfiguration {
-  /** The comparison's id (its server-change folder's name): the runs that share it were compared. */
-  comparison: string;
+  /** 12 hex digits of a sha256 over argv and environment; "unknown" when no recipe could be adopted. */
+  id: string;
+  /** "production" (the server as its user runs it), a comparison's flag-set name, or one made from the id. */
   name: string;
+  /** Why the configuration is not known (no process found behind the URL, or one the agent cannot see). */
+  unknownReason?: string;
+  /** The command line it ran with, as a user would type it (secrets redacted). */
+  command?: string;
+  /** The recipe's command line (secrets redacted), to name the flags two configurations differ in. */
+  argv?: string[];
+  /** Each environment variable's value hashed (8 hex digits), never the value: to name the variables two configurations differ in. */
+  env?: Record<string, string>;
+  /** A configuration of a comparison: the comparison's id (its server-change folder's name); the runs that share it were compared. */
+  comparison?: string;
   /** Its place in the comparison (0 is the baseline). */
-  index: number;
-  /** The command line it ran with. */
-  command: string;
+  index?: number;
 }
 
 /** How far the macro level now running is: requests done of those it sends, and the time left at the pace so far. */

@@ -14,7 +14,9 @@ of one). Macro: throughput at each concurrency and the TTFT/TPOT/ITL/E2EL statis
 3 standard errors of the difference (from each run's std and its requests over the concurrency) and 1%. Profile: the
 step, each category's ms and share, kernels that appeared or vanished. Micro: each GEMM shape and M,
 all-reduce size and launch mode, flagged beyond 5% and 1 us. A \`vllm bench serve\` result imported
-with \`infbench import-vllm\` is a macro run like ours.
+with \`infbench import-vllm\` is a macro run like ours. Runs of two server configurations (each run
+records the server's flags and environment it measured) are compared, but said first: every difference
+then includes the configuration's change.
 
   --workspace DIR   where runs are kept (default: current folder)
   --all             print every quantity compared, not only the flagged ones
@@ -24,9 +26,12 @@ Example: infbench compare 2026-12-01_05-15-00-000-macro 2026-12-01_06-02-11-482-
 
 export function comparisonText(c: Comparison, all: boolean): string {
   const out = [`A: ${c.a.label}`, `B: ${c.b.label}`, ''];
+  // Runs of two server configurations: said before anything else, as every difference includes that change.
+  if (c.configurations) out.push(`⚠ ${c.configurations}`, '');
+  const summary = c.summary.filter((s) => s !== c.configurations);
   // A flagged change is marked; the one line saying there is none (or nothing to compare) is not.
-  const flagged = c.differences.some((d) => d.flagged) || c.summary.length > 1;
-  for (const s of c.summary) out.push(`${flagged ? '▲ ' : ''}${s}`);
+  const flagged = c.differences.some((d) => d.flagged) || summary.length > 1;
+  for (const s of summary) out.push(`${flagged ? '▲ ' : ''}${s}`);
   out.push('');
   for (const t of c.tables) {
     const rows = all ? t.rows : t.rows.filter((r) => r.flag !== '');

@@ -17,15 +17,22 @@ Usage: infbench explain [options]
 Builds one account of a decode step at the profiled batch size: measured (the macro run's TPOT at that
 concurrency, the profiler's ms per step), explained (the profiler's time per kernel category) and
 predicted (the micro run's all-reduce, GEMM and launch costs at the step's sizes), with the gap
-between each pair. Runs of another target, server or model are never set beside each other. A phase
+between each pair. Runs of another target, server, model or server configuration (the server's flags
+and environment, recorded with every run) are never set beside each other; newer runs left out are
+named with why. Micro's runs are taken whatever configuration served meanwhile: micro measures the
+GPUs in isolation at its own shapes. A phase
 that has no run is named with the command that fills it in. Where the newest probe of the same server
 read the served model's config.json, micro's model and the trace are checked against it, and nothing is
 predicted from a model that was not served.
 
   --workspace DIR      where runs are kept (default: current folder)
   --target NAME        account this target's runs (default: the target of the newest macro or profile run)
-  --runs ID,ID,ID      the runs to use, one per phase, all of one target and server (default: the newest
-                       completed run of each phase that measured the same target, server URL and model)
+  --runs ID,ID,ID      the runs to use, one per phase, all of one target, server and configuration (default:
+                       the newest completed run of each phase that measured the same target, server URL,
+                       model and configuration)
+  --configuration NAME account this server configuration (its name, such as production or a configs
+                       flag set's name, or its id) (default: the newest profile run's, else the newest
+                       macro run's)
   --model NAME         model structure when the micro run names none (${Object.keys(MODEL_PRESETS).join(', ')})
   --batch N            the batch to account for when there is no profile (default 1)
   --findings FILE      also write the account into the findings document's "Where the milliseconds go"
@@ -51,7 +58,16 @@ export const explainCommand: CliCommand = {
   summary: "where a decode step's milliseconds go: macro, micro and profile runs reconciled",
   usage: USAGE,
   async run(argv) {
-    let v: { workspace?: string; target?: string; runs?: string; model?: string; batch?: string; findings?: string; json?: boolean };
+    let v: {
+      workspace?: string;
+      target?: string;
+      runs?: string;
+      configuration?: string;
+      model?: string;
+      batch?: string;
+      findings?: string;
+      json?: boolean;
+    };
     try {
       v = parseArgs({
         args: argv,
@@ -59,6 +75,7 @@ export const explainCommand: CliCommand = {
           workspace: { type: 'string' },
           target: { type: 'string' },
           runs: { type: 'string' },
+          configuration: { type: 'string' },
           model: { type: 'string' },
           batch: { type: 'string' },
           findings: { type: 'string' },
@@ -81,7 +98,7 @@ export const explainCommand: CliCommand = {
           ?.split(',')
           .map((s) => s.trim())
           .filter(Boolean),
-        { target: v.target },
+        { target: v.target, configuration: v.configuration },
       );
       if (v.target && !selection.macro && !selection.micro && !selection.profile) {
         throw new ExplainError(

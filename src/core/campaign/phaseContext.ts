@@ -4,7 +4,7 @@ import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { FindingsUpdate } from '../findings/findingsUpdate';
 import type { RunnablePhase } from './runnablePhase';
-import { RunSummary } from '../../shared/results';
+import { RunConfiguration, RunSummary } from '../../shared/results';
 import type { RemedyWords } from '../../shared/remedy';
 
 /**
@@ -35,6 +35,11 @@ export interface PhaseContext {
   apiKey?: string;
   /** How this front end says a remedy (a setting, a command) in reasons and findings; the CLI's flags when absent. */
   words?: RemedyWords;
+  /**
+   * The server configuration the phase measures, where the caller started it (a configuration of a
+   * comparison); absent, the phase adopts the recipe of what serves the target's URL (phases/configuration.ts).
+   */
+  configuration?: RunConfiguration;
 }
 
 // Phases and front ends name the findings' update with the sink it goes through.

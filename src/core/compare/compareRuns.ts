@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { macroLevelsFrom, microInputFrom, profileInputFrom } from '../explain/inputs';
 import { metaPath, RunFolder, runsRoot } from '../runs/runFolder';
+import { configurationDifferences, configurationOfRun, describeConfiguration, isKnown } from '../runs/serverConfiguration';
 import { compareMacro } from './macro';
 import { compareMicro } from './micro';
 import { compareProfiles } from './profile';
@@ -32,7 +33,34 @@ export function findRun(workspace: string, ref: string): RunFolder {
 
 export function runRef(run: RunFolder): RunRef {
   const info = run.info;
-  return { id: info.id, label: `${info.phase} run ${info.id} on ${info.target}${info.simulated ? ' (simulator)' : ''}`, simulated: info.simulated };
+  const c = configurationOfRun(info);
+  const config = info.configuration ? `, configuration ${isKnown(c) ? `${c.name} (${c.id})` : 'unknown'}` : '';
+  return {
+    id: info.id,
+    label: `${info.phase} run ${info.id} on ${info.target}${config}${info.simulated ? ' (simulator)' : ''}`,
+    simulated: info.simulated,
+    configuration: info.configuration,
+  };
+}
+
+/**
+ * What a comparison must say first when its runs measured different server configurations: every
+ * difference it finds includes the configuration's change (the point of a configurations comparison,
+ * a confound anywhere else). Undefined when both measured the same one.
+ */
+export function configurationNote(runA: RunFolder, runB: RunFolder): string | undefined {
+  const a = configurationOfRun(runA.info);
+  const b = configurationOfRun(runB.info);
+  if (a.id === b.id) return undefined;
+  if (isKnown(a) && isKnown(b)) {
+    const changes = configurationDifferences(a, b);
+    return `These runs measured two server configurations: A ${describeConfiguration(a)}, B ${describeConfiguration(b)}${
+      changes.length ? ` (B ${changes.join(', ')})` : ''
+    }. Every difference below includes that change, not only noise or the workload.`;
+  }
+  const unknown = isKnown(a) ? 'B' : isKnown(b) ? 'A' : 'A and B';
+  const why = (isKnown(a) ? b : a).unknownReason;
+  return `The server configuration of ${unknown} is not known (${why ?? 'no recipe adopted'}): the differences below may include a change of the server's flags or environment.`;
 }
 
 export function compareRunFolders(runA: RunFolder, runB: RunFolder): Comparison {
@@ -59,6 +87,14 @@ export function compareRunFolders(runA: RunFolder, runB: RunFolder): Comparison 
   };
   const ra = resultOf(runA);
   const rb = resultOf(runB);
+  const compared = compareResults(runA, runB, ra, rb);
+  const note = configurationNote(runA, runB);
+  return note ? { ...compared, summary: [note, ...compared.summary], configurations: note } : compared;
+}
+
+function compareResults(runA: RunFolder, runB: RunFolder, ra: unknown, rb: unknown): Comparison {
+  const a = runA.info;
+  const b = runB.info;
   switch (a.phase) {
     case 'macro': {
       const la = macroLevelsFrom(ra);

@@ -1,10 +1,13 @@
 import { ResultTable } from '../../shared/table';
+import type { RunConfiguration } from '../../shared/results';
 
 export interface RunRef {
   id: string;
   /** "macro run 2026-...-macro on h200 (simulator)", for headings. */
   label: string;
   simulated?: boolean;
+  /** The server configuration the run measured, where it recorded one. */
+  configuration?: RunConfiguration;
 }
 
 /** One quantity in both runs. */
@@ -35,4 +38,6 @@ export interface Comparison {
   /** Quantities only one run has (a concurrency the other did not run, a shape only one measured). */
   unmatched: string[];
   tables: ResultTable[];
+  /** The runs measured different server configurations (or one not known): said first in the summary too. */
+  configurations?: string;
 }

@@ -23,8 +23,10 @@ export interface BudgetInputs {
   batch?: number;
   /** The target, server and model the runs share (campaign.ts checks that they do). */
   scope?: BudgetScopeView;
-  /** Runs of other targets or servers that were not used, with why. */
+  /** Runs of other targets, servers or server configurations that were not used, with why. */
   leftOut?: string[];
+  /** What to know about how the runs were paired (an unknown configuration), in words. */
+  caveats?: string[];
 }
 
 /** One line of the account: a group of kernel categories, as profiled and as micro predicts it. */
@@ -101,7 +103,9 @@ export function buildBudget(inputs: BudgetInputs): Budget {
   const readings = readingsOf(f, gaps, profile?.step_ms);
   const caveats = f.caveats.map(caveatText);
   const missing = missingPhases(inputs, batch, model, f.servedConfig);
-  for (const l of inputs.leftOut ?? []) caveats.push(`Not used: ${l}. A budget accounts one target, server and model; runs of another are never compared.`);
+  for (const c of inputs.caveats ?? []) caveats.push(`Paired with care: ${c}`);
+  for (const l of inputs.leftOut ?? [])
+    caveats.push(`Not used: ${l}. A budget accounts one target, server, model and server configuration; runs of another are never set beside them.`);
   const runs = { macro: macro?.runId, micro: inputs.micro?.runId, profile: profile?.runId };
   const simulated = Boolean(macro?.simulated || inputs.micro?.simulated || profile?.simulated);
   const budget: Budget = {

@@ -237,12 +237,15 @@ export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelS
   const where = scope ? ` --target ${scope.target}` : '';
   const url = scope?.url ? ` --url ${scope.url}` : '';
   const on = scope ? ` on ${scope.target}` : '';
+  // A run of another configuration is never set beside these: the hole is filled with the server in this one.
+  const c = scope?.configuration;
+  const inConfiguration = c && c.id !== 'unknown' ? ` Measure it with the server in configuration '${c.name}' (${c.id}): runs of another are not set beside these.` : '';
   if (!inputs.macro) {
     out.push({
       phase: 'macro',
       command: `infbench macro${where}${url} --concurrency ${batch}`,
       action: `Inference Bench: Run Macro Phase${on}, with concurrency ${batch} among its levels`,
-      adds: 'the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).',
+      adds: `the TPOT users see as served; its gap to the profiled step is the time per token spent outside the GPU (scheduling, sampling, streaming).${inConfiguration}`,
     });
   }
   if (!inputs.profile) {
@@ -250,7 +253,7 @@ export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelS
       phase: 'profile',
       command: `infbench profile${where}${url} --concurrency ${batch}`,
       action: `Inference Bench: Run Profiler Phase${on}`,
-      adds: "where the step's GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.",
+      adds: `where the step's GPU time actually goes, per kernel category and rank; without it nothing is explained, only predicted.${inConfiguration}`,
     });
   }
   // The served model's own id where a probe read its config.json: micro finds it on the host by that id.

@@ -1,7 +1,17 @@
 // Picks the runs a decode-step budget is built from: the ones named, or the newest completed run of
 // each phase in the workspace, and reads their results into the budget's inputs.
+//
+// A budget sets runs of one target, server URL, model and server configuration side by side (the
+// configuration: the adopted recipe's argv and environment, hashed; src/core/runs/serverConfiguration.ts).
+// The configuration accounted is the one named (--configuration), else the newest profile's (a budget
+// explains a profiled decode step), else the newest macro run's. Macro and profile runs of another
+// configuration are left out, each named with why; a run whose configuration is unknown is paired only
+// with others unknown, with a caveat. Micro measures the GPUs in isolation, not the server, so its
+// runs are paired whatever configuration served meanwhile (its shapes and TP are its own options).
 import { resolve } from 'node:path';
 import { RunFolder } from '../runs/runFolder';
+import { configurationOfRun, describeConfiguration, isKnown } from '../runs/serverConfiguration';
+import { RunConfiguration } from '../../shared/results';
 import { FindingsUpdate } from '../campaign/phaseContext';
 import { Budget, buildBudget } from './budget';
 import { budgetFindings } from './findings';
@@ -19,8 +29,10 @@ export interface ExplainSelection {
   probe?: RunFolder;
   /** The one target, server URL and model the chosen runs share: a budget never mixes servers. */
   scope?: BudgetScope;
-  /** Runs of the workspace that were newer but measured another target, server or model, in words. */
+  /** Runs of the workspace that were newer but measured another target, server, model or configuration, in words. */
   leftOut?: string[];
+  /** Things to know about the pairing itself (runs of an unknown configuration paired), in words. */
+  caveats?: string[];
 }
 
 /** What runs must share to be accounted together. */
@@ -28,6 +40,8 @@ export interface BudgetScope {
   target: string;
   url?: string;
   model?: string;
+  /** The server configuration of the macro and profile runs (micro's is not compared). */
+  configuration?: RunConfiguration;
 }
 
 /** The target, server URL and served model a run measured (the model from its result, where it names one). */
@@ -57,19 +71,37 @@ function mismatch(scope: BudgetScope, run: RunFolder): string | undefined {
   if (run.info.phase === 'micro') return undefined;
   if (scope.url && other.url && other.url !== scope.url) return `server ${other.url}, not ${scope.url}`;
   if (scope.model && other.model && other.model !== scope.model) return `model ${other.model}, not ${scope.model}`;
-  return undefined;
+  return scope.configuration ? configurationMismatch(scope.configuration, run) : undefined;
+}
+
+/** Why `run` measured another server configuration than `wanted`, or undefined when it measured the same (both unknown counts as the same). */
+function configurationMismatch(wanted: RunConfiguration, run: RunFolder): string | undefined {
+  const other = configurationOfRun(run.info);
+  if (other.id === wanted.id) return undefined;
+  return `server configuration ${describeConfiguration(other)}, not ${describeConfiguration(wanted)}: ${
+    isKnown(other) && isKnown(wanted) ? 'another server configuration' : 'not known to be the same server configuration'
+  }`;
 }
 
 export function describeScope(scope: BudgetScope): string {
-  return [`target ${scope.target}`, scope.url ? `server ${scope.url}` : '', scope.model ? `model ${scope.model}` : ''].filter(Boolean).join(', ');
+  return [
+    `target ${scope.target}`,
+    scope.url ? `server ${scope.url}` : '',
+    scope.model ? `model ${scope.model}` : '',
+    scope.configuration ? `configuration ${describeConfiguration(scope.configuration)}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /**
- * The runs a budget is built from, all of one target, server URL and model: the named runs (refused
- * when they measured different servers), or the newest completed run of each phase that belongs with
- * the newest macro or profile run (of `options.target`, when given).
+ * The runs a budget is built from, all of one target, server URL, model and server configuration: the
+ * named runs (refused when they measured different servers or configurations), or the newest
+ * completed run of each phase that belongs with the newest macro or profile run (of `options.target`,
+ * when given), of the configuration `options.configuration` names (a name or an id), else the newest
+ * profile's.
  */
-export function selectRuns(workspace: string, runIds?: string[], options: { target?: string } = {}): ExplainSelection {
+export function selectRuns(workspace: string, runIds?: string[], options: { target?: string; configuration?: string } = {}): ExplainSelection {
   const all = RunFolder.list(workspace);
   const chosen: ExplainSelection = {};
   if (runIds?.length) {
@@ -95,6 +127,24 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
         );
       }
     }
+    const served = picked.filter((r) => r.info.phase !== 'micro');
+    const configurations = served.map((r) => configurationOfRun(r.info));
+    const known = configurations.filter(isKnown);
+    if (new Set(known.map((c) => c.id)).size > 1) {
+      const [a, b] = served.filter((r) => isKnown(configurationOfRun(r.info)));
+      throw new ExplainError(
+        `--runs mixes server configurations: ${a.info.phase} run ${a.info.id} measured ${describeConfiguration(configurationOfRun(a.info))} and ${b.info.phase} run ${b.info.id} ${describeConfiguration(configurationOfRun(b.info))}. A decode-step budget sets runs of one configuration side by side; name runs of the same one (\`infbench compare\` sets two configurations' runs of one phase side by side).`,
+      );
+    }
+    scope.configuration = known[0] ?? configurations[0];
+    // Named by the user, so used; but a known configuration beside an unknown one is said.
+    if (known.length && known.length < configurations.length) {
+      const unknown = served.filter((r) => !isKnown(configurationOfRun(r.info)));
+      chosen.caveats = unknown.map(
+        (r) =>
+          `${r.info.phase} run ${r.info.id} measured ${describeConfiguration(configurationOfRun(r.info))}; it is set beside configuration ${describeConfiguration(known[0])} because --runs names it, not because they are known to be the same server.`,
+      );
+    }
     chosen.scope = scope;
     chosen.probe = probeFor(all, scope);
     return chosen;
@@ -106,8 +156,12 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
   const candidates = all.filter((r) => r.info.phase !== 'probe' && (!options.target || r.info.target === options.target) && usable(r));
   // The newest macro or profile run decides which server is accounted (micro names no server).
   const anchor = candidates.find((r) => r.info.phase !== 'micro' && !imported(r)) ?? candidates.find((r) => r.info.phase !== 'micro') ?? candidates[0];
-  if (!anchor) return chosen;
+  if (!anchor) {
+    if (options.configuration) throw new ExplainError(`No completed macro or profile run${options.target ? ` of ${options.target}` : ''} to account for configuration "${options.configuration}".`);
+    return chosen;
+  }
   const scope = runScope(anchor);
+  scope.configuration = accountedConfiguration(candidates, scope, anchor, options.configuration);
   for (const pass of [false, true]) {
     for (const run of candidates) {
       const phase = run.info.phase as 'macro' | 'micro' | 'profile';
@@ -132,7 +186,44 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
     const other = all.find((r) => r.info.phase === phase && usable(r));
     return other ? [`${phase} run ${other.info.id} measured ${mismatch(scope, other)}`] : [];
   });
+  // Newer runs of this very server that measured another configuration (a comparison's): named, each with its configuration.
+  const config = scope.configuration;
+  if (config) {
+    for (const phase of ['macro', 'profile'] as const) {
+      const used = chosen[phase];
+      for (const r of candidates) {
+        if (r.info.phase !== phase || (used && r.info.startedAt <= used.info.startedAt)) continue;
+        const why = configurationMismatch(config, r);
+        if (!why || mismatch({ ...scope, configuration: undefined }, r)) continue;
+        const line = `${phase} run ${r.info.id} measured ${why}`;
+        if (!chosen.leftOut.includes(line)) chosen.leftOut.push(line);
+      }
+    }
+    const paired = (['macro', 'profile'] as const).filter((p) => chosen[p]);
+    if (!isKnown(config) && paired.length === 2)
+      chosen.caveats = [
+        `the server configuration of these runs is not known (${config.unknownReason ?? 'no recipe adopted'}): the macro and profile runs are set side by side because they measured the same target, server and model, not because they are known to have measured the same server flags.`,
+      ];
+  }
   return chosen;
+}
+
+/**
+ * The configuration a budget accounts: the one `wanted` names (a name, or an id or its start), else the
+ * newest profile's of the scope's server, else the anchor's.
+ */
+function accountedConfiguration(candidates: RunFolder[], scope: BudgetScope, anchor: RunFolder, wanted?: string): RunConfiguration {
+  const ofServer = candidates.filter((r) => r.info.phase !== 'micro' && !mismatch(scope, r));
+  if (wanted) {
+    const match = ofServer.map((r) => configurationOfRun(r.info)).find((c) => c.name === wanted || (wanted.length >= 4 && c.id.startsWith(wanted)));
+    if (match) return match;
+    const measured = [...new Set(ofServer.map((r) => describeConfiguration(configurationOfRun(r.info))))];
+    throw new ExplainError(
+      `No completed macro or profile run of ${describeScope(scope)} measured configuration "${wanted}". The configurations measured there: ${measured.join(', ') || 'none'}.`,
+    );
+  }
+  const profile = ofServer.find((r) => r.info.phase === 'profile');
+  return configurationOfRun((profile ?? anchor).info);
 }
 
 /**
@@ -225,7 +316,25 @@ export function explainRuns(selection: ExplainSelection, options: { model?: Mode
   } catch {
     served = undefined;
   }
-  return buildBudget({ macro, micro, profile, served, model: options.model, batch: options.batch, scope: selection.scope, leftOut: selection.leftOut });
+  const scope = selection.scope && {
+    ...selection.scope,
+    configuration: selection.scope.configuration && {
+      id: selection.scope.configuration.id,
+      name: selection.scope.configuration.name,
+      ...(selection.scope.configuration.unknownReason ? { unknownReason: selection.scope.configuration.unknownReason } : {}),
+    },
+  };
+  return buildBudget({
+    macro,
+    micro,
+    profile,
+    served,
+    model: options.model,
+    batch: options.batch,
+    scope,
+    leftOut: selection.leftOut,
+    caveats: selection.caveats,
+  });
 }
 
 function modelName(result: unknown): string | undefined {
@@ -239,12 +348,12 @@ function modelName(result: unknown): string | undefined {
 }
 
 /**
- * The waterfall for the results view: the budget from the workspace's newest completed runs, or
- * undefined when it has none of the three phases (the view then shows nothing rather than an error).
+ * The waterfall for the results view: the budget from the workspace's newest completed runs (of one
+ * server configuration: `configuration`, a name or id, or the newest profile's), or undefined when it has none of the three phases (the view then shows nothing rather than an error).
  */
-export function budgetViewForWorkspace(workspace: string, target?: string): Budget['view'] | undefined {
+export function budgetViewForWorkspace(workspace: string, target?: string, configuration?: string): Budget['view'] | undefined {
   try {
-    const selection = selectRuns(workspace, undefined, { target });
+    const selection = selectRuns(workspace, undefined, { target, configuration });
     if (!selection.macro && !selection.micro && !selection.profile) return undefined;
     return explainRuns(selection).view;
   } catch {
@@ -257,9 +366,14 @@ export function budgetViewForWorkspace(workspace: string, target?: string): Budg
  * The findings document's "Where the milliseconds go" section from the workspace's newest runs, for a
  * front end to refresh after each phase finishes; undefined when there is nothing to account yet.
  */
-export function budgetFindingsForWorkspace(workspace: string, target?: string, frontEnd: 'cli' | 'vscode' = 'cli'): FindingsUpdate | undefined {
+export function budgetFindingsForWorkspace(
+  workspace: string,
+  target?: string,
+  frontEnd: 'cli' | 'vscode' = 'cli',
+  configuration?: string,
+): FindingsUpdate | undefined {
   try {
-    const selection = selectRuns(workspace, undefined, { target });
+    const selection = selectRuns(workspace, undefined, { target, configuration });
     if (!selection.macro && !selection.micro && !selection.profile) return undefined;
     return budgetFindings(explainRuns(selection), frontEnd);
   } catch {

@@ -100,11 +100,13 @@ export function budgetSectionId(target: string | undefined): string {
     : BUDGET_SECTION_ID;
 }
 
-/** One line naming the target, server and model every run of the budget measured. */
+/** One line naming the target, server, model and server configuration every run of the budget measured. */
 export function budgetScopeLine(b: Budget): string | undefined {
   if (!b.scope) return undefined;
   const s = b.scope;
-  return `For target **${s.target}**${s.url ? `, server ${s.url}` : ''}${s.model ? `, model \`${s.model}\`` : ''}: every run below measured this one server.`;
+  const c = s.configuration;
+  const config = !c ? '' : c.id === 'unknown' ? ', server configuration unknown' : `, server configuration **${c.name}** (\`${c.id}\`)`;
+  return `For target **${s.target}**${s.url ? `, server ${s.url}` : ''}${s.model ? `, model \`${s.model}\`` : ''}${config}: every run below measured this one server${c ? ' configuration' : ''}.`;
 }
 
 export function budgetFindings(b: Budget, frontEnd: FrontEnd = 'cli'): FindingsUpdate {

@@ -12,6 +12,7 @@ import { RunFolder } from '../runs/runFolder';
 import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { recordConfiguration } from './configuration';
 
 export interface MacroPhaseOutcome {
   run: RunFolder;
@@ -141,6 +142,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
+  summary.configuration = await recordConfiguration(ctx, run, settings.url, apiKey ?? ctx.apiKey);
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'macro', args, run, {
     signal: ctx.signal,
     onEvent,

@@ -6,6 +6,7 @@ import { RunFolder } from '../runs/runFolder';
 import { AgentEvent } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { recordConfiguration } from './configuration';
 import { ClusterCollectivesOutcome, CollectiveOptions, runClusterCollectives } from './collectives';
 
 /** The agent refused because something else holds the GPUs; the front end may ask the user and run again with allowBusy. */
@@ -116,6 +117,8 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
   };
 
   ctx.sink.runChanged({ ...summary });
+  // Micro measures the GPUs, not the server: the configuration is kept to say what served (or was stopped) meanwhile.
+  summary.configuration = await recordConfiguration(ctx, run, ctx.target.serverUrl);
   const agent = await runAgentCommand(ctx.transport, ctx.agent, 'micro', args, run, {
     signal: ctx.signal,
     onEvent,

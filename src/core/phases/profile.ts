@@ -11,6 +11,7 @@ import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { AgentEvent, ProfileCapture } from '../../remote/agentProtocol';
 import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
+import { recordConfiguration } from './configuration';
 import { execText, Transport } from '../../remote/transport';
 
 export interface ProfileOptions {
@@ -125,6 +126,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   };
 
   ctx.sink.runChanged({ ...summary });
+  summary.configuration = await recordConfiguration(ctx, run, ctx.target.serverUrl);
   // A multi-node server: every host writes its own ranks' traces. Each host's clock before the capture
   // tells its new files from old ones (the hosts' clocks need not agree).
   const clocks = await Promise.all(

@@ -20,6 +20,7 @@ import { dirname, join } from 'node:path';
 import { keptMacroResult } from './keptResult';
 import { Hinted, RemedyWords, sayHint } from '../../shared/remedy';
 import { currentOwner, ownerLiveness, RunOwner } from './runOwner';
+import type { RunConfiguration } from '../../shared/results';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
@@ -42,6 +43,8 @@ export interface RunMeta {
   owner?: RunOwner;
   /** Set when the run was found still marked running after its process had ended (killed, out of memory). */
   died?: { pid: number; foundAt: string };
+  /** The server configuration the run measured (serverConfiguration.ts); absent in runs made before runs recorded it. */
+  configuration?: RunConfiguration;
 }
 
 /** The folder that holds every run of a workspace, `<workspace>/.inference-bench/runs`. */

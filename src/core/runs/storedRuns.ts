@@ -29,6 +29,8 @@ export function storedSummary(info: RunMeta, view: RunSummary | undefined, resul
     status: info.status,
     reason: info.reason,
     simulated: info.simulated,
+    // The configuration the run measured: meta.json's (every run made since runs record it), else the view's.
+    ...(info.configuration || view?.configuration ? { configuration: info.configuration ?? view?.configuration } : {}),
   };
   // meta.json has the final word on status: the view may have been saved mid-run.
   if (view) return { ...view, ...base, headline: view.headline, simulated: view.simulated ?? info.simulated };

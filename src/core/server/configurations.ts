@@ -6,7 +6,8 @@
 import { shellJoin } from '../../remote/shellQuote';
 import { ServerRecipe } from '../../remote/agentProtocol';
 import { ServerChangeOptions } from './phaseServer';
-import { recipeDifferences, sameRecipe, startCommand } from './recipe';
+import { sameRecipe, startCommand } from './recipe';
+import { argvDifferences } from '../runs/serverConfiguration';
 import { ServerChange, ServerContext, ServerControlError } from './serverChange';
 
 /** One flag edit: set (with a value, replacing any the server has), add a switch, or remove a flag and its value. */
@@ -75,6 +76,16 @@ export function configuredRecipe(original: ServerRecipe, config: ServerConfigura
   return { ...original, argv, identity: null };
 }
 
+/**
+ * How a configuration's recipe differs from the original, naming each flag: "sets
+ * --max-num-seqs 5 (was 10)", "adds --enforce-eager", "removes --disable-custom-all-reduce";
+ * "runs the server as it runs" when nothing differs.
+ */
+export function configurationChanges(original: ServerRecipe, changed: ServerRecipe): string[] {
+  const out = argvDifferences(original.argv, changed.argv);
+  return out.length ? out : ['runs the server as it runs'];
+}
+
 /** What one configuration gave: the body's value, or why it has none (a start that failed, Cancel). */
 export interface ConfigurationOutcome<T> {
   config: ServerConfiguration;
@@ -115,7 +126,7 @@ export async function withServerConfigurations<T>(
       ...configs.map((c, i) => `${c.name}: ${sameRecipe(recipes[i], original) ? '(the server as it runs)' : startCommand(recipes[i])}`),
       `afterwards: ${startCommand(original)}`,
     ],
-    changes: configs.flatMap((c, i) => recipeDifferences(original, recipes[i]).map((d) => `${c.name} ${d}`)),
+    changes: configs.flatMap((c, i) => configurationChanges(original, recipes[i]).map((d) => `${c.name} ${d}`)),
   });
   if (!agreed) throw new ServerControlError('The server was left as it was: the configurations were not agreed to.', 'declined');
   const outcomes: ConfigurationOutcome<T>[] = [];

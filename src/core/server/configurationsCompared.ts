@@ -9,8 +9,8 @@ import { ServerChangeOptions } from './phaseServer';
 import { ServerConfiguration, withServerConfigurations } from './configurations';
 import { startCommand } from './recipe';
 import { finite } from '../../shared/finite';
-import { MacroLevelSummary, RunConfiguration } from '../../shared/results';
-import { saveRunView } from '../runs/storedRuns';
+import { MacroLevelSummary } from '../../shared/results';
+import { configurationId, configurationOf } from '../runs/serverConfiguration';
 import { basename } from 'node:path';
 import { ResultTable } from '../../shared/table';
 import { runMacroPhase } from '../phases/macro';
@@ -18,6 +18,8 @@ import { runMacroPhase } from '../phases/macro';
 /** One configuration as measured: its macro run and levels, or why it has none. */
 export interface ConfigurationMeasured {
   name: string;
+  /** The configuration's identity (a hash of its command line and environment), as its run records it. */
+  id: string;
   /** The command line it ran with, as a user would type it. */
   command: string;
   runId?: string;
@@ -49,12 +51,10 @@ export async function runConfigurationsCompared(
     server,
     async (config, recipe) => {
       ctx.log.info(`configurations: measuring ${config.name}`);
-      // Each summary says which configuration it measured, so that the views set the runs side by side.
-      const configuration: RunConfiguration = { comparison, name: config.name, index: configs.indexOf(config), command: startCommand(recipe) };
-      const outcome = await runMacroPhase({ ...ctx, sink: { ...ctx.sink, runChanged: (run) => ctx.sink.runChanged({ ...run, configuration }) } }, macro);
-      // Kept in the run folder too (the CLI saves no view of its own).
-      saveRunView(ctx.workspace, { ...outcome.summary, configuration });
-      return outcome;
+      // Each run records which configuration it measured (its name, identity and place in the
+      // comparison), so that the views set the runs side by side and nothing pairs it with another.
+      const configuration = configurationOf(recipe, config.name, { comparison, index: configs.indexOf(config), command: startCommand(recipe) });
+      return runMacroPhase({ ...ctx, configuration }, macro);
     },
     (dir) => (comparison = basename(dir)),
   );
@@ -63,6 +63,7 @@ export async function runConfigurationsCompared(
     changeDir: change.dir,
     configurations: outcomes.map((o) => ({
       name: o.config.name,
+      id: configurationId(o.recipe),
       command: startCommand(o.recipe),
       runId: o.value?.run.info.id,
       status: o.value?.summary.status,
@@ -125,7 +126,7 @@ function configurationsFindings(compared: ConfigurationsCompared): FindingsUpdat
   const lines = [
     `${compared.configurations.length} configurations of the server on ${compared.target}, each started by Inference Bench and measured by the same workload; the original was put back after the last (its recipe and every step: \`${compared.changeDir}\`).`,
     ...compared.configurations.map(
-      (c) => `- **${c.name}**: \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
+      (c) => `- **${c.name}** (configuration \`${c.id}\`): \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
     ),
   ];
   return {

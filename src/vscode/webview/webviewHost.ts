@@ -28,6 +28,10 @@ export class WebviewHost implements vscode.Disposable {
   private ready = false;
   private readonly increments = new Map<string, HostToWebview>();
   private flushTimer: NodeJS.Timeout | undefined;
+  /** Increments posted that the view has not taken yet (their postMessage not settled). */
+  private inFlight = 0;
+  /** Counts the times the view was torn down: a post of an earlier page settling late counts for nothing. */
+  private page = 0;
   private readonly listening: vscode.Disposable;
 
   constructor(
@@ -48,6 +52,8 @@ export class WebviewHost implements vscode.Disposable {
   hidden(): void {
     this.ready = false;
     this.increments.clear();
+    this.inFlight = 0;
+    this.page++;
   }
 
   /** Posts to a ready view; a view not ready gets the state in its snapshot. */
@@ -62,13 +68,28 @@ export class WebviewHost implements vscode.Disposable {
     this.flushTimer ??= setTimeout(() => this.flush(), this.incrementMs);
   }
 
-  /** Posts the increments waiting, in the order their keys first came. */
+  /**
+   * Posts the increments waiting, in the order their keys first came — once the view has taken the last
+   * ones. A live run changes several times a second and each increment carries the whole run: posted
+   * faster than a loaded host delivers them, they queue in the one channel from the extension host to
+   * the workbench, and everything behind them (the progress notification's text among it) arrives late.
+   * Held back instead, only the newest of each key goes, and nothing waits behind stale ones.
+   */
   flush(): void {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
+    if (this.inFlight > 0 || !this.ready) return;
     const waiting = [...this.increments.values()];
     this.increments.clear();
-    for (const m of waiting) this.post(m);
+    const page = this.page;
+    for (const m of waiting) {
+      this.inFlight++;
+      const taken = () => {
+        if (page !== this.page) return; // the view was hidden meanwhile
+        if (--this.inFlight === 0 && this.increments.size) this.flushTimer ??= setTimeout(() => this.flush(), this.incrementMs);
+      };
+      Promise.resolve(this.port.postMessage(m)).then(taken, taken);
+    }
   }
 
   /** Handles one message of the view; resolves once it is answered (the tests wait on it). */

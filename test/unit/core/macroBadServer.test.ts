@@ -53,7 +53,7 @@ function replayingTransport(): Transport {
       const stderr = new PassThrough();
       stdout.end(events.map((e) => JSON.stringify({ v: 1, t: 1, ...e })).join('\n') + '\n');
       stderr.end();
-      return { stdin: new PassThrough(), stdout, stderr, done: Promise.resolve({ code: 0, signal: null }), cancel: async () => undefined };
+      return { stdin: new PassThrough(), stdout, stderr, done: new Promise((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null }))), cancel: async () => undefined };
     },
     upload: async () => undefined,
     download: async () => undefined,

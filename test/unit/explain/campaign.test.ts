@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { budgetViewForWorkspace, explainRuns, ExplainError, selectRuns } from '../../../src/core/explain/campaign';
 import { PhaseName, RunFolder } from '../../../src/core/runs/runFolder';
+import { configurationOf } from '../../../src/core/runs/serverConfiguration';
 
 const ws = () => mkdtempSync(join(tmpdir(), 'ib-explain-'));
+// Every run records the server configuration it measured; these all measured the server as it runs.
+const production = configurationOf({ argv: ['vllm', 'serve', 'llama', '--port', '8000'], env: { CUDA_VISIBLE_DEVICES: '0' } }, 'production');
 
 function run(
   workspace: string,
@@ -16,6 +19,7 @@ function run(
   options: Record<string, unknown> = {},
 ): RunFolder {
   const r = RunFolder.create(workspace, phase, 'sim', options, new Date(at));
+  r.update({ configuration: production });
   if (result !== undefined) r.writeResult(result);
   r.finish(status);
   return r;
@@ -88,6 +92,7 @@ describe('choosing the runs a budget is built from', () => {
   // server's macro run (TPOT 20 ms) must never be set beside the simulator's profile (22.3 ms step).
   const onTarget = (workspace: string, phase: PhaseName, at: string, result: unknown, target: string, url?: string, options: Record<string, unknown> = {}) => {
     const r = RunFolder.create(workspace, phase, target, { ...options, ...(url ? { url } : {}) }, new Date(at));
+    r.update({ configuration: production });
     r.writeResult(result);
     r.finish('completed');
     return r;
@@ -103,7 +108,7 @@ describe('choosing the runs a budget is built from', () => {
     const forBox = explainRuns(selectRuns(w, undefined, { target: 'box' }));
     assert.equal(forBox.runs.macro, real.info.id);
     assert.equal(forBox.runs.profile, undefined, "the simulator's profile belongs to another target");
-    assert.deepEqual(forBox.scope, { target: 'box', url: 'http://127.0.0.1:8000', model: 'llama' });
+    assert.deepEqual(forBox.scope, { target: 'box', url: 'http://127.0.0.1:8000', model: 'llama', configuration: { id: production.id, name: 'production' } });
     assert.equal(
       forBox.gaps.find((g) => g.key === 'host_overhead'),
       undefined,

@@ -56,9 +56,9 @@ describe('server configurations compared: NAME: FLAGS applied to the command lin
       target: 'gpu-box',
       changeDir: '.inference-bench/server/x',
       configurations: [
-        { name: 'tp8', command: 'vllm serve m', runId: 'a', levels: [level(1, 20, 50), level(8, 25, 320)] },
-        { name: 'tp4pp2', command: 'vllm serve m --tp 4', runId: 'b', levels: [level(1, 25, 40), level(8, 20, 400)] },
-        { name: 'broken', command: 'vllm serve m --bad', error: 'the server did not start: unrecognized arguments: --bad' },
+        { name: 'tp8', id: '3f2a91c0d7e4', command: 'vllm serve m', runId: 'a', levels: [level(1, 20, 50), level(8, 25, 320)] },
+        { name: 'tp4pp2', id: '9b1c0e22aa01', command: 'vllm serve m --tp 4', runId: 'b', levels: [level(1, 25, 40), level(8, 20, 400)] },
+        { name: 'broken', id: '0d5e6f7a8b9c', command: 'vllm serve m --bad', error: 'the server did not start: unrecognized arguments: --bad' },
       ],
     };
     const t = configurationsTable(compared);

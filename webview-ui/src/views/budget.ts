@@ -3,6 +3,20 @@
 import type { DecodeBudgetView } from '../../../src/shared/budget';
 import type { WaterfallSpec } from '../specs';
 
+/** Whose runs the budget sets side by side: one target, server, model and server configuration. */
+export function budgetScopeText(budget: DecodeBudgetView): string | undefined {
+  const s = budget.scope;
+  if (!s) return undefined;
+  const c = s.configuration;
+  const config = !c ? '' : c.id === 'unknown' ? ` · configuration unknown (${c.unknownReason ?? 'no recipe adopted'})` : ` · configuration ${c.name} (${c.id})`;
+  return `For target ${s.target}${s.url ? ` · server ${s.url}` : ''}${s.model ? ` · model ${s.model}` : ''}${config}`;
+}
+
+/** One run the budget did not use, with why. */
+export function budgetLeftOutText(leftOut: string): string {
+  return `Not used: ${leftOut} — runs of another target, server or server configuration are never set beside these.`;
+}
+
 export function budgetChart(budget: DecodeBudgetView): WaterfallSpec {
   return {
     kind: 'waterfall',

@@ -6,6 +6,13 @@ import type { ChartSpec, Series } from '../specs';
 import { finite, wantsLog } from './common';
 import { loadOf } from './macro';
 
+/** The server configuration a run measured, for its label: " · production", " · configuration unknown"; empty for runs made before runs recorded one. */
+export function configurationTag(run: RunSummary): string {
+  const c = run.configuration;
+  if (!c) return '';
+  return c.id === 'unknown' ? ' · configuration unknown' : ` · ${c.name} (${c.id.slice(0, 6)})`;
+}
+
 /** The runs of the shown run's comparison, baseline first; none when the run is not part of one. */
 export function comparisonRuns(run: RunSummary, runs: readonly RunSummary[]): RunSummary[] {
   const id = run.configuration?.comparison;
@@ -13,8 +20,9 @@ export function comparisonRuns(run: RunSummary, runs: readonly RunSummary[]): Ru
   const siblings = runs.filter((r) => r.phase === 'macro' && r.configuration?.comparison === id);
   // The newest summary of each configuration (a rerun of the same comparison id cannot happen, but a live and a stored copy can).
   const byIndex = new Map<number, RunSummary>();
-  for (const r of siblings) if (!byIndex.has(r.configuration!.index)) byIndex.set(r.configuration!.index, r);
-  return [...byIndex.values()].sort((a, b) => a.configuration!.index - b.configuration!.index);
+  const indexOf = (r: RunSummary) => r.configuration?.index ?? 0;
+  for (const r of siblings) if (!byIndex.has(indexOf(r))) byIndex.set(indexOf(r), r);
+  return [...byIndex.values()].sort((a, b) => indexOf(a) - indexOf(b));
 }
 
 /**
@@ -32,6 +40,7 @@ export function configurationCharts(run: RunSummary, runs: readonly RunSummary[]
   const rows: Record<string, TableCell>[] = compared.flatMap((r) =>
     levelsOf(r).map((l) => ({
       configuration: r.configuration!.name,
+      id: r.configuration!.id,
       load: loadOf(l),
       p50_ttft_ms: finite(l.p50_ttft_ms ?? l.median_ttft_ms),
       p50_tpot_ms: finite(l.p50_tpot_ms ?? l.median_tpot_ms),
@@ -44,6 +53,7 @@ export function configurationCharts(run: RunSummary, runs: readonly RunSummary[]
     title: 'Server configurations compared (same workload)',
     columns: [
       { key: 'configuration', label: 'configuration', align: 'left' as const },
+      { key: 'id', label: 'id', align: 'left' as const },
       { key: 'load', label: byRate ? 'req/s' : 'concurrency', digits: 0 },
       { key: 'p50_ttft_ms', label: 'TTFT p50 (ms)', digits: 1 },
       { key: 'p50_tpot_ms', label: 'TPOT p50 (ms)', digits: 2 },
