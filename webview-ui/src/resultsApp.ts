@@ -9,9 +9,9 @@ import { button, el, renderTable } from './dom';
 import type { ChartSpec } from './specs';
 import { watchTheme } from './theme';
 import { macroCharts, servingTable } from './views/macro';
-import { configurationCharts } from './views/configurations';
+import { configurationCharts, configurationTag } from './views/configurations';
 import { microCharts } from './views/micro';
-import { budgetChart } from './views/budget';
+import { budgetChart, budgetLeftOutText, budgetScopeText } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
 import { TimelineCard } from './timelineCard';
 import { StepTimelineCard } from './stepTimelineCard';
@@ -39,7 +39,8 @@ export function startResultsApp(app: HTMLElement): void {
   const budgetHolder = el('section', undefined, 'budget');
   app.replaceChildren(toolbar, header, chartsHolder, timelineHolder, extras, budgetHolder);
 
-  const runLabel = (r: RunSummary) => `${r.phase} · ${r.target} · ${new Date(r.startedAt).toLocaleString()}${r.status === 'running' ? ' · running' : ''}`;
+  const runLabel = (r: RunSummary) =>
+    `${r.phase} · ${r.target}${configurationTag(r)} · ${new Date(r.startedAt).toLocaleString()}${r.status === 'running' ? ' · running' : ''}`;
   const selected = () => snapshot.runs.find((r) => r.id === selectedRunId) ?? snapshot.runs[0];
   const compared = () => {
     const run = selected();
@@ -271,13 +272,13 @@ export function startResultsApp(app: HTMLElement): void {
     const s = budget.scope;
     // Whose runs these are: the budget never sets one server's runs beside another's.
     const scope = s
-      ? el('p', `For target ${s.target}${s.url ? ` · server ${s.url}` : ''}${s.model ? ` · model ${s.model}` : ''}`, 'meta budget-scope')
+      ? el('p', budgetScopeText(budget)!, 'meta budget-scope')
       : undefined;
     const readings = el('ul', undefined, 'readings');
     for (const r of budget.readings) readings.append(el('li', r));
     const missing = el('ul', undefined, 'meta budget-missing');
     for (const m of budget.missing) missing.append(el('li', `Missing the ${m.phase} phase${s ? ` for ${s.target}` : ''}: run ${m.action}. It adds ${m.adds}`));
-    for (const l of budget.leftOut ?? []) missing.append(el('li', `Not used: ${l} — runs of another target or server are never compared.`));
+    for (const l of budget.leftOut ?? []) missing.append(el('li', budgetLeftOutText(l)));
     budgetHolder.replaceChildren(heading, ...(scope ? [scope] : []), readings, budgetCard.element, ...(missing.childElementCount ? [missing] : []));
   }
 
