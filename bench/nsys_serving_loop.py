@@ -217,6 +217,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log", required=True)
     p.add_argument("--torch-trace", help="also profile the steady steps with torch.profiler into this .json.gz")
+    p.add_argument(
+        "--profiler-api",
+        metavar="FIRST:LAST",
+        help="call cudaProfilerStart before steady step FIRST and cudaProfilerStop after step LAST, "
+        "as vLLM's CUDA profiler mode and SGLang's CUDA_PROFILER activity do at /start_profile and /stop_profile",
+    )
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
@@ -260,8 +266,11 @@ def main() -> int:
 
         events = []
         prof = None
+        first, last = (int(x) for x in a.profiler_api.split(":")) if a.profiler_api else (-1, -1)
         for i, b in enumerate(schedule):
             steady = i >= a.warmup
+            if steady and i - a.warmup == first:
+                torch.cuda.cudart().cudaProfilerStart()
             if steady and i == a.warmup and a.torch_trace:
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA])
                 prof.__enter__()
@@ -274,6 +283,8 @@ def main() -> int:
                     end.record()
                 torch.cuda.nvtx.range_pop()
                 events.append((i - a.warmup, b, start, end))
+                if i - a.warmup == last:
+                    torch.cuda.cudart().cudaProfilerStop()
             else:
                 step(b)
         torch.cuda.synchronize()
@@ -291,6 +302,7 @@ def main() -> int:
         "graphs": a.graphs,
         "nvtx": a.nvtx,
         "layers": LAYERS,
+        "profilerApiSteps": a.profiler_api,
         "fakeAllReduce": "triton cross_device_reduce_1stage" if ar else "mul_",
         "captureSeconds": capture_s,
         "device": torch.cuda.get_device_name(0),

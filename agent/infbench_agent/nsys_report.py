@@ -22,7 +22,10 @@ Attribution:
 - a kernel with no such range is reported with module null: counted, never guessed.
 Ranges whose text matches --step-range are decode steps, not modules: a kernel's step is the step
 range around its launch call (for a replayed kernel, its cudaGraphLaunch). Where the report has no
-step range, each cudaGraphLaunch starts a step.
+step range, each cudaGraphLaunch starts a step. Where the server's CUDA profiler switch ran
+(cudaProfilerStart/Stop at /start_profile and /stop_profile), only launches between them count: the
+report is recorded from the server's start, so that the ranges open while graphs were captured at
+start-up are in it (`--capture-range=cudaProfilerApi` keeps the graph nodes but drops those ranges).
 
 Memory holds the NVTX ranges of one thread at a time (a stack), one entry per launch call and per
 captured graph node; kernels stream out as they are read.
@@ -134,7 +137,7 @@ class NsysReport:
             f"FROM NVTX_EVENTS n {join} WHERE n.eventType IN ({types}) AND n.end IS NOT NULL"
         )
 
-    def _sweep(self, points_sql: str) -> Iterator[Tuple[Any, Optional[str], Optional[int]]]:
+    def _sweep(self, points_sql: str) -> Iterator[Tuple[Any, int, Optional[str], Optional[int]]]:
         """For each point (tid, t, key), the innermost module range open on that thread then, and the step range's number."""
         sql = points_sql
         if self.has_nvtx:
@@ -161,7 +164,7 @@ class NsysReport:
                 elif not _is_output_marker(text):
                     stack.append((end, text))
                 continue
-            yield key, (module_name(stack[-1][1]) if stack else None), (step_stack[-1][1] if step_stack else None)
+            yield key, t, (module_name(stack[-1][1]) if stack else None), (step_stack[-1][1] if step_stack else None)
 
     # --- records ---------------------------------------------------------------------------------
 
@@ -184,9 +187,10 @@ class NsysReport:
                 f"SELECT ({pid_of_tid} << 32) | r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.nameId IN ({ids})"
             ):
                 graph_launches[key] = True
-        launch: Dict[int, Tuple[Optional[str], Optional[int]]] = {}
-        for key, module, step in self._sweep(launch_points):
-            launch[key] = (module, step)
+        launch: Dict[int, Tuple[Optional[str], Optional[int], int]] = {}
+        for key, t, module, step in self._sweep(launch_points):
+            launch[key] = (module, step, t)
+        windows = self._profiler_windows()
         steps_from_ranges = self._steps_seen
         # Captured graph nodes: the ranges open when each was created.
         captured: Dict[int, Optional[str]] = {}
@@ -201,7 +205,7 @@ class NsysReport:
                 "FROM CUDA_GRAPH_NODE_EVENTS WHERE originalGraphNodeId IS NULL"
             )
             self._steps_seen = 0
-            for key, module, _step in self._sweep(node_points):
+            for key, _t, module, _step in self._sweep(node_points):
                 captured[key] = module
         step_source = "nvtx-range" if steps_from_ranges else ("graph-launch" if graph_launches else "none")
         yield {
@@ -212,6 +216,8 @@ class NsysReport:
             "stepRange": self.step_re.pattern,
             "nvtx": self.has_nvtx,
             "graphNodes": self.has_nodes,
+            # The server's CUDA profiler switch (cudaProfilerStart/Stop) bounds the steps kept.
+            "profilerWindows": len(windows),
             "exporter": self._meta("EXPORT_VERSION") or self._meta("NSYS_VERSION"),
             "devices": self._devices(),
         }
@@ -223,7 +229,9 @@ class NsysReport:
             "outsideSteps": 0,
             "noLaunchRecord": 0,
             "noCaptureNode": 0,
+            "replayedWithoutRange": 0,
         }
+        steps_used = set()
         launch_steps: Dict[int, int] = {}
         for kind, row in self._activities():
             start, end, dev, stream, gpid, corr, node, name = row
@@ -240,7 +248,9 @@ class NsysReport:
             if at_launch is None:
                 counts["noLaunchRecord"] += 1
             step = at_launch[1] if at_launch else None
-            if step_source == "graph-launch" and key is not None and key in graph_launches:
+            if windows and not (at_launch and any(a <= at_launch[2] <= b for a, b in windows)):
+                step = None
+            elif step_source == "graph-launch" and key is not None and key in graph_launches:
                 step = launch_steps.setdefault(key, len(launch_steps))
             elif step_source == "graph-launch" and launch_steps:
                 # An eager kernel after a replay (the sampler) joins that replay's step.
@@ -249,6 +259,10 @@ class NsysReport:
             counts["graphed"] += graphed
             counts["attributed" if module is not None else "unattributed"] += 1
             counts["outsideSteps"] += step is None
+            if step is not None:
+                steps_used.add(step)
+                if graphed and module is None and original.get(node) in captured:
+                    counts["replayedWithoutRange"] += 1
             yield {
                 "type": kind,
                 "start": start,
@@ -264,8 +278,27 @@ class NsysReport:
         yield {
             "type": "nsys-summary",
             **counts,
-            "steps": steps_from_ranges if step_source == "nvtx-range" else len(launch_steps),
+            "steps": len(steps_used),
         }
+
+    def _profiler_windows(self) -> List[Tuple[int, float]]:
+        """Times between cudaProfilerStart and cudaProfilerStop calls (any process: SGLang calls them on its first rank only)."""
+        rows = self.db.execute(
+            "SELECT r.start, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE s.value LIKE 'cudaProfilerStart%' OR s.value LIKE 'cudaProfilerStop%' OR s.value LIKE 'cuProfilerStart%' "
+            "OR s.value LIKE 'cuProfilerStop%' ORDER BY r.start"
+        ).fetchall()
+        windows: List[Tuple[int, float]] = []
+        opened: Optional[int] = None
+        for t, name in rows:
+            if "Start" in name:
+                opened = t if opened is None else opened
+            elif opened is not None:
+                windows.append((opened, t))
+                opened = None
+        if opened is not None:
+            windows.append((opened, float("inf")))
+        return windows
 
     def _activity_tables(self) -> List[Tuple[str, str]]:
         return [(k, t) for k, t in ACTIVITY_TABLES if t in self.tables and "correlationId" in self.columns[t]]

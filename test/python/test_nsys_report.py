@@ -113,6 +113,22 @@ class NsysAttributionTest(unittest.TestCase):
         self.assertTrue(all(r["step"] is not None for r in records if r["type"] in ACTIVITY and r["graphed"]))
 
 
+class NsysProfilerWindowTest(unittest.TestCase):
+    def test_keeps_the_steps_between_cuda_profiler_start_and_stop(self):
+        records, log = read("window")
+        self.assertEqual(records[0]["profilerWindows"], 1)
+        steps = sorted({r["step"] for r in records if r["type"] in ACTIVITY and r["step"] is not None})
+        self.assertEqual(steps, [s["step"] for s in log["steps"]][10:30])
+        self.assertEqual(records[-1]["replayedWithoutRange"], 0)
+
+    def test_a_capture_range_keeps_the_graph_nodes_but_not_their_ranges(self):
+        records, _ = read("capture-range")
+        summary = records[-1]
+        self.assertEqual(summary["steps"], 20)
+        self.assertEqual(summary["noCaptureNode"], 0, "the node events of the start-up capture are kept")
+        self.assertEqual(summary["replayedWithoutRange"], summary["graphed"], "their NVTX ranges are not")
+
+
 class NsysReaderInputTest(unittest.TestCase):
     def test_reads_the_module_of_the_layerwise_hooks_dict_and_keeps_plain_text(self):
         self.assertEqual(module_name("{'Module': 'model.layers.3.mlp.experts', 'Inputs': [[8, 2048]]}"), "model.layers.3.mlp.experts")

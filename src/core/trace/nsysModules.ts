@@ -23,6 +23,8 @@ export type NsysRecord =
       stepRange: string;
       nvtx: boolean;
       graphNodes: boolean;
+      /** Windows between cudaProfilerStart and cudaProfilerStop that bound the steps kept (0: none, all steps kept). */
+      profilerWindows?: number;
       devices: { id: number; name: string }[];
     }
   | {
@@ -46,6 +48,8 @@ export type NsysRecord =
       outsideSteps: number;
       noLaunchRecord: number;
       noCaptureNode: number;
+      /** Replayed kernels inside steps whose graph node was captured with no module range open. */
+      replayedWithoutRange?: number;
       steps: number;
     };
 
@@ -238,6 +242,11 @@ export class NsysModuleAnalyzer {
     if (this.summary && this.summary.noCaptureNode > 0)
       warnings.push(
         `${this.summary.noCaptureNode} replayed kernels have no capture-time graph node in the report: profile with --cuda-graph-trace=node and from the server's start (a capture range that opens after start-up loses the capture's ranges).`,
+      );
+    const lost = this.summary?.replayedWithoutRange ?? 0;
+    if (lost > 0 && (this.summary?.attributed ?? 0) > 0)
+      warnings.push(
+        `${lost} replayed kernels had no NVTX range open when their CUDA graph node was captured, though other kernels had: the ranges of the graph capture at start-up were not recorded. A capture bounded with --capture-range=cudaProfilerApi drops them; record from the server's start and let its CUDA profiler switch (/start_profile, /stop_profile) bound the steps.`,
       );
     if (h.stepSource === 'graph-launch')
       warnings.push(`No NVTX range matched the step pattern /${h.stepRange}/: each CUDA graph launch was taken as one step.`);

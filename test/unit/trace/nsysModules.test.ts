@@ -132,6 +132,29 @@ describe('an Nsight Systems decode step by layer and module (H200 fixtures)', fu
     assert.match(renderNsysText(b), /\(no NVTX range\)/);
   });
 
+  it("keeps only the steps between the server's cudaProfilerStart and cudaProfilerStop, recorded from the start", async () => {
+    // The loop called them around steps 10-29, as /start_profile and /stop_profile do with vLLM's CUDA profiler mode.
+    const b = await analyzeNsysReport(fixture('window.sqlite'));
+    const r = b.ranks[0];
+    assert.equal(r.steps, 20);
+    const log = stepLog('window').steps.slice(10, 30);
+    const truth = log.reduce((a, s) => a + s.gpuMs, 0) / log.length;
+    assert.ok(r.stepMs!.mean <= truth && r.stepMs!.mean >= truth * 0.99, `${r.stepMs!.mean} ms against ${truth} ms`);
+    assert.equal(r.modules.find((m) => m.module === NO_RANGE)!.kernelsPerStep, 1, 'only the step copy is outside a module');
+    assert.deepEqual(b.warnings, []);
+  });
+
+  it("warns that a capture bounded by --capture-range=cudaProfilerApi lost the graph capture's ranges", async () => {
+    const b = await analyzeNsysReport(fixture('capture-range.sqlite'));
+    const r = b.ranks[0];
+    assert.equal(r.steps, 20);
+    // Replayed kernels unattributed (counted, not guessed); the eager sampler still named.
+    assert.ok(r.modules.find((m) => m.module === NO_RANGE)!.sharePct > 80);
+    assert.equal(r.modules.find((m) => m.module === 'sampling')!.kernelsPerStep, 1);
+    assert.equal(b.warnings.length, 1);
+    assert.match(b.warnings[0], /--capture-range=cudaProfilerApi drops them; record from the server's start/);
+  });
+
   it('prints the module, layer, skew and category tables', () => {
     const text = renderNsysText(graphs);
     for (const head of ['module', 'layer 2', 'slowest over mean', 'kernel category']) assert.ok(text.includes(head), head);
