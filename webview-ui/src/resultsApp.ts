@@ -30,6 +30,8 @@ export function startResultsApp(app: HTMLElement): void {
   let budgetCard: ChartCard | undefined;
   let timeline: TimelineCard | undefined;
   let stepTimeline: StepTimelineCard | undefined;
+  // The serving table's column choice: it holds across runs, so switching run keeps what the user picked.
+  let servingAllColumns = false;
 
   const toolbar = el('div', undefined, 'toolbar');
   const header = el('header', undefined, 'run-header');
@@ -203,8 +205,28 @@ export function startResultsApp(app: HTMLElement): void {
     if (full) {
       const section = el('section', undefined, 'card');
       section.id = 'serving-table';
-      section.append(el('h3', full.title), el('div', undefined, 'table-scroll'));
-      section.lastElementChild!.append(renderTable(full));
+      const scroll = el('div', undefined, 'table-scroll');
+      const toggle = button('', '', () => {
+        servingAllColumns = !servingAllColumns;
+        fillServing();
+      });
+      toggle.id = 'serving-columns';
+      const fillServing = () => {
+        const shown = servingTable(run, { fewer: !servingAllColumns })!;
+        scroll.replaceChildren(renderTable(shown));
+        const more = full.columns.length - shown.columns.length;
+        toggle.lastElementChild!.textContent = servingAllColumns ? 'Fewer columns' : `All ${full.columns.length} columns`;
+        toggle.title = servingAllColumns
+          ? 'Show the load, p50 and p99 latencies and throughput only'
+          : `Show the ${more} more columns too: the means, the duration and total tok/s`;
+        toggle.setAttribute('aria-pressed', String(servingAllColumns));
+      };
+      const header = el('div', undefined, 'card-header');
+      const actions = el('div', undefined, 'card-actions');
+      actions.append(toggle);
+      header.append(el('h3', full.title), actions);
+      section.append(header, scroll);
+      fillServing();
       extras.append(section);
     }
     if (kernels) {
@@ -271,9 +293,7 @@ export function startResultsApp(app: HTMLElement): void {
     if (budget.simulated) heading.append(el('span', 'simulator', 'badge'));
     const s = budget.scope;
     // Whose runs these are: the budget never sets one server's runs beside another's.
-    const scope = s
-      ? el('p', budgetScopeText(budget)!, 'meta budget-scope')
-      : undefined;
+    const scope = s ? el('p', budgetScopeText(budget)!, 'meta budget-scope') : undefined;
     const readings = el('ul', undefined, 'readings');
     for (const r of budget.readings) readings.append(el('li', r));
     const missing = el('ul', undefined, 'meta budget-missing');

@@ -83,4 +83,15 @@ describe("the findings document's serving table", () => {
       ],
     );
   });
+
+  it('shows fewer columns in the results view until asked for all: p50 and p99 latencies and throughput, no means', () => {
+    const run: RunSummary = { id: 'r', phase: 'macro', target: 't', startedAt: '', status: 'completed', macro: { levels } };
+    const fewer = servingTable(run, { fewer: true })!;
+    assert.deepEqual(
+      fewer.columns.map((c) => c.label),
+      ['concurrency', 'level', 'OK', 'Failed', 'TTFT p50', 'TTFT p99', 'TPOT p50', 'TPOT p99', 'ITL p99', 'E2EL p99', 'Output tok/s', 'Goodput req/s'],
+    );
+    assert.ok(servingTable(run)!.columns.length >= 19, 'every column is one click away');
+    assert.deepEqual(fewer.rows, servingTable(run)!.rows, 'the rows keep every figure, for the CSV and a switch back');
+  });
 });

@@ -311,10 +311,32 @@ export function serverStateCharts(run: RunSummary): ChartSpec[] {
 }
 
 /**
- * The full serving table of a run, one row per level (the findings document quotes only TTFT and
- * TPOT p50/p99, throughput and goodput; everything `vllm bench serve` reports is here).
+ * The serving table's columns until the user asks for all of them: the load and its outcome, TTFT and
+ * TPOT at p50 and p99, ITL and E2EL at p99, output tok/s and goodput (the means, the duration, ITL
+ * p50, total tok/s and req/s wait behind "All columns"). Twenty columns need about 1,200 px; these
+ * fit the results view beside the findings document (about 720 px).
  */
-export function servingTable(run: RunSummary): ResultTable | undefined {
+const FEWER_COLUMNS = new Set([
+  'load',
+  'state',
+  'completed',
+  'failed',
+  'p50_ttft_ms',
+  'p99_ttft_ms',
+  'p50_tpot_ms',
+  'p99_tpot_ms',
+  'p99_itl_ms',
+  'p99_e2el_ms',
+  'output_throughput',
+  'request_goodput',
+]);
+
+/**
+ * The full serving table of a run, one row per level (the findings document quotes only TTFT and
+ * TPOT p50/p99, throughput and goodput; everything `vllm bench serve` reports is here;
+ * `fewer` keeps the columns that fit beside the document).
+ */
+export function servingTable(run: RunSummary, options: { fewer?: boolean } = {}): ResultTable | undefined {
   const levels = allLevelsSorted(run);
   if (!levels.length) return undefined;
   const goodput = levels.some((l) => finite(l.request_goodput) !== undefined);
@@ -332,5 +354,6 @@ export function servingTable(run: RunSummary): ResultTable | undefined {
     for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? null;
     return row;
   });
-  return { id: 'macro-serving', title: 'Serving metrics per load level', columns, rows };
+  const shown = options.fewer ? columns.filter((c) => FEWER_COLUMNS.has(c.key)) : columns;
+  return { id: 'macro-serving', title: 'Serving metrics per load level', columns: shown, rows };
 }
