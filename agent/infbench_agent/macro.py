@@ -28,6 +28,7 @@ from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load
 from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
 from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
 from infbench_agent.server_state import ServerStateSampler
+from infbench_agent.wake_lag import WakeLagSampler
 from infbench_agent.macro_workers import run_level_workers, worker_main
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
@@ -434,6 +435,8 @@ class MacroRun:
                 self.run_start = wall0
             # The server's queue, batch and KV cache over the level's seconds, on the requests' time axis.
             state = ServerStateSampler(endpoint, origin=self.run_start).start()
+            # How late this host gives the load generator a CPU: the stamps of its reads are that late.
+            wake = WakeLagSampler().start()
             if len(plans) == 1:
                 plans[0]["start_at"] = level.started_at = time.monotonic()
                 cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel)
@@ -441,6 +444,7 @@ class MacroRun:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0
             server_state = state.stop()
+            wake_lag = wake.stop()
             after, metrics_status = read_server_metrics(endpoint)
             server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
             if trust_streamed_counts(server_metrics, level.records):
@@ -454,6 +458,7 @@ class MacroRun:
                 "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
             }
             summary["server_metrics"] = server_metrics
+            summary["client_wake_lag_ms"] = wake_lag
             if server_state["samples"]:
                 summary["server_state"] = server_state
             summary["cancelled"] = self.cancel.requested
@@ -463,6 +468,13 @@ class MacroRun:
                 events.log(
                     f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
                     "consider --workers or fewer levels at once",
+                    "warn",
+                )
+            woke = wake_lag.get("p99")
+            if isinstance(woke, (int, float)) and woke > 10:
+                events.log(
+                    f"{level.label()}: the load generator waited up to {woke:.0f} ms (p99) for a CPU on this host: "
+                    "its TTFT, ITL and TPOT may read that much high; free the host's cores (or run the load elsewhere)",
                     "warn",
                 )
             token_count = summary.get("token_count") or {}

@@ -34,8 +34,8 @@ export interface LevelCut {
 }
 
 export interface LevelLimit {
-  /** client_lag: sent late; client_cpu: a load-generator process near a full core; host_cpu: the host's cores. */
-  by: 'client_lag' | 'client_cpu' | 'host_cpu';
+  /** client_lag: sent late; client_wake: waited for a CPU, so read late; client_cpu: a load-generator process near a full core; host_cpu: the host's cores. */
+  by: 'client_lag' | 'client_wake' | 'client_cpu' | 'host_cpu';
   /** The figure that shows it, in words: "client scheduling lag p99 67 ms". */
   figure: string;
   value: number;

@@ -8,6 +8,8 @@ import { finite } from '../../shared/finite';
 // The agent warns from these same figures (agent/infbench_agent/macro.py): p99 scheduling lag above
 // 10 ms, and a load-generator process above 85% of one core.
 export const LAG_P99_LIMIT_MS = 10;
+// The agent warns from this too: its process waiting over 10 ms (p99) for a CPU stamps each read that late.
+export const WAKE_LAG_P99_LIMIT_MS = 10;
 export const CPU_PER_PROCESS_LIMIT_PERCENT = 85;
 // The load generator's processes together using this share of the host's cores leave the server's own
 // CPU work (scheduling, detokenizing, streaming) short.
@@ -39,6 +41,18 @@ export function levelLimits(level: MacroLevelSummary, hostCores?: number): Level
       threshold: LAG_P99_LIMIT_MS,
       figure: `client scheduling lag p99 ${lagP99.toFixed(lagP99 >= 100 ? 0 : 1)} ms`,
       reading: `the load generator sent requests up to ${lagP99.toFixed(0)} ms late (p99), so the server saw less load than the level names`,
+    });
+  }
+  // Sends on time say nothing of reads in a closed loop (each send follows a late-read end at once): a host
+  // that keeps the client from a CPU shows in how late the client's own sleeps wake.
+  const wake = finite((level.client_wake_lag_ms as { p99?: unknown } | undefined)?.p99);
+  if (wake !== undefined && wake > WAKE_LAG_P99_LIMIT_MS) {
+    limits.push({
+      by: 'client_wake',
+      value: wake,
+      threshold: WAKE_LAG_P99_LIMIT_MS,
+      figure: `client wake-up lag p99 ${wake.toFixed(wake >= 100 ? 0 : 1)} ms`,
+      reading: `the load generator waited up to ${wake.toFixed(0)} ms (p99) for a CPU, so it read tokens late: TTFT, ITL and TPOT may read that much high`,
     });
   }
   const cpu = level.client_cpu as { cpu_percent_of_one_core?: unknown; workers?: unknown } | undefined;
