@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs, ParseArgsConfig } from 'node:util';
 import { RunStatus, storageProblem, writeAtomic } from '../core/runs/runFolder';
+import { printableLines } from '../shared/printable';
 
 /** One `infbench` subcommand. Each lives in its own file under src/cli/commands/. */
 export interface CliCommand {
@@ -31,7 +32,8 @@ export function parseCommandArgs<T extends ParseArgsConfig>(command: string, con
 /** How a phase command exits once its run ended: 0 completed, 130 cancelled (as Ctrl-C), 1 otherwise, saying why on stderr. */
 export function phaseExitCode(command: string, status: RunStatus, reason: string | undefined): number {
   if (status === 'completed') return 0;
-  process.stderr.write(`infbench ${command}: ${status}: ${reason ?? ''}\n`);
+  // The reason may quote a server's text: its control characters are shown, not sent to the terminal.
+  process.stderr.write(`infbench ${command}: ${status}: ${printableLines(reason ?? '')}\n`);
   return status === 'cancelled' ? 130 : 1;
 }
 

@@ -84,15 +84,20 @@ export class FindingsFile implements Pick<ResultSink, 'findings'> {
     }
   }
 
-  private explain(what: string, err: unknown): Error {
+  private explain(what: 'create' | 'update', err: unknown): Error {
     if (err instanceof FindingsDiskError) return err;
     const code = (err as NodeJS.ErrnoException)?.code;
-    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') {
-      return new Error(`Could not ${what} the findings document: ${storageProblem(err, this.path).message} The results are in the run folder either way.`);
-    }
+    const storage = code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS';
+    // Where the results are, said only where it is true: the document is created before anything is measured,
+    // and a disk that refused the document likely refused the run folder beside it too.
+    const results =
+      what === 'create'
+        ? 'Nothing was measured yet.'
+        : storage
+          ? 'The run folder is likely on the same disk: check that its result.json was written once there is room, or run the phase again.'
+          : 'The results are in the run folder either way.';
+    if (storage) return new Error(`Could not ${what} the findings document: ${storageProblem(err, this.path).message} ${results}`);
     const reason = err instanceof Error ? err.message : String(err);
-    return new Error(
-      `Could not ${what} the findings document ${this.path}: ${reason}. Check that its folder exists and is writable; the results are in the run folder either way.`,
-    );
+    return new Error(`Could not ${what} the findings document ${this.path}: ${reason}. Check that its folder exists and is writable. ${results}`);
   }
 }

@@ -15,6 +15,7 @@ import { serverCommand } from './commands/server';
 import { configsCommand } from './commands/configs';
 import { reportCommand } from './commands/report';
 import { stopExitCode } from './stopSignals';
+import { printableLines } from '../shared/printable';
 
 // Each phase adds its subcommand here as it lands.
 export const COMMANDS: CliCommand[] = [
@@ -72,7 +73,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`infbench ${name}: ${err.message}\n`);
       return 2;
     }
-    process.stderr.write(`infbench ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`infbench ${name}: ${printableLines(err instanceof Error ? err.message : String(err))}\n`);
     return 1;
   }
 }

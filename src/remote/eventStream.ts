@@ -1,9 +1,11 @@
 import { AgentEvent, asAgentEvent, foreignHello } from './agentProtocol';
+import { cleanEventText } from '../shared/printable';
 
 /**
  * Splits the agent's stdout into events. Copes with chunks that cut a line (or a UTF-8 character)
  * in half, and with stray output from libraries that print to stdout: a line that is not an event
- * is handed to `onNoise` instead of failing the run.
+ * is handed to `onNoise` instead of failing the run. Events come out with their text cleaned of control
+ * characters (cleanEventText).
  */
 export class AgentEventParser {
   private pending = '';
@@ -40,7 +42,9 @@ export class AgentEventParser {
         const value: unknown = JSON.parse(line);
         const event = asAgentEvent(value);
         if (event) {
-          this.onEvent(event, line);
+          // Server text reaches every front end through here: cleaned of control characters once (the agent
+          // cleans it too; an older agent may not).
+          this.onEvent(cleanEventText(event), line);
           return;
         }
         const hello = foreignHello(value);

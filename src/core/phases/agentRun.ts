@@ -6,6 +6,7 @@ import { AgentLog, RunStatus } from '../runs/runFolder';
 import { stopOf } from '../runs/runStop';
 import { RunFailure } from '../../shared/results';
 import { Hinted, RemedyWords, sayHinted } from '../../shared/remedy';
+import { cleanEventText } from '../../shared/printable';
 
 // The agent's stdin stays open and carries an empty line this often; an agent that hears nothing for
 // HEARTBEAT_TIMEOUT_S (its controller gone without a word, as in a network partition) stops itself.
@@ -73,7 +74,7 @@ export async function runAgentCommand<C extends AgentCommand>(
   const parser = new AgentEventParser(
     (parsed, raw) => {
       const line = scrub(raw);
-      const event = line === raw ? parsed : (JSON.parse(line) as AgentEvent);
+      const event = line === raw ? parsed : cleanEventText(JSON.parse(line) as AgentEvent);
       try {
         run.appendEvent(line);
       } catch {

@@ -7,6 +7,7 @@ import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { Logger } from '../../../src/core/log';
 import { runMacroPhase } from '../../../src/core/phases/macro';
 import { Transport } from '../../../src/remote/transport';
+import { stderrLogger } from '../../../src/cli/cliLogger';
 
 // The agent's events for a level against a server that answered badly, as the agent's hostile-server test
 // (test/python/test_macro_hostile_server.py) sees them come from a real loopback server; here the point is
@@ -53,7 +54,13 @@ function replayingTransport(): Transport {
       const stderr = new PassThrough();
       stdout.end(events.map((e) => JSON.stringify({ v: 1, t: 1, ...e })).join('\n') + '\n');
       stderr.end();
-      return { stdin: new PassThrough(), stdout, stderr, done: new Promise((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null }))), cancel: async () => undefined };
+      return {
+        stdin: new PassThrough(),
+        stdout,
+        stderr,
+        done: new Promise((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null }))),
+        cancel: async () => undefined,
+      };
     },
     upload: async () => undefined,
     download: async () => undefined,
@@ -90,5 +97,82 @@ describe('a macro run against a server that answered badly', () => {
     assert.match(text, /`usage` could not be true for 2 request\(s\) \(usage\.completion_tokens is 40, more than the 4/);
     assert.doesNotMatch(text, /sent no `usage`/);
     assert.ok(info.includes('macro: c=4: starting (1 load-generator process)'), info.join('\n'));
+  });
+});
+
+// What an agent that does not clean server text (an older one) prints for a server that answers with terminal
+// controls: OSC 0 sets the window title, CSI 2J clears the screen, a C1 CSI, NUL, and a bidi override.
+const TERMINAL = '\x1b]0;PWNED-TITLE\x07 the engine died \x1b[2J\x9b31m\u202eevil\x00';
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+function replaying(lines: object[]): Transport {
+  return {
+    ...replayingTransport(),
+    exec() {
+      const stdout = new PassThrough();
+      const stderr = new PassThrough();
+      stdout.end(lines.map((e) => JSON.stringify({ v: 1, t: 1, ...e })).join('\n') + '\n');
+      stderr.end();
+      const done = new Promise<{ code: number; signal: null }>((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null })));
+      return { stdin: new PassThrough(), stdout, stderr, done, cancel: async () => undefined };
+    },
+  };
+}
+
+describe('a macro run against a server whose text carries terminal controls', () => {
+  it('shows that text in the log, the findings and on stderr with each control as U+FFFD, never raw', async () => {
+    const hostile = {
+      ...summary,
+      failures: { http_500: 1, server_error_in_stream: 1 },
+      errors: [`HTTP 500: ${TERMINAL}`],
+      failure_examples: { http_500: `HTTP 500: ${TERMINAL}`, server_error_in_stream: `the server reported an error mid-stream: ${TERMINAL}` },
+    };
+    const server = { url: 'http://127.0.0.1:9', kind: 'unknown', version: null, model: `m${TERMINAL}`, simulated: false };
+    const said: string[] = [];
+    const push = (m: string) => said.push(m);
+    const log: Logger = { trace: push, debug: push, info: push, warn: push, error: push };
+    let findings: FindingsUpdate | undefined;
+    const outcome = await runMacroPhase(
+      {
+        target: { name: 't', kind: 'local', serverUrl: 'http://127.0.0.1:9', python: 'python3' },
+        transport: replaying([
+          { type: 'server', server },
+          { type: 'log', level: 'warn', message: `c=4: 1 request(s) got an answer that is no OpenAI stream (${TERMINAL})` },
+          { type: 'macro.level', level: 0, partial: false, summary: hostile },
+          { type: 'result', result: { levels: [hostile], server, cancelled: false, client: { python: '3', cpu_count: 1, host: 'h' } } },
+          { type: 'done', ok: true },
+        ]),
+        agent: { python: 'python3', path: 'agent.pyz', hash: 'x' },
+        workspace: mkdtempSync(join(tmpdir(), 'ib-bad-')),
+        sink: { runChanged() {}, findings: (u) => (findings = u) },
+        log,
+      },
+      { concurrency: [4] },
+    );
+    assert.ok(findings);
+    const doc = [...findings.lines, ...findings.tables.flatMap((t) => t.rows.map((r) => JSON.stringify(r)))].join('\n');
+    assert.doesNotMatch(doc, CONTROL);
+    assert.match(doc, /\ufffd\]0;PWNED-TITLE\ufffd the engine died \ufffd\[2J/);
+    assert.ok(
+      said.some((m) => m.includes('PWNED-TITLE')),
+      said.join('\n'),
+    );
+    assert.deepEqual(
+      said.filter((m) => CONTROL.test(m)),
+      [],
+    );
+    assert.doesNotMatch(JSON.stringify(outcome), /\\u001b|\\u0007|\\u009b|\\u202e/);
+
+    // The CLI's own last step: whatever reaches its logger goes to stderr shown, not acted on.
+    const written: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string) => (written.push(chunk), true)) as typeof process.stderr.write;
+    try {
+      stderrLogger().warn(`raw from somewhere: ${TERMINAL}\nnext line`);
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.deepEqual(written, ['[warn] raw from somewhere: \ufffd]0;PWNED-TITLE\ufffd the engine died \ufffd[2J\ufffd31m\ufffdevil\ufffd\nnext line\n']);
   });
 });

@@ -91,6 +91,14 @@ describe("findings document on disk (the CLI's sink)", () => {
     assert.equal(log.lines.length, 1);
     assert.match(log.lines[0], /^error: Could not update the findings document .*f\.md: .*Check that its folder exists/);
   });
+
+  it('says the results are in the run folder only where there are results: not when the document cannot be created before the run', () => {
+    const doc = new FindingsFile(join(tmpdir(), 'no-such-dir-ib', 'x', 'f.md'), recordingLog());
+    assert.throws(
+      () => doc.ensure(),
+      (err: Error) => /^Could not create the findings document .*f\.md: .*Nothing was measured yet\.$/.test(err.message) && !/run folder/.test(err.message),
+    );
+  });
 });
 
 // Nothing outside the workspace, and nothing but a regular file, is ever written, whatever a link says.
