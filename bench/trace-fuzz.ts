@@ -5,7 +5,7 @@
 // Each mutant changes one to three events of a fixture (a duration of 1e308 or Infinity, a timestamp
 // of 0 or a second before the kernel's launch, a kernel split into a B/E pair or given an unknown ph,
 // ESC/BEL/NUL in a name, a changed correlation id or category, an event duplicated or removed) or the
-// file itself (cut short, a corrupt or cut gzip stream, a UTF-8 BOM); test/unit/trace/traceMutants.ts
+// file itself (cut short, a corrupt or cut gzip stream, a UTF-8 BOM); test/fuzz/traceMutants.ts
 // makes them. Every mutant is analysed as `infbench analyze` does, and the result checked for what no
 // trace can hold: a number that is not finite, a share outside 0..100, a step or GPU span longer than
 // the trace, a negative launch-to-start, a control character in a name. Prints, per fixture and in
@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyzeTraceFiles } from '../src/core/trace/analyze';
 import { TraceFormatError } from '../src/core/trace/jsonReader';
-import { impossibleFigures, loadTraceBase, mutant } from '../test/unit/trace/traceMutants';
+import { impossibleFigures, loadTraceBase, mutant } from '../test/fuzz/traceMutants';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -1,5 +1,7 @@
 import { assembleRank, combineRanks, rankBreakdown, RankFileFacts } from './breakdown';
-import { OnlineAnalyzer } from './online';
+import { OnlineAnalyzer, PREFIX_KERNELS } from './online';
+import { inTimeOrder, OrderWatch, OutOfOrder } from './order';
+import { windowFor } from './unnamed';
 import { CollectedTrace, TraceCollector } from './collect';
 import { KernelClassifier } from './families';
 import { EventView } from './jsonReader';
@@ -11,22 +13,36 @@ import { RankBreakdown, TraceAnalysisOptions, TraceBreakdown } from './types';
 
 type Span = { lo: number; hi: number };
 
+/** What a reading starts from, found by an earlier one. */
+interface Reading {
+  /** The span most events lie in (the first events were far from the rest). */
+  span?: Span;
+  /** The profile's first CPU-side event, for a file whose GPU events came before it. */
+  firstCpu?: number;
+  /** Why the file's order is not one to stream (order.ts): every kernel is kept and put in time order. */
+  outOfOrder?: string;
+}
+
 /**
  * Analyses one rank's trace file, streaming it (plain JSON or gzip), in one pass. Runs on the
  * calling thread. Kernels go to the server's named steps as they arrive; a trace that names none
  * is cut into steps from the kernels the same pass collected, or, past its first kernels, as they
  * stream (online.ts). Only annotated kernels that come out of order for streaming, and GPU-side step
  * annotations that come after their kernels (as Kineto writes them) in a long trace with no CPU
- * step annotation, make it read the file a second time. Every event passes sanity.ts first: what
- * no profile can hold is left out and counted in the warnings.
+ * step annotation, make it read the file a second time; a file whose events are in an order Kineto
+ * does not write (shuffled, joined from pieces) is read again keeping every kernel, put in time
+ * order (order.ts), so that its figures are those of the same events in Kineto's order. Every event
+ * passes sanity.ts first: what no profile can hold is left out and counted in the warnings.
  */
 export async function analyzeTraceFile(path: string, fallbackRank: number, options: TraceAnalysisOptions = {}, read: ReadOptions = {}): Promise<RankBreakdown> {
-  const first = await analyzeWithin(path, fallbackRank, options, read);
-  if ('rank' in first) return first.rank;
-  // The first events were the ones far from the rest (a zeroed timestamp first): again, from the rest's span.
-  const again = await analyzeWithin(path, fallbackRank, options, read, first.rereadSpan);
-  if (!('rank' in again)) throw new Error('unreachable: a second reading with a span set asks for no third');
-  return again.rank;
+  let reading: Reading = {};
+  // At most: a span found, the order found out, the first CPU event found (each asks once).
+  for (let i = 0; i < 4; i++) {
+    const r = await analyzeWithin(path, fallbackRank, options, read, reading);
+    if ('rank' in r) return r.rank;
+    reading = r.again;
+  }
+  throw new Error('unreachable: each reading asks for another at most once for each thing it found');
 }
 
 async function analyzeWithin(
@@ -34,16 +50,28 @@ async function analyzeWithin(
   fallbackRank: number,
   options: TraceAnalysisOptions,
   read: ReadOptions,
-  span?: Span,
-): Promise<{ rank: RankBreakdown } | { rereadSpan: Span }> {
-  let sanity = new EventSanity(span);
+  reading: Reading,
+): Promise<{ rank: RankBreakdown } | { again: Reading }> {
+  const { span } = reading;
+  let sanity = new EventSanity(span, reading.firstCpu);
   let phases = new PhasePairs(() => undefined);
-  /** Reads the file once more, pairs joined (phases.ts) and through a sanity check of its own (the counts are those of the last reading). */
-  const readChecked = async (onEvent: (e: EventView) => void) => {
-    sanity = new EventSanity(span);
+  const window = windowFor(Math.max(1, options.prefixKernels ?? PREFIX_KERNELS));
+  let watch = new OrderWatch(window);
+  /**
+   * Reads the file once more, pairs joined (phases.ts) and through a sanity check of its own (the
+   * counts are those of the last reading); `stopIfOutOfOrder`: a streaming reading stops as soon
+   * as the file's order is one it cannot stream.
+   */
+  const readChecked = async (onEvent: (e: EventView) => void, stopIfOutOfOrder = false) => {
+    sanity = new EventSanity(span, reading.firstCpu);
+    watch = new OrderWatch(window);
     const check = sanity;
+    const order = watch;
     phases = new PhasePairs((e) => {
-      if (!check.reject(e)) onEvent(e);
+      if (check.reject(e)) return;
+      order.onEvent(e);
+      if (stopIfOutOfOrder) order.check();
+      onEvent(e);
     });
     const summary = await readTraceFile(path, phases.onEvent, read);
     phases.finish();
@@ -54,15 +82,29 @@ async function analyzeWithin(
     return { rank };
   };
   /** Set when this is the first reading and most events lay outside the span it started from. */
-  const misanchored = () => (span ? undefined : sanity.rereadSpan());
+  const misanchored = () => {
+    const again = span ? undefined : sanity.rereadSpan();
+    return again ? { again: { span: again, outOfOrder: reading.outOfOrder } } : undefined;
+  };
+  /** Set when GPU work came before the CPU side it is judged against (a file not in Kineto's order): again, that known. */
+  const judgedEarly = () =>
+    reading.firstCpu === undefined && sanity.orderDependent()
+      ? { again: { span, firstCpu: sanity.firstCpuStart, outOfOrder: reading.outOfOrder ?? watch.why ?? 'GPU work came before the CPU side' } }
+      : undefined;
   const classifier = new KernelClassifier(options.extraFamilies);
   let collected: { trace: CollectedTrace; summary: SourceSummary } | undefined;
   let collectedInOnePass = false;
-  if (options.mode !== 'in-memory') {
+  if (options.mode !== 'in-memory' && !reading.outOfOrder) {
     let online = new OnlineAnalyzer(options);
-    let summary = await readChecked(online.onEvent);
-    const rereadSpan = misanchored();
-    if (rereadSpan) return { rereadSpan };
+    let summary: SourceSummary;
+    try {
+      summary = await readChecked(online.onEvent, true);
+    } catch (err) {
+      if (!(err instanceof OutOfOrder)) throw err;
+      return { again: { span, outOfOrder: err.why } };
+    }
+    const again = misanchored() ?? judgedEarly();
+    if (again) return again;
     let parts = online.finish(factsOf(path, fallbackRank, summary));
     if ('reread' in parts) {
       // GPU-side step annotations came after their kernels (Kineto writes them last): once more, knowing them.
@@ -79,9 +121,11 @@ async function analyzeWithin(
   if (!collected) {
     const collector = new TraceCollector();
     const summary = await readChecked(collector.onEvent);
-    const rereadSpan = misanchored();
-    if (rereadSpan) return { rereadSpan };
-    collected = { trace: collector.result(), summary };
+    const again = misanchored() ?? judgedEarly();
+    if (again) return again;
+    // Out of order, or in an order the in-memory way would read differently: the same collection, in time order.
+    const outOfOrder = reading.outOfOrder ?? watch.why;
+    collected = { trace: outOfOrder ? inTimeOrder(collector.result()) : collector.result(), summary };
   }
   const { summary } = collected;
   const { trace, dropped } = withoutKernelsBeforeLaunch(collected.trace);

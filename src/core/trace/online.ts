@@ -40,7 +40,7 @@ import { UnnamedSteps, windowFor } from './unnamed';
 // second reading knows them from the first kernel.
 
 /** Kernels collected, while no step annotation has taken one, before deciding how to cut the steps (TraceAnalysisOptions.prefixKernels). */
-const PREFIX_KERNELS = 1 << 17;
+export const PREFIX_KERNELS = 1 << 17;
 /** Where the prefix shows no steps, it grows (doubling) to this many times its size, no further: then the trace has none. */
 const MAX_PREFIX_FACTOR = 8;
 

@@ -62,10 +62,32 @@ export class EventSanity {
   /** The earliest start of a CPU-side event (launch call, annotation) accepted so far. */
   private firstCpu = Infinity;
   private far = { count: 0, lo: Infinity, hi: -Infinity };
+  /** The earliest start of GPU work accepted, and the latest of GPU work left out as before the profile. */
+  private firstGpuAccepted = Infinity;
+  private lastGpuBefore = -Infinity;
 
-  constructor(span?: { lo: number; hi: number }) {
+  /**
+   * `firstCpu`: the profile's first CPU-side event, from an earlier reading of the whole file, for a
+   * reading whose events may come in any order (the check against it is then the same for every event).
+   */
+  constructor(span?: { lo: number; hi: number }, firstCpu?: number) {
     this.lo = span?.lo ?? Infinity;
     this.hi = span?.hi ?? -Infinity;
+    if (firstCpu !== undefined) this.firstCpu = firstCpu;
+  }
+
+  /** The earliest start of a CPU-side event accepted (Infinity if none). */
+  get firstCpuStart(): number {
+    return this.firstCpu;
+  }
+
+  /**
+   * Whether a GPU event was judged against a first CPU event that a later one moved (GPU work read
+   * before the CPU side, as Kineto never writes it): with the final one, it would have gone the other way.
+   */
+  orderDependent(): boolean {
+    const limit = this.firstCpu - MAX_GPU_LEAD_US;
+    return this.firstGpuAccepted < limit || this.lastGpuBefore >= limit;
   }
 
   /** True when the event must not reach the analysis (and it has been counted). */
@@ -98,8 +120,10 @@ export class EventSanity {
     if (isGpuWork(cat)) {
       if (this.firstCpu !== Infinity && ts < this.firstCpu - MAX_GPU_LEAD_US) {
         this.skipped.beforeProfile++;
+        if (ts > this.lastGpuBefore) this.lastGpuBefore = ts;
         return true;
       }
+      if (ts < this.firstGpuAccepted) this.firstGpuAccepted = ts;
     } else if (cat !== EventCat.GpuUserAnnotation && ts < this.firstCpu) this.firstCpu = ts;
     this.accepted++;
     if (ts < this.lo) this.lo = ts;

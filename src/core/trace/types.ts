@@ -165,7 +165,7 @@ export interface RankBreakdown {
   noSteps?: string;
   /** Set when the file was cut: what was cut and where; the breakdown covers what was whole. */
   truncated?: string;
-  /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones too once the first kernels showed how to cut them, or cut from the kernels that pass kept in a shorter trace); 'in-memory': read again keeping every kernel (mode 'in-memory', or annotated kernels out of order). */
+  /** 'streaming': one pass over the file (named steps reduced as they came; unnamed ones too once the first kernels showed how to cut them, or cut from the kernels that pass kept in a shorter trace); 'in-memory': read again keeping every kernel (mode 'in-memory', annotated kernels out of order for streaming, or a file whose events are not in the order Kineto writes them, then put in time order). */
   analysis: 'streaming' | 'in-memory';
   warnings: string[];
 }
