@@ -239,7 +239,8 @@ export function missingPhases(inputs: BudgetInputs, batch: number, model: ModelS
   const on = scope ? ` on ${scope.target}` : '';
   // A run of another configuration is never set beside these: the hole is filled with the server in this one.
   const c = scope?.configuration;
-  const inConfiguration = c && c.id !== 'unknown' ? ` Measure it with the server in configuration '${c.name}' (${c.id}): runs of another are not set beside these.` : '';
+  const inConfiguration =
+    c && c.id !== 'unknown' ? ` Measure it with the server in configuration '${c.name}' (${c.id}): runs of another are not set beside these.` : '';
   if (!inputs.macro) {
     out.push({
       phase: 'macro',

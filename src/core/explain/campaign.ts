@@ -157,7 +157,10 @@ export function selectRuns(workspace: string, runIds?: string[], options: { targ
   // The newest macro or profile run decides which server is accounted (micro names no server).
   const anchor = candidates.find((r) => r.info.phase !== 'micro' && !imported(r)) ?? candidates.find((r) => r.info.phase !== 'micro') ?? candidates[0];
   if (!anchor) {
-    if (options.configuration) throw new ExplainError(`No completed macro or profile run${options.target ? ` of ${options.target}` : ''} to account for configuration "${options.configuration}".`);
+    if (options.configuration)
+      throw new ExplainError(
+        `No completed macro or profile run${options.target ? ` of ${options.target}` : ''} to account for configuration "${options.configuration}".`,
+      );
     return chosen;
   }
   const scope = runScope(anchor);

@@ -1,19 +1,15 @@
 // Every run records the server configuration it measured (src/core/runs/serverConfiguration.ts):
 // the one its context names (a configuration of a comparison), else the recipe of the process that
 // serves the target's URL as the agent adopts it right before the run.
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PhaseContext } from '../campaign/phaseContext';
 import { AgentLog, RunFolder } from '../runs/runFolder';
-import { configurationId, configurationOf, isKnown, unknownConfiguration } from '../runs/serverConfiguration';
-import { serverChangesRoot } from '../server/serverChange';
-import { startCommand } from '../server/recipe';
+import { configurationId, configurationName, configurationOf, unknownConfiguration } from '../runs/serverConfiguration';
 import { ServerRecipe } from '../../remote/agentProtocol';
+import { shellJoin, shellQuote } from '../../remote/shellQuote';
 import { RunConfiguration } from '../../shared/results';
 import { runAgentCommand } from './agentRun';
-
-/** The name of the server as its user runs it: the recipe adopted before any change the tool made. */
-export const PRODUCTION = 'production';
 
 /**
  * Records in `run` (meta.json) the configuration it measures and returns it: the context's, or the
@@ -51,39 +47,7 @@ async function adoptConfiguration(ctx: PhaseContext, run: RunFolder, url: string
         : `no server process was found behind ${url} on ${ctx.transport.label}`,
     );
   const id = configurationId(recipe);
-  return configurationOf(recipe, configurationName(ctx.workspace, ctx.target.name, id), { command: startCommand(recipe) });
-}
-
-/**
- * The short name of configuration `id` of `target`: "production" for the recipe a server change
- * adopted before changing anything (the server as its user runs it), else the name an earlier run of
- * the same configuration carries (a comparison's flag-set name), "production" for the first
- * configuration measured on a target, and otherwise one made from the id.
- */
-export function configurationName(workspace: string, target: string, id: string): string {
-  for (const recipe of adoptedOriginals(workspace, target)) if (configurationId(recipe) === id) return PRODUCTION;
-  let anyKnown = false;
-  for (const run of RunFolder.list(workspace)) {
-    const c = run.info.configuration;
-    if (run.info.target !== target || !c || !isKnown(c)) continue;
-    if (c.id === id) return c.name;
-    anyKnown = true;
-  }
-  return anyKnown || adoptedOriginals(workspace, target).length ? `config-${id.slice(0, 6)}` : PRODUCTION;
-}
-
-/** The recipes server changes of `target` adopted before they changed anything (and the process that ran, where a user recipe replaced it). */
-function adoptedOriginals(workspace: string, target: string): ServerRecipe[] {
-  const root = serverChangesRoot(workspace);
-  if (!existsSync(root)) return [];
-  const out: ServerRecipe[] = [];
-  for (const name of readdirSync(root)) {
-    try {
-      const record = JSON.parse(readFileSync(join(root, name, 'change.json'), 'utf8')) as { target?: string; original?: ServerRecipe };
-      if (record.target === target && record.original?.argv && record.original.env) out.push(record.original);
-    } catch {
-      // not a change folder, or one being written
-    }
-  }
-  return out;
+  // The command line as typed on the host (its environment is in the id; its values are not kept).
+  const command = `${recipe.cwd ? `cd ${shellQuote(recipe.cwd)} && ` : ''}${shellJoin(recipe.argv)}`;
+  return configurationOf(recipe, configurationName(ctx.workspace, ctx.target.name, id), { command });
 }

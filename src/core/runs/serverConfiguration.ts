@@ -13,9 +13,14 @@
 // - not the working folder, the user or the process: restore keeps them, and a configuration
 //   comparison never changes them.
 import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { RunConfiguration } from '../../shared/results';
+import { RunFolder } from './runFolder';
 
 export const UNKNOWN_CONFIGURATION = 'unknown';
+/** The name of the server as its user runs it: the recipe adopted before any change the tool made. */
+export const PRODUCTION = 'production';
 
 /** What a configuration is made from: a server recipe's command line and environment. */
 export interface RecipeWords {
@@ -47,8 +52,10 @@ export function redactedArgv(argv: readonly string[]): string[] {
     const a = argv[i];
     const eq = a.indexOf('=');
     if (a.startsWith('-') && eq > 0 && isSecretName(a.slice(0, eq))) out.push(`${a.slice(0, eq)}=${REDACTED}`);
-    else if (a.startsWith('-') && eq < 0 && isSecretName(a) && i + 1 < argv.length && !argv[i + 1].startsWith('-')) out.push(a, REDACTED), i++;
-    else out.push(a);
+    else if (a.startsWith('-') && eq < 0 && isSecretName(a) && i + 1 < argv.length && !argv[i + 1].startsWith('-')) {
+      out.push(a, REDACTED);
+      i++;
+    } else out.push(a);
   }
   return out;
 }
@@ -163,5 +170,43 @@ export function argvDifferences(a: readonly string[], b: readonly string[]): str
     }
   }
   for (const flag of before.flags.keys()) if (!after.flags.has(flag)) out.push(`removes ${flag}`);
+  return out;
+}
+
+/**
+ * The short name of configuration `id` of `target`: "production" for the recipe a server change
+ * adopted before changing anything (the server as its user runs it), else the name an earlier run of
+ * the same configuration carries (a comparison's flag-set name), "production" for the first
+ * configuration measured on a target, and otherwise one made from the id.
+ */
+export function configurationName(workspace: string, target: string, id: string): string {
+  const originals = adoptedOriginals(workspace, target);
+  if (originals.some((recipe) => configurationId(recipe) === id)) return PRODUCTION;
+  let anyKnown = false;
+  for (const run of RunFolder.list(workspace)) {
+    const c = run.info.configuration;
+    if (run.info.target !== target || !c || !isKnown(c)) continue;
+    if (c.id === id) return c.name;
+    anyKnown = true;
+  }
+  return anyKnown || originals.length ? `config-${id.slice(0, 6)}` : PRODUCTION;
+}
+
+/**
+ * The recipes server changes of `target` adopted before they changed anything, from their records
+ * (`.inference-bench/server/<change>/change.json`, as src/core/server/serverChange.ts keeps them).
+ */
+function adoptedOriginals(workspace: string, target: string): RecipeWords[] {
+  const root = join(workspace, '.inference-bench', 'server');
+  if (!existsSync(root)) return [];
+  const out: RecipeWords[] = [];
+  for (const name of readdirSync(root)) {
+    try {
+      const record = JSON.parse(readFileSync(join(root, name, 'change.json'), 'utf8')) as { target?: string; original?: RecipeWords };
+      if (record.target === target && Array.isArray(record.original?.argv) && record.original.env) out.push(record.original);
+    } catch {
+      // not a change folder, or one being written
+    }
+  }
   return out;
 }

@@ -126,7 +126,8 @@ function configurationsFindings(compared: ConfigurationsCompared): FindingsUpdat
   const lines = [
     `${compared.configurations.length} configurations of the server on ${compared.target}, each started by Inference Bench and measured by the same workload; the original was put back after the last (its recipe and every step: \`${compared.changeDir}\`).`,
     ...compared.configurations.map(
-      (c) => `- **${c.name}** (configuration \`${c.id}\`): \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
+      (c) =>
+        `- **${c.name}** (configuration \`${c.id}\`): \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
     ),
   ];
   return {

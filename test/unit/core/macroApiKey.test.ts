@@ -21,7 +21,13 @@ function recordingTransport() {
       const stderr = new PassThrough();
       stdout.end('{"v":1,"type":"done","t":1,"ok":true}\n');
       stderr.end();
-      return { stdin: new PassThrough(), stdout, stderr, done: new Promise((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null }))), cancel: async () => undefined };
+      return {
+        stdin: new PassThrough(),
+        stdout,
+        stderr,
+        done: new Promise((resolve) => stdout.on('end', () => resolve({ code: 0, signal: null }))),
+        cancel: async () => undefined,
+      };
     },
     upload: async () => undefined,
     download: async () => undefined,
