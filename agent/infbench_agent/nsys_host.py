@@ -94,8 +94,30 @@ def nsys_version(path: str, timeout: float = 30.0) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def missing_importer_libs() -> List[str]:
-    """The libraries nsys's importer (QdstrmImporter) loads that this process cannot: without them no report is written."""
+def importer_of(nsys: str) -> Optional[str]:
+    """nsys's importer, QdstrmImporter, beside it or in the install's host folder."""
+    here = os.path.dirname(os.path.realpath(nsys))
+    # Nsight Compute 2025.3 keeps nsys in host/target-linux-x64/ and the importer in host/linux-desktop-glibc_*-x64/.
+    for path in [os.path.join(here, "QdstrmImporter")] + sorted(glob.glob(os.path.join(os.path.dirname(here), "*", "QdstrmImporter"))):
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def missing_importer_libs(nsys: Optional[str] = None) -> List[str]:
+    """The libraries nsys's importer (QdstrmImporter) cannot load: without them no report is written.
+
+    `ldd` on the importer where both are there (it says what the importer itself lacks, on this
+    LD_LIBRARY_PATH); else whether this process can load each library the importer is known to need.
+    """
+    importer = importer_of(nsys) if nsys else None
+    ldd = shutil.which("ldd")
+    if importer and ldd:
+        try:
+            done = subprocess.run([ldd, importer], capture_output=True, text=True, timeout=30)
+            return sorted({line.split("=>")[0].strip() for line in done.stdout.splitlines() if "not found" in line})
+        except (OSError, subprocess.SubprocessError):
+            pass
     missing = []
     for name in IMPORTER_LIBS:
         try:
@@ -128,7 +150,8 @@ def discover(setting: Optional[str] = None) -> Dict[str, Any]:
         return result
     result["nsys"] = found[0]["path"]
     result["version"] = nsys_version(found[0]["path"])
-    result["missingLibs"] = missing_importer_libs()
+    result["missingLibs"] = missing_importer_libs(found[0]["path"])
+    result["importer"] = importer_of(found[0]["path"])
     if result["missingLibs"]:
         result["advice"] = importer_advice(result["missingLibs"])
     return result

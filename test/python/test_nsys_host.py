@@ -50,6 +50,15 @@ class FindNsysTest(unittest.TestCase):
         self.assertIn("is not an executable file here", result["advice"])
         self.assertIn("nsight-systems-cli", result["advice"])
 
+    def test_finds_the_importer_beside_nsys(self):
+        nsys = fake_nsys(os.path.join(self.root, "nsight-compute/2025.3.1/host/target-linux-x64/nsys"))
+        self.assertIsNone(nsys_host.importer_of(nsys))
+        # Where Nsight Compute 2025.3.1 keeps it (seen on the H200 machine).
+        importer = os.path.join(self.root, "nsight-compute/2025.3.1/host/linux-desktop-glibc_2_11_3-x64/QdstrmImporter")
+        os.makedirs(os.path.dirname(importer))
+        open(importer, "w").close()
+        self.assertEqual(nsys_host.importer_of(nsys), importer)
+
     def test_the_importer_advice_names_the_packages(self):
         advice = nsys_host.importer_advice(["libdw.so.1", "libbz2.so.1.0"])
         self.assertIn("libdw.so.1, libbz2.so.1.0", advice)
