@@ -1,10 +1,12 @@
 import * as assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { IDLE, NO_RANGE, NsysBreakdown, placeOf, renderNsysText } from '../../../src/core/trace/nsysModules';
 import { analyzeNsysReport, nsysKind } from '../../../src/core/trace/nsysSource';
-import { parseAnalyzeArgs } from '../../../src/cli/commands/analyze';
+import { analyzeCommand, parseAnalyzeArgs } from '../../../src/cli/commands/analyze';
+import { UsageError } from '../../../src/cli/command';
 
 // Real exports of bench/nsys_serving_loop.py on an H200 (test/fixtures/nsys/README.md). The reader is
 // the agent's Python (python3 -m infbench_agent.nsys_report), run as the CLI runs it.
@@ -161,7 +163,55 @@ describe('an Nsight Systems decode step by layer and module (H200 fixtures)', fu
   });
 });
 
-describe('infbench analyze with an Nsight Systems report', () => {
+describe('infbench analyze with an Nsight Systems report', function () {
+  this.timeout(60000);
+
+  /** Runs the command with stdout captured (the CLI writes there; nothing else in the test does). */
+  async function analyze(argv: string[]): Promise<{ code: number; out: string }> {
+    const chunks: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => {
+      chunks.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
+    try {
+      const code = await analyzeCommand.run(argv);
+      return { code, out: chunks.join('') };
+    } finally {
+      process.stdout.write = write;
+    }
+  }
+
+  it('prints the finding, the module table and the slow layer for a .sqlite report', async () => {
+    const { code, out } = await analyze([fixture('graphs.sqlite')]);
+    assert.equal(code, 0);
+    assert.match(out, /^The attention blocks take/);
+    assert.match(out, /^moe +\d+\.\d{3} +\d+\.\d +39\.0$/m);
+    assert.match(out, /^attention +4 +layer 2 /m);
+  });
+
+  it('gives the JSON with --json', async () => {
+    const { out } = await analyze([fixture('graphs.sqlite'), '--json']);
+    const b = JSON.parse(out) as NsysBreakdown;
+    assert.equal(b.ranks[0].steps, 40);
+    assert.equal(b.stepSource, 'nvtx-range');
+  });
+
+  it('asks for the export of a report nsys has not exported, with the command', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nsys-rep-'));
+    const rep = join(dir, 'report.nsys-rep');
+    writeFileSync(rep, 'not exported');
+    await assert.rejects(
+      analyze([rep]),
+      (err: Error) => err instanceof UsageError && err.message.includes(`nsys export --type sqlite -o ${join(dir, 'report.sqlite')} ${rep}`),
+    );
+    await assert.rejects(
+      analyze([fixture('graphs.sqlite'), fixture('torch.pt.trace.json.gz')]),
+      (err: Error) => err instanceof UsageError && /separate runs/.test(err.message),
+    );
+    rmSync(dir, { recursive: true });
+  });
+
   it('takes a .sqlite report as a file to analyse', () => {
     const args = parseAnalyzeArgs([fixture('graphs.sqlite'), '--step-annotation', '^decode_step$']);
     assert.equal(args.files.length, 1);
