@@ -35,9 +35,11 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import sqlite3
 import sys
+import urllib.request
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 SCHEMA_VERSION = 1
@@ -93,7 +95,8 @@ class NsysReport:
     def __init__(self, path: str, step_range: str = DEFAULT_STEP_RANGE) -> None:
         self.path = path
         try:
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            # Read-only, so that a report being written elsewhere is never changed; the path quoted for the URI ('#', '?', spaces).
+            self.db = sqlite3.connect(f"file:{urllib.request.pathname2url(os.path.abspath(path))}?mode=ro", uri=True)
             tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as err:
             raise ReportError(

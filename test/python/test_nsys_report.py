@@ -5,6 +5,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 import unittest
@@ -134,6 +135,12 @@ class NsysReaderInputTest(unittest.TestCase):
         self.assertEqual(module_name("{'Module': 'model.layers.3.mlp.experts', 'Inputs': [[8, 2048]]}"), "model.layers.3.mlp.experts")
         self.assertEqual(module_name("{'Module': \"model.it's\", 'Inputs': []}"), "model.it's")
         self.assertEqual(module_name("my_range"), "my_range")
+
+    def test_reads_a_report_whose_path_holds_spaces_and_a_hash(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run #1 report.sqlite")
+            shutil.copyfile(os.path.join(FIXTURES, "graphs-no-nvtx.sqlite"), path)
+            self.assertEqual(list(NsysReport(path).records())[-1]["steps"], 40)
 
     def test_refuses_a_database_that_is_no_nsys_export_and_says_what_to_do(self):
         with tempfile.TemporaryDirectory() as d:
