@@ -8,7 +8,9 @@
 The controller asks the user before calling stop or start; this module never decides to. A process is
 identified by its pid and its start time (field 22 of /proc/<pid>/stat), and its command line is
 compared with the recipe's: a pid reused by another process is never signalled, and nothing is
-matched by name. Secret values (--api-key, *_TOKEN in the environment) leave the host redacted; the
+matched by name. The recipe is the whole process as it ran: its command line, folder, every variable of
+its environment, and where its stdout and stderr went (server_output.py), so that putting it back gives
+the same process. Secret values (--api-key, *_TOKEN, a password in a URL) leave the host redacted; the
 real values stay in a file only the user can read under the agent's cache folder, for the next start.
 """
 from __future__ import annotations
@@ -25,25 +27,8 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import auth, events, probe
+from infbench_agent import auth, events, probe, server_output
 from infbench_agent.events import AgentError
-
-# The environment a server is started again with: what vLLM, SGLang, CUDA, NCCL and the Python
-# environment read. Anything else of the user's shell is left out.
-ENV_PREFIXES = (
-    "VLLM_",
-    "SGLANG_",
-    "CUDA_",
-    "NCCL_",
-    "HF_",
-    "HUGGING_FACE_",
-    "TORCH",
-    "PYTORCH_",
-    "TRANSFORMERS_",
-    "TRITON_",
-    "FLASHINFER_",
-)
-ENV_NAMES = ("PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "OMP_NUM_THREADS", "TMPDIR")
 
 # Start-up milestones in the server's log. vLLM: "Loading weights took %.2f seconds"
 # (vllm/model_executor/model_loader/default_loader.py), "Capturing CUDA graphs" (its tqdm bar) and
@@ -136,13 +121,18 @@ def raw_argv(pid: int) -> Optional[List[str]]:
         return None
 
 
-def raw_env(pid: int) -> Dict[str, str]:
+def raw_env(pid: int) -> Optional[Dict[str, str]]:
+    """Every variable of the process's environment, as it was started with it; None where /proc does not let us read it.
+
+    All of them: a site's own settings are as much the server's as VLLM_*. Bytes that are not UTF-8 are
+    kept as surrogate escapes, so that a start gives the same bytes back (os.fsencode).
+    """
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            pairs = [a.decode("utf-8", "replace").split("=", 1) for a in f.read().split(b"\0") if b"=" in a]
+            pairs = [os.fsdecode(a).split("=", 1) for a in f.read().split(b"\0") if b"=" in a]
     except OSError:
-        return {}
-    return {k: v for k, v in pairs if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+        return None
+    return {k: v for k, v in pairs}
 
 
 def process_user(pid: int) -> Optional[str]:
@@ -189,7 +179,11 @@ def _secrets_path(url: str) -> str:
 
 
 def keep_secrets(url: str, argv: List[str], env: Dict[str, str]) -> None:
-    """The real values behind the recipe's REDACTED ones, kept on this host only (mode 0600)."""
+    """The real values behind the recipe's REDACTED ones, kept on this host only (mode 0600).
+
+    A variable is kept here whenever its redacted form differs from its value (a secret name, a token, a
+    password in a URL): the recipe carries only the redacted form, and a start gives back the real one.
+    """
     flags: Dict[str, str] = {}
     for i, a in enumerate(argv):
         if a.startswith("-") and "=" in a:
@@ -198,13 +192,16 @@ def keep_secrets(url: str, argv: List[str], env: Dict[str, str]) -> None:
                 flags[name] = value
         elif a.startswith("-") and auth.is_secret_name(a) and i + 1 < len(argv):
             flags[a] = argv[i + 1]
-    secret_env = {k: v for k, v in env.items() if auth.is_secret_name(k)}
-    if not flags and not secret_env:
+    # Any other argument with a secret inside (a URL's password, a token): its redacted form maps to it.
+    args = {r: a for r, a in zip(auth.redact_argv(argv), argv) if r != a and r != auth.REDACTED}
+    redacted_env = auth.redact_env(env)
+    secret_env = {k: v for k, v in env.items() if redacted_env[k] != v}
+    if not flags and not secret_env and not args:
         return
     path = _secrets_path(url)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump({"flags": flags, "env": secret_env}, f)
+        json.dump({"flags": flags, "env": secret_env, "args": args}, f)
 
 
 def fill_secrets(recipe: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
@@ -216,24 +213,30 @@ def fill_secrets(recipe: Dict[str, Any]) -> Tuple[List[str], Dict[str, str]]:
         with open(_secrets_path(recipe["url"])) as f:
             kept = json.load(f)
     except (OSError, ValueError):
-        kept = {"flags": {}, "env": {}}
+        kept = {}
+    flags, kept_env, args = kept.get("flags") or {}, kept.get("env") or {}, kept.get("args") or {}
     missing: List[str] = []
     for i, a in enumerate(argv):
         if a == auth.REDACTED and i > 0:
-            value = kept["flags"].get(argv[i - 1])
+            value = flags.get(argv[i - 1])
             argv[i] = value if value is not None else a
             if value is None:
                 missing.append(argv[i - 1])
-        elif a.endswith("=" + auth.REDACTED):
+        elif a.endswith("=" + auth.REDACTED) and a.startswith("-"):
             name = a.split("=", 1)[0]
-            value = kept["flags"].get(name)
+            value = flags.get(name)
             argv[i] = f"{name}={value}" if value is not None else a
             if value is None:
                 missing.append(name)
+        elif auth.REDACTED in a:
+            value = args.get(a)
+            argv[i] = value if value is not None else a
+            if value is None:
+                missing.append(f"argument {i}")
     for k, v in env.items():
-        if v == auth.REDACTED:
-            if k in kept["env"]:
-                env[k] = kept["env"][k]
+        if auth.REDACTED in v:
+            if k in kept_env:
+                env[k] = kept_env[k]
             else:
                 missing.append(k)
     if missing:
@@ -255,18 +258,23 @@ def adopt(url: str) -> Optional[Dict[str, Any]]:
     if not pid or not argv:
         return None
     env = raw_env(pid)
-    keep_secrets(url, argv, env)
+    keep_secrets(url, argv, env or {})
     ticks = start_ticks(pid)
+    manager = read_manager(pid)
     return {
         "url": url,
         "argv": auth.redact_argv(argv),
         "cwd": found.get("cwd"),
-        "env": auth.redact_env(env),
+        "env": auth.redact_env(env or {}),
+        # The whole environment as the process had it (recipes adopted before kept a chosen few variables).
+        "env_complete": env is not None,
         "user": process_user(pid),
-        "manager": read_manager(pid),
+        "manager": manager,
         "kind": "unknown",
         "version": None,
         "identity": {"pid": pid, "start_ticks": ticks} if ticks is not None else None,
+        "stdout": server_output.describe(pid, 1, manager["kind"]),
+        "stderr": server_output.describe(pid, 2, manager["kind"]),
     }
 
 
@@ -324,7 +332,15 @@ def _drop_flag(argv: List[str], name: str) -> List[str]:
 def status(url: str, timeout: float, api_key: Optional[str], trace_dir: Optional[str], delay: int, max_iterations: int) -> Dict[str, Any]:
     server = probe.probe_server(url, timeout, api_key)
     recipe = adopt(url)
-    result: Dict[str, Any] = {"action": "status", "recipe": recipe, "running": bool(server["reachable"]), "server": server}
+    result: Dict[str, Any] = {
+        "action": "status",
+        "recipe": recipe,
+        "running": bool(server["reachable"]),
+        "server": server,
+        # The environment a command typed on this host starts with (this agent's, from the same login), so
+        # that a start can be shown as that shell would run it: the variables it sets and unsets.
+        "shell_env": auth.redact_env(dict(os.environ)),
+    }
     if recipe is None:
         why = (
             "no process here listens on its port"
@@ -541,60 +557,92 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
             f"Run `sudo systemctl start {manager['unit']}` (a changed command line goes in `sudo systemctl edit {manager['unit']}` "
             "as ExecStart=); the tool waits for the server to answer.",
         )
-    with open(log_file, "ab") as log:
+    # Its stdout and stderr where they went before: the user's own log file (appended), /dev/null, the journal.
+    try:
+        output = server_output.plan(recipe.get("stdout"), recipe.get("stderr"), log_file)
+    except OSError as e:
+        raise AgentError(
+            "server_start_failed", f"The server was not started: {e}.", "Check that the file is still there and writable by this user."
+        ) from e
+    for note in output.notes:
+        events.log(f"server output: {note}", "warn" if note.endswith("goes to " + log_file) else "info")
+    try:
         # A session of its own: the server outlives this agent, its SSH session and a Cancel of the run.
         proc = subprocess.Popen(
-            argv,
+            output.prefix + argv,
             cwd=recipe.get("cwd") or None,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            stdout=output.stdout,
+            stderr=output.stderr,
             start_new_session=True,
         )
+    finally:
+        output.close()
+    log_where = output.where
     ticks = start_ticks(proc.pid)
     # Said at once: a controller whose agent is killed mid-start (a dropped connection) can still stop this one by its identity.
     events.emit(
         events.SERVER_STATE,
         stage="starting",
-        message=f"pid {proc.pid}: {' '.join(recipe['argv'][:3])} … (log {log_file})",
+        message=f"pid {proc.pid}: {' '.join(recipe['argv'][:3])} … (log {log_where})",
         estimate_s=estimate,
         **({"identity": {"pid": proc.pid, "start_ticks": ticks}} if ticks is not None else {}),
     )
     tail: List[str] = []
-    offset = 0
-    partial = b""
+    # The start-up log read from the files it writes, each from where this start began (the user's earlier lines are not its).
+    offsets = dict(output.follow)
+    partials = {path: b"" for path in offsets}
+
+    def follow_log() -> None:
+        nonlocal tail
+        lines: List[bytes] = []
+        for path in offsets:
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offsets[path])
+                    chunk = f.read()
+            except OSError:
+                # Moved away under it (a log rotation): what it writes next is not ours to find.
+                chunk = b""
+            offsets[path] += len(chunk)
+            split = (partials[path] + chunk).split(b"\n")
+            partials[path] = split.pop()
+            lines += split
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            tail = (tail + [line])[-LOG_TAIL_LINES:]
+            stage = stage_of(line)
+            if stage:
+                events.emit(events.SERVER_LOG, line=line, stage=stage)
+                events.emit(
+                    events.SERVER_STATE,
+                    stage=stage,
+                    message=line.strip()[:200],
+                    elapsed_s=round(time.monotonic() - began, 3),
+                    estimate_s=estimate,
+                )
+            else:
+                events.emit(events.SERVER_LOG, line=line)
+
     next_check = 0.0
     try:
         while True:
-            with open(log_file, "rb") as f:
-                f.seek(offset)
-                chunk = f.read()
-            offset += len(chunk)
-            lines = (partial + chunk).split(b"\n")
-            partial = lines.pop()
-            for raw in lines:
-                line = raw.decode("utf-8", "replace").rstrip("\r")
-                tail = (tail + [line])[-LOG_TAIL_LINES:]
-                stage = stage_of(line)
-                if stage:
-                    events.emit(events.SERVER_LOG, line=line, stage=stage)
-                    events.emit(
-                        events.SERVER_STATE,
-                        stage=stage,
-                        message=line.strip()[:200],
-                        elapsed_s=round(time.monotonic() - began, 3),
-                        estimate_s=estimate,
-                    )
-                else:
-                    events.emit(events.SERVER_LOG, line=line)
+            follow_log()
             code = proc.poll()
             if code is not None:
+                # What it wrote between the last read and its exit: the lines that say why.
+                follow_log()
                 events.emit(events.SERVER_STATE, stage="failed", message=f"exited with code {code}")
                 raise AgentError(
                     "server_start_failed",
-                    f"The server exited with code {code} while starting. Its log's last lines:\n" + "\n".join(tail[-LOG_TAIL_LINES:]),
-                    f"The whole log is {log_file} on the host.",
+                    f"The server exited with code {code} while starting. "
+                    + (
+                        "Its log's last lines:\n" + "\n".join(tail[-LOG_TAIL_LINES:])
+                        if offsets
+                        else f"Its output goes to {log_where}, as before."
+                    ),
+                    f"The whole log is {log_where} on the host." if offsets else "Run its command by hand on the host to see why it ended.",
                 )
             now = time.monotonic()
             if now >= next_check:
@@ -607,7 +655,7 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
                     "server_start_timeout",
                     f"The server did not answer /health and /v1/models within {start_timeout:.0f} s; it was stopped. Last lines:\n"
                     + "\n".join(tail),
-                    f"The whole log is {log_file} on the host.",
+                    f"The whole log is {log_where} on the host.",
                 )
             time.sleep(0.1)
     except KeyboardInterrupt:
@@ -623,7 +671,7 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
         "action": "start",
         "recipe": adopted,
         "running": True,
-        "log_file": log_file,
+        "log_file": log_where,
         "ready_s": round(ready_s, 3),
         "estimate_s": estimate,
     }

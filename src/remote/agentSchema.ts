@@ -16,6 +16,7 @@ export type ServerKind = 'vllm' | 'sglang' | 'unknown';
 export type MicroKind = 'gemm' | 'allreduce' | 'alltoall' | 'launch' | 'peak';
 export type AgentResult = ProbeResult | MacroResult | MicroResult | ProfileCapture | CollectiveResult | ServerControlResult;
 export type ServerManagerKind = 'process' | 'systemd' | 'docker' | 'podman';
+export type ServerOutputKind = 'file' | 'null' | 'tty' | 'pipe' | 'journal' | 'container' | 'socket' | 'other';
 export type ServerStage = 'stopping' | 'stopped' | 'starting' | 'weights' | 'cuda_graphs' | 'api' | 'ready' | 'failed';
 
 export interface ServerInfo { url: string; kind: ServerKind; version: string | null; model: string | null; simulated: boolean; [field: string]: unknown }
@@ -44,10 +45,11 @@ export interface MicroAllreduce { backend: string; world_size: number; note: str
 export interface CollectiveResult { plan?: CollectivePlan; host?: string; ranks?: number; backend?: string; points?: MicroPointPayload[]; [field: string]: unknown }
 export interface CollectivePlan { model: string | null; hidden: number; top_k: number | null; layers: number | null; moe_layers: number | null; world_size: number; m: number[]; allreduce: CollectiveSize[]; alltoall: CollectiveSize[]; port: number; host: string; local_ranks: number; device: 'cuda' | 'cpu'; addr: string | null }
 export interface CollectiveSize { m: number; bytes: number; tokens_per_rank?: number }
-export interface ServerRecipe { url: string; argv: string[]; cwd: string | null; env: Record<string, string>; user: string | null; manager: ServerManager; kind: ServerKind; version: string | null; identity: ServerIdentity | null }
+export interface ServerRecipe { url: string; argv: string[]; cwd: string | null; env: Record<string, string>; user: string | null; manager: ServerManager; kind: ServerKind; version: string | null; identity: ServerIdentity | null; env_complete?: boolean; stdout?: ServerOutput | null; stderr?: ServerOutput | null }
+export interface ServerOutput { kind: ServerOutputKind; target: string; path?: string; peer?: string; deleted?: boolean }
 export interface ServerManager { kind: ServerManagerKind; unit?: string; container?: string }
 export interface ServerIdentity { pid: number; start_ticks: number }
-export interface ServerControlResult { action: 'status' | 'stop' | 'start'; recipe: ServerRecipe | null; profiler_recipe?: ServerRecipe | null; profiler_change?: string | null; running?: boolean; log_file?: string; ready_s?: number; estimate_s?: number | null; [field: string]: unknown }
+export interface ServerControlResult { action: 'status' | 'stop' | 'start'; recipe: ServerRecipe | null; profiler_recipe?: ServerRecipe | null; profiler_change?: string | null; running?: boolean; log_file?: string; ready_s?: number; estimate_s?: number | null; shell_env?: Record<string, string>; [field: string]: unknown }
 export interface ProfileCapture { server: ServerInfo; trace_dir: string; workload: ProfileWorkload; [field: string]: unknown }
 export interface ProfileWorkload { concurrency: number; output_len: number; input_len: number; [field: string]: unknown }
 

@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PhaseContext } from '../../src/core/campaign/phaseContext';
 import { parseTarget, Target } from '../../src/core/config/target';
 import { silentLogger } from '../../src/core/log';
@@ -22,7 +22,7 @@ import { ServerRecipe } from '../../src/remote/agentProtocol';
 import { openTransport } from '../../src/remote/openTransport';
 import { Transport } from '../../src/remote/transport';
 import { freePort, makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
-import { listening } from '../support/userServer';
+import { listening, processAsSeen, startUserServer, UserServer } from '../support/userServer';
 
 // The server's lifecycle over a real SSH connection (a private sshd on loopback) against real
 // processes: the simulator mimicking vLLM 0.16, started as a user would with a short start-up
@@ -31,6 +31,13 @@ import { listening } from '../support/userServer';
 
 const USER = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
 const STARTUP_S = '1.5';
+
+/** The simulator started as from the user's shell, its output into a log of its own (`> server.log 2>&1`): where a restart writes and the tool follows. */
+function spawnUserServer(args: string[], log: string): void {
+  const fd = openSync(log, 'a');
+  spawn('python3', ['-u', 'simulator/vllm_sim.py', ...args], { stdio: ['ignore', fd, fd], detached: true }).unref();
+  closeSync(fd);
+}
 
 async function health(url: string): Promise<number | undefined> {
   try {
@@ -66,11 +73,7 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
     // The user's server: started outside the tool, in a session of its own, as from their shell.
-    const proc = spawn('python3', ['-u', 'simulator/vllm_sim.py', '--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], {
-      stdio: 'ignore',
-      detached: true,
-    });
-    proc.unref();
+    spawnUserServer(['--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], join(dir, `server-${port}.log`));
     const deadline = Date.now() + 20_000;
     while ((await health(url)) !== 200) {
       if (Date.now() > deadline) throw new Error('the simulator did not start');
@@ -160,7 +163,7 @@ describe('the server lifecycle over SSH: adopt, stop, restart with the profiler,
       },
     );
     const config = JSON.stringify({ profiler: 'torch', torch_profiler_dir: join(dir, 'traces') });
-    assert.deepEqual(step!.changes, [`adds --profiler-config '${config}'`]);
+    assert.equal(step!.changes[0], `adds --profiler-config '${config}'`);
     assert.deepEqual(during!.argv, [...originalArgv, '--profiler-config', config], 'the server ran with the profiler flag');
     assert.equal(profile.summary.status, 'completed', profile.summary.reason);
     assert.ok(profile.traces.length > 0, 'traces were written by the restarted server');
@@ -307,10 +310,7 @@ describe('infbench server and the phases’ server flags (local target)', functi
   beforeEach(async () => {
     port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    spawn('python3', ['-u', 'simulator/vllm_sim.py', '--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], {
-      stdio: 'ignore',
-      detached: true,
-    }).unref();
+    spawnUserServer(['--mimic', 'vllm-0.16', '--port', String(port), '--startup-seconds', STARTUP_S], join(ws, `server-${port}.log`));
     const deadline = Date.now() + 20_000;
     while ((await health(url)) !== 200) {
       if (Date.now() > deadline) throw new Error('the simulator did not start');
@@ -447,5 +447,119 @@ describe('infbench server and the phases’ server flags (local target)', functi
     const after = listening(port)!;
     assert.notEqual(after.pid, before.pid);
     assert.deepEqual(after.argv, originalArgv);
+  });
+});
+
+/** A shell's environment of about 35 variables: a site's own settings, a secret, and what a login sets. */
+function siteEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    USER,
+    LOGNAME: USER,
+    SHELL: '/bin/bash',
+    LANG: 'C.UTF-8',
+    TERM: 'xterm-256color',
+    SITE_SETTING: 'abc',
+    SITE_QUEUE: 'batch-7',
+    SITE_NOTE: "two words; it's $quoted",
+    HF_TOKEN: `hf_${'q9w8e7r6'.repeat(4)}`,
+    VLLM_LOGGING_LEVEL: 'INFO',
+    CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
+  };
+  for (let i = 0; i < 19; i++) env[`LAB_VAR_${String(i).padStart(2, '0')}`] = `value ${i}`;
+  return env;
+}
+
+describe('the original server put back exactly, through infbench over SSH: command line, folder, whole environment, log file', function () {
+  this.timeout(180_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ib-exact-'));
+  const ws = join(dir, 'workspace');
+  let sshd: Sshd;
+  let configFile: string;
+  let user: UserServer;
+  let folder: string;
+
+  function cli(args: string[]) {
+    return spawnSync('node', ['dist/cli.js', ...args, '--target', 'gpubox', '--ssh-config', configFile, '--url', user.url, '--workspace', ws], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
+  before(async () => {
+    const key = makeKey(dir, 'client');
+    sshd = await startSshd({ authorizedKeys: [key.publicLine] });
+    configFile = writeClientConfig(
+      join(dir, 'client-config'),
+      { gpubox: ['HostName 127.0.0.1', `Port ${sshd.port}`, `User ${USER}`, `IdentityFile ${key.privateFile}`, 'IdentityAgent none'] },
+      [sshd.knownHostsLine],
+    ).configFile;
+    // The user's server in its own folder, from a shell with its own environment: `python3 -u .../vllm_sim.py ... > its-own.log 2>&1`.
+    folder = mkdtempSync(join(dir, 'my-server-'));
+    user = await startUserServer(['--mimic', 'vllm-0.16', '--startup-seconds', STARTUP_S], folder, 30_000, {
+      env: siteEnvironment(),
+      log: join(folder, 'its-own.log'),
+      simulator: resolve('simulator/vllm_sim.py'),
+    });
+  });
+  after(async () => {
+    user?.kill();
+    await sshd?.stop();
+  });
+
+  it('restarts with the profiler and restores: the same cmdline, cwd, environ and fd targets; the restore shown in full before it runs', () => {
+    const before = processAsSeen(user.original.pid);
+    assert.ok(before.environ.length >= 35, `the shell gave ${before.environ.length} variables`);
+    assert.equal(before.fd1, join(folder, 'its-own.log'));
+
+    const restart = cli(['server', 'restart', '--with-profiler', 'auto', '--yes']);
+    assert.equal(restart.status, 0, restart.stderr);
+    // Its start-up log followed from the user's own file, while the tool waited for it.
+    assert.match(restart.stderr, /\| INFO .*Loading weights took/);
+    const variant = processAsSeen(listening(user.port)!.pid);
+    assert.deepEqual(variant.environ, before.environ, 'the profiler restart has the original environment (its change is a flag)');
+    assert.deepEqual([variant.fd1, variant.fd2], [before.fd1, before.fd2], 'and writes to the same log');
+    assert.deepEqual(variant.cmdline.slice(0, before.cmdline.length), before.cmdline);
+
+    // Without --yes and with no terminal: the restore is shown, and nothing is done.
+    const shown = cli(['server', 'restore']);
+    assert.equal(shown.status, 1, shown.stderr);
+    const log = join(folder, 'its-own.log');
+    const start = shown.stderr.split('\n').find((l) => l.includes(`cd ${folder} && `));
+    assert.ok(start, `the start command with its folder:\n${shown.stderr}`);
+    assert.ok(start.endsWith(`setsid ${before.cmdline.join(' ')} >> ${log} 2>&1`), start);
+    assert.match(start, / SITE_SETTING=abc /, 'the site variable the shell on the host lacks');
+    assert.match(start, / HF_TOKEN=REDACTED /, 'a secret, filled in on the host');
+    assert.match(shown.stderr, new RegExp(`\\$ kill -TERM ${listening(user.port)!.pid} `));
+    assert.match(shown.stderr, /the original: environment: all \d+ variables the process had/);
+    assert.match(shown.stderr, new RegExp(`the original: stdout and stderr: appended to the file ${log}, as before`));
+    assert.match(shown.stderr, /Pass --yes to agree/);
+    assert.deepEqual(processAsSeen(listening(user.port)!.pid), variant, 'nothing was done without a yes');
+
+    const restore = cli(['server', 'restore', '--yes']);
+    assert.equal(restore.status, 0, restore.stderr);
+    const after = listening(user.port)!;
+    assert.notEqual(after.pid, user.original.pid);
+    const seen = processAsSeen(after.pid);
+    assert.deepEqual(
+      seen.environ.filter((e) => !before.environ.includes(e)),
+      [],
+      'no variable the original did not have',
+    );
+    assert.deepEqual(
+      before.environ.filter((e) => !seen.environ.includes(e)),
+      [],
+      'every variable the original had',
+    );
+    assert.deepEqual(seen, before);
+    // Three start-ups in the user's log: the original's lines kept, the others appended.
+    assert.equal(readFileSync(log, 'utf8').split('Loading weights took').length - 1, 3);
+    // The secret stayed on the host: nothing in the workspace holds it.
+    const kept = readdirSync(join(ws, '.inference-bench', 'server'), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => readFileSync(join(e.parentPath ?? (e as unknown as { path: string }).path, e.name), 'utf8'));
+    assert.ok(kept.length > 0);
+    assert.ok(!kept.some((text) => text.includes('q9w8e7r6')), 'the token is not in the change records');
   });
 });

@@ -1,5 +1,7 @@
 """The `server` command: a recipe adopted from a real process (the simulator), stopped by pid and
-identity only, started again detached with its start-up log followed to ready, and a start that fails."""
+identity only, started again detached with its start-up log followed to ready, and a start that fails;
+the server put back as the same process: command line, folder, whole environment, and its stdout and
+stderr where the user had sent them."""
 import contextlib
 import io
 import json
@@ -15,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent import events, server  # noqa: E402
+from infbench_agent import events, server, server_output  # noqa: E402
 from infbench_agent.events import AgentError  # noqa: E402
 
 SIM = os.path.join(ROOT, "simulator", "vllm_sim.py")
@@ -120,7 +122,9 @@ class LifecycleTest(unittest.TestCase):
                 p.wait()
 
     def recipe_of_running(self):
-        proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Its output into a log file of its own, as a user's `> server.log 2>&1`: where a restart writes and is followed.
+        with open(os.path.join(self.cache, "server.log"), "ab") as log:
+            proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -196,6 +200,163 @@ class LifecycleTest(unittest.TestCase):
             quietly(server.start, bad, 30, 2, "s3cret")
         self.assertEqual(failed.exception.code, "server_start_failed")
         self.assertIn("unrecognized arguments: --no-such-flag", failed.exception.message)
+
+
+def process_as_seen(pid):
+    """What a user compares of a process in /proc: command line, folder, environment (a set) and where fd 1 and 2 go."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmdline = f.read()
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        environ = {e for e in f.read().split(b"\0") if e}
+    return {
+        "cmdline": cmdline,
+        "cwd": os.readlink(f"/proc/{pid}/cwd"),
+        "environ": environ,
+        "fd1": os.readlink(f"/proc/{pid}/fd/1"),
+        "fd2": os.readlink(f"/proc/{pid}/fd/2"),
+    }
+
+
+def site_environment(home):
+    """A shell's environment of about 35 variables: a site's own settings, a secret, and what a login sets."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": home,
+        "USER": os.environ.get("USER", "bench"),
+        "LOGNAME": os.environ.get("USER", "bench"),
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "SITE_SETTING": "abc",
+        "SITE_QUEUE": "batch-7",
+        "SITE_NOTE": "two words; and $dollars",
+        "HF_TOKEN": "hf_" + "a1b2c3d4" * 4,
+        "MODEL_STORE_URL": "https://reader:pa55word@store.example/models",
+        "VLLM_LOGGING_LEVEL": "INFO",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "OMP_NUM_THREADS": "4",
+    }
+    for i in range(18):
+        env[f"LAB_VAR_{i:02d}"] = f"value {i}"
+    return env
+
+
+class ExactRestoreTest(unittest.TestCase):
+    """The change a phase makes (stop, start a variant, put the original back) leaves the same process as the user started."""
+
+    def setUp(self):
+        self.cache = tempfile.mkdtemp(prefix="ib-server-cache-")
+        os.environ["XDG_CACHE_HOME"] = self.cache
+        self.folder = tempfile.mkdtemp(prefix="ib-user-server-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.started = []
+
+    def tearDown(self):
+        for pid in self.started:
+            if server._alive(pid):
+                os.kill(pid, 9)
+
+    def start_from_a_shell(self):
+        # As a user types it in their own folder: `python3 -u sim ... > its-own.log 2>&1`, from a shell with its own environment.
+        line = f"exec {sys.executable} -u {SIM} --mimic vllm-0.16 --port {self.port} --startup-seconds 0.3 > its-own.log 2>&1"
+        shell = subprocess.Popen(["/bin/bash", "-c", line], cwd=self.folder, env=site_environment(self.folder), start_new_session=True)
+        self.started.append(shell.pid)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            recipe = server.adopt(self.url)
+            if recipe:
+                return recipe
+            time.sleep(0.1)
+        self.fail("the simulator did not listen")
+
+    def wait_ready(self, recipe):
+        result, seen = quietly(server.start, recipe, 30, 2, None)
+        self.started.append(result["recipe"]["identity"]["pid"])
+        return result, seen
+
+    def test_puts_back_the_same_command_line_folder_environment_and_log_file(self):
+        recipe = self.start_from_a_shell()
+        pid = recipe["identity"]["pid"]
+        before = process_as_seen(pid)
+        self.assertGreaterEqual(len(before["environ"]), 35)
+        log = os.path.join(self.folder, "its-own.log")
+        self.assertEqual(recipe["stdout"], {"kind": "file", "target": log, "path": log})
+        self.assertEqual(recipe["stderr"], recipe["stdout"])
+        self.assertTrue(recipe["env_complete"])
+        self.assertEqual(recipe["env"]["SITE_SETTING"], "abc")
+        # Secrets stay on the host: the recipe (kept in the workspace's run folder) carries none of them.
+        self.assertEqual(recipe["env"]["HF_TOKEN"], "REDACTED")
+        self.assertNotIn("pa55word", json.dumps(recipe))
+        self.assertNotIn("a1b2c3d4", json.dumps(recipe))
+        with open(log, "rb") as f:
+            first_lines = f.read()
+
+        quietly(server.stop, self.url, pid, recipe["identity"]["start_ticks"], recipe["argv"], 5)
+
+        # A variant: the original environment plus its own change, writing to the same log.
+        variant = json.loads(json.dumps(recipe))
+        variant["env"]["VLLM_LOGGING_LEVEL"] = "DEBUG"
+        variant["argv"] += ["--served-model-name", "variant"]
+        result, seen = self.wait_ready(variant)
+        variant_pid = result["recipe"]["identity"]["pid"]
+        during = process_as_seen(variant_pid)
+        self.assertEqual(during["environ"], (before["environ"] - {b"VLLM_LOGGING_LEVEL=INFO"}) | {b"VLLM_LOGGING_LEVEL=DEBUG"})
+        self.assertEqual((during["fd1"], during["fd2"]), (before["fd1"], before["fd2"]))
+        # Its start-up log was followed from the user's file, from where this start began.
+        logged = [e["line"] for e in seen if e["type"] == "server.log"]
+        self.assertTrue(any("Loading weights took" in line for line in logged))
+        self.assertEqual(result["log_file"], log)
+        quietly(server.stop, self.url, variant_pid, result["recipe"]["identity"]["start_ticks"], result["recipe"]["argv"], 5)
+
+        result, _ = self.wait_ready(recipe)
+        after = process_as_seen(result["recipe"]["identity"]["pid"])
+        self.assertNotEqual(result["recipe"]["identity"]["pid"], pid)
+        self.assertEqual(after["environ"] - before["environ"], set(), "no variable the original did not have")
+        self.assertEqual(before["environ"] - after["environ"], set(), "every variable the original had")
+        self.assertEqual(after, before)
+        with open(log, "rb") as f:
+            whole = f.read()
+        self.assertTrue(whole.startswith(first_lines), "the user's earlier lines are kept: the log is appended to")
+        self.assertEqual(whole.count(b"Loading weights took"), 3, "the original's, the variant's and the restored server's start-ups")
+
+
+class OutputTargetTest(unittest.TestCase):
+    def target_of(self, **streams):
+        proc = subprocess.Popen(["sleep", "30"], **streams)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        return proc, server_output.describe(proc.pid, 1)
+
+    def test_a_pipe_names_its_reader_and_goes_to_the_tools_log_with_a_note(self):
+        proc, out = self.target_of(stdout=subprocess.PIPE)
+        self.assertEqual(out["kind"], "pipe")
+        self.assertEqual(out["peer"].split(" ")[:2], ["pid", str(os.getpid())], "this test holds the pipe's other end")
+        tool_log = os.path.join(tempfile.mkdtemp(), "tool.log")
+        plan = server_output.plan(out, out, tool_log)
+        plan.close()
+        self.assertEqual(plan.follow, [(tool_log, 0)])
+        self.assertEqual(plan.stderr, subprocess.STDOUT)
+        self.assertIn(f"its stdout went to a pipe to pid {os.getpid()}", plan.notes[0])
+        proc.stdout.close()
+
+    def test_dev_null_stays_dev_null(self):
+        _, out = self.target_of(stdout=subprocess.DEVNULL)
+        self.assertEqual(out["kind"], "null")
+        plan = server_output.plan(out, out, "/nonexistent/tool.log")
+        self.assertEqual((plan.stdout, plan.stderr, plan.follow), (subprocess.DEVNULL, subprocess.DEVNULL, []))
+
+    def test_separate_files_for_stdout_and_stderr_are_each_appended_to(self):
+        folder = tempfile.mkdtemp()
+        with open(os.path.join(folder, "out.log"), "wb") as o, open(os.path.join(folder, "err.log"), "wb") as e:
+            o.write(b"earlier\n")
+            o.flush()
+            proc, out = self.target_of(stdout=o, stderr=e)
+        err = server_output.describe(proc.pid, 2)
+        plan = server_output.plan(out, err, "/nonexistent/tool.log")
+        plan.close()
+        self.assertEqual(plan.follow, [(os.path.join(folder, "out.log"), 8), (os.path.join(folder, "err.log"), 0)])
+        self.assertEqual(plan.notes, [])
 
 
 if __name__ == "__main__":

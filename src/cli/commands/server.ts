@@ -3,7 +3,7 @@ import { CliCommand, parseCommandArgs, UsageError } from '../command';
 import { positiveWholeNumber } from '../flags';
 import { openCliTarget, OpenedTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { readFileSync } from 'node:fs';
-import { parseUserRecipe, startCommand, UserServerRecipe } from '../../core/server/recipe';
+import { environmentInWords, outputTarget, parseUserRecipe, startCommand, UserServerRecipe } from '../../core/server/recipe';
 import { Consent, pendingServerChanges, ServerChange, ServerControlError, ServerProgress, ServerStep } from '../../core/server/serverChange';
 import { serverProgressText } from '../../core/server/progressText';
 
@@ -125,7 +125,9 @@ export const serverCommand: CliCommand = {
           [
             `Server at ${recipe.url}: ${recipe.kind}${recipe.version ? ` ${recipe.version}` : ''}, pid ${id?.pid ?? '?'} (start time ${id?.start_ticks ?? '?'}), user ${recipe.user ?? '?'}`,
             `Run by: ${recipe.manager.kind}${recipe.manager.unit ? ` ${recipe.manager.unit}` : ''}${recipe.manager.container ? ` ${recipe.manager.container}` : ''}`,
-            `Recipe: ${startCommand(recipe)}`,
+            `Recipe: ${startCommand(recipe, status.shell_env)}`,
+            `Output: ${outputTarget(recipe)}`,
+            `Environment: ${environmentInWords(recipe, status.shell_env).replace(/^environment: /, '')}`,
             `Last start of this recipe: ${status.estimate_s ? `${Math.round(status.estimate_s)} s` : 'not seen yet'}`,
             `Kept in: ${change.dir}`,
             '',
@@ -181,18 +183,9 @@ async function restore(opened: OpenedTarget, consent: Consent): Promise<number> 
     process.stdout.write(`Nothing to put back: no change of the server on ${opened.target.name} is pending.\n`);
     return 0;
   }
-  const original = pending.record.original;
-  const yes = await consent({
-    kind: 'restore',
-    title: `Put the original server back on ${opened.target.name} (changed for ${pending.record.purpose}, now ${pending.record.state})`,
-    commands: [
-      ...(pending.record.running ? [`stop pid ${pending.record.running.identity?.pid ?? '?'} (the server the tool started)`] : []),
-      startCommand(original),
-    ],
-    changes: [],
-  });
-  if (!yes) return 1;
-  await ServerChange.open(opened, pending.dir).restore(cliServerProgress);
+  const change = ServerChange.open(opened, pending.dir);
+  if (!(await consent(change.restoreStep()))) return 1;
+  await change.restore(cliServerProgress);
   process.stdout.write('The original server is back.\n');
   return 0;
 }

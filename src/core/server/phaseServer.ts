@@ -1,5 +1,6 @@
+import { join } from 'node:path';
 import { ServerRecipe } from '../../remote/agentProtocol';
-import { recipeDifferences, startCommand } from './recipe';
+import { outputTarget, recipeDifferences } from './recipe';
 import { Consent, ServerChange, ServerContext, ServerControlError, ServerProgress } from './serverChange';
 
 export interface ServerChangeOptions {
@@ -109,11 +110,17 @@ export async function withServerStoppedThenProfiler<T>(
     ? {
         ...stop,
         title: `Stop the server on ${ctx.target.name} (pid ${change.record.original.identity?.pid ?? '?'}) for micro, then start it with the profiler for the profile`,
-        commands: [stop.commands[0], startCommand(changed)],
+        commands: [
+          stop.commands[0],
+          change.startCommand(changed),
+          `after the profile, and on Cancel or a failure: ${change.startCommand(change.record.original)}`,
+        ],
         changes: [
-          ...stop.changes,
+          'the server does not answer while micro runs',
           ...recipeDifferences(change.record.original, changed).map((d) => `the server started after micro ${d}`),
-          'the original is put back after the profile (also on failure or Cancel)',
+          `the server started after micro: ${outputTarget(changed)}`,
+          ...change.originalInWords(),
+          `its original recipe is kept in ${join(change.dir, 'original-recipe.json')}`,
         ],
         estimateS: status.estimate_s,
       }

@@ -8,7 +8,7 @@ import { AgentEvent, ServerControlResult, ServerIdentity, ServerRecipe, ServerSt
 import { DeployedAgent } from '../../remote/agentDeploy';
 import { Transport } from '../../remote/transport';
 import { AgentRunOutcome, runAgentCommand } from '../phases/agentRun';
-import { recipeDifferences, sameRecipe, startCommand, stopCommand, withUserRecipe } from './recipe';
+import { environmentInWords, outputTarget, recipeDifferences, sameRecipe, startCommand, stopCommand, withUserRecipe } from './recipe';
 
 /** What the server's lifecycle needs of a phase's context. */
 export interface ServerContext {
@@ -59,6 +59,11 @@ export interface ServerChangeRecord {
   original: ServerRecipe;
   /** What runs now, when the tool started it. */
   running?: ServerRecipe;
+  /**
+   * The environment of a shell on the host when the recipe was adopted (redacted), so that a start is
+   * shown as typed into that shell: the variables it sets and unsets. Absent in records of older versions.
+   */
+  shellEnv?: Record<string, string>;
   history: { at: string; state: ServerChangeState; note?: string }[];
 }
 
@@ -148,6 +153,7 @@ export class ServerChange {
       // The user's recipe, where they wrote one, is what restoring starts; the running process is still the one stopped.
       original: user ? withUserRecipe(status.recipe, user) : status.recipe,
       ...(user ? { running: status.recipe } : {}),
+      ...(status.shell_env ? { shellEnv: status.shell_env } : {}),
       history: [{ at: new Date().toISOString(), state: 'adopted' }],
     };
     const change = new ServerChange(ctx, dir, record);
@@ -165,14 +171,47 @@ export class ServerChange {
     return change;
   }
 
+  /** The command that starts `recipe`, as typed into a shell on the host (the variables it sets and unsets against that shell). */
+  startCommand(recipe: ServerRecipe): string {
+    return startCommand(recipe, this.record.shellEnv);
+  }
+
+  /** What putting the original back gives it besides its command line: its environment and where its output goes. */
+  originalInWords(): string[] {
+    const original = this.record.original;
+    return [`the original: ${environmentInWords(original, this.record.shellEnv)}`, `the original: ${outputTarget(original)}`];
+  }
+
   /** The consent step for stopping the adopted server. */
   stopStep(): ServerStep {
     const original = this.record.original;
     return {
       kind: 'stop',
       title: `Stop the server on ${this.ctx.target.name} (pid ${original.identity?.pid ?? '?'}) for ${this.record.purpose}, and start it again afterwards`,
-      commands: [stopCommand(original, STOP_TIMEOUT_S), startCommand(original)],
-      changes: ['the server does not answer until it is started again', `its original recipe is kept in ${join(this.dir, 'original-recipe.json')}`],
+      commands: [stopCommand(original, STOP_TIMEOUT_S), this.startCommand(original)],
+      changes: [
+        'the server does not answer until it is started again',
+        ...this.originalInWords(),
+        `its original recipe is kept in ${join(this.dir, 'original-recipe.json')}`,
+      ],
+    };
+  }
+
+  /**
+   * The consent step for putting the original back (the next connection's offer, `infbench server
+   * restore`): the exact commands, the environment and where the output goes, before anything runs.
+   */
+  restoreStep(): ServerStep {
+    const { original, running, purpose, state } = this.record;
+    return {
+      kind: 'restore',
+      title: `Put the original server back on ${this.ctx.target.name} (changed for ${purpose}, now ${state})`,
+      commands: [...(running?.identity ? [stopCommand(running, STOP_TIMEOUT_S)] : []), this.startCommand(original)],
+      changes: [
+        ...(running?.identity ? [`pid ${running.identity.pid} is the server the tool started; it is stopped only if it is still that process`] : []),
+        ...this.originalInWords(),
+        `the record is ${this.dir}`,
+      ],
     };
   }
 
@@ -184,8 +223,12 @@ export class ServerChange {
     return {
       kind: 'restart',
       title: `Restart the server on ${this.ctx.target.name} (pid ${now.identity?.pid ?? '?'}) for ${this.record.purpose}${lasting ? '' : ', then put the original back'}`,
-      commands: [stopCommand(now, STOP_TIMEOUT_S), startCommand(changed), ...(lasting ? [] : [`afterwards: ${startCommand(original)}`])],
-      changes: recipeDifferences(now, changed),
+      commands: [
+        stopCommand(now, STOP_TIMEOUT_S),
+        this.startCommand(changed),
+        ...(lasting ? [] : [`afterwards, and on Cancel or a failure: ${this.startCommand(original)}`]),
+      ],
+      changes: [...recipeDifferences(now, changed), `the restarted server: ${outputTarget(changed)}`, ...(lasting ? [] : this.originalInWords())],
       estimateS,
     };
   }
@@ -308,6 +351,11 @@ export class ServerChange {
       this.save('failed', message);
       throw new ServerControlError(message, 'not_ours');
     }
+    // Said before it runs (also on Cancel or a failure, where no one is asked again): the exact command and where its output goes.
+    const command = this.startCommand(this.record.original);
+    const words = this.originalInWords().join('; ');
+    this.ctx.log.info(`server: putting the original back on ${this.ctx.target.name}: ${command} (${words})`);
+    onProgress?.({ message: `putting the original back: ${command} (${words})` });
     try {
       if (now) await this.stopRecipe(now, onProgress);
       await this.start(this.record.original, { onProgress });

@@ -1,7 +1,6 @@
 import * as vscode from 'vscode';
 import { ServerChangeOptions } from '../../core/server/phaseServer';
 import { describePlan, OmittedStep, PlanStep, RunAllRecord } from '../../core/campaign/runAllPlan';
-import { startCommand } from '../../core/server/recipe';
 import { pendingServerChanges, ServerChange, ServerContext, ServerProgress, ServerStep } from '../../core/server/serverChange';
 import { serverProgressText } from '../../core/server/progressText';
 
@@ -76,15 +75,14 @@ export function vscodeServerOptions(targetName: string, signal?: AbortSignal): S
 export async function offerPendingRestore(ctx: ServerContext): Promise<void> {
   const pending = pendingServerChanges(ctx.workspace, ctx.target.name)[0];
   if (!pending) return;
+  const change = ServerChange.open(ctx, pending.dir);
   const step: ServerStep = {
-    kind: 'restore',
+    ...change.restoreStep(),
     title: `Put the original server back on ${ctx.target.name} (changed for ${pending.record.purpose} and left ${pending.record.state} by an earlier session)`,
-    commands: [startCommand(pending.record.original)],
-    changes: [`the record is ${pending.dir}`],
   };
   if (!(await confirmServerStep(step))) return;
   try {
-    await ServerChange.open(ctx, pending.dir).restore(serverProgressToChannel(ctx.target.name));
+    await change.restore(serverProgressToChannel(ctx.target.name));
     void vscode.window.showInformationMessage(`Inference Bench: the original server is back on ${ctx.target.name}.`);
   } catch (err) {
     void vscode.window.showErrorMessage(`Inference Bench: ${err instanceof Error ? err.message : String(err)}`);
