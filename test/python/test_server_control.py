@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -345,6 +346,39 @@ class OutputTargetTest(unittest.TestCase):
         self.assertEqual(out["kind"], "null")
         plan = server_output.plan(out, out, "/nonexistent/tool.log")
         self.assertEqual((plan.stdout, plan.stderr, plan.follow), (subprocess.DEVNULL, subprocess.DEVNULL, []))
+
+    def test_a_socket_names_what_its_other_end_is_bound_to_and_journald_s_is_the_journal(self):
+        path = os.path.join(tempfile.mkdtemp(), "stdout.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen()
+        self.addCleanup(listener.close)
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)
+        accepted, _ = listener.accept()
+        self.addCleanup(accepted.close)
+        _, out = self.target_of(stdout=client.fileno())
+        client.close()
+        self.assertEqual((out["kind"], out["peer"]), ("socket", path))
+        # The same socket, were it journald's: the journal, put back through systemd-cat (which execs the server itself).
+        journald = unittest.mock.patch.object(server_output, "JOURNAL_STDOUT", path)
+        with journald:
+            proc, out = self.target_of(stdout=accepted.fileno(), stderr=accepted.fileno())
+        self.assertEqual(out["kind"], "socket", "the listener's own end is no stream to the journal")
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)
+        self.addCleanup(client.close)
+        self.addCleanup(listener.accept()[0].close)
+        with journald:
+            _, out = self.target_of(stdout=client.fileno(), stderr=client.fileno())
+        self.assertEqual(out["kind"], "journal")
+        with unittest.mock.patch.object(server_output.shutil, "which", lambda name: "/usr/bin/" + name):
+            plan = server_output.plan(out, out, "/nonexistent/tool.log")
+        self.assertEqual((plan.prefix, plan.follow), (["systemd-cat"], []))
+        with unittest.mock.patch.object(server_output.shutil, "which", lambda name: None):
+            plan = server_output.plan(out, out, os.path.join(tempfile.mkdtemp(), "tool.log"))
+        plan.close()
+        self.assertIn("systemd-cat is not installed here", plan.notes[0])
 
     def test_separate_files_for_stdout_and_stderr_are_each_appended_to(self):
         folder = tempfile.mkdtemp()
