@@ -447,7 +447,9 @@ class MacroRun:
             wake_lag = wake.stop()
             after, metrics_status = read_server_metrics(endpoint)
             server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
-            if trust_streamed_counts(server_metrics, level.records):
+            changed = trust_streamed_counts(server_metrics, level.records)
+            changed = trust_estimated_prompts(server_metrics, level.records) or changed
+            if changed:
                 server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
             summary = level.summary(partial=False)
             out_tokens = summary.get("total_output_tokens") or 0
@@ -595,6 +597,30 @@ def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:
             r["prompt_estimated"] = True
             changed = True
     return changed
+
+
+def trust_estimated_prompts(server_metrics: dict, records: List[dict]) -> bool:
+    """The prompt side of trust_streamed_counts: where the successful requests' usage.prompt_tokens sum to more
+    than twice what the server's own /metrics counted for every prompt of the level (failed requests' too),
+    that usage cannot be true: those requests take the client's counts (the calibrated prompt length).
+    One-sided, as the counter may count more than usage (preempted requests computed again) but not less.
+    Returns whether any record changed."""
+    counted = server_metrics.get("server_prompt_tokens") if server_metrics.get("available") else None
+    if not isinstance(counted, (int, float)) or not math.isfinite(counted) or counted < 0:
+        return False
+    taken = [r for r in records if r.get("ok") and not r.get("usage_problem") and not r.get("prompt_estimated")]
+    claimed = sum(r.get("prompt_tokens") or 0 for r in taken)
+    if claimed <= 2 * counted + 16:
+        return False
+    for r in taken:
+        r["usage_problem"] = (
+            f"usage.prompt_tokens is {r.get('prompt_tokens')}, and such counts sum to {claimed} over the level where the "
+            f"server's /metrics counted {counted:.0f} prompt tokens in all"
+        )
+        r["output_tokens"] = r.get("client_tokens")
+        r["prompt_tokens"] = r.get("est_prompt_tokens")
+        r["prompt_estimated"] = True
+    return True
 
 
 def sample_body(api: str, model: str) -> str:

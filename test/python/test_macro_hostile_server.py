@@ -68,6 +68,8 @@ EXTRA_CASES = {
     "keepalive_pings",
     # usage.prompt_tokens of 999,999 for a prompt of a few tokens.
     "prompt_usage_absurd",
+    # usage.prompt_tokens of 300 each, a count a request of that size could hold, where /metrics counts 5.
+    "prompt_usage_high",
     # Stalls the first time it is asked, answers well after.
     "stalls_once",
     # A message nested past the parser's limit.
@@ -78,6 +80,8 @@ EXTRA_CASES = {
 class HostileServer(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     generated = 0
+    # Prompt tokens its /metrics counts: 5 a completion request.
+    prompted = 0
     # Whether /metrics answers a chunked body with a bad chunk-size line.
     bad_metrics = False
     # Bodies of /v1/models and /tokenize, and the text of /metrics' counter value (None: the count).
@@ -94,6 +98,10 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
     def count(self, n):
         with self.lock:
             HostileServer.generated += n
+
+    def count_prompt(self):
+        with self.lock:
+            HostileServer.prompted += 5
 
     def send_raw(self, data):
         try:
@@ -120,7 +128,7 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
             return
         elif self.path == "/metrics":
             value = self.metrics_value or str(HostileServer.generated)
-            body = b"vllm:generation_tokens_total %s\n" % value.encode()
+            body = b"vllm:generation_tokens_total %s\nvllm:prompt_tokens_total %d\n" % (value.encode(), HostileServer.prompted)
         else:
             self.send_error(404)
             return
@@ -133,6 +141,7 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
             reply = self.tokenize_body
             self.send_raw(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(reply), reply))
             return
+        self.count_prompt()
         # A prompt that names no case (a random one) gets the good answer.
         case = body["prompt"] if body["prompt"] in CASES or body["prompt"] in RAW_CASES or body["prompt"] in EXTRA_CASES else "good"
         if case in EXTRA_CASES:
@@ -185,11 +194,11 @@ class HostileServer(http.server.BaseHTTPRequestHandler):
             while not self.closed_by_client(b"9\r\n: ping\n\n\r\n"):
                 time.sleep(0.2)
             return
-        elif case == "prompt_usage_absurd":
+        elif case in ("prompt_usage_absurd", "prompt_usage_high"):
             self.count(4)
             for m in GOOD:
                 self.chunk(json.dumps(m))
-            self.chunk(usage(4, prompt=999999))
+            self.chunk(usage(4, prompt=999999 if case == "prompt_usage_absurd" else 300))
         elif case == "stalls_once":
             with self.lock:
                 first = case not in HostileServer.seen
@@ -251,7 +260,7 @@ def run_macro(url, prompts, *args):
 
 class AHostileServer(unittest.TestCase):
     def setUp(self):
-        HostileServer.generated = 0
+        HostileServer.generated = HostileServer.prompted = 0
         HostileServer.seen = set()
         self.server, self.url = serve(HostileServer)
 
@@ -487,6 +496,15 @@ class AHostileServer(unittest.TestCase):
         self.assertIn("usage.prompt_tokens is 999999, more than a prompt sent in a", level["token_count"]["usage_problem"])
         warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
         self.assertTrue(any("usage could not be true for 2 request(s) (usage.prompt_tokens is 999999" in w for w in warnings), warnings)
+
+    def test_a_prompt_usage_the_servers_own_metrics_contradict_takes_the_clients_count(self):
+        result, events = run_macro(self.url, [("prompt_usage_high", 4)], "--model", "hostile", "--concurrency", "2", "--requests", "4")
+        [level] = result["levels"]
+        self.assertEqual((level["completed"], level["token_count"]["usage_rejected"]), (4, 4))
+        self.assertLess(level["total_input_tokens"], 100)
+        self.assertIn("/metrics counted 20 prompt tokens in all", level["token_count"]["usage_problem"])
+        warnings = [e["message"] for e in events if e["type"] == "log" and e["level"] == "warn"]
+        self.assertTrue(any("usage could not be true for 4 request(s) (usage.prompt_tokens is 300" in w for w in warnings), warnings)
 
     def test_json_nested_past_the_parsers_limit_is_a_malformed_reply_not_a_crash(self):
         HostileServer.models_body = b'{"data":' + NESTED + b"}"
