@@ -106,7 +106,9 @@ export const configsCommand: CliCommand = {
         if (compared.configurations.some((c) => c.simulated)) process.stdout.write(SIMULATOR_BANNER);
         process.stdout.write(`${renderTextTable(configurationsTable(compared))}\n`);
         for (const c of compared.configurations)
-          process.stdout.write(`\n${c.name}: ${c.command}${c.runId ? `\n  run ${c.runId}` : ''}${c.error ? `\n  not measured: ${c.error}` : ''}`);
+          process.stdout.write(
+            `\n${c.name} (configuration ${c.id}): ${c.command}${c.runId ? `\n  run ${c.runId}` : ''}${c.error ? `\n  not measured: ${c.error}` : ''}`,
+          );
         process.stdout.write(`\n\nThe original recipe and every step: ${compared.changeDir}\n`);
       }
       if (opened.signal.aborted) return 130;
