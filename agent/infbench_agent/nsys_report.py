@@ -1,9 +1,11 @@
 """Reads an Nsight Systems report exported to SQLite and names the NVTX module of every GPU kernel.
 
-    python3 -m infbench_agent.nsys_report REPORT.sqlite [--step-range REGEX]
+    python3 -m infbench_agent.nsys_report REPORT.sqlite [--step-range REGEX] [--kineto FOLDER]
 
 Writes one JSON object per line: a header, then every kernel, copy and memset in start order, each
 with its decode step and its module path, then a summary. Standard library only (`sqlite3`).
+With --kineto, writes the report as Kineto traces instead, which `infbench analyze` reads as it reads
+a torch profile (the kernel categories, top kernels and launch statistics of the same steps).
 
 The report must come from `nsys profile --trace=cuda,nvtx --cuda-graph-trace=node` and
 `nsys export --type sqlite`. Nsight Systems 2025.3 writes (checked against real exports):
@@ -275,6 +277,7 @@ class NsysReport:
                 "stream": stream,
                 "pid": (gpid >> 24) & 0xFFFFFF if gpid is not None else None,
                 "graphed": graphed,
+                "correlation": corr,
                 "step": step,
                 "module": module,
             }
@@ -341,6 +344,62 @@ class NsysReport:
         return [{"id": r[0], "name": r[1]} for r in self.db.execute("SELECT id, name FROM TARGET_INFO_GPU ORDER BY id")]
 
 
+KINETO_CAT = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
+
+
+def write_kineto(report: NsysReport, folder: str) -> List[str]:
+    """The report as Chrome/Kineto traces, one per process, that the torch-profile analyzer reads as they are.
+
+    Step ranges become user_annotation events, launch calls cuda_runtime events and GPU activity kernel,
+    gpu_memcpy and gpu_memset events (pid the device, tid the stream) carrying the launch's correlation
+    and, in args, the NVTX module the reader gave them. Returns the files written.
+    """
+    os.makedirs(folder, exist_ok=True)
+    files: Dict[int, Any] = {}
+    written: List[str] = []
+
+    def emit(pid: int, event: Dict[str, Any]) -> None:
+        f = files.get(pid)
+        if f is None:
+            path = os.path.join(folder, f"nsys-pid{pid}.trace.json")
+            f = files[pid] = open(path, "w")
+            written.append(path)
+            f.write('{"schemaVersion": 1, "traceName": "nsys export", "traceEvents": [\n')
+        else:
+            f.write(",\n")
+        f.write(json.dumps(event, separators=(",", ":")))
+
+    windows = report._profiler_windows()
+    in_window = lambda t: not windows or any(a <= t <= b for a, b in windows)  # noqa: E731
+    try:
+        if report.has_nvtx:
+            for tid, start, _kind, end, text, _key in report.db.execute(report._range_rows()):
+                if text and report.step_re.search(text) and in_window(start):
+                    pid = (tid >> 24) & 0xFFFFFF
+                    event = {"ph": "X", "cat": "user_annotation", "name": text, "pid": pid, "tid": tid & 0xFFFFFF}
+                    emit(pid, {**event, "ts": start / 1000, "dur": (end - start) / 1000})
+        tables = " UNION ".join(f"SELECT correlationId FROM {t}" for _, t in report._activity_tables())
+        rows = report.db.execute(
+            "SELECT r.globalTid, r.start, r.end, r.correlationId, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+            f"JOIN StringIds s ON s.id = r.nameId WHERE r.correlationId IN ({tables})"
+        )
+        for tid, start, end, corr, name in rows:
+            pid = (tid >> 24) & 0xFFFFFF
+            event = {"ph": "X", "cat": "cuda_runtime", "name": re.sub(r"_v\d+$", "", name), "pid": pid, "tid": tid & 0xFFFFFF}
+            emit(pid, {**event, "ts": start / 1000, "dur": (end - start) / 1000, "args": {"correlation": corr}})
+        for r in report.records():
+            if r["type"] not in KINETO_CAT or r["pid"] is None:
+                continue
+            args = {"correlation": r["correlation"], "device": r["device"], "stream": r["stream"], "nvtx module": r["module"]}
+            event = {"ph": "X", "cat": KINETO_CAT[r["type"]], "name": r["name"], "pid": r["device"], "tid": r["stream"]}
+            emit(r["pid"], {**event, "ts": r["start"] / 1000, "dur": (r["end"] - r["start"]) / 1000, "args": args})
+    finally:
+        for f in files.values():
+            f.write("\n]}\n")
+            f.close()
+    return written
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m infbench_agent.nsys_report", description=__doc__.split("\n\n")[0])
     p.add_argument("report", help="an Nsight Systems report exported to SQLite (nsys export --type sqlite)")
@@ -349,9 +408,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         default=DEFAULT_STEP_RANGE,
         help=f"regular expression of the NVTX range that marks a decode step (default {DEFAULT_STEP_RANGE})",
     )
+    p.add_argument("--kineto", metavar="FOLDER", help="write the report as Kineto traces (one per process) into FOLDER instead")
     a = p.parse_args(argv)
     try:
         report = NsysReport(a.report, a.step_range)
+        if a.kineto:
+            for path in write_kineto(report, a.kineto):
+                sys.stdout.write(path + "\n")
+            return 0
         out = sys.stdout
         for record in report.records():
             out.write(json.dumps(record, separators=(",", ":")))

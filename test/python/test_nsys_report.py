@@ -10,7 +10,7 @@ import sqlite3
 import tempfile
 import unittest
 
-from infbench_agent.nsys_report import NsysReport, ReportError, main, module_name
+from infbench_agent.nsys_report import NsysReport, ReportError, main, module_name, write_kineto
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "nsys")
@@ -128,6 +128,25 @@ class NsysProfilerWindowTest(unittest.TestCase):
         self.assertEqual(summary["steps"], 20)
         self.assertEqual(summary["noCaptureNode"], 0, "the node events of the start-up capture are kept")
         self.assertEqual(summary["replayedWithoutRange"], summary["graphed"], "their NVTX ranges are not")
+
+
+class NsysKinetoTest(unittest.TestCase):
+    def test_writes_steps_launches_and_gpu_activity_as_a_kineto_trace(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = NsysReport(os.path.join(FIXTURES, "window.sqlite"))
+            files = write_kineto(report, d)
+            self.assertEqual(len(files), 1)
+            with open(files[0]) as f:
+                events = json.load(f)["traceEvents"]
+        cats = collections.Counter(e["cat"] for e in events)
+        # Only the 20 steps between cudaProfilerStart and cudaProfilerStop are steps.
+        self.assertEqual(cats["user_annotation"], 20)
+        self.assertEqual(cats["kernel"] + cats["gpu_memcpy"] + cats["gpu_memset"], 5667)
+        launches = {e["args"]["correlation"] for e in events if e["cat"] == "cuda_runtime"}
+        kernels = [e for e in events if e["cat"] == "kernel"]
+        self.assertTrue(all(k["args"]["correlation"] in launches for k in kernels), "every kernel's launch call is there")
+        self.assertIn("cudaGraphLaunch", {e["name"] for e in events if e["cat"] == "cuda_runtime"})
+        self.assertIn("model.layers.2.self_attn", {k["args"]["nvtx module"] for k in kernels})
 
 
 class NsysReaderInputTest(unittest.TestCase):

@@ -1,5 +1,6 @@
-import { existsSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { checkOutPath, CliCommand, UsageError } from '../command';
 import { kernelFamilyFlag } from '../flags';
 import { writeAtomic } from '../../core/runs/runFolder';
@@ -7,7 +8,7 @@ import { analyzeTracesInWorker } from '../../core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../core/trace/format';
 import { printable } from '../../shared/printable';
 import { renderNsysText } from '../../core/trace/nsysModules';
-import { analyzeNsysReport, nsysKind } from '../../core/trace/nsysSource';
+import { analyzeNsysReport, exportNsysAsKineto, nsysKind } from '../../core/trace/nsysSource';
 import { KernelFamilySpec, TraceAnalysisOptions } from '../../core/trace/types';
 import { compileUserPattern } from '../../core/trace/userPattern';
 
@@ -154,9 +155,19 @@ async function analyzeNsys(args: AnalyzeArgs): Promise<number> {
     );
   const results = [];
   for (const file of args.files) {
-    const b = await analyzeNsysReport(file, { stepRange: args.options.stepAnnotation, extraFamilies: args.options.extraFamilies });
-    results.push(b);
-    if (!args.json) process.stdout.write(renderNsysText(b));
+    const read = { stepRange: args.options.stepAnnotation, extraFamilies: args.options.extraFamilies };
+    const b = await analyzeNsysReport(file, read);
+    if (!args.json) process.stdout.write(renderNsysText(b, { categories: false }));
+    // The same steps through the torch-profile analyzer, from the report written as Kineto traces.
+    const folder = mkdtempSync(join(tmpdir(), 'infbench-nsys-'));
+    try {
+      const traces = await exportNsysAsKineto(file, folder, read);
+      const kernels = await analyzeTracesInWorker(traces, { ...args.options, stepAnnotation: args.options.stepAnnotation ?? b.stepRange });
+      if (!args.json) process.stdout.write(`\n${renderBreakdownText(kernels)}`);
+      results.push({ ...b, kernelBreakdown: kernels });
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   }
   const json = JSON.stringify(results.length === 1 ? results[0] : results, null, 2);
   if (args.json) process.stdout.write(`${json}\n`);

@@ -382,8 +382,8 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), ...rows.map(line)].join('\n');
 }
 
-/** The module breakdown as the CLI prints it. */
-export function renderNsysText(b: NsysBreakdown): string {
+/** The module breakdown as the CLI prints it; `categories: false` leaves out the kernel categories (printed by the trace analyzer beside it). */
+export function renderNsysText(b: NsysBreakdown, options: { categories?: boolean } = {}): string {
   const out: string[] = [b.headline, ''];
   for (const r of b.ranks) {
     const step = r.stepMs ? `${ms(r.stepMs.mean)} per step (median ${ms(r.stepMs.median)})` : 'no step time';
@@ -418,10 +418,11 @@ export function renderNsysText(b: NsysBreakdown): string {
         ),
         '',
       );
-    out.push(
-      table(['kernel category', 'ms/step', 'share %', 'kernels/step'], rows(r.categories.map(({ category, ...rest }) => ({ module: category, ...rest })))),
-      '',
-    );
+    if (options.categories !== false)
+      out.push(
+        table(['kernel category', 'ms/step', 'share %', 'kernels/step'], rows(r.categories.map(({ category, ...rest }) => ({ module: category, ...rest })))),
+        '',
+      );
   }
   for (const w of b.warnings) out.push(`warning: ${w}`);
   return `${out.join('\n').trimEnd()}\n`;

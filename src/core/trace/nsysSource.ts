@@ -35,7 +35,22 @@ export function nsysKind(path: string): 'sqlite' | 'nsys-rep' | undefined {
 
 /** Streams the reader's records of one SQLite export to `onRecord`. Rejects with the reader's own message when it fails. */
 export function readNsysReport(path: string, onRecord: (r: NsysRecord) => void, options: NsysReadOptions = {}): Promise<void> {
-  const args = ['-m', 'infbench_agent.nsys_report', path];
+  return runReader(path, [], (line) => onRecord(JSON.parse(line) as NsysRecord), options);
+}
+
+/**
+ * Writes the report as Kineto traces (one per process) into `folder`, for the torch-profile analyzer
+ * (analyze.ts) to read as it reads any trace: the same steps' categories, top kernels and launches.
+ * Resolves to the files written.
+ */
+export async function exportNsysAsKineto(path: string, folder: string, options: NsysReadOptions = {}): Promise<string[]> {
+  const files: string[] = [];
+  await runReader(path, ['--kineto', folder], (line) => files.push(line), options);
+  return files;
+}
+
+function runReader(path: string, extra: string[], onLine: (line: string) => void, options: NsysReadOptions): Promise<void> {
+  const args = ['-m', 'infbench_agent.nsys_report', path, ...extra];
   if (options.stepRange !== undefined) args.push('--step-range', options.stepRange);
   const python = options.python ?? 'python3';
   const child = spawn(python, args, {
@@ -53,7 +68,7 @@ export function readNsysReport(path: string, onRecord: (r: NsysRecord) => void, 
   lines.on('line', (line) => {
     if (parseError || !line) return;
     try {
-      onRecord(JSON.parse(line) as NsysRecord);
+      onLine(line);
     } catch (err) {
       parseError = err as Error;
       child.kill();

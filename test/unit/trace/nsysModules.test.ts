@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
 import { IDLE, NO_RANGE, NsysBreakdown, placeOf, renderNsysText } from '../../../src/core/trace/nsysModules';
-import { analyzeNsysReport, nsysKind } from '../../../src/core/trace/nsysSource';
+import { analyzeNsysReport, exportNsysAsKineto, nsysKind } from '../../../src/core/trace/nsysSource';
 import { analyzeCommand, parseAnalyzeArgs } from '../../../src/cli/commands/analyze';
 import { UsageError } from '../../../src/cli/command';
 
@@ -122,6 +122,27 @@ describe('an Nsight Systems decode step by layer and module (H200 fixtures)', fu
     }
   });
 
+  it('reads as a torch profile does once written as Kineto traces: the same steps, categories within 3 points of the torch profile', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'nsys-kineto-'));
+    try {
+      const files = await exportNsysAsKineto(fixture('graphs.sqlite'), folder);
+      assert.equal(files.length, 1, 'one process, one trace');
+      const fromNsys = await analyzeTraceFiles(files, { stepAnnotation: graphs.stepRange });
+      const torch = await analyzeTraceFiles([fixture('torch.pt.trace.json.gz')], { stepAnnotation: 'decode_step' });
+      assert.equal(fromNsys.overall.count, 40);
+      assert.equal(fromNsys.ranks[0].stepSource, 'annotation');
+      assert.equal(fromNsys.ranks[0].launch!.graphLaunches, 43, '3 warm-up and 40 decode replays');
+      for (const c of torch.overall.categories) {
+        const n = fromNsys.overall.categories.find((x) => x.category === c.category);
+        assert.ok(n, c.category);
+        assert.ok(Math.abs(n.sharePct - c.sharePct) < 3, `${c.category}: ${n.sharePct}% from nsys, ${c.sharePct}% torch`);
+        assert.equal(n.kernelsPerStep, c.kernelsPerStep, c.category);
+      }
+    } finally {
+      rmSync(folder, { recursive: true });
+    }
+  });
+
   it('says so when the server had no layerwise NVTX markers, rather than guessing modules', async () => {
     const b = await analyzeNsysReport(fixture('graphs-no-nvtx.sqlite'));
     const r = b.ranks[0];
@@ -160,6 +181,7 @@ describe('an Nsight Systems decode step by layer and module (H200 fixtures)', fu
   it('prints the module, layer, skew and category tables', () => {
     const text = renderNsysText(graphs);
     for (const head of ['module', 'layer 2', 'slowest over mean', 'kernel category']) assert.ok(text.includes(head), head);
+    assert.ok(!renderNsysText(graphs, { categories: false }).includes('kernel category'));
   });
 });
 
@@ -188,12 +210,15 @@ describe('infbench analyze with an Nsight Systems report', function () {
     assert.match(out, /^The attention blocks take/);
     assert.match(out, /^moe +\d+\.\d{3} +\d+\.\d +39\.0$/m);
     assert.match(out, /^attention +4 +layer 2 /m);
+    // The categories of the same steps, from the torch-profile analyzer reading the report as Kineto traces.
+    assert.match(out, /^gemm 68\.\d% \(0\.55\d ms\) of a 0\.81\d ms decode step \(1 rank, 40 decode steps/m);
   });
 
   it('gives the JSON with --json', async () => {
     const { out } = await analyze([fixture('graphs.sqlite'), '--json']);
-    const b = JSON.parse(out) as NsysBreakdown;
+    const b = JSON.parse(out) as NsysBreakdown & { kernelBreakdown: { overall: { count: number } } };
     assert.equal(b.ranks[0].steps, 40);
+    assert.equal(b.kernelBreakdown.overall.count, 40);
     assert.equal(b.stepSource, 'nvtx-range');
   });
 
