@@ -620,6 +620,26 @@ class NumbersFromAServer(unittest.TestCase):
 
 
 class BigMessages(unittest.TestCase):
+    def test_a_big_message_costs_each_read_its_own_bytes_not_all_that_came_before(self):
+        # A 10 MB first token comes in ~40 reads. Joined and searched again at every read, its bytes cost the
+        # client ~0.25 s of CPU before its last read (the tokens behind it waited), so its stamp came late and
+        # TPOT read 7.00 ms where the server paced 8 ms. The work before an event ends must grow as its size.
+        from infbench_agent.loadgen_metrics import SSEParser
+
+        def cpu_before_the_end(mb):
+            body = b"data: " + b"y" * (mb << 20) + b"\n\n"
+            pieces = [body[i : i + 262144] for i in range(0, len(body), 262144)][:-1]
+            best = math.inf
+            for _ in range(3):
+                parser, start = SSEParser(), time.process_time()
+                for piece in pieces:
+                    self.assertEqual(parser.feed(piece), [])
+                best = min(best, time.process_time() - start)
+            return best
+
+        # 16 times the bytes: about 16 times the work where it is linear (measured 17), 94 where it was not.
+        self.assertLess(cpu_before_the_end(32) / max(cpu_before_the_end(2), 1e-4), 32)
+
     def test_an_event_split_over_many_reads_is_parsed_once_whole(self):
         from infbench_agent.loadgen_metrics import SSEParser
 
