@@ -413,7 +413,9 @@ class Engine:
             st.remaining -= len(payload)
             complete = st.remaining == 0
         if st.status != 200:
-            st.body += payload
+            # The error's first bytes say what it is; kept whole, a server's endless error page grows without bound.
+            if len(st.body) < MAX_HEADER_BYTES:
+                st.body += payload[: MAX_HEADER_BYTES - len(st.body)]
             if complete:
                 self._http_error(st, now)
             return

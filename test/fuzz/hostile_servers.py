@@ -131,6 +131,13 @@ STREAMS: Dict[str, Behaviour] = {
         "fail:server_error_in_stream",
     ),
     "huge_500_body": (lambda r: plain("500 Internal Server Error", b"E" * 3_000_000), "fail:http_500"),
+    "endless_500_body": (
+        lambda r: [
+            ("send", b"HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            ("trickle", chunked(b"E" * 60000, False) * 1000, 0.05),
+        ],
+        "fail:stalled",
+    ),
     "big_first_token": (lambda r: stream(tok("x" * 2_000_000), *GOOD[1:], usage(4)), "ok:4"),
     "stalls": (lambda r: [("send", HEAD + chunked(sse(tok(" a"), tok(" b"), done=False), False)), ("hold",)], "fail:stalled"),
     "silent": (lambda r: [("hold",)], "fail:stalled"),
