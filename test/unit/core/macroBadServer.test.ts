@@ -26,10 +26,10 @@ const summary = {
   mean_tpot_ms: 10,
   num_prompts: 8,
   failures: { bad_response: 2, stalled: 1 },
-  errors: ["a stream message's `choices` is a str, not a list: 'abc' (after 1 tokens)", 'x', 'the stream sent nothing for 60 s after its first token'],
+  errors: ["a stream message's `choices` is a str, not a list: 'abc' (after 1 tokens)", 'x', 'the stream sent no token for 60 s after its last token'],
   failure_examples: {
     bad_response: "a stream message's `choices` is a str, not a list: 'abc' (after 1 tokens)",
-    stalled: 'the stream sent nothing for 60 s after its first token (2 tokens received); --stall-timeout sets this bound (60 s)',
+    stalled: 'the stream sent no token for 60 s after its last token (2 tokens received); --stall-timeout sets this bound (60 s)',
   },
   token_count: {
     source: 'mixed',
