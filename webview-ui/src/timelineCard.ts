@@ -67,8 +67,8 @@ export class TimelineCard {
       button('PNG', 'Save the timeline as a PNG image', () => void this.exportPng(), 'file-media'),
       button('CSV', 'Save the timeline’s per-second figures as CSV', () => void this.exportCsv(), 'table'),
       button(
-        'Export Chrome Trace',
-        'Save every request and the server’s samples as a Chrome trace, to open in Perfetto (ui.perfetto.dev) or chrome://tracing beside a profiler trace',
+        'Chrome Trace',
+        'Export Chrome Trace: save every request and the server’s samples as a trace to open in Perfetto (ui.perfetto.dev) or chrome://tracing beside a profiler trace',
         () => void saveTrace(this.data.runId),
         'export',
       ),

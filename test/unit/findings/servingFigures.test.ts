@@ -94,4 +94,10 @@ describe("the findings document's serving table", () => {
     assert.ok(servingTable(run)!.columns.length >= 19, 'every column is one click away');
     assert.deepEqual(fewer.rows, servingTable(run)!.rows, 'the rows keep every figure, for the CSV and a switch back');
   });
+
+  it('fills a p50 column from the median where a vllm bench serve result has no p50 (its default percentiles are 99 only)', () => {
+    const imported = { ...levels[0], p50_tpot_ms: undefined, median_tpot_ms: 21.87 };
+    const run: RunSummary = { id: 'r', phase: 'macro', target: 't', startedAt: '', status: 'completed', macro: { levels: [imported] } };
+    assert.equal(servingTable(run, { fewer: true })!.rows[0].p50_tpot_ms, 21.87);
+  });
 });

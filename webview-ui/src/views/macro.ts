@@ -351,7 +351,8 @@ export function servingTable(run: RunSummary, options: { fewer?: boolean } = {})
   ];
   const rows = levels.map((l) => {
     const row: Record<string, TableCell> = { load: loadOf(l), state: levelState(l) };
-    for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? null;
+    // p50 is the median: vLLM writes p50_ only when asked for percentile 50, median_ always.
+    for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? (c.key.startsWith('p50_') ? finite(l[`median_${c.key.slice(4)}`]) : undefined) ?? null;
     return row;
   });
   const shown = options.fewer ? columns.filter((c) => FEWER_COLUMNS.has(c.key)) : columns;
