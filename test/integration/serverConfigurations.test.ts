@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { RunMeta } from '../../src/core/runs/runFolder';
 import { ConfigurationsCompared } from '../../src/core/server/configurationsCompared';
 import { makeKey, startSshd, Sshd, writeClientConfig } from '../support/sshd';
 import { listening, startUserServer, UserServer } from '../support/userServer';
@@ -116,6 +117,9 @@ describe('server configurations compared over SSH: each started, measured by the
     assert.match(stderr, new RegExp(`pid ${original.pid}`));
     assert.match(stderr, /slow-steps: .*vllm_sim\.py.*--step-base-ms 8/);
     assert.match(stderr, /bad-flag: .*--no-such-flag/);
+    // What each configuration changes, flag by flag, not "adds 8 / removes 4".
+    assert.match(stderr, /slow-steps sets --step-base-ms 8 \(was 4\)/);
+    assert.match(stderr, /bad-flag adds --no-such-flag/);
     const compared = JSON.parse(readFileSync(out, 'utf8')) as ConfigurationsCompared;
     assert.deepEqual(
       compared.configurations.map((c) => c.name),
@@ -131,6 +135,14 @@ describe('server configurations compared over SSH: each started, measured by the
       const want = await modelTpot(baseMs);
       assert.ok(Math.abs(tpot - want) <= want * 0.05 + 0.2, `${c.name}: TPOT ${tpot.toFixed(2)} ms, the timing model says ${want.toFixed(2)} ms`);
     }
+    // Each configuration's run carries its name and identity, as the server it measured was started.
+    for (const c of [asStarted, slow]) {
+      const meta = JSON.parse(readFileSync(join(workspace, '.inference-bench', 'runs', c.runId!, 'meta.json'), 'utf8')) as RunMeta;
+      assert.equal(meta.configuration?.name, c.name);
+      assert.equal(meta.configuration?.id, c.id);
+      assert.match(meta.configuration?.id ?? '', /^[0-9a-f]{12}$/);
+    }
+    assert.notEqual(asStarted.id, slow.id);
     // The server's own words on why it did not start.
     assert.match(bad.error ?? '', /no-such-flag/);
     assert.equal(bad.levels, undefined);
