@@ -70,7 +70,8 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     vscode.commands.registerCommand('inferenceBench.setApiKey', async (arg?: unknown) => {
       const target = await pickTarget(arg, "API key for which target's server?");
-      if (target) await apiKeys.ask(target.name);
+      // A new key changes what the server lets in: the target is probed again at once, so that its row says whether the key is taken.
+      if (target && (await apiKeys.ask(target.name))) await vscode.commands.executeCommand('inferenceBench.probeTarget', target.name);
     }),
     vscode.commands.registerCommand('inferenceBench.addTarget', async () => {
       const added = await addTargetCommand(log);

@@ -710,7 +710,7 @@ describe('live results in code-server (UI)', function () {
   const KEYED = 'gpu-box-keyed';
   const API_KEY = 'sk-ui-test-key';
 
-  it('adds a key-protected server on the same host: its row asks for the API key, and Set Server API Key from its context menu lets the next probe in', async () => {
+  it('adds a key-protected server on the same host: its row asks for the API key, and Set Server API Key from its context menu probes it again with the key', async () => {
     // vLLM 0.16 started with --api-key: every /v1 request without the key answers 401.
     keyed = await startSimulator({ stepBaseMs: 5, stepPerSeqMs: 0.05, prefillPerTokenMs: 0.002, extraArgs: ['--mimic', 'vllm-0.16', '--api-key', API_KEY] });
     // Focus in the sidebar, where a user's click puts it: a webview frame given focus earlier would swallow the palette.
@@ -730,9 +730,8 @@ describe('live results in code-server (UI)', function () {
     await targetRow(KEYED).click({ button: 'right' });
     await wb.chooseMenuItem('Set Server API Key...');
     await wb.answer(new RegExp(`API key of the server on ${KEYED}$`), API_KEY);
-    await targetRow(KEYED).click({ button: 'right' });
-    await wb.chooseMenuItem('Probe Target');
-    // With the key the probe reads the model list the 401 had hidden, and the row stops asking for the key.
+    // No probe by hand: setting the key probes the target again. With the key the probe reads the model
+    // list the 401 had hidden, and the row stops asking for the key.
     await wb.page.getByRole('treeitem', { name: /^connected · vLLM 0\.16\.\d+ \(simulator\), moonshotai\/Kimi/ }).waitFor({ timeout: 60_000 });
     assert.equal(await wb.page.getByRole('treeitem', { name: /wants an API key/ }).count(), 0, 'the row still asks for the key');
     await wb.screenshot('live-keyed-server-probed-light');

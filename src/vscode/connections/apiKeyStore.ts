@@ -11,20 +11,21 @@ export class ApiKeyStore {
     return this.secrets.get(secretKey(targetName));
   }
 
-  /** Asks for the key (hidden input); an empty answer forgets the stored one. */
-  async ask(targetName: string): Promise<void> {
+  /** Asks for the key (hidden input); an empty answer forgets the stored one. Returns whether the key changed. */
+  async ask(targetName: string): Promise<boolean> {
     const value = await vscode.window.showInputBox({
       title: `Inference Bench: API key of the server on ${targetName}`,
       prompt: 'The key the server was started with (--api-key, VLLM_API_KEY). Kept in the OS keychain (VS Code SecretStorage); leave empty to forget it.',
       password: true,
       ignoreFocusOut: true,
     });
-    if (value === undefined) return;
+    if (value === undefined) return false;
     if (value.trim()) await this.secrets.store(secretKey(targetName), value.trim());
     else await this.secrets.delete(secretKey(targetName));
     void vscode.window.showInformationMessage(
       value.trim() ? `Inference Bench: API key for ${targetName} stored.` : `Inference Bench: API key for ${targetName} forgotten.`,
     );
+    return true;
   }
 }
 
