@@ -1,16 +1,20 @@
 // The programs that race over one findings document, each a process of its own as in real life:
 // an editor that saves the user's typing (in place, by renaming a new file over it, or as vim does
-// by default) and a run of the tool writing its results. Run as a script:
-//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS PAUSE_MS DONE_FLAG
+// by default) and a run of the tool writing its results; and a hostile neighbour that swaps the
+// document, or its folder, for a symlink to a file outside the workspace. Run as a script:
+//   node --require tsx/cjs test/unit/findings/raceActors.ts editor <inplace|rename|vim> FILE MS PAUSE_MS DONE_FLAG [PIECE_PAUSE_MS SEED]
 //   node --require tsx/cjs test/unit/findings/raceActors.ts writer <section id> FILE DONE_FLAG WORKSPACE
+//   node --require tsx/cjs test/unit/findings/raceActors.ts swapper <file|folder|create> PATH OUTSIDE MS PERIOD_MS DONE_FLAG
 // Each says "ready" once loaded, starts on a line on its stdin (so that all of them race from the
 // same moment however long each took to start) and prints one JSON line with what it saw at the end.
 // raceOnce() starts them and gathers the reports.
 import { spawn } from 'node:child_process';
 import {
   closeSync,
+  lstatSync,
   existsSync,
   fsyncSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -18,6 +22,7 @@ import {
   readSync,
   renameSync,
   rmSync,
+  symlinkSync,
   unlinkSync,
   writeFileSync,
   writeSync,
@@ -26,6 +31,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingsFile } from '../../../src/cli/findingsFile';
 import { macroUpdate } from './fixtures';
+import { Random } from './random';
 
 export type EditorKind = 'inplace' | 'rename' | 'vim';
 
@@ -58,32 +64,59 @@ function readSoon(file: string): string {
   }
 }
 
-function writeInPieces(fd: number, text: string): void {
-  writeSync(fd, text.slice(0, text.length >> 1));
-  pause(1);
-  writeSync(fd, text.slice(text.length >> 1));
+/**
+ * How an editor writes a save's bytes: by default in two pieces 1 ms apart; with `pauseMs`, in 2 to
+ * 5 pieces with that pause between them (an editor held off the CPU, or one that writes as it
+ * encodes), cut at random places, half of them right after a line break so that the part written
+ * so far reads as a finished file.
+ */
+export interface Pieces {
+  pauseMs: number;
+  rng: Random;
 }
 
-export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
+function writeInPieces(fd: number, text: string, pieces?: Pieces): void {
+  if (!pieces) {
+    writeSync(fd, text.slice(0, text.length >> 1));
+    pause(1);
+    writeSync(fd, text.slice(text.length >> 1));
+    return;
+  }
+  const { rng, pauseMs } = pieces;
+  const cuts = Array.from({ length: 1 + rng.int(4) }, () => {
+    const at = 1 + rng.int(text.length - 1);
+    const lineEnd = text.indexOf('\n', at);
+    return rng.chance(0.5) && lineEnd >= 0 ? lineEnd + 1 : at;
+  }).sort((a, b) => a - b);
+  let at = 0;
+  for (const cut of [...cuts, text.length]) {
+    if (cut <= at) continue;
+    if (at > 0) pause(pauseMs);
+    writeSync(fd, text.slice(at, cut));
+    at = cut;
+  }
+}
+
+export const SAVES: Record<EditorKind, (file: string, text: string, pieces?: Pieces) => void> = {
   // Truncate, a moment later write (VS Code, emacs with backup-by-copying, nano).
-  inplace: (file, text) => {
+  inplace: (file, text, pieces) => {
     const fd = openSync(file, 'w');
-    pause(4);
-    writeInPieces(fd, text);
+    pause(pieces?.pauseMs ?? 4);
+    writeInPieces(fd, text, pieces);
     closeSync(fd);
   },
   // A whole new file renamed over the document (JetBrains "safe write", emacs by default).
-  rename: (file, text) => {
+  rename: (file, text, pieces) => {
     const tmp = `${file}.editor-tmp`;
     const fd = openSync(tmp, 'w');
-    writeInPieces(fd, text);
+    writeInPieces(fd, text, pieces);
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, file);
   },
   // vim's default (backupcopy=auto, writebackup): the document renamed to a backup, a fresh file
   // created at its name and written in pieces, then the backup deleted.
-  vim: (file, text) => {
+  vim: (file, text, pieces) => {
     const backup = `${file}~`;
     let moved = true;
     try {
@@ -92,7 +125,7 @@ export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
       moved = false;
     }
     const fd = openSync(file, 'w');
-    writeInPieces(fd, text);
+    writeInPieces(fd, text, pieces);
     fsyncSync(fd);
     closeSync(fd);
     if (moved) unlinkSync(backup);
@@ -104,7 +137,7 @@ export const SAVES: Record<EditorKind, (file: string, text: string) => void> = {
  * file (as an editor does when it changed on disk) and checks that every line the user ever saved
  * is in it. Reports how often one was missing.
  */
-function editor(kind: EditorKind, file: string, ms: number, pauseMs: number, doneFlag: string): void {
+function editor(kind: EditorKind, file: string, ms: number, pauseMs: number, doneFlag: string, pieces?: Pieces): void {
   const wanted = USER_DOC.split('\n').filter((l) => l.trim());
   let saves = 0;
   let lost = 0;
@@ -126,7 +159,7 @@ function editor(kind: EditorKind, file: string, ms: number, pauseMs: number, don
     const typed = `- typed line ${saves} (${kind})`;
     wanted.push(typed);
     const began = performance.now();
-    SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`);
+    SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`, pieces);
     longestSaveMs = Math.max(longestSaveMs, performance.now() - began);
     pause(pauseMs);
   }
@@ -151,6 +184,32 @@ function writer(sectionId: string, file: string, doneFlag: string, workspace: st
   process.stdout.write(
     `${JSON.stringify({ updates, errors: lines.filter((l) => l.startsWith('error')), warnings: lines.filter((l) => l.startsWith('warn')).length })}\n`,
   );
+}
+
+export type SwapKind = 'file' | 'folder' | 'create';
+
+/**
+ * A neighbour that, every `periodMs` for `ms`, swaps `path` (the document, or its folder) for a
+ * symlink to `outside` and back; `create` swaps the folder of a document that does not exist yet
+ * (and deletes the one a run created, so that each update creates it again).
+ */
+function swapper(kind: SwapKind, path: string, outside: string, ms: number, periodMs: number, doneFlag: string): void {
+  const stash = `${path}.swapper-real`;
+  const link = `${path}.swapper-link`;
+  symlinkSync(outside, link);
+  let swaps = 0;
+  for (const end = Date.now() + ms; Date.now() < end; swaps++) {
+    if (kind === 'create') rmSync(join(path, 'doc.md'), { force: true });
+    renameSync(path, stash);
+    renameSync(link, path);
+    pause(periodMs);
+    renameSync(path, link);
+    renameSync(stash, path);
+    pause(periodMs);
+  }
+  unlinkSync(link);
+  writeFileSync(doneFlag, '');
+  process.stdout.write(`${JSON.stringify({ swaps })}\n`);
 }
 
 export interface RaceReport {
@@ -194,8 +253,11 @@ function start(args: string[]): Actor {
   return { ready: Promise.race([isReady, report.then(() => undefined)]), go: () => child.stdin.end('go\n'), report };
 }
 
-/** One trial: an editor of `kind` saving for at least `ms` (pausing `pauseMs` after each save) while `writers` runs of the tool write. */
-export async function raceOnce(kind: EditorKind, writers: number, ms: number, pauseMs = 15): Promise<RaceReport> {
+/**
+ * One trial: an editor of `kind` saving for at least `ms` (pausing `pauseMs` after each save) while
+ * `writers` runs of the tool write; with `pieces`, each save is written in pieces `pieces.pauseMs` apart.
+ */
+export async function raceOnce(kind: EditorKind, writers: number, ms: number, pauseMs = 15, pieces?: { pauseMs: number; seed: number }): Promise<RaceReport> {
   const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
   const file = join(dir, 'doc.md');
   // Where the editor says it is done: outside the document's folder, which must hold nothing else at the end.
@@ -204,7 +266,7 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number, pa
   writeFileSync(file, USER_DOC);
   try {
     const actors = [
-      start(['editor', kind, file, String(ms), String(pauseMs), doneFlag]),
+      start(['editor', kind, file, String(ms), String(pauseMs), doneFlag, ...(pieces ? [String(pieces.pauseMs), String(pieces.seed)] : [])]),
       ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, doneFlag, dir])),
     ];
     await Promise.all(actors.map((a) => a.ready));
@@ -234,10 +296,75 @@ export async function raceOnce(kind: EditorKind, writers: number, ms: number, pa
   }
 }
 
+export interface SwapReport {
+  swaps: number;
+  updates: number;
+  /** What changed outside the workspace: files written, created or left there (temp files, locks). */
+  outsideChanged: string[];
+  errors: string[];
+}
+
+/** A snapshot of every file under `dir` and its bytes (links as their target). */
+function snapshot(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const path = join(dir, name);
+    const st = lstatSync(path);
+    if (st.isFile()) files.set(name, readFileSync(path, 'latin1'));
+    else if (!st.isDirectory()) files.set(name, `(${st.isSymbolicLink() ? 'link' : 'other'})`);
+  }
+  return files;
+}
+
+/**
+ * One trial: `writers` runs of the tool update `ws/notes/doc.md` while a swapper (`kind`) swaps the
+ * document or its folder for a symlink to a folder outside the workspace (holding its own doc.md,
+ * except for `create`) every `periodMs`. Reports what changed outside.
+ */
+export async function swapOnce(kind: SwapKind, writers: number, ms: number, periodMs: number): Promise<SwapReport> {
+  const root = mkdtempSync(join(tmpdir(), 'ib-findings-swap-'));
+  const ws = join(root, 'ws');
+  const outside = join(root, 'outside');
+  const flags = mkdtempSync(join(tmpdir(), 'ib-findings-swap-flag-'));
+  const doneFlag = join(flags, 'swapper-done');
+  const file = join(ws, 'notes', 'doc.md');
+  for (const d of [ws, join(ws, 'notes'), outside]) mkdirSync(d);
+  if (kind !== 'create') writeFileSync(file, USER_DOC);
+  writeFileSync(join(outside, 'victim.md'), "# Not the findings document\n\nSomeone else's text.\n");
+  if (kind !== 'create') writeFileSync(join(outside, 'doc.md'), '# An outside document of the same name\n');
+  const before = snapshot(outside);
+  try {
+    const actors = [
+      kind === 'file'
+        ? start(['swapper', kind, file, join(outside, 'victim.md'), String(ms), String(periodMs), doneFlag])
+        : start(['swapper', kind, join(ws, 'notes'), outside, String(ms), String(periodMs), doneFlag]),
+      ...Array.from({ length: writers }, (_, i) => start(['writer', `macro-run-${i}`, file, doneFlag, ws])),
+    ];
+    await Promise.all(actors.map((a) => a.ready));
+    actors.forEach((a) => a.go());
+    const [sw, ...ws_] = await Promise.all(actors.map((a) => a.report));
+    const w = ws_.map((x) => JSON.parse(x) as { updates: number; errors: string[] });
+    const after = snapshot(outside);
+    const outsideChanged = [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f));
+    return {
+      swaps: (JSON.parse(sw) as { swaps: number }).swaps,
+      updates: w.reduce((n, x) => n + x.updates, 0),
+      outsideChanged,
+      errors: w.flatMap((x) => x.errors),
+    };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(flags, { recursive: true, force: true });
+  }
+}
+
 if (require.main === module) {
   const [role, a, file, ...rest] = process.argv.slice(2);
   process.stdout.write('ready\n');
   readSync(0, Buffer.alloc(3));
-  if (role === 'editor') editor(a as EditorKind, file, Number(rest[0]), Number(rest[1]), rest[2]);
+  if (role === 'editor') {
+    const pieces = rest[3] === undefined ? undefined : { pauseMs: Number(rest[3]), rng: new Random(Number(rest[4])) };
+    editor(a as EditorKind, file, Number(rest[0]), Number(rest[1]), rest[2], pieces);
+  } else if (role === 'swapper') swapper(a as SwapKind, file, rest[0], Number(rest[1]), Number(rest[2]), rest[3]);
   else writer(a, file, rest[0], rest[1]);
 }
