@@ -82,17 +82,34 @@ class Endpoint:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
+# The most of a reply to /v1/models, /tokenize or /metrics that is read: a server that never ends one grows no buffer.
+MAX_SIMPLE_REPLY_BYTES = 32 << 20
+
+
 def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[dict] = None, timeout: float = 10.0) -> Tuple[int, bytes]:
-    """One blocking request (for /v1/models, /tokenize, /metrics): (status, body)."""
+    """One blocking request (for /v1/models, /tokenize, /metrics): (status, body). `timeout` bounds the whole
+    exchange: a server trickling its reply a byte a second would pass any bound on a single read."""
     data = json.dumps(body).encode() if body is not None else None
+    deadline = time.monotonic() + timeout
     with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as s:
         s.sendall(endpoint.request_bytes(method, path, data, {"Connection": "close"}))
         chunks = []
+        size = 0
         while True:
-            b = s.recv(65536)
+            try:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout()
+                s.settimeout(left)
+                b = s.recv(65536)
+            except socket.timeout:
+                raise socket.timeout(f"{endpoint.host}:{endpoint.port}{path} did not finish its reply within {timeout:g} s")
             if not b:
                 break
             chunks.append(b)
+            size += len(b)
+            if size > MAX_SIMPLE_REPLY_BYTES:
+                raise ConnectionError(f"{endpoint.host}:{endpoint.port}{path} sent a reply over {MAX_SIMPLE_REPLY_BYTES >> 20} MiB")
     raw = b"".join(chunks)
     head, _, rest = raw.partition(b"\r\n\r\n")
     status_line = head.split(b"\r\n", 1)[0].decode("latin-1")

@@ -250,6 +250,8 @@ def load_prompts_file(path: str) -> List[dict]:
     return out
 
 
+# Seconds /tokenize has to answer, the whole reply.
+TOKENIZE_TIMEOUT_S = 10.0
 # The first unreadable /tokenize reply, said once: ShareGPT asks /tokenize for every conversation.
 _TOKENIZE_WARNED: List[str] = []
 
@@ -257,7 +259,7 @@ _TOKENIZE_WARNED: List[str] = []
 def tokenize_count(endpoint: Endpoint, body: dict) -> Optional[int]:
     """The server's /tokenize count for `body` ({"model", "prompt"} or {"model", "messages"}), or None."""
     try:
-        status, raw = simple_request(endpoint, "POST", "/tokenize", body)
+        status, raw = simple_request(endpoint, "POST", "/tokenize", body, timeout=TOKENIZE_TIMEOUT_S)
     except OSError:
         return None
     if status != 200:

@@ -11,9 +11,13 @@ from infbench_agent.loadgen_metrics import BadResponse, json_reply, parse_promet
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
 
+# Seconds /v1/models has to answer, the whole reply.
+MODELS_TIMEOUT_S = 10.0
+
+
 def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
     try:
-        status, raw = simple_request(endpoint, "GET", "/v1/models", timeout=10.0)
+        status, raw = simple_request(endpoint, "GET", "/v1/models", timeout=MODELS_TIMEOUT_S)
     except OSError as exc:
         raise events.AgentError(
             "server_unreachable",

@@ -29,10 +29,13 @@ from typing import Callable, Dict, List, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent import events  # noqa: E402
+from infbench_agent import events, macro_prompts, macro_server  # noqa: E402
 from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
 from infbench_agent.macro_prompts import tokenize_count  # noqa: E402
 from infbench_agent.macro_server import discover  # noqa: E402
+
+# The bounds on a whole /v1/models or /tokenize reply, shortened from 10 s so that a trickled one takes 1 s.
+macro_server.MODELS_TIMEOUT_S = macro_prompts.TOKENIZE_TIMEOUT_S = 1.0
 
 STALL_S = 0.5
 REQUEST_TIMEOUT_S = 5.0
@@ -148,7 +151,10 @@ STREAMS: Dict[str, Behaviour] = {
 
 # /v1/models and /tokenize replies: "model" a model found (its name printable), "refused" an AgentError saying
 # why, "none" no count.
-REPLIES: Dict[str, Tuple[str, bytes, str]] = {
+REPLIES: Dict[str, Tuple[str, object, str]] = {
+    # A reply a few bytes a tenth of a second: bounded as a whole, not per read.
+    "models_trickled": ("/v1/models", [("trickle", b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 100000, 0.1)], "refused"),
+    "tokenize_trickled": ("/tokenize", [("trickle", b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 100000, 0.1)], "none"),
     "models_nested": ("/v1/models", b'{"data":' + NESTED.encode() + b"}", "refused"),
     "models_not_json": ("/v1/models", b"<html>", "refused"),
     "models_data_number": ("/v1/models", b'{"data": 5}', "refused"),
@@ -263,6 +269,15 @@ def run_stream(server: Server, name: str, expect: str) -> Tuple[str, str]:
 
 
 def run_reply(server: Server, name: str, path: str, expect: str) -> Tuple[str, str]:
+    # In a thread of its own, so that a reply read without end counts as a hang instead of holding the sweep.
+    outcome: List[Tuple[str, str]] = []
+    worker = threading.Thread(target=lambda: outcome.append(ask(server, name, path, expect)), daemon=True)
+    worker.start()
+    worker.join(HANG_S)
+    return outcome[0] if outcome else ("hang", f"no answer after {HANG_S:g} s")
+
+
+def ask(server: Server, name: str, path: str, expect: str) -> Tuple[str, str]:
     endpoint = Endpoint(server.url)
     try:
         if path == "/tokenize":
@@ -300,7 +315,8 @@ def main() -> int:
             out.flush()
         for name, (path, body, expect) in REPLIES.items():
             # /tokenize is asked with the case's name as its prompt; /v1/models by its path.
-            server.scripts[name if path == "/tokenize" else path] = plain("200 OK", body)
+            script = body if isinstance(body, list) else plain("200 OK", body)  # type: ignore[arg-type]
+            server.scripts[name if path == "/tokenize" else path] = script
             outcome, what = run_reply(server, name, path, expect)
             out.write(json.dumps({"case": f"{name}#{variant}", "outcome": outcome, "what": what}) + "\n")
             out.flush()

@@ -652,6 +652,36 @@ class BigMessages(unittest.TestCase):
         self.assertEqual(parser.pending, b"")
 
 
+class TrickledReplies(unittest.TestCase):
+    def test_a_reply_to_v1_models_a_byte_at_a_time_is_bounded_as_a_whole_not_per_read(self):
+        # Each read gets a byte within the timeout, so a bound on single reads never ends the request.
+        from infbench_agent.loadgen_http import simple_request
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def trickle():
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 1000:
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.1)
+            except OSError:
+                pass
+            conn.close()
+
+        threading.Thread(target=trickle, daemon=True).start()
+        started = time.monotonic()
+        try:
+            with self.assertRaisesRegex(OSError, "did not finish its reply within 1 s"):
+                simple_request(Endpoint(f"http://127.0.0.1:{listener.getsockname()[1]}"), "GET", "/v1/models", timeout=1.0)
+        finally:
+            listener.close()
+        self.assertLess(time.monotonic() - started, 5)
+
+
 class StalledStream(unittest.TestCase):
     def test_a_request_queued_behind_streaming_ones_is_no_stall(self):
         # One stream that keeps sending past the stall bound while another waits silent for its first token:
