@@ -89,8 +89,12 @@ describe("the findings document's serving table", () => {
     const fewer = servingTable(run, { fewer: true })!;
     assert.deepEqual(
       fewer.columns.map((c) => c.label),
-      ['concurrency', 'level', 'OK', 'Failed', 'TTFT p50', 'TTFT p99', 'TPOT p50', 'TPOT p99', 'ITL p99', 'E2EL p99', 'Output tok/s', 'Goodput req/s'],
+      ['concurrency', 'OK', 'Failed', 'TTFT p50', 'TTFT p99', 'TPOT p50', 'TPOT p99', 'ITL p99', 'E2EL p99', 'Output tok/s', 'Goodput req/s'],
     );
+    // Where every level completed and none failed, those two columns say nothing and make room.
+    const calm = levels.map((l) => ({ ...l, failed: 0, partial: undefined, cut: undefined }));
+    const quiet = servingTable({ ...run, macro: { levels: calm } }, { fewer: true })!;
+    assert.deepEqual(quiet.columns.map((c) => c.key).slice(0, 3), ['load', 'completed', 'p50_ttft_ms']);
     assert.ok(servingTable(run)!.columns.length >= 19, 'every column is one click away');
     assert.deepEqual(fewer.rows, servingTable(run)!.rows, 'the rows keep every figure, for the CSV and a switch back');
   });

@@ -314,7 +314,7 @@ export function serverStateCharts(run: RunSummary): ChartSpec[] {
  * The serving table's columns until the user asks for all of them: the load and its outcome, TTFT and
  * TPOT at p50 and p99, ITL and E2EL at p99, output tok/s and goodput (the means, the duration, ITL
  * p50, total tok/s and req/s wait behind "All columns"). Twenty columns need about 1,200 px; these
- * fit the results view beside the findings document (about 720 px).
+ * fit the results view beside the findings document (under 570 px in a 1600 px window).
  */
 const FEWER_COLUMNS = new Set([
   'load',
@@ -355,6 +355,13 @@ export function servingTable(run: RunSummary, options: { fewer?: boolean } = {})
     for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? (c.key.startsWith('p50_') ? finite(l[`median_${c.key.slice(4)}`]) : undefined) ?? null;
     return row;
   });
-  const shown = options.fewer ? columns.filter((c) => FEWER_COLUMNS.has(c.key)) : columns;
+  // Fewer columns also leave out what says nothing here: Failed where none failed, the level's state where every level completed.
+  const silent = (key: string, quiet: (v: TableCell) => boolean) => rows.every((r) => quiet(r[key]));
+  const shown = options.fewer
+    ? columns.filter(
+        (c) =>
+          FEWER_COLUMNS.has(c.key) && !(c.key === 'failed' && silent('failed', (v) => !v)) && !(c.key === 'state' && silent('state', (v) => v === 'complete')),
+      )
+    : columns;
   return { id: 'macro-serving', title: 'Serving metrics per load level', columns: shown, rows };
 }
