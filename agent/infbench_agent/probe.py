@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -211,10 +212,25 @@ def probe_gpus(timeout: float) -> Dict[str, Any]:
 # -------------------------------------------------------------------------------------------- server
 
 
-def http(
-    url: str, timeout: float, method: str = "GET", api_key: Optional[str] = None
-) -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
-    """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error."""
+HttpAnswer = Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]
+
+
+def http(url: str, timeout: float, method: str = "GET", api_key: Optional[str] = None) -> HttpAnswer:
+    """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error.
+
+    `timeout` bounds the whole exchange: urllib's bounds each read alone, and a server trickling its headers
+    or body a byte a second passes every one of them. The read goes on in a daemon thread, given up at the
+    bound (the probe is one short process)."""
+    answer: List[HttpAnswer] = []
+    reader = threading.Thread(target=lambda: answer.append(http_once(url, timeout, method, api_key)), daemon=True)
+    reader.start()
+    reader.join(timeout * 2)
+    if answer:
+        return answer[0]
+    return None, None, {}, f"no complete answer within {timeout * 2:g} s: the server sends its reply too slowly"
+
+
+def http_once(url: str, timeout: float, method: str, api_key: Optional[str]) -> HttpAnswer:
     req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL

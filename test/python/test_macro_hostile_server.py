@@ -652,27 +652,45 @@ class BigMessages(unittest.TestCase):
         self.assertEqual(parser.pending, b"")
 
 
+def trickling_listener(reply):
+    """A loopback server that sends `reply` a byte every 0.1 s to its one client."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def trickle():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        try:
+            for byte in reply:
+                conn.sendall(bytes([byte]))
+                time.sleep(0.1)
+        except OSError:
+            pass
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    return listener
+
+
 class TrickledReplies(unittest.TestCase):
+    def test_the_probe_gives_up_on_headers_a_byte_at_a_time_at_its_bound(self):
+        from infbench_agent import probe
+
+        listener = trickling_listener(b"HTTP/1.1 200 OK\r\nX-Pad: " + b"y" * 1000)
+        started = time.monotonic()
+        try:
+            status, _, _, error = probe.http(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/models", 1.0)
+        finally:
+            listener.close()
+        self.assertEqual((status, error), (None, "no complete answer within 2 s: the server sends its reply too slowly"))
+        self.assertLess(time.monotonic() - started, 5)
+
     def test_a_reply_to_v1_models_a_byte_at_a_time_is_bounded_as_a_whole_not_per_read(self):
         # Each read gets a byte within the timeout, so a bound on single reads never ends the request.
         from infbench_agent.loadgen_http import simple_request
 
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-
-        def trickle():
-            conn, _ = listener.accept()
-            conn.recv(65536)
-            try:
-                for byte in b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 1000:
-                    conn.sendall(bytes([byte]))
-                    time.sleep(0.1)
-            except OSError:
-                pass
-            conn.close()
-
-        threading.Thread(target=trickle, daemon=True).start()
+        listener = trickling_listener(b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 1000)
         started = time.monotonic()
         try:
             with self.assertRaisesRegex(OSError, "did not finish its reply within 1 s"):
