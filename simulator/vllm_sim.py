@@ -35,6 +35,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_mimic  # noqa: E402
 import sim_timing as tm  # noqa: E402
 import sim_trace  # noqa: E402
+import sim_nsys  # noqa: E402
+
+# Set by an Nsight Systems stand-in (the tests' fake nsys): at exit the simulator writes there, as SQLite,
+# the report nsys would have written of its profiled steps (sim_nsys.py). A real nsys knows nothing of it.
+NSYS_REPORT_ENV = "INFBENCH_SIMULATOR_NSYS_REPORT"
 
 # Every label the agent recognises the simulator by (owned_by, the server header, the version suffix).
 OWNED_BY = sim_mimic.SIMULATOR_MARK
@@ -267,6 +272,8 @@ class Simulator:
         self.profiled_steps: List[dict] = []
         self.profile_starts = 0
         self.profile_stops = 0
+        # Steps between the CUDA profiler's start and stop, for an Nsight Systems report at exit (NSYS_REPORT_ENV).
+        self.nsys_steps: List[dict] = []
         # Metrics.
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -781,6 +788,8 @@ class Simulator:
             self.profile_starts += 1
             if self.cuda_profiler:
                 # profiler "cuda": cudaProfilerStart() for nsys, no torch trace (vllm/profiler/gpu_profiler.py).
+                # The steps are kept for the Nsight Systems report written at exit (sim_nsys.py) under the test's nsys stand-in.
+                self.profiled_steps, self.profiling, self.profile_skipped = [], True, 0
                 await respond(writer, 200, b"", "application/json")
                 return
             self.profiled_steps, self.profiling, self.profile_skipped = [], True, 0
@@ -813,6 +822,9 @@ class Simulator:
                 await self.stop_profile()
             elif self.cuda_profiler:
                 self.profile_stops += 1
+                self.profiling = False
+                self.nsys_steps += self.profiled_steps
+                self.profiled_steps = []
             await respond(writer, 200, b"", "application/json")
             return
         if not self.profiling:
@@ -1001,6 +1013,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         default=True,
         help="vLLM's automatic prefix caching (on by default, as in vLLM V1): cached prompt blocks skip their prefill",
     )
+    p.add_argument(
+        "--enable-layerwise-nvtx-tracing",
+        action="store_true",
+        help="vLLM's layerwise NVTX ranges: the Nsight Systems report written under the tests' nsys stand-in names each kernel's module",
+    )
     p.add_argument("--kv-cache-tokens", type=int, default=1_000_000, help="prefix-cache capacity in tokens (blocks of 16)")
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
     p.add_argument(
@@ -1119,6 +1136,10 @@ async def serve(args: argparse.Namespace) -> None:
     with sim.cv:
         sim.stopping = True
         sim.cv.notify_all()
+    report = os.environ.get(NSYS_REPORT_ENV)
+    if report:
+        size = sim_nsys.write_report(report, sim.nsys_steps, sim.model, sim.layers, modules=args.enable_layerwise_nvtx_tracing)
+        print(f"SIMULATED nsys report: {report} ({size} bytes, {len(sim.nsys_steps)} profiled steps)", file=sys.stderr, flush=True)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -33,6 +33,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import probe
@@ -228,6 +229,67 @@ def export_argv(nsys: str, report: str) -> List[str]:
     """`nsys export` to SQLite, beside the report (REPORT.nsys-rep -> REPORT.sqlite)."""
     base = re.sub(r"\.(nsys-rep|qdrep)$", "", report)
     return [nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", base + ".sqlite", report]
+
+
+def server_help(recipe: Dict[str, Any], timeout: float = 120.0) -> Optional[str]:
+    """The server's own `--help` text (vLLM: `--help=all`), run as its recipe runs, or None where it does not say.
+
+    The command is the recipe's argv up to the subcommand or module that starts the server (`vllm serve`,
+    `-m sglang.launch_server`, a script), so that the flags listed are those of that very install.
+    """
+    argv: List[str] = list(recipe.get("argv") or [])
+    cut = None
+    for i, a in enumerate(argv):
+        if a == "serve" or a.endswith("launch_server") or a.endswith(".py"):
+            cut = i + 1
+            break
+    if cut is None:
+        return None
+    flag = "--help=all" if recipe.get("kind") == "vllm" and argv[cut - 1] == "serve" else "--help"
+    env = dict(os.environ)
+    env.update(recipe.get("env") or {})
+    try:
+        done = subprocess.run(argv[:cut] + [flag], capture_output=True, text=True, timeout=timeout, cwd=recipe.get("cwd") or None, env=env)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return done.stdout + done.stderr
+
+
+def status_fields(recipe: Dict[str, Any], setting: str, report_dir: str) -> Dict[str, Any]:
+    """What `server status --nsys` adds: the recipe under nsys and its change in words, or why there is none.
+
+    `setting` is the target's nsys path, or `auto` to look for one. The report goes into `report_dir`.
+    """
+    found = discover(None if setting == "auto" else setting)
+    out: Dict[str, Any] = {"nsys": {k: found.get(k) for k in ("nsys", "version", "missingLibs", "importer")}}
+    if not found["nsys"] or found["missingLibs"]:
+        out["nsys_advice"] = found["advice"]
+        return out
+    os.makedirs(report_dir, exist_ok=True)
+    base = os.path.join(report_dir, "infbench-nsys")
+    changed, words = nsys_recipe(recipe, found["nsys"], base, server_help(recipe))
+    out["nsys_recipe"], out["nsys_change"] = changed, words
+    return out
+
+
+def wait_settled(path: str, settle_s: float, timeout_s: float) -> int:
+    """Waits until `path` exists and its size holds for `settle_s` (nsys writes the report as the server exits); its size."""
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while True:
+        size = os.path.getsize(path) if os.path.isfile(path) else -1
+        if size != last:
+            last, since = size, time.monotonic()
+        elif size > 0 and time.monotonic() - since >= settle_s:
+            return size
+        if time.monotonic() > deadline:
+            where = f"it is {size} bytes and still growing" if size >= 0 else "it was never written"
+            raise FileNotFoundError(
+                f"The Nsight Systems report {path} was not complete within {timeout_s:.0f} s of the server's stop ({where}). "
+                "nsys writes it as the profiled server exits: see the server's log for nsys's own words (a missing importer library, "
+                "a full disk)."
+            )
+        time.sleep(min(0.5, settle_s / 2 or 0.1))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

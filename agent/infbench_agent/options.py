@@ -241,6 +241,24 @@ OPTIONS: List[Option] = [
         "(this host's clock), without driving the server",
         metavar="EPOCH",
     ),
+    _opt(
+        "--profiler",
+        "str",
+        ("profile",),
+        "torch: the server's torch profiler writes traces; nsys: the server runs under Nsight Systems and "
+        "/start_profile and /stop_profile only bound its capture (vLLM's CUDA profiler mode, SGLang's CUDA_PROFILER)",
+        "torch",
+        choices=("torch", "nsys"),
+    ),
+    _opt(
+        "--nsys-report",
+        "str",
+        ("profile",),
+        "after an nsys capture, once the server has stopped: export this report to SQLite with --nsys, read it here "
+        "(every kernel's layer and module) and report the records and Kineto traces, without driving the server",
+        metavar="FILE",
+    ),
+    _opt("--nsys", "str", ("profile",), "the nsys that exports --nsys-report (default: found as server status --nsys auto finds it)"),
     # ---- micro: shapes and parts
     _opt("--tp", "int", ("micro",), "tensor-parallel size the shapes are split by (default 1)", 1),
     _opt(

@@ -19,6 +19,7 @@ import re
 import shlex
 import signal
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -480,9 +481,82 @@ def collect_since(args: argparse.Namespace) -> int:
     return 0
 
 
+def collect_nsys(args: argparse.Namespace) -> int:
+    """--nsys-report: the server under nsys has stopped; export its report to SQLite here and read it here.
+
+    Writes beside the report REPORT.sqlite, REPORT.records.jsonl (every kernel with its step and NVTX module,
+    nsys_report.py) and REPORT-kineto/ (the same steps as Kineto traces), and reports their paths and sizes.
+    """
+    from infbench_agent import nsys_host, nsys_report
+
+    nsys = args.nsys or nsys_host.discover().get("nsys")
+    if not nsys:
+        raise events.AgentError(
+            "nsys_missing", "Nsight Systems (nsys) was not found on this host to export the report.", nsys_host.GET_NSYS
+        )
+    report = os.path.abspath(os.path.expanduser(args.nsys_report))
+    events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for nsys to finish writing {report}")
+    try:
+        size = nsys_host.wait_settled(report, args.settle_seconds, args.settle_timeout)
+    except FileNotFoundError as err:
+        raise events.AgentError("nsys_report_missing", str(err)) from err
+    events.emit(events.PROFILE_STATUS, stage="collect", message=f"the Nsight Systems report is written: {report} ({size / 1e6:.1f} MB)")
+    export = nsys_host.export_argv(nsys, report)
+    sqlite_path = export[export.index("-o") + 1]
+    events.emit(events.PROFILE_STATUS, stage="export", message="exporting it to SQLite: " + " ".join(shlex.quote(a) for a in export))
+    try:
+        done = subprocess.run(export, capture_output=True, text=True, timeout=args.settle_timeout)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise events.AgentError("nsys_export_failed", f"`{' '.join(export)}` did not run: {err}.", nsys_host.GET_NSYS) from err
+    if done.returncode != 0 or not os.path.isfile(sqlite_path):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise events.AgentError(
+            "nsys_export_failed",
+            f"`{' '.join(export)}` exited with code {done.returncode}: {' | '.join(tail) or 'no output'}.",
+            f"The report is still on the host ({report}); export it there by hand and read it with `infbench analyze REPORT.sqlite`.",
+        )
+    base = re.sub(r"\.sqlite$", "", sqlite_path)
+    records_path, kineto_dir = base + ".records.jsonl", base + "-kineto"
+    events.emit(events.PROFILE_STATUS, stage="read", message=f"reading {sqlite_path} ({os.path.getsize(sqlite_path) / 1e6:.1f} MB) here")
+    try:
+        reader = nsys_report.NsysReport(sqlite_path)
+        summary: Dict[str, Any] = {}
+        with open(records_path, "w") as out:
+            for record in reader.records():
+                if record["type"] == "nsys-summary":
+                    summary = record
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        kineto = nsys_report.write_kineto(reader, kineto_dir)
+    except nsys_report.ReportError as err:
+        raise events.AgentError("nsys_report_unreadable", str(err)) from err
+
+    def described(path: str) -> Dict[str, Any]:
+        return {"path": path, "bytes": os.path.getsize(path)}
+
+    events.emit(
+        events.RESULT,
+        result={
+            "server": {"url": args.url, "kind": None, "version": None, "model": None, "simulated": False},
+            "trace_dir": os.path.dirname(report),
+            "workload": {"concurrency": 0, "output_len": 0, "input_len": 0},
+            "nsys": {
+                "report": described(report),
+                "sqlite": described(sqlite_path),
+                "records": described(records_path),
+                "kineto": [described(p) for p in kineto],
+                "summary": summary,
+                "exporter": nsys,
+            },
+        },
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.collect_since is not None:
         return collect_since(args)
+    if args.nsys_report:
+        return collect_nsys(args)
     base = args.url.rstrip("/")
     api_key = auth.resolve_api_key(args)
     server = probe_server(args.url, 5.0, api_key)
@@ -523,7 +597,24 @@ def run(args: argparse.Namespace) -> int:
     suggested_dir = os.path.abspath(os.path.expanduser(args.trace_dir or "~/infbench-traces"))
     trace_dir: Optional[str] = None
     body = None
-    if kind == "vllm" and not legacy_simulator:
+    nsys = args.profiler == "nsys"
+    if nsys and kind == "vllm":
+        setup = vllm_profiler_setup(argv, env, version) if not legacy_simulator else {"kind": None}
+        if setup["kind"] != "cuda":
+            raise events.AgentError(
+                "nsys_profiler_off",
+                f"vLLM at {args.url} does not run its CUDA profiler: /start_profile would not bound an Nsight Systems capture.",
+                "Let infbench restart it under nsys with the CUDA profiler on ({0}), or start it yourself under `nsys profile` "
+                'with --profiler-config \'{{"profiler":"cuda"}}\' (VLLM_TORCH_CUDA_PROFILE=1 before vLLM 0.13).',
+                [events.command("profile --profiler nsys")],
+            )
+        events.log("nsys: /start_profile and /stop_profile bound the capture (vLLM's CUDA profiler mode)")
+    elif nsys:
+        body = sglang_profile_body(args, None)
+        # scheduler_profiler_mixin.py: CUDA_PROFILER calls cudaProfilerStart/Stop on the first GPU's rank.
+        body["activities"] = ["CUDA_PROFILER"]
+        events.log("nsys: /start_profile asks SGLang for its CUDA_PROFILER activity")
+    elif kind == "vllm" and not legacy_simulator:
         setup = vllm_profiler_setup(argv, env, version)
         if setup["ignored_env"]:
             events.log(setup["ignored_env"], "warn")
@@ -710,7 +801,7 @@ def _profile(
         events.log(
             "/start_profile has not answered yet (older SGLang answers once num_steps have run): " "driving the workload meanwhile", "info"
         )
-    if not trace_dir:
+    if not trace_dir and args.profiler != "nsys":
         # The profiler is on, but neither the command line nor the environment says where it writes.
         session.stop_after_failure("the trace folder is unknown")
         raise events.AgentError(
@@ -780,6 +871,11 @@ def _profile(
         events.log(f"/stop_profile answered {status} (SGLang stops by itself after num_steps): {text[:200]}", "debug")
     stop_s = time.monotonic() - t_stop
 
+    if args.profiler == "nsys":
+        # nsys writes its report when the server exits: the controller stops it, then collects (--nsys-report).
+        events.emit(events.PROFILE_STATUS, stage="stop", message="the capture is bounded; nsys writes its report when the server stops")
+        events.emit(events.RESULT, result=capture_result(args, server, kind, model, "", [], expect, workload, stop_s))
+        return 0
     events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for the trace files in {trace_dir}")
     paths = wait_for_new_traces(trace_dir, before, expect, args.settle_seconds, args.settle_timeout)
     host = socket.gethostname()
@@ -793,21 +889,33 @@ def _profile(
     ranks_found = len([p for p in paths if not is_frontend_trace(p)])
     if expect and ranks_found < expect:
         events.log(f"{ranks_found} trace file(s) for {expect} expected ranks", "warn")
-    events.emit(
-        events.RESULT,
-        result={
-            "server": {
-                "kind": kind,
-                "version": server.get("version"),
-                "simulated": bool(server.get("simulated")),
-                "model": model,
-                "url": args.url,
-            },
-            "trace_dir": trace_dir,
-            "traces": traces,
-            "expected_ranks": expect,
-            "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
-            "stop_seconds": round(stop_s, 3),
-        },
-    )
+    events.emit(events.RESULT, result=capture_result(args, server, kind, model, cast(str, trace_dir), traces, expect, workload, stop_s))
     return 0
+
+
+def capture_result(
+    args: argparse.Namespace,
+    server: Dict[str, Any],
+    kind: str,
+    model: str,
+    trace_dir: str,
+    traces: List[Dict[str, Any]],
+    expect: Optional[int],
+    workload: Dict[str, Any],
+    stop_s: float,
+) -> Dict[str, Any]:
+    return {
+        "server": {
+            "kind": kind,
+            "version": server.get("version"),
+            "simulated": bool(server.get("simulated")),
+            "model": model,
+            "url": args.url,
+        },
+        "trace_dir": trace_dir,
+        "traces": traces,
+        "expected_ranks": expect,
+        "workload": {"concurrency": args.concurrency, "output_len": args.output_len, "input_len": args.input_len, **workload},
+        "stop_seconds": round(stop_s, 3),
+        "profiler": args.profiler,
+    }

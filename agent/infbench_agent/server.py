@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--profile-delay-iterations", type=int, default=0, help="status: engine steps the profiler skips first (vLLM)")
     parser.add_argument("--profile-max-iterations", type=int, default=0, help="status: engine steps the profiler records at most (vLLM)")
+    parser.add_argument(
+        "--nsys",
+        default=None,
+        metavar="PATH|auto",
+        help="status: also give the recipe under Nsight Systems (nsys profile), with this nsys or one found here (auto)",
+    )
     parser.add_argument("--pid", type=int, default=None, help="stop: the server's pid")
     parser.add_argument("--start-ticks", type=int, default=None, help="stop: its start time, as /proc/<pid>/stat field 22")
     parser.add_argument("--argv-json", default=None, help="stop: its command line as adopted (JSON list, secrets redacted)")
@@ -78,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, _on_signal)
     api_key = auth.resolve_api_key(args)
     if args.action == "status":
-        result = status(args.url, args.timeout, api_key, args.profiler_dir, args.profile_delay_iterations, args.profile_max_iterations)
+        result = status(
+            args.url, args.timeout, api_key, args.profiler_dir, args.profile_delay_iterations, args.profile_max_iterations, args.nsys
+        )
     elif args.action == "stop":
         if args.pid is None or args.start_ticks is None or args.argv_json is None:
             raise AgentError("bad_arguments", "server stop needs --pid, --start-ticks and --argv-json (from server status).")
@@ -329,7 +337,15 @@ def _drop_flag(argv: List[str], name: str) -> List[str]:
     return out
 
 
-def status(url: str, timeout: float, api_key: Optional[str], trace_dir: Optional[str], delay: int, max_iterations: int) -> Dict[str, Any]:
+def status(
+    url: str,
+    timeout: float,
+    api_key: Optional[str],
+    trace_dir: Optional[str],
+    delay: int,
+    max_iterations: int,
+    nsys: Optional[str] = None,
+) -> Dict[str, Any]:
     server = probe.probe_server(url, timeout, api_key)
     recipe = adopt(url)
     result: Dict[str, Any] = {
@@ -358,6 +374,10 @@ def status(url: str, timeout: float, api_key: Optional[str], trace_dir: Optional
     if trace_dir:
         changed, change = profiler_recipe(recipe, trace_dir, delay, max_iterations)
         result["profiler_recipe"], result["profiler_change"] = changed, change
+    if nsys:
+        from infbench_agent import nsys_host
+
+        result.update(nsys_host.status_fields(recipe, nsys, os.path.join(cache_dir(), "nsys", time.strftime("%Y%m%d-%H%M%S"))))
     return result
 
 
@@ -666,6 +686,12 @@ def start(recipe: Dict[str, Any], start_timeout: float, timeout: float, api_key:
     remember_start(recipe, ready_s)
     adopted = dict(recipe)
     adopted["identity"] = {"pid": proc.pid, "start_ticks": ticks} if ticks is not None else None
+    # What /proc says it runs once ready, which a stop checks: a script (a wrapper such as a site's nsys, through
+    # its shebang's interpreter or `env`) reads as its interpreter and the script, not as the recipe's argv.
+    seen = raw_argv(proc.pid)
+    if seen and auth.redact_argv(seen) != recipe["argv"]:
+        adopted["argv"] = auth.redact_argv(seen)
+        events.log(f"pid {proc.pid} reads as {' '.join(adopted['argv'][:3])} … (a script started through its interpreter)", "debug")
     events.emit(events.SERVER_STATE, stage="ready", message=f"ready after {ready_s:.1f} s (pid {proc.pid})", elapsed_s=round(ready_s, 3))
     return {
         "action": "start",

@@ -18,7 +18,7 @@ export interface AgentOptionSpec {
 export interface ProbeAgentOptions { url?: string; apiKeyStdin?: boolean; timeout?: number }
 export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; api?: 'completions' | 'chat'; concurrency?: string; requestRate?: string; maxConcurrency?: number; burstiness?: number; requests?: number; duration?: number; inputLen?: number; outputLen?: number; noIgnoreEos?: boolean; rangeRatio?: number; promptsFile?: string; datasetName?: 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn'; datasetPath?: string; sharegptOutputLen?: number; prefixRepetitionPrefixLen?: number; prefixRepetitionSuffixLen?: number; prefixRepetitionNumPrefixes?: number; multiTurnTurns?: number; multiTurnConversations?: number; temperature?: number; topP?: number; topK?: number; minP?: number; extraBody?: string; header?: readonly string[]; warmup?: number; seed?: number; percentiles?: string; goodput?: string; requestTimeout?: number; stallTimeout?: number; workers?: string; streamsPerWorker?: number; updateInterval?: number; noRequestEvents?: boolean; noTokenize?: boolean }
 export interface MicroAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; tp?: number; m?: string; shape?: readonly string[]; only?: readonly string[]; dtype?: 'auto' | 'bf16' | 'fp16' | 'fp32' | 'fp8' | 'int4'; groupSize?: number; device?: string; allowBusy?: boolean; busyThreshold?: number; skip?: string; repeats?: number; launchKernels?: number; arWorldSize?: number; arBackend?: 'auto' | 'nccl' | 'gloo'; arMinBytes?: number; arMaxBytes?: number }
-export interface ProfileAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; traceDir?: string; concurrency?: number; outputLen?: number; inputLen?: number; delaySteps?: number; numSteps?: number; recordShapes?: boolean; withStack?: boolean; requestTimeout?: number; startTimeout?: number; stopTimeout?: number; settleSeconds?: number; settleTimeout?: number; expectRanks?: number; nodes?: number; collectSince?: number }
+export interface ProfileAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; traceDir?: string; concurrency?: number; outputLen?: number; inputLen?: number; delaySteps?: number; numSteps?: number; recordShapes?: boolean; withStack?: boolean; requestTimeout?: number; startTimeout?: number; stopTimeout?: number; settleSeconds?: number; settleTimeout?: number; expectRanks?: number; nodes?: number; collectSince?: number; profiler?: 'torch' | 'nsys'; nsysReport?: string; nsys?: string }
 export interface CollectiveAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; topK?: number; m?: string; device?: string; allowBusy?: boolean; busyThreshold?: number; repeats?: number; plan?: boolean; cpu?: boolean; worldSize?: number; masterAddr?: string; masterPort?: number; nodeRank?: number; rankOffset?: number; localRanks?: number; backend?: 'auto' | 'nccl' | 'gloo'; ops?: string; arSizes?: string; a2aSizes?: string }
 
 export interface AgentOptionsByCommand {
@@ -124,6 +124,9 @@ export const AGENT_OPTIONS: {
     expectRanks: { flag: '--expect-ranks', kind: 'int', default: null, help: 'trace files to wait for (default: from the server\'s command line)' },
     nodes: { flag: '--nodes', kind: 'int', default: 1, help: 'hosts the server spans: each writes its own ranks\' traces (the head waits for its share)' },
     collectSince: { flag: '--collect-since', kind: 'float', default: null, help: 'on another host of a multi-node server: only collect the trace files written in --trace-dir since EPOCH (this host\'s clock), without driving the server', metavar: 'EPOCH' },
+    profiler: { flag: '--profiler', kind: 'str', default: 'torch', help: 'torch: the server\'s torch profiler writes traces; nsys: the server runs under Nsight Systems and /start_profile and /stop_profile only bound its capture (vLLM\'s CUDA profiler mode, SGLang\'s CUDA_PROFILER)', choices: ['torch', 'nsys'] },
+    nsysReport: { flag: '--nsys-report', kind: 'str', default: null, help: 'after an nsys capture, once the server has stopped: export this report to SQLite with --nsys, read it here (every kernel\'s layer and module) and report the records and Kineto traces, without driving the server', metavar: 'FILE' },
+    nsys: { flag: '--nsys', kind: 'str', default: null, help: 'the nsys that exports --nsys-report (default: found as server status --nsys auto finds it)' },
   },
   collective: {
     apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
@@ -246,6 +249,9 @@ export const AGENT_CLI_FLAGS = {
     'expect-ranks': { type: 'string' },
     'nodes': { type: 'string' },
     'collect-since': { type: 'string' },
+    'profiler': { type: 'string' },
+    'nsys-report': { type: 'string' },
+    'nsys': { type: 'string' },
   },
   collective: {
     'api-key-stdin': { type: 'boolean' },
