@@ -2,6 +2,7 @@
 //
 //   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--format compact|indented]
 //                                     [--steps named|unnamed|gpu-named|gpu-named-last] [--keep]
+//                                     [--padding [--nul-gb 0.5]]
 //
 // Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
 // folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
@@ -14,9 +15,13 @@
 // generate-loop capture, whose steps no annotation names (cut from its repeating pass); --steps
 // gpu-named replicates the vLLM capture with its CPU-side annotations dropped, so that only the
 // GPU-side ones (gpu_user_annotation) name the steps; gpu-named-last writes those of every copy at
-// the end of the file, as Kineto does for one capture.
+// the end of the file, as Kineto does for one capture. --padding adds, for each size, the files an
+// unfinished writer leaves: the whole trace followed by --nul-gb of NULs (read, the NULs passed
+// over), the trace cut inside traceEvents followed by as many NULs, and its first MB followed by a
+// hole to 2 GiB (a sparse file: no disk used, read as NULs); both refused. And the trace's events
+// shuffled (seeded). Each row gives the child's time and peak RSS, beside the plain trace's.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -119,11 +124,35 @@ function build(path: string, bytes: number, t: ReturnType<typeof templates>): nu
 
 // The analysis itself runs in a child (this same script with `child PATH`) pinned to one core: its
 // wall time, CPU time and its own peak RSS.
+
+/**
+ * This process's peak RSS in kB: VmHWM, which exec starts afresh. getrusage's maxRSS of a child
+ * counts the parent's resident memory at the fork too (Linux keeps the larger of the two across
+ * exec), which a parent holding a trace in memory makes the larger.
+ */
+function peakRssKb(): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]);
+  } catch {
+    // not Linux: getrusage
+  }
+  return process.resourceUsage().maxRSS;
+}
 async function child(path: string): Promise<void> {
   let peakHeap = 0;
   const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 20);
   const t0 = process.hrtime.bigint();
-  const r = await analyzeTraceFile(path, 0);
+  let r: Awaited<ReturnType<typeof analyzeTraceFile>>;
+  try {
+    r = await analyzeTraceFile(path, 0);
+  } catch (err) {
+    // A refusal (TraceFormatError) is a figure too: how soon, and in how much memory.
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    clearInterval(sampler);
+    console.log(JSON.stringify({ seconds, maxRssKb: peakRssKb(), peakHeapMb: peakHeap / 1e6, refused: String(err) }));
+    return;
+  }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   clearInterval(sampler);
   const cpu = process.cpuUsage();
@@ -134,7 +163,7 @@ async function child(path: string): Promise<void> {
     JSON.stringify({
       seconds,
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
-      maxRssKb: process.resourceUsage().maxRSS,
+      maxRssKb: peakRssKb(),
       peakHeapMb: peakHeap / 1e6,
       liveHeapMb,
       analysis: r.analysis,
@@ -151,6 +180,8 @@ async function child(path: string): Promise<void> {
 const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : ['env'];
 
 interface ChildFigures {
+  /** Set when the analyzer refused the file: its message. */
+  refused?: string;
   seconds: number;
   cpuSeconds: number;
   maxRssKb: number;
@@ -194,6 +225,61 @@ function main(): void {
   try {
     const t = templates();
     const rows: string[] = [];
+    /** The plain trace of `gb`, then the files an unfinished writer leaves of it (see the head of this file). */
+    const padded = (gb: number) => {
+      const plain = join(dir, `bench-${gb}GB.json`);
+      const bytes = build(plain, gb * 1e9, t);
+      const nulBytes = Number(arg('nul-gb', '0.5')) * 1e9;
+      const zeros = Buffer.alloc(16 << 20);
+      const appendNuls = (path: string, n: number) => {
+        const fd = openSync(path, 'a');
+        for (let left = n; left > 0; left -= zeros.length) writeSync(fd, zeros, 0, Math.min(left, zeros.length));
+        closeSync(fd);
+      };
+      const cases: [string, string][] = [['plain trace', plain]];
+      // The same events in another order (seeded): read again keeping every kernel, in time order (order.ts).
+      const text = readFileSync(plain, 'latin1');
+      const open = text.indexOf('[\n') + 2;
+      const close = text.lastIndexOf('\n]');
+      const lines = text.slice(open, close).split(',\n');
+      let seed = 1;
+      for (let i = lines.length - 1; i > 0; i--) {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        const j = seed % (i + 1);
+        [lines[i], lines[j]] = [lines[j], lines[i]];
+      }
+      const shuffled = join(dir, 'shuffled.json');
+      writeFileSync(shuffled, `${text.slice(0, open)}${lines.join(',\n')}${text.slice(close)}`, 'latin1');
+      cases.push(['the same events shuffled', shuffled]);
+      const whole = join(dir, 'whole-then-nuls.json');
+      copyFileSync(plain, whole);
+      appendNuls(whole, nulBytes);
+      cases.push([`whole trace + ${(nulBytes / 1e9).toFixed(2)} GB of NULs`, whole]);
+      const cut = join(dir, 'cut-then-nuls.json');
+      copyFileSync(plain, cut);
+      // Cut inside an event, half-way through traceEvents: what a writer that died leaves.
+      const cutFd = openSync(cut, 'r+');
+      ftruncateSync(cutFd, Math.floor(bytes / 2) + 17);
+      closeSync(cutFd);
+      appendNuls(cut, nulBytes);
+      cases.push([`trace cut at ${(bytes / 2e6).toFixed(0)} MB + ${(nulBytes / 1e9).toFixed(2)} GB of NULs`, cut]);
+      const sparse = join(dir, 'sparse.json');
+      copyFileSync(plain, sparse);
+      const sparseFd = openSync(sparse, 'r+');
+      ftruncateSync(sparseFd, 1 << 20);
+      ftruncateSync(sparseFd, 2 ** 31);
+      closeSync(sparseFd);
+      cases.push(['sparse: 1 MB of the trace, then a hole to 2 GiB', sparse]);
+      for (const [what, path] of cases) {
+        const a = analyze(path);
+        const size = statSync(path).size;
+        rows.push(
+          `${what.padEnd(48)} ${(size / 1e9).toFixed(2).padStart(5)} GB  ${a.seconds.toFixed(2).padStart(6)} s  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB  ${a.refused ? `refused: ${a.refused.slice(0, 160)}` : `${a.kernels} kernels, ${a.decode} decode steps (${a.analysis})`}`,
+        );
+        console.log(rows.at(-1));
+      }
+      if (!process.argv.includes('--keep')) for (const [, path] of cases) rmSync(path);
+    };
     const run = (gb: number, withPython: boolean) => {
       const path = join(dir, `bench-${gb}GB-${INDENTED ? 'indented' : 'compact'}.json`);
       const g0 = Date.now();
@@ -216,8 +302,11 @@ function main(): void {
       }
       if (!process.argv.includes('--keep')) rmSync(path);
     };
-    run(pythonGb, true);
-    for (const gb of sizes) run(gb, false);
+    if (!process.argv.includes('--padding')) run(pythonGb, true);
+    for (const gb of sizes) {
+      if (!process.argv.includes('--padding')) run(gb, false);
+      else padded(gb);
+    }
   } finally {
     if (!process.argv.includes('--keep')) rmSync(dir, { recursive: true, force: true });
   }
