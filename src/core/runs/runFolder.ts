@@ -21,6 +21,7 @@ import { keptMacroResult } from './keptResult';
 import { Hinted, RemedyWords, sayHint } from '../../shared/remedy';
 import { currentOwner, ownerLiveness, RunOwner } from './runOwner';
 import type { RunConfiguration } from '../../shared/results';
+import { cleanEventText } from '../../shared/printable';
 
 export type PhaseName = 'macro' | 'micro' | 'profile' | 'probe';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
@@ -190,7 +191,8 @@ export class AgentLog {
     for (const line of readFileSync(this.eventLogPath, 'utf8').split('\n')) {
       if (!line.trim()) continue;
       try {
-        out.push(JSON.parse(line));
+        // A log an older agent wrote may carry a server's control characters raw: cleaned as the live stream is.
+        out.push(cleanEventText(JSON.parse(line)));
       } catch {
         // a line cut by a crash mid-write
       }

@@ -29,3 +29,13 @@ describe('run folders', () => {
     assert.equal(listed.find((r) => r.info.id === b.info.id)?.info.status, 'interrupted');
   });
 });
+
+describe("a run folder's event log written by an older agent", () => {
+  it("shows a server's terminal controls in its events as U+FFFD, as the live stream does", () => {
+    const ws = mkdtempSync(join(tmpdir(), 'ib-runs-'));
+    const run = RunFolder.create(ws, 'macro', 'local', { concurrency: [1] });
+    run.appendEvent(JSON.stringify({ v: 1, type: 'log', t: 1, level: 'warn', message: 'HTTP 500: \x1b]0;PWNED-TITLE\x07 \x1b[2J' }));
+    const [event] = RunFolder.open(run.dir).readEvents() as { message: string }[];
+    assert.equal(event.message, 'HTTP 500: \ufffd]0;PWNED-TITLE\ufffd \ufffd[2J');
+  });
+});
