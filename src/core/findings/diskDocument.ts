@@ -178,7 +178,7 @@ function atCheckedPlace<T>(file: string, workspace: string | undefined, write: (
         continue;
       }
       // A folder that does not exist is said as such (the caller tells the user to create it).
-      if (err.reason?.code === 'ENOENT') throw err.reason;
+      if (err.reason?.code === 'ENOENT') throw Object.assign(new Error(err.message), { code: 'ENOENT' });
       throw new FindingsDiskError(
         `The findings document ${file} is not written: ${err.message} between the check and the write, ${PATH_CHECKS} times in a row ` +
           '(is something swapping it, or a folder on its path, for a symlink?). Inference Bench writes only regular files inside the workspace, ' +

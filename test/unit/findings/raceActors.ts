@@ -161,7 +161,8 @@ function editor(kind: EditorKind, file: string, ms: number, pauseMs: number, don
     const began = performance.now();
     SAVES[kind](file, `${seen.replace(/\n*$/, '\n')}${typed}\n`, pieces);
     longestSaveMs = Math.max(longestSaveMs, performance.now() - began);
-    pause(pauseMs);
+    // A user who saves in bursts and in lulls: with pieces, the pause after a save is drawn up to `pauseMs`.
+    pause(pieces ? 1 + pieces.rng.int(pauseMs) : pauseMs);
   }
   writeFileSync(doneFlag, '');
   process.stdout.write(`${JSON.stringify({ saves, lost, firstLost, sawTool, longestSaveMs })}\n`);
@@ -255,7 +256,8 @@ function start(args: string[]): Actor {
 
 /**
  * One trial: an editor of `kind` saving for at least `ms` (pausing `pauseMs` after each save) while
- * `writers` runs of the tool write; with `pieces`, each save is written in pieces `pieces.pauseMs` apart.
+ * `writers` runs of the tool write; with `pieces`, each save is written in pieces `pieces.pauseMs`
+ * apart, and the pause after it drawn between 1 and `pauseMs`.
  */
 export async function raceOnce(kind: EditorKind, writers: number, ms: number, pauseMs = 15, pieces?: { pauseMs: number; seed: number }): Promise<RaceReport> {
   const dir = mkdtempSync(join(tmpdir(), 'ib-findings-race-'));
