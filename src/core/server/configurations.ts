@@ -6,7 +6,7 @@
 import { shellJoin } from '../../remote/shellQuote';
 import { ServerRecipe } from '../../remote/agentProtocol';
 import { ServerChangeOptions } from './phaseServer';
-import { sameRecipe, startCommand } from './recipe';
+import { sameRecipe } from './recipe';
 import { argvDifferences } from '../runs/serverConfiguration';
 import { ServerChange, ServerContext, ServerControlError } from './serverChange';
 
@@ -123,8 +123,8 @@ export async function withServerConfigurations<T>(
     kind: 'restart',
     title: `Restart the server on ${ctx.target.name} (pid ${original.identity?.pid ?? '?'}) ${restarts} time${restarts === 1 ? '' : 's'} to compare ${configs.length} configurations, then put the original back`,
     commands: [
-      ...configs.map((c, i) => `${c.name}: ${sameRecipe(recipes[i], original) ? '(the server as it runs)' : startCommand(recipes[i])}`),
-      `afterwards: ${startCommand(original)}`,
+      ...configs.map((c, i) => `${c.name}: ${sameRecipe(recipes[i], original) ? '(the server as it runs)' : change.startCommand(recipes[i])}`),
+      `afterwards: ${change.startCommand(original)}`,
     ],
     changes: configs.flatMap((c, i) => configurationChanges(original, recipes[i]).map((d) => `${c.name} ${d}`)),
   });
