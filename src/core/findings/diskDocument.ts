@@ -438,7 +438,7 @@ function replaceIfUnchanged(place: Place, expected: { bytes: Buffer; st: BigIntS
 }
 
 /**
- * A run killed between taking the document aside and linking the new one in (steps 4 and 5) left
+ * A run killed between taking the document aside and linking the new one in (steps 3 and 4) left
  * it under its hidden name: with the runs' lock held, no write is under way, so the newest such
  * file is put back rather than a skeleton created over the user's work.
  */
