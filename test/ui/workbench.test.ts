@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import type { Frame } from 'playwright-core';
 import { CodeServer, CodeServerDirs, installExtension, launchChromium, makeCodeServerDirs, removeDirs, repoRoot, startCodeServer } from '../support/codeServer';
 import { packageVsix, zipEntries } from '../support/vsix';
+import { importVllmBench } from '../../src/core/compare/vllmBench';
 import { poll, recordCspViolations, Workbench } from './workbench';
 
 const outDir = join(repoRoot, 'test-output', 'ui');
 const fixtureRuns = join(repoRoot, 'test', 'fixtures', 'runs', 'workspace', '.inference-bench');
 const FIXTURE_TARGET = 'b6000-sim';
+const DETAILED_VLLM = join(repoRoot, 'test', 'fixtures', 'vllm-bench', 'kimi-sim-c2-detailed.json');
 
 /** Files the VSIX may hold (.vscodeignore is an allow-list); anything else is a packaging leak. */
 const ALLOWED = [
@@ -211,6 +213,31 @@ describe('the extension in code-server (UI)', function () {
     await wb.screenshot('results-webview');
   });
 
+  it('fits the serving table beside the findings document in a 1600 px window, every column one click away', async () => {
+    await wb.page.setViewportSize({ width: 1600, height: 900 });
+    try {
+      const view = wb.webview();
+      const table = view.locator('#serving-table table');
+      await table.waitFor({ timeout: 30_000 });
+      // Measured after the view has laid out at the new width.
+      const overflow = () => view.locator('#serving-table .table-scroll').evaluate((e) => ({ scroll: e.scrollWidth, client: e.clientWidth }));
+      const fewer = await poll('the serving table laid out without sideways scrolling', async () => {
+        const o = await overflow();
+        return o.scroll <= o.client ? o : undefined;
+      }).catch(async () => assert.fail(`the serving table scrolls sideways: ${JSON.stringify(await overflow())}`));
+      assert.ok(fewer.client > 0);
+      const narrow = await table.locator('th').count();
+      await wb.screenshot('results-serving-table-1600');
+      await view.locator('#serving-columns').click();
+      await poll('every column shown', async () => ((await table.locator('th').count()) > narrow ? true : undefined));
+      assert.ok((await view.locator('#serving-table th').count()) >= 19);
+      assert.equal(await view.locator('#serving-columns').getAttribute('aria-pressed'), 'true');
+      await view.locator('#serving-columns').click();
+    } finally {
+      await wb.page.setViewportSize({ width: 1440, height: 900 });
+    }
+  });
+
   it('refuses an inline script in the results view (no unsafe-inline), and the violation check sees it', async () => {
     const view = wb.webview();
     const ran = await view.locator('body').evaluate(() => {
@@ -234,6 +261,45 @@ describe('the extension in code-server (UI)', function () {
     assert.ok(ms !== undefined, `no "activated in N ms" line in an "Inference Bench.log" under ${join(dirs.userDataDir, 'logs')}`);
     writeFileSync(join(outDir, 'figures.json'), JSON.stringify({ activationMs: ms, vsixBytes: vsix.bytes }, null, 2));
     assert.ok(ms < 2000, `activation took ${ms} ms`);
+  });
+
+  it("draws an imported vllm bench serve run's requests, clears the hover readout on a run switch, and saves them as a Chrome trace", async () => {
+    const a = importVllmBench(workspace, DETAILED_VLLM);
+    const b = importVllmBench(workspace, DETAILED_VLLM);
+    // A results view reads the stored runs when it opens: close it and open it again to see the two imported.
+    await wb.runCommand('View: Close All Editors');
+    await wb.runCommand('Inference Bench: Show Results');
+    const view = wb.webview();
+    const runSelect = view.locator('#run-select');
+    await runSelect.waitFor({ timeout: 30_000 });
+    await runSelect.selectOption(a.info.id);
+    const canvas = view.locator('#run-timeline canvas');
+    await canvas.waitFor({ timeout: 30_000 });
+    assert.match((await canvas.getAttribute('aria-label')) ?? '', /^8 requests on 2 lanes/);
+    const readout = view.locator('#run-timeline .timeline-readout');
+    const hint = ((await readout.textContent()) ?? '').trim();
+    assert.match(hint, /mouse wheel/);
+    const box = (await canvas.boundingBox())!;
+    // Over the first lane (the bars start 20 px down), a third of the way along the run.
+    await canvas.hover({ position: { x: box.width * 0.35, y: 30 } });
+    await poll('the readout to describe the request under the pointer', async () =>
+      /request on lane 1: .*first token after \d+ ms/.test((await readout.textContent()) ?? '') ? true : undefined,
+    );
+    await runSelect.selectOption(b.info.id);
+    await poll("the readout to drop the other run's request", async () => (((await readout.textContent()) ?? '').trim() === hint ? true : undefined));
+    assert.match(
+      (await view.locator('#run-timeline .timeline-server-note').textContent()) ?? '',
+      /No server series \(running, waiting, KV cache\): the run kept no reading of the server's \/metrics/,
+    );
+    await wb.screenshot('results-imported-timeline');
+    await view.locator('#run-timeline').getByRole('button', { name: 'Chrome Trace' }).click();
+    // code-server's save dialog is a quick input holding the proposed path: accept it.
+    await wb.quickInput.waitFor({ timeout: 15_000 });
+    await wb.inputBox.press('Enter');
+    const file = join(workspace, `${b.info.id}.trace.json`);
+    await poll(`${file} to be written`, () => (existsSync(file) ? true : undefined), 15_000);
+    const trace = JSON.parse(readFileSync(file, 'utf8')) as { traceEvents: { name: string; ph: string }[] };
+    assert.equal(trace.traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith('request')).length, 8);
   });
 });
 
