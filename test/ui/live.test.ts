@@ -5,7 +5,7 @@
 // test-output/screenshots/live-*.png.
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Frame, Page } from 'playwright-core';
@@ -96,6 +96,8 @@ describe('live results in code-server (UI)', function () {
   let wb: Workbench;
   /** The server a step starts as its user would (without the profiler); killed at the end. */
   let noProfiler: UserServer | undefined;
+  /** The server whose GPUs are held while it runs (the busy-GPU Run All); killed at the end. */
+  let busyServer: UserServer | undefined;
   const figures: Record<string, unknown> = {};
 
   before(async () => {
@@ -145,6 +147,7 @@ describe('live results in code-server (UI)', function () {
     await sim?.stop();
     await keyed?.stop();
     noProfiler?.kill();
+    busyServer?.kill();
     await sshd?.stop();
     if (dirs) removeDirs(dirs);
   });
@@ -856,5 +859,74 @@ describe('live results in code-server (UI)', function () {
       .first()
       .waitFor({ state: 'attached', timeout: 30_000 });
     figures.runAllPlan = plan;
+  });
+
+  const BUSY = 'gpu-box-busy';
+
+  it("runs all phases on GPUs a server holds: the plan's stop comes before micro, and micro is never refused for the GPUs the plan freed", async () => {
+    // A user's vLLM 0.16 without the profiler, and GPUs held only while it runs: the stand-in nvidia-smi
+    // (test/support/fake-nvidia-smi) answers 90% used while its port listens and 0% once it is stopped.
+    busyServer = await startUserServer(['--mimic', 'vllm-0.16', '--startup-seconds', '1', '--step-base-ms', '5', '--step-per-seq-ms', '0.05'], repoRoot);
+    const { url, port, original } = busyServer;
+    const smi = join(repoRoot, 'test', 'support', 'fake-nvidia-smi');
+    const settingsFile = join(workspace, '.vscode', 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as { 'inferenceBench.targets': object[] };
+    settings['inferenceBench.targets'].push({
+      name: BUSY,
+      host: TARGET,
+      serverUrl: url,
+      python: 'python3',
+      commandPrefix: ['env', `PATH=${smi}:${process.env.PATH}`, `FAKE_GPU_HELD_BY_PORT=${port}`],
+    });
+    writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    await targetRow(BUSY).waitFor({ timeout: 30_000 });
+    await targetRow(BUSY).click({ button: 'right' });
+    await wb.chooseMenuItem('Run All Phases');
+    await wb.answer(new RegExp(`^Run Macro Phase on ${BUSY}$`), 'Single stream only');
+    const runsRoot = join(workspace, '.inference-bench', 'runs');
+    const runsOf = (phase: string) =>
+      (existsSync(runsRoot) ? readdirSync(runsRoot) : [])
+        .filter((d) => existsSync(join(runsRoot, d, 'meta.json')))
+        .map((d) => {
+          const read = (f: string) => (existsSync(join(runsRoot, d, f)) ? JSON.parse(readFileSync(join(runsRoot, d, f), 'utf8')) : {});
+          // meta.json says what the run is; status.json, once it ended, how and why.
+          return { ...read('meta.json'), ...read('status.json') } as { target: string; phase: string; status: string; reason?: string };
+        })
+        .filter((m) => m.target === BUSY && m.phase === phase);
+    const modal = async (button: string, shot: string): Promise<string> => {
+      const dialog = wb.page.locator('.monaco-dialog-box').filter({ has: wb.page.getByRole('button', { name: button }) });
+      await dialog.waitFor({ timeout: 120_000 });
+      const text = await dialog.innerText();
+      await wb.screenshot(shot);
+      // From the keyboard: a consent whose commands carry a whole environment is taller than the window,
+      // and its text covers the buttons from the pointer.
+      await dialog.getByRole('button', { name: button }).focus();
+      await wb.page.keyboard.press('Enter');
+      return text;
+    };
+    // The plan: the probe saw the GPUs held, so the server is stopped for micro (and started with the profiler after it).
+    const plan = await modal('Run the Plan', 'live-run-all-busy-plan');
+    assert.match(plan, /stop the server \(2 of 2 GPUs hold over 50%/i, plan);
+    assert.ok(plan.search(/stop the server/i) < plan.search(/micro: GEMMs/), `the plan does not stop before micro: ${plan}`);
+    // The stop is asked before micro runs at all: no micro run of this target exists yet, let alone one refused for busy GPUs.
+    const stop = await modal('Stop the Server', 'live-run-all-busy-stop-consent');
+    assert.ok(stop.includes(String(original.pid)), `the stop does not name pid ${original.pid}: ${stop}`);
+    assert.deepEqual(runsOf('micro'), [], 'micro ran before the planned stop');
+    await wb.page
+      .locator('.notification-toast', { hasText: new RegExp(`all phases finished on ${BUSY}|Run All Phases stopped after`) })
+      .waitFor({ timeout: 240_000 });
+    await wb.screenshot('live-run-all-busy-finished');
+    // One micro run, on the freed GPUs: whatever it found (this host has no PyTorch for python3), never "GPUs are busy".
+    const micro = runsOf('micro');
+    assert.equal(micro.length, 1, JSON.stringify(micro));
+    assert.doesNotMatch(micro[0].reason ?? '', /GPUs are busy|gpus_busy/);
+    assert.equal(await wb.page.getByRole('treeitem', { name: /GPUs are busy/ }).count(), 0, 'the sidebar keeps a micro run refused for busy GPUs');
+    // The original is back.
+    const after = await poll(
+      'the original server back',
+      async () => ((await fetch(`${url}/health`).catch(() => undefined))?.status === 200 ? listening(port) : undefined),
+      60_000,
+    );
+    assert.deepEqual(after.argv, original.argv);
   });
 });
