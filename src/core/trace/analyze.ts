@@ -4,7 +4,7 @@ import { inTimeOrder, OrderWatch, OutOfOrder } from './order';
 import { windowFor } from './unnamed';
 import { CollectedTrace, TraceCollector } from './collect';
 import { KernelClassifier } from './families';
-import { EventView } from './jsonReader';
+import { EventCat, EventView } from './jsonReader';
 import { phaseWarnings, PhasePairs } from './phases';
 import { beforeLaunchWarning, EventSanity, skippedWarnings, withoutKernelsBeforeLaunch } from './sanity';
 import { ReadOptions, readTraceFile, SourceSummary } from './source';
@@ -12,6 +12,13 @@ import { findSteps, kernelOrder } from './steps';
 import { RankBreakdown, TraceAnalysisOptions, TraceBreakdown } from './types';
 
 type Span = { lo: number; hi: number };
+/** Read once (order.ts says why). */
+const CPU_OP = EventCat.CpuOp;
+
+/** Ends a streaming reading of a file in an order it cannot stream (kept out of the per-event closure, which then stays small). */
+function stop(why: string): never {
+  throw new OutOfOrder(why);
+}
 
 /** What a reading starts from, found by an earlier one. */
 interface Reading {
@@ -67,13 +74,19 @@ async function analyzeWithin(
     watch = new OrderWatch(window);
     const check = sanity;
     const order = watch;
-    phases = new PhasePairs((e) => {
+    const accept = (e: EventView) => {
       if (check.reject(e)) return;
-      order.onEvent(e);
-      if (stopIfOutOfOrder) order.check();
+      // CPU ops (most of a trace's events) tell nothing of the order the analysis needs.
+      if (e.cat !== CPU_OP) {
+        order.onEvent(e);
+        if (stopIfOutOfOrder && order.why !== undefined) stop(order.why);
+      }
       onEvent(e);
-    });
-    const summary = await readTraceFile(path, phases.onEvent, read);
+    };
+    phases = new PhasePairs(accept);
+    const pairs = phases;
+    // Complete events, nearly all, go straight on; the rest through the pairing.
+    const summary = await readTraceFile(path, (e) => (e.ph === 0x58 ? accept(e) : pairs.onEvent(e)), read);
     phases.finish();
     return summary;
   };

@@ -14,6 +14,18 @@ import { EventCat, EventView } from './jsonReader';
 // order while the file streams; the analysis then keeps every kernel and puts the collection in
 // time order (inTimeOrder) before it finds the steps, which gives the figures of the ordered file.
 
+// The categories as plain numbers, read once: under a loader that keeps `const enum`s as objects
+// (tsx), each EventCat.X is a property read through the module's getter, per event.
+const KERNEL = EventCat.Kernel;
+const MEMCPY = EventCat.GpuMemcpy;
+const MEMSET = EventCat.GpuMemset;
+const RUNTIME = EventCat.CudaRuntime;
+const DRIVER = EventCat.CudaDriver;
+const ANNOTATION = EventCat.UserAnnotation;
+const PYTHON = EventCat.PythonFunction;
+const CPU_OP = EventCat.CpuOp;
+const OTHER = EventCat.Other;
+
 /** Why the order is not one the streaming analysis can read, in words; thrown to stop a streaming reading early. */
 export class OutOfOrder extends Error {
   constructor(readonly why: string) {
@@ -44,21 +56,21 @@ export class OrderWatch {
   }
 
   readonly onEvent = (e: EventView): void => {
-    if (this.why !== undefined || e.ph !== 0x58) return;
     const cat = e.cat;
+    if (cat === CPU_OP || cat === OTHER || this.why !== undefined || e.ph !== 0x58) return;
     const ts = e.ts;
-    if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) {
+    if (cat === KERNEL || cat === MEMCPY || cat === MEMSET) {
       const slot = this.kernels % this.window;
       if (this.kernels >= this.window && ts < this.ring[slot])
         this.why = `a kernel starting at ${ts} us comes more than ${this.window} kernels after kernels that start later`;
       if (ts > this.latestKernel) this.latestKernel = ts;
       this.ring[slot] = this.latestKernel;
       this.kernels++;
-    } else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) {
+    } else if (cat === RUNTIME || cat === DRIVER) {
       this.onThread(e.tid, 0, ts, 'a launch call');
       if (ts > this.latestLaunch) this.latestLaunch = ts;
-    } else if (cat === EventCat.UserAnnotation || cat === EventCat.PythonFunction) {
-      this.onThread(e.tid, cat === EventCat.UserAnnotation ? 1 : 2, ts, 'a CPU annotation');
+    } else if (cat === ANNOTATION || cat === PYTHON) {
+      this.onThread(e.tid, cat === ANNOTATION ? 1 : 2, ts, 'a CPU annotation');
       if (ts < this.latestLaunch) this.why = `a CPU annotation starting at ${ts} us comes after a launch call made later (${this.latestLaunch} us)`;
     }
   };
@@ -68,11 +80,6 @@ export class OrderWatch {
     const last = this.lastOnThread.get(k);
     if (last !== undefined && ts < last) this.why = `${what} starting at ${ts} us comes after one of its thread that starts later (${last} us)`;
     this.lastOnThread.set(k, ts);
-  }
-
-  /** Stops a reading once the order is known to be one the streaming analysis cannot read. */
-  check(): void {
-    if (this.why !== undefined) throw new OutOfOrder(this.why);
   }
 }
 

@@ -22,20 +22,24 @@ const PH_ASYNC_INSTANT = 0x6e; // n
 /** Begins waiting for their end at most; past it, further begins are counted as unpaired. */
 const MAX_OPEN = 100_000;
 
+// The categories as plain numbers, read once (order.ts says why).
+const KERNEL = EventCat.Kernel;
+const MEMCPY = EventCat.GpuMemcpy;
+const MEMSET = EventCat.GpuMemset;
+const NONE = EventCat.None;
+const RUNTIME = EventCat.CudaRuntime;
+const DRIVER = EventCat.CudaDriver;
+const ANNOTATION = EventCat.UserAnnotation;
+const GPU_ANNOTATION = EventCat.GpuUserAnnotation;
+const PYTHON = EventCat.PythonFunction;
+
 function isGpuWork(cat: EventCat): boolean {
-  return cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset;
+  return cat === KERNEL || cat === MEMCPY || cat === MEMSET;
 }
 
 /** The categories whose times the analysis reads: their pairs are joined. */
 function isTimed(cat: EventCat): boolean {
-  return (
-    isGpuWork(cat) ||
-    cat === EventCat.CudaRuntime ||
-    cat === EventCat.CudaDriver ||
-    cat === EventCat.UserAnnotation ||
-    cat === EventCat.GpuUserAnnotation ||
-    cat === EventCat.PythonFunction
-  );
+  return isGpuWork(cat) || cat === RUNTIME || cat === DRIVER || cat === ANNOTATION || cat === GPU_ANNOTATION || cat === PYTHON;
 }
 
 interface Open {
@@ -74,7 +78,7 @@ export class PhasePairs {
     const ph = e.ph;
     if (ph === PH_COMPLETE || !isTimed(e.cat)) {
       // An end event ("E") may leave out its category: it is matched by thread.
-      if (ph !== PH_END || e.cat !== EventCat.None) {
+      if (ph !== PH_END || e.cat !== NONE) {
         this.next(e);
         return;
       }
