@@ -36,7 +36,10 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(connections);
   const apiKeys = new ApiKeyStore(context.secrets);
   const controller = new RunController(connections.connector, log, apiKeys);
-  const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, { previewBeside: () => readSettings().findingsPreview });
+  const findings = new FindingsEditor(() => findingsDocumentPath(readSettings()), log, {
+    previewBeside: () => readSettings().findingsPreview,
+    workspace: workspaceRoot,
+  });
   controller.findingsTarget = findings;
   const runners: PhaseRunners = { macro: macroRunner(context.workspaceState), micro: microRunner, profile: profileRunner, probe: probeRunner(states) };
   void controller.refreshRuns().then((runs) =>

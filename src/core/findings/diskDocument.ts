@@ -151,7 +151,7 @@ function checkedPath(file: string, workspace: string | undefined): { real: strin
   if (why || !real) {
     throw new FindingsDiskError(
       `The findings document ${file} is not written: ${why}. Inference Bench writes only regular files inside the workspace; ` +
-        "give a plain file of the workspace (the CLI's --findings, or the setting inferenceBench.findingsDocument). The results are in the run folder either way.",
+        "give a plain file of the workspace (the CLI's --findings, or the setting inferenceBench.findingsDocument). Each run's results still go to its run folder.",
       'error',
     );
   }
@@ -292,7 +292,7 @@ function assertWritable(place: Place, st: BigIntStats): void {
     const file = place.real;
     throw new FindingsDiskError(
       `The findings document ${file} is read-only (mode ${(Number(st.mode) & 0o777).toString(8).padStart(3, '0')}), so it is left unchanged. ` +
-        `Make it writable (chmod u+w ${file}) to have results written into it; the results are in the run folder either way.`,
+        `Make it writable (chmod u+w ${file}) to have results written into it; each run's results still go to its run folder.`,
       'error',
     );
   }

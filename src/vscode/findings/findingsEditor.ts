@@ -10,6 +10,8 @@ import { Logger } from '../../core/log';
 import { Disposable } from '../disposable';
 
 export interface FindingsEditorOptions {
+  /** The workspace folder the document must stay inside; every write on disk is checked against it when written. */
+  workspace?: () => string | undefined;
   /** How long updates of one section are gathered before they land (rows of a sweep arrive fast). */
   batchMs?: number;
   /** How often an edit is tried again when the user typed between reading and applying. */
@@ -120,7 +122,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
     }
     if (problem) {
       throw new FindingsDiskError(
-        `Inference Bench does not write the findings document: ${problem}. Set inferenceBench.findingsDocument to a plain file of the workspace; the results are in the run folder either way.`,
+        `Inference Bench does not write the findings document: ${problem}. Set inferenceBench.findingsDocument to a plain file of the workspace; each run's results still go to its run folder.`,
         'error',
       );
     }
@@ -133,7 +135,7 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
    */
   async ensureOpen(probe?: ProbeInfo, options: { focus?: boolean; preview?: boolean } = {}): Promise<vscode.TextEditor> {
     const file = this.path();
-    if (createSkeletonIfAbsent(file, probe)) this.log.info(`Created the findings document ${file}`);
+    if (createSkeletonIfAbsent(file, probe, this.options.workspace?.())) this.log.info(`Created the findings document ${file}`);
     const uri = vscode.Uri.file(file);
     const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === uri.fsPath);
     const editor =
@@ -292,10 +294,15 @@ export class FindingsEditor extends Disposable implements Pick<ResultSink, 'find
 
   /** The same guarded write as the CLI's: never over a save in progress, never into a read-only file. Returns the file's text after it. */
   private writeOnDisk(file: string, update: FindingsUpdate, now: Date): string {
-    if (!existsSync(file) && createSkeletonIfAbsent(file)) this.log.info(`Created the findings document ${file}`);
+    if (!existsSync(file) && createSkeletonIfAbsent(file, undefined, this.options.workspace?.())) this.log.info(`Created the findings document ${file}`);
     let result;
     try {
-      result = applyUpdateOnDisk(file, update, { now, previouslyWritten: this.writtenOnDisk.has(update.sectionId), previousText: this.lastDiskText });
+      result = applyUpdateOnDisk(file, update, {
+        workspace: this.options.workspace?.(),
+        now,
+        previouslyWritten: this.writtenOnDisk.has(update.sectionId),
+        previousText: this.lastDiskText,
+      });
     } catch (err) {
       // Asked once: a file that stays empty is the user's from the next update on.
       if (err instanceof FindingsDiskError && err.emptied) this.lastDiskText = undefined;
