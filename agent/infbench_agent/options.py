@@ -258,7 +258,12 @@ OPTIONS: List[Option] = [
         "(every kernel's layer and module) and report the records and Kineto traces, without driving the server",
         metavar="FILE",
     ),
-    _opt("--nsys", "str", ("profile",), "the nsys that exports --nsys-report (default: found as server status --nsys auto finds it)"),
+    _opt(
+        "--nsys",
+        "str",
+        ("profile",),
+        "the nsys on the host that exports --nsys-report (default: one found there as server status --nsys auto finds it)",
+    ),
     # ---- micro: shapes and parts
     _opt("--tp", "int", ("micro",), "tensor-parallel size the shapes are split by (default 1)", 1),
     _opt(

@@ -98,8 +98,10 @@ class NsysProfileTest(unittest.TestCase):
         said = [e["message"] for e in collected if e["type"] == "profile.status"]
         self.assertTrue(any("the Nsight Systems report is written" in m and " MB)" in m for m in said), said)
         nsys = next(e["result"] for e in collected if e["type"] == "result")["nsys"]
-        self.assertEqual(nsys["summary"]["steps"], 13, "the 12 tokens' steps between /start_profile and /stop_profile")
-        self.assertEqual(nsys["summary"]["unattributed"], 13, "one kernel per step (the token copy) in no module range")
+        # 12 tokens each: 13 steps when the 4 requests join in one step, one more for each step a late one joins after.
+        steps = nsys["summary"]["steps"]
+        self.assertTrue(13 <= steps <= 16, steps)
+        self.assertEqual(nsys["summary"]["unattributed"], steps, "one kernel per step (the token copy) in no module range")
         self.assertEqual(len(nsys["kineto"]), 1)
 
         per_step = {}
@@ -108,7 +110,7 @@ class NsysProfileTest(unittest.TestCase):
                 r = json.loads(line)
                 if r["type"] in ("kernel", "memcpy") and r["step"] is not None:
                     key = r["module"] or "(no NVTX range)"
-                    per_step[key] = per_step.get(key, 0.0) + (r["end"] - r["start"]) / 1e6 / 13
+                    per_step[key] = per_step.get(key, 0.0) + (r["end"] - r["start"]) / 1e6 / steps
         model = tm.with_overrides(tm.PRESETS[tm.DEFAULT_PRESET].timing, None, 0.0, 0.0, None)
         expected = sim_nsys.expected_modules(model, LAYERS, 4)
         self.assertEqual(sorted(per_step), sorted(expected))

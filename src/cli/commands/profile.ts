@@ -1,10 +1,11 @@
-import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, writeOutputFile } from '../command';
+import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { agentFlags, agentFlagUsage } from '../agentFlags';
 import { kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
-import { withProfilerServer } from '../../core/server/phaseServer';
+import { withNsysServer, withProfilerServer } from '../../core/server/phaseServer';
+import { renderNsysText } from '../../core/trace/nsysModules';
 import { ServerControlError } from '../../core/server/serverChange';
 import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
 
@@ -27,6 +28,13 @@ Traces:
 ${agentFlagUsage('profile', TRACE_FLAGS)}
   --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
   --step-annotation REGEX   the server's step annotation, if not a known one
+Profiler:
+  --profiler torch|nsys     torch: the server's torch profiler writes the traces (default). nsys: restart
+                            the server under Nsight Systems (asks first, showing the exact command), bound
+                            the capture with /start_profile and /stop_profile, stop it so nsys writes its
+                            report, export and read the report on the host, put the original back; the
+                            step is broken down by layer and NVTX module beside the kernel categories
+  --nsys PATH               the nsys on the host (default: found on PATH, in the CUDA toolkit, Nsight installs)
 Server:
   --restart-with-profiler   restart a server that runs without the profiler with it on (the flag or
                             variable of its version), profile, then put the original back; asks
@@ -50,6 +58,8 @@ const OPTIONS = {
   family: { type: 'string', multiple: true },
   'step-annotation': { type: 'string' },
   'restart-with-profiler': { type: 'boolean' },
+  profiler: { type: 'string' },
+  nsys: { type: 'string' },
   'restart-trace-dir': { type: 'string' },
   'profiler-delay-iterations': { type: 'string' },
   'profiler-max-iterations': { type: 'string' },
@@ -86,6 +96,10 @@ export const profileCommand: CliCommand = {
       withStack: v['with-stack'],
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
+    const profiler = v.profiler ?? 'torch';
+    if (profiler !== 'torch' && profiler !== 'nsys') throw new UsageError(`--profiler takes torch or nsys, not ${profiler}.`);
+    if (profiler === 'nsys' && v['restart-with-profiler'])
+      throw new UsageError('--profiler nsys restarts the server under nsys itself: leave out --restart-with-profiler.');
     // A bad --out is said before the run, not after it.
     if (v.out) checkOutPath(v.out);
     const opened = await openCliTarget(v, 'profile', 'Stopping the profile run…');
@@ -94,23 +108,33 @@ export const profileCommand: CliCommand = {
       const ctx = cliPhaseContext(opened);
       let outcome;
       try {
-        outcome = v['restart-with-profiler']
-          ? (
-              await withProfilerServer(
-                ctx,
-                'profile',
-                {
-                  profilerDir: v['restart-trace-dir'] ?? 'auto',
-                  delayIterations: positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations'),
-                  maxIterations: positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations'),
-                  consent: cliConsent(v.yes),
-                  onProgress: cliServerProgress,
-                  signal: opened.signal,
-                },
-                () => runProfilePhase(ctx, options),
-              )
-            ).value
-          : await runProfilePhase(ctx, options);
+        outcome =
+          profiler === 'nsys'
+            ? (
+                await withNsysServer(
+                  ctx,
+                  'profile',
+                  { nsys: v.nsys, consent: cliConsent(v.yes), onProgress: cliServerProgress, signal: opened.signal },
+                  (server) => runProfilePhase(ctx, { ...options, nsys: server }),
+                )
+              ).value
+            : v['restart-with-profiler']
+              ? (
+                  await withProfilerServer(
+                    ctx,
+                    'profile',
+                    {
+                      profilerDir: v['restart-trace-dir'] ?? 'auto',
+                      delayIterations: positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations'),
+                      maxIterations: positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations'),
+                      consent: cliConsent(v.yes),
+                      onProgress: cliServerProgress,
+                      signal: opened.signal,
+                    },
+                    () => runProfilePhase(ctx, options),
+                  )
+                ).value
+              : await runProfilePhase(ctx, options);
       } catch (err) {
         if (!(err instanceof ServerControlError)) throw err;
         process.stderr.write(`infbench profile: ${err.message}\n`);
@@ -119,9 +143,10 @@ export const profileCommand: CliCommand = {
       const b = outcome.breakdown;
       if (b) {
         if (v.out && !writeOutputFile('profile', v.out, `${JSON.stringify(b, null, 2)}\n`, outcome.run.dir)) return 1;
-        if (v.json) process.stdout.write(`${JSON.stringify(b, null, 2)}\n`);
+        if (v.json) process.stdout.write(`${JSON.stringify(outcome.nsys ? { ...b, nsys: outcome.nsys } : b, null, 2)}\n`);
         else {
           if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);
+          if (outcome.nsys) process.stdout.write(`${renderNsysText(outcome.nsys, { categories: false })}\n`);
           process.stdout.write(renderBreakdownText(b));
           process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out ? `\nBreakdown: ${v.out}` : ''}\n`);
         }

@@ -13,6 +13,8 @@ import { RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 import { recordConfiguration } from './configuration';
 import { execText, Transport } from '../../remote/transport';
+import { collectNsys, nsysFindingsUpdate, NsysServer } from './profileNsys';
+import { findingSentence, NsysBreakdown } from '../trace/nsysModules';
 
 export interface ProfileOptions {
   /** Requests decoding at once during the profile (the decode batch); default 4. */
@@ -34,12 +36,20 @@ export interface ProfileOptions {
   withStack?: boolean;
   /** Kernel families and step annotation for the analysis (the user's settings). */
   analysis?: TraceAnalysisOptions;
+  /**
+   * Nsight Systems instead of the torch profiler: the server already runs under nsys (withNsysServer),
+   * /start_profile and /stop_profile bound the capture, then `stop` makes nsys write its report, which the
+   * agent exports and reads on the host; its records and Kineto traces come back into the run folder.
+   */
+  nsys?: NsysServer;
 }
 
 export interface ProfilePhaseOutcome {
   run: RunFolder;
   summary: RunSummary;
   breakdown?: TraceBreakdown;
+  /** An Nsight Systems profile's layer and module breakdown. */
+  nsys?: NsysBreakdown;
   /** Local copies of the traces, in the run folder. */
   traces: string[];
   agent: AgentRunOutcome<'profile'>;
@@ -71,6 +81,7 @@ export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1
     recordShapes: options.recordShapes || undefined,
     withStack: options.withStack || undefined,
     nodes: nodes > 1 ? nodes : undefined,
+    profiler: options.nsys ? 'nsys' : undefined,
   });
 }
 
@@ -83,7 +94,13 @@ export function profileAgentArgs(options: ProfileOptions, url: string, nodes = 1
 export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions = {}): Promise<ProfilePhaseOutcome> {
   const nodes = ctx.nodes && ctx.nodes.length > 1 ? ctx.nodes : [];
   const args = profileAgentArgs(options, ctx.target.serverUrl, nodes.length);
-  const run = RunFolder.create(ctx.workspace, 'profile', ctx.target.name, { ...options, url: ctx.target.serverUrl, agentArgs: args });
+  const { nsys, ...recorded } = options;
+  const run = RunFolder.create(ctx.workspace, 'profile', ctx.target.name, {
+    ...recorded,
+    ...(nsys ? { profiler: 'nsys', nsysReport: nsys.report } : {}),
+    url: ctx.target.serverUrl,
+    agentArgs: args,
+  });
   const summary: RunSummary = { id: run.info.id, phase: 'profile', target: ctx.target.name, startedAt: run.info.startedAt, status: 'running' };
   const remote: RemoteTrace[] = [];
   const publish = (stage: string, message: string) => {
@@ -155,11 +172,32 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     }
     ctx.sink.runChanged({ ...summary });
     // A failed attempt is no finding: the document keeps results, the run folder and the notification say why.
-    if (breakdown) ctx.sink.findings(findingsUpdate(run, summary, capture, breakdown, traces.length));
+    // An nsys profile's findings carry its module breakdown beside these categories (profileNsys.ts).
+    if (breakdown && !nsys) ctx.sink.findings(findingsUpdate(run, summary, capture, breakdown, traces.length));
     return { run, summary, breakdown, traces, agent };
   };
 
   if (agent.status !== 'completed') return finish(agent.status, agent.reason);
+  if (nsys) {
+    const read = await collectNsys(ctx, run, nsys, publish, options.analysis);
+    if ('failure' in read) return finish(read.status, read.failure, undefined, read.files);
+    const server = capture?.server;
+    const result = {
+      ...read.trace,
+      simulated: summary.simulated || server?.simulated === true || undefined,
+      model: server?.model ?? undefined,
+      capture,
+      nsys: read.modules,
+    };
+    writeFileSync(join(run.dir, 'breakdown.json'), `${JSON.stringify(read.trace, null, 2)}\n`);
+    writeFileSync(join(run.dir, 'nsys-breakdown.json'), `${JSON.stringify(read.modules, null, 2)}\n`);
+    run.writeResult(result);
+    const outcome = finish('completed', undefined, read.trace, read.files);
+    summary.headline = findingSentence(read.modules);
+    ctx.sink.runChanged({ ...summary });
+    ctx.sink.findings(nsysFindingsUpdate(run, summary, capture, read));
+    return { ...outcome, nsys: read.modules };
+  }
   if (nodes.length > 1 && capture) {
     publish('collect', `collecting the trace files of ${nodes.length - 1} more host(s)`);
     const collected = await Promise.all(

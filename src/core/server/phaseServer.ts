@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { ServerRecipe } from '../../remote/agentProtocol';
 import { outputTarget, recipeDifferences } from './recipe';
+import { NsysServer } from '../phases/profileNsys';
 import { Consent, ServerChange, ServerContext, ServerControlError, ServerProgress } from './serverChange';
 
 export interface ServerChangeOptions {
@@ -144,5 +145,55 @@ export async function withServerStoppedThenProfiler<T>(
     return { value, change, handedOver };
   } finally {
     if (!handedOver) await change.restore(options.onProgress);
+  }
+}
+
+export interface NsysRestartOptions extends ServerChangeOptions {
+  /** The target's nsys; `auto` (the default) lets the agent find one on the host. */
+  nsys?: string;
+}
+
+/**
+ * "Restart under Nsight Systems": adopts the running server and its recipe under `nsys profile` (the
+ * agent finds nsys on the host and says how to get it where it is absent), asks with the exact command,
+ * restarts it so, runs `body`, then stops it by the identity it started with (nsys writes its report as
+ * the server exits) and puts the original back — also when `body` fails or is cancelled.
+ */
+export async function withNsysServer<T>(
+  ctx: ServerContext,
+  purpose: string,
+  options: NsysRestartOptions,
+  body: (server: NsysServer) => Promise<T>,
+): Promise<WithServerOutcome<T>> {
+  const { change, status } = await ServerChange.adopt(ctx, purpose, { nsys: options.nsys ?? 'auto', signal: options.signal });
+  const changed = status.nsys_recipe as (ServerRecipe & { nsys_report?: string }) | undefined;
+  if (!changed?.nsys_report)
+    throw new ServerControlError(
+      `Nsight Systems cannot profile the server on ${ctx.target.name}: ${typeof status.nsys_advice === 'string' ? status.nsys_advice : 'the agent gave no recipe under nsys.'}`,
+      'no_nsys',
+    );
+  const step = change.restartStep(changed, status.estimate_s);
+  const words = Array.isArray(status.nsys_change) ? (status.nsys_change as string[]) : [];
+  step.changes.push(...words.filter((w) => !w.startsWith('command: ')).map((w) => `under nsys: ${w}`));
+  if (!(await options.consent(step))) throw new ServerControlError('The server was left as it was: the restart under nsys was not agreed to.', 'declined');
+  let done = false;
+  const stop = async () => {
+    if (done) return;
+    done = true;
+    try {
+      // The server under nsys, by the identity it started with: a restore alone would find its child listening and leave it.
+      if (change.record.state === 'changed') await change.stop(options.onProgress);
+    } finally {
+      await change.restore(options.onProgress);
+    }
+  };
+  try {
+    await change.stop(options.onProgress);
+    const started = await change.start(changed, { signal: options.signal, onProgress: options.onProgress });
+    if (options.signal?.aborted) throw new ServerControlError('Cancelled during the restart.', 'cancelled');
+    const running = started.recipe ?? changed;
+    return { value: await body({ running, report: changed.nsys_report, nsys: changed.argv[0], stop }), change };
+  } finally {
+    await stop();
   }
 }

@@ -123,7 +123,7 @@ export class ServerChange {
   static async adopt(
     ctx: ServerContext,
     purpose: string,
-    options: { profilerDir?: string; delayIterations?: number; maxIterations?: number; signal?: AbortSignal } = {},
+    options: { profilerDir?: string; delayIterations?: number; maxIterations?: number; nsys?: string; signal?: AbortSignal } = {},
   ): Promise<{ change: ServerChange; status: ServerControlResult }> {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
     const dir = join(serverChangesRoot(ctx.workspace), `${stamp}-${ctx.target.name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
@@ -132,6 +132,8 @@ export class ServerChange {
     if (options.profilerDir) args.push('--profiler-dir', options.profilerDir);
     if (options.delayIterations) args.push('--profile-delay-iterations', String(options.delayIterations));
     if (options.maxIterations) args.push('--profile-max-iterations', String(options.maxIterations));
+    // The same recipe under Nsight Systems, with this nsys or one the agent finds (`auto`).
+    if (options.nsys) args.push('--nsys', options.nsys);
     const pending = new ServerChange(ctx, dir, undefined as unknown as ServerChangeRecord);
     const outcome = await pending.call('status', args, options.signal);
     const status = outcome.result!;
