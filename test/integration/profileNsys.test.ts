@@ -77,6 +77,17 @@ describe('infbench profile --profiler nsys over SSH: restart under nsys, bounded
     assert.equal(listening(user.port)!.pid, user.original.pid, 'the original still serves');
   });
 
+  it('where the host has no such nsys, says how to get it and leaves the server alone', () => {
+    const r = cli(['profile', '--profiler', 'nsys', '--nsys', '/no/such/nsys', '--yes']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /Nsight Systems cannot profile the server on gpubox: The nsys set for this target \(\/no\/such\/nsys\) is not an executable file here/,
+    );
+    assert.match(r.stderr, /apt-get install nsight-systems-cli/);
+    assert.equal(listening(user.port)!.pid, user.original.pid, 'the original still serves');
+  });
+
   it("breaks the step down by layer and module as the simulator's timing model says, and puts the original back", () => {
     const r = cli([
       'profile',
