@@ -3,6 +3,7 @@ import { ServerChangeOptions } from '../../core/server/phaseServer';
 import { describePlan, OmittedStep, PlanStep, RunAllRecord } from '../../core/campaign/runAllPlan';
 import { pendingServerChanges, ServerChange, ServerContext, ServerProgress, ServerStep } from '../../core/server/serverChange';
 import { serverProgressText } from '../../core/server/progressText';
+import { consentDetail } from '../../core/server/consentText';
 
 // The server's start-up log and every stop, start and restore, one channel for the whole window.
 let channel: vscode.LogOutputChannel | undefined;
@@ -25,13 +26,9 @@ const BUTTON: Record<ServerStep['kind'], string> = {
 
 /** A modal that shows the exact commands and what they change; only the button is a yes. */
 export async function confirmServerStep(step: ServerStep): Promise<boolean> {
-  const detail = [
-    'Commands:',
-    ...step.commands.map((c) => `$ ${c}`),
-    ...(step.changes.length ? ['', 'What changes:', ...step.changes.map((c) => `• ${c}`)] : []),
-    ...(step.estimateS ? ['', `The last start of this recipe took ${Math.round(step.estimateS)} s.`] : []),
-  ].join('\n');
-  serverOutputChannel().info(`Asked: ${step.title}\n${detail}`);
+  const { shown: detail, whole } = consentDetail(step, 'the output "Inference Bench: Server"');
+  serverOutputChannel().info(`Asked: ${step.title}\n${whole}`);
+  if (detail !== whole) serverOutputChannel().show(true);
   const pick = await vscode.window.showWarningMessage(`Inference Bench: ${step.title}?`, { modal: true, detail }, BUTTON[step.kind]);
   serverOutputChannel().info(pick ? 'Agreed.' : 'Declined: nothing was changed.');
   return pick === BUTTON[step.kind];
