@@ -2,17 +2,17 @@
 // run: when the card is given another run, a reading of the previous one would describe bars no longer
 // drawn, so it goes and the hint comes back.
 
-/** What the readout writes into: an element's text, or its children (a picked step's tables). */
-export interface ReadoutTarget {
-  replaceChildren(...nodes: (Node | string)[]): void;
+/** What the readout writes into: an element's text, or its children (a picked step's tables); `N` is the DOM's Node in the view. */
+export interface ReadoutTarget<N> {
+  replaceChildren(...nodes: (N | string)[]): void;
 }
 
-export class RunReadout {
+export class RunReadout<N> {
   private shownFor: string;
 
   constructor(
-    private readonly target: ReadoutTarget,
-    private readonly hint: () => Node | string,
+    private readonly target: ReadoutTarget<N>,
+    private readonly hint: () => N | string,
     runId: string,
   ) {
     this.shownFor = runId;
@@ -20,7 +20,7 @@ export class RunReadout {
   }
 
   /** What is at the pointer now, in the run the card shows. */
-  show(...content: (Node | string)[]): void {
+  show(...content: (N | string)[]): void {
     this.target.replaceChildren(...content);
   }
 

@@ -27,7 +27,7 @@ export class StepTimelineCard {
   private theme: ChartTheme = readTheme();
   private width = 0;
   private selected: number | undefined;
-  private readonly readout: RunReadout;
+  private readonly readout: RunReadout<Node>;
   private legendRows = 1;
 
   constructor(private data: StepTimelineData) {

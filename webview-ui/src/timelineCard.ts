@@ -43,7 +43,7 @@ export class TimelineCard {
   readonly element: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
   private readonly holder: HTMLElement;
-  private readonly readout: RunReadout;
+  private readonly readout: RunReadout<Node>;
   private readonly details: HTMLDetailsElement;
   private readonly tableHolder: HTMLElement;
   private readonly legend: HTMLElement;

@@ -76,11 +76,14 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
   if (anyPreemptions) columns.push({ key: 'preemptions', label: 'Preemptions', digits: 0 });
   if (anyHits) columns.push({ key: 'hit_rate', label: 'Prefix-cache hit %', digits: 1 });
   const rows = withState.map((l) => {
-    const short = tooShortToSample(l);
-    if (short) return { level: levelRowLabel(l), running_mean: short };
     const s = serverState(l)!.summary;
-    const kv = finite(s.kv_cache_usage?.max);
     const hits = finite(s.prefix_cache_hit_rate);
+    // Totals come from the counters' change between the level's first and last reads, so two reads
+    // give them whole; only the gauges (batch, queue, cache) need reads inside the load.
+    const totals = { preemptions: finite(s.preemptions), hit_rate: hits === undefined ? undefined : hits * 100 };
+    const short = tooShortToSample(l);
+    if (short) return { level: levelRowLabel(l), running_mean: short, ...totals };
+    const kv = finite(s.kv_cache_usage?.max);
     return {
       level: levelRowLabel(l),
       running_mean: finite(s.running?.mean),
@@ -88,8 +91,7 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
       waiting_mean: finite(s.waiting?.mean),
       waiting_max: finite(s.waiting?.max),
       kv_max: kv === undefined ? undefined : kv * 100,
-      preemptions: finite(s.preemptions),
-      hit_rate: hits === undefined ? undefined : hits * 100,
+      ...totals,
     };
   });
   return {
@@ -100,7 +102,7 @@ export function serverStateTable(levels: readonly MacroLevelSummary[]): ResultTa
     note:
       "From the server's Prometheus /metrics, read about once a second while each level ran; the run folder keeps every sample." +
       (withState.some((l) => tooShortToSample(l))
-        ? ` A level over in fewer than ${MIN_STATE_SAMPLES} reads is too short to sample: run it longer (more requests, or a duration) to see its state.`
+        ? ` A level over in fewer than ${MIN_STATE_SAMPLES} reads is too short to sample its batch, queue and cache (its counters' totals still count): run it longer (more requests, or a duration) to see them.`
         : ''),
   };
 }

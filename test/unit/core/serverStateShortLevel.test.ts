@@ -49,7 +49,16 @@ describe("the server's state of a level too short to sample", () => {
     assert.deepEqual(cells(shortRow).slice(2), ['—', '—', '—', '—'], 'no zero printed for the short level');
     assert.equal(longRow.running_max, 8);
     assert.equal(longRow.kv_max, 40);
-    assert.match(table.note!, /too short to sample: run it longer/);
+    assert.match(table.note!, /too short to sample its batch, queue and cache \(its counters' totals still count\): run it longer/);
+  });
+
+  it("keeps a short level's prefix-cache hit rate and preemptions, which come from its counters' change over the level", () => {
+    const counted = structuredClone(short);
+    Object.assign((counted.server_state as { summary: object }).summary, { prefix_cache_hit_rate: 0.5333, preemptions: 2 });
+    const table = serverStateTable([counted])!;
+    assert.equal(table.rows[0].hit_rate, 53.33);
+    assert.equal(table.rows[0].preemptions, 2);
+    assert.match(String(table.rows[0].running_mean), /too short to sample/);
   });
 
   it('counts a level with enough reads as sampled', () => {
