@@ -877,7 +877,7 @@ def _profile(
         events.emit(events.RESULT, result=capture_result(args, server, kind, model, "", [], expect, workload, stop_s))
         return 0
     events.emit(events.PROFILE_STATUS, stage="collect", message=f"waiting for the trace files in {trace_dir}")
-    paths = wait_for_new_traces(trace_dir, before, expect, args.settle_seconds, args.settle_timeout)
+    paths = wait_for_new_traces(cast(str, trace_dir), before, expect, args.settle_seconds, args.settle_timeout)
     host = socket.gethostname()
     traces = []
     for path in paths:
