@@ -181,10 +181,12 @@ export class ResultsPanel extends Disposable {
   private budget() {
     if (!this.host.isReady) return undefined;
     const root = workspaceRoot();
-    // The budget of the shown run's target: runs of two targets are never set beside each other.
+    // The budget of the shown run's target and, for a macro or profile run, of the server configuration
+    // it measured: a comparison's slow configuration is never set beside the production profile.
     const runs = this.deps.source.runs();
     const shown = (this.selectedRunId ? this.deps.source.run(this.selectedRunId) : undefined) ?? runs.find((r) => r.phase !== 'probe');
-    return root ? budgetViewForWorkspace(root, shown?.target) : undefined;
+    const measured = shown && (shown.phase === 'macro' || shown.phase === 'profile') ? shown.configuration?.id : undefined;
+    return root ? budgetViewForWorkspace(root, shown?.target, measured && measured !== 'unknown' ? measured : undefined) : undefined;
   }
 
   /** Sends the runs the view now shows in full (they may have gone out trimmed in the snapshot). */
