@@ -30,6 +30,8 @@ interface ActiveRun {
   phase: string;
   abort: AbortController;
   runId?: string;
+  /** Every run this phase made: a configurations comparison makes one per configuration, each to be ended. */
+  runIds: Set<string>;
 }
 
 // Saving the live summary to disk on every request of a busy macro run would be wasteful.
@@ -178,7 +180,7 @@ export class RunController extends Disposable implements RunsSource {
       void vscode.window.showErrorMessage('Inference Bench: open a folder first. Runs are saved under .inference-bench/runs/ in the workspace folder.');
       return undefined;
     }
-    const active: ActiveRun = { target, phase: runner.phase, abort: new AbortController() };
+    const active: ActiveRun = { target, phase: runner.phase, abort: new AbortController(), runIds: new Set() };
     const onOuterAbort = () => active.abort.abort();
     outer?.addEventListener('abort', onOuterAbort);
     this.active.add(active);
@@ -207,6 +209,7 @@ export class RunController extends Disposable implements RunsSource {
             const sink: ResultSink = {
               runChanged: (run) => {
                 active.runId = run.id;
+                active.runIds.add(run.id);
                 last = run;
                 this.runChanged(workspace, run);
                 // A macro level running says how far it is and the time left; the headline follows it.
@@ -266,7 +269,8 @@ export class RunController extends Disposable implements RunsSource {
     } finally {
       outer?.removeEventListener('abort', onOuterAbort);
       this.active.delete(active);
-      if (active.runId) await this.endLive(active.runId);
+      // Not only the last: a run left live keeps the status it last sent ("running") over its stored final one.
+      for (const id of active.runIds) await this.endLive(id);
       this.updateStatusBar();
       this.listChanged.fire();
     }
