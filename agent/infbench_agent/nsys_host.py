@@ -37,6 +37,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import probe
+from infbench_agent.server_argv import drop_flag
 
 IMPORTER_LIBS = ("libdw.so.1", "libelf.so.1", "libbz2.so.1.0")
 # Where installs put nsys, in the order they are tried after the setting and PATH.
@@ -158,23 +159,6 @@ def discover(setting: Optional[str] = None) -> Dict[str, Any]:
     return result
 
 
-def _drop_flag(argv: List[str], name: str) -> List[str]:
-    """argv without `name` (`--x V`, `--x=V` and the dotted `--x.key V` forms)."""
-    out: List[str] = []
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a == name or (a.startswith(name + ".") and "=" not in a):
-            skip = True
-            continue
-        if a.startswith(name + "=") or a.startswith(name + "."):
-            continue
-        out.append(a)
-    return out
-
-
 def nsys_recipe(
     recipe: Dict[str, Any],
     nsys: str,
@@ -208,7 +192,7 @@ def nsys_recipe(
             words.append(f"VLLM_TORCH_CUDA_PROFILE=1 in its environment (vLLM {recipe.get('version')})")
         else:
             config = '{"profiler":"cuda"}'
-            argv = _drop_flag(argv, "--profiler-config") + ["--profiler-config", config]
+            argv = drop_flag(argv, "--profiler-config") + ["--profiler-config", config]
             words.append(f"--profiler-config '{config}'")
         if help_text is not None and VLLM_NVTX_FLAG in help_text:
             if VLLM_NVTX_FLAG not in argv:

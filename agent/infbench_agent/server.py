@@ -28,6 +28,7 @@ import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events, probe, server_output
+from infbench_agent.server_argv import drop_flag
 from infbench_agent.events import AgentError
 
 # Start-up milestones in the server's log. vLLM: "Loading weights took %.2f seconds"
@@ -303,7 +304,7 @@ def profiler_recipe(recipe: Dict[str, Any], trace_dir: str, delay: int = 0, max_
     vt = probe.version_tuple(recipe.get("version"))
     # The simulator without --mimic takes its own flag (it says so at /start_profile).
     if recipe.get("simulated_plain"):
-        argv = _drop_flag(argv, "--profiler-dir") + ["--profiler-dir", trace_dir]
+        argv = drop_flag(argv, "--profiler-dir") + ["--profiler-dir", trace_dir]
         out["argv"] = argv
         return out, f"--profiler-dir {trace_dir}"
     if vt is not None and vt < (0, 13):
@@ -315,26 +316,9 @@ def profiler_recipe(recipe: Dict[str, Any], trace_dir: str, delay: int = 0, max_
             config.update(delay_iterations=delay, max_iterations=max_iterations, ignore_frontend=True)
         elif max_iterations:
             config["max_iterations"] = max_iterations
-    argv = _drop_flag(argv, "--profiler-config") + ["--profiler-config", json.dumps(config, separators=(",", ":"))]
+    argv = drop_flag(argv, "--profiler-config") + ["--profiler-config", json.dumps(config, separators=(",", ":"))]
     out["argv"] = argv
     return out, f"--profiler-config '{json.dumps(config, separators=(',', ':'))}'"
-
-
-def _drop_flag(argv: List[str], name: str) -> List[str]:
-    """argv without `name` (`--x V`, `--x=V`, and the dotted `--x.key V` forms)."""
-    out: List[str] = []
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a == name or (a.startswith(name + ".") and "=" not in a):
-            skip = True
-            continue
-        if a.startswith(name + "=") or a.startswith(name + "."):
-            continue
-        out.append(a)
-    return out
 
 
 def status(
