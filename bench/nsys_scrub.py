@@ -17,6 +17,12 @@ def scrub(path: str) -> None:
         db.execute("DELETE FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT_VARIABLE%' OR name LIKE '%WORKING_DIR%'")
     if "TARGET_INFO_SYSTEM_ENV" in tables:
         db.execute("DELETE FROM TARGET_INFO_SYSTEM_ENV WHERE name NOT IN ('OsName', 'OsVersion', 'CpuCores', 'CpuArchitecture')")
+    if "StringIds" in tables:
+        # A process's whole environment is one string, its variables NUL-separated: LIKE stops at the
+        # first NUL, so these are found and emptied here, not by the pattern below.
+        blocks = [(i, v) for i, v in db.execute("SELECT id, value FROM StringIds") if isinstance(v, str) and "\x00" in v and "=" in v]
+        for string_id, _ in blocks:
+            db.execute("UPDATE StringIds SET value = '<environment removed>' WHERE id = ?", (string_id,))
     for table in tables:
         cols = [r[1] for r in db.execute(f'PRAGMA table_info("{table}")') if r[2] == "TEXT"]
         for col in cols:
