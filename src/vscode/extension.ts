@@ -5,6 +5,7 @@ import { FindingsEditor } from './findings/findingsEditor';
 import { insertResultHere } from './findings/insertResult';
 import { registerRunCommands } from './commands/registerRunCommands';
 import { analyzeTraceCommand } from './commands/analyzeTrace';
+import { importVllmResultCommand } from './commands/importVllm';
 import { ConnectionManager } from './connections/connectionManager';
 import { macroRunner } from './runs/macroRunner';
 import { microRunner } from './runs/microRunner';
@@ -120,6 +121,9 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     ...registerRunCommands({ controller, runners, state: context.workspaceState, showResults, inspectKernels: (runId) => breakdown.inspect(runId) }),
     vscode.commands.registerCommand('inferenceBench.analyzeTrace', (arg?: unknown) => analyzeTraceCommand(controller, log, (runId) => showResults(runId), arg)),
+    vscode.commands.registerCommand('inferenceBench.importVllmResult', (arg?: unknown) =>
+      importVllmResultCommand(controller, (runId) => showResults(runId), arg),
+    ),
   );
 
   log.info(`Inference Bench activated in ${Date.now() - started} ms`);
