@@ -307,8 +307,10 @@ export class RunFolder extends AgentLog {
       writeAtomic(path, text);
     } catch (err) {
       // With the disk full a new file cannot be made, but the blocks meta.json holds can be
-      // overwritten: the run's status must reach the disk whatever else did not.
-      if (!overwriteInPlace(path, text)) this.storageFailure ??= storageProblem(err, path);
+      // overwritten: the run's status must reach the disk whatever else did not. Without its
+      // indentation the same meta is a third shorter, so a status and reason that would spill into
+      // a block the file does not hold still fit.
+      if (!overwriteInPlace(path, text) && !overwriteInPlace(path, JSON.stringify(this.meta))) this.storageFailure ??= storageProblem(err, path);
     }
   }
 }
@@ -377,7 +379,10 @@ function overwriteInPlace(path: string, content: string): boolean {
   try {
     fd = openSync(path, 'r+');
     const data = Buffer.from(content);
-    if (data.length > fstatSync(fd).blksize) return false;
+    // Only into blocks the file already holds (st_blocks counts 512-byte units): a write past them
+    // needs a block the full disk does not have, and would leave the file cut.
+    const st = fstatSync(fd);
+    if (data.length > Math.max(st.blocks * 512, st.blksize)) return false;
     for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at, at);
     ftruncateSync(fd, data.length);
     return true;
