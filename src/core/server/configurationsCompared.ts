@@ -7,7 +7,7 @@ import { levelLabel } from '../macro/tables';
 import { MacroOptions } from '../macro/options';
 import { ServerChangeOptions } from './phaseServer';
 import { ServerConfiguration, withServerConfigurations } from './configurations';
-import { startCommand } from './recipe';
+import { shellJoin } from '../../remote/shellQuote';
 import { finite } from '../../shared/finite';
 import { MacroLevelSummary } from '../../shared/results';
 import { configurationId, configurationOf } from '../runs/serverConfiguration';
@@ -20,7 +20,7 @@ export interface ConfigurationMeasured {
   name: string;
   /** The configuration's identity (a hash of its command line and environment), as its run records it. */
   id: string;
-  /** The command line it ran with, as a user would type it. */
+  /** The command line it ran with, as a user would type it (its environment is the original's, whose values stay on the host). */
   command: string;
   runId?: string;
   status?: string;
@@ -53,7 +53,7 @@ export async function runConfigurationsCompared(
       ctx.log.info(`configurations: measuring ${config.name}`);
       // Each run records which configuration it measured (its name, identity and place in the
       // comparison), so that the views set the runs side by side and nothing pairs it with another.
-      const configuration = configurationOf(recipe, config.name, { comparison, index: configs.indexOf(config), command: startCommand(recipe) });
+      const configuration = configurationOf(recipe, config.name, { comparison, index: configs.indexOf(config), command: shellJoin(recipe.argv) });
       return runMacroPhase({ ...ctx, configuration }, macro);
     },
     (dir) => (comparison = basename(dir)),
@@ -64,7 +64,7 @@ export async function runConfigurationsCompared(
     configurations: outcomes.map((o) => ({
       name: o.config.name,
       id: configurationId(o.recipe),
-      command: startCommand(o.recipe),
+      command: shellJoin(o.recipe.argv),
       runId: o.value?.run.info.id,
       status: o.value?.summary.status,
       simulated: o.value?.summary.simulated,
