@@ -77,6 +77,22 @@ const K_CORRELATION = bytes('correlation');
 /** Categories whose args carry the correlation id the analysis needs (kernels, copies, launch calls). */
 const HAS_CORRELATION: boolean[] = [];
 for (const cat of [EventCat.Kernel, EventCat.GpuMemcpy, EventCat.GpuMemset, EventCat.CudaRuntime, EventCat.CudaDriver]) HAS_CORRELATION[cat] = true;
+// Tables, not comparisons with EventCat.X: under a loader that keeps `const enum`s as objects (tsx)
+// each EventCat.X read is a module getter, and these are asked of every event.
+const GPU_WORK: boolean[] = [];
+for (const cat of [EventCat.Kernel, EventCat.GpuMemcpy, EventCat.GpuMemset]) GPU_WORK[cat] = true;
+const TIMED: boolean[] = [...GPU_WORK];
+for (const cat of [EventCat.CudaRuntime, EventCat.CudaDriver, EventCat.UserAnnotation, EventCat.GpuUserAnnotation, EventCat.PythonFunction]) TIMED[cat] = true;
+
+/** Work on the GPU itself: kernels, copies and memsets. */
+export function isGpuWork(cat: EventCat): boolean {
+  return GPU_WORK[cat] === true;
+}
+
+/** The categories whose times the analysis reads: GPU work, launch calls, annotations and Python functions. */
+export function isTimed(cat: EventCat): boolean {
+  return TIMED[cat] === true;
+}
 const K_TRACE_EVENTS = 'traceEvents';
 
 function isWs(c: number): boolean {

@@ -1,5 +1,5 @@
 import { CollectedTrace } from './collect';
-import { EventCat, EventView } from './jsonReader';
+import { EventCat, EventView, isGpuWork } from './jsonReader';
 
 // The streaming analysis (online.ts, unnamed.ts, stepTrack.ts) reads a trace in the order Kineto
 // writes it: every CPU-side event of the window first (the step annotations, module forwards),
@@ -16,9 +16,6 @@ import { EventCat, EventView } from './jsonReader';
 
 // The categories as plain numbers, read once: under a loader that keeps `const enum`s as objects
 // (tsx), each EventCat.X is a property read through the module's getter, per event.
-const KERNEL = EventCat.Kernel;
-const MEMCPY = EventCat.GpuMemcpy;
-const MEMSET = EventCat.GpuMemset;
 const RUNTIME = EventCat.CudaRuntime;
 const DRIVER = EventCat.CudaDriver;
 const ANNOTATION = EventCat.UserAnnotation;
@@ -59,7 +56,7 @@ export class OrderWatch {
     const cat = e.cat;
     if (cat === CPU_OP || cat === OTHER || this.why !== undefined || e.ph !== 0x58) return;
     const ts = e.ts;
-    if (cat === KERNEL || cat === MEMCPY || cat === MEMSET) {
+    if (isGpuWork(cat)) {
       const slot = this.kernels % this.window;
       if (this.kernels >= this.window && ts < this.ring[slot])
         this.why = `a kernel starting at ${ts} us comes more than ${this.window} kernels after kernels that start later`;

@@ -1,4 +1,4 @@
-import { EventCat, EventView } from './jsonReader';
+import { EventCat, EventView, isGpuWork, isTimed } from './jsonReader';
 
 // The Chrome trace event format writes a span of time three ways: a complete event ("X", with
 // `dur`), a begin/end pair on one thread ("B" then "E"), or an async pair matched by category and
@@ -22,25 +22,8 @@ const PH_ASYNC_INSTANT = 0x6e; // n
 /** Begins waiting for their end at most; past it, further begins are counted as unpaired. */
 const MAX_OPEN = 100_000;
 
-// The categories as plain numbers, read once (order.ts says why).
-const KERNEL = EventCat.Kernel;
-const MEMCPY = EventCat.GpuMemcpy;
-const MEMSET = EventCat.GpuMemset;
+// The category as a plain number, read once (order.ts says why).
 const NONE = EventCat.None;
-const RUNTIME = EventCat.CudaRuntime;
-const DRIVER = EventCat.CudaDriver;
-const ANNOTATION = EventCat.UserAnnotation;
-const GPU_ANNOTATION = EventCat.GpuUserAnnotation;
-const PYTHON = EventCat.PythonFunction;
-
-function isGpuWork(cat: EventCat): boolean {
-  return cat === KERNEL || cat === MEMCPY || cat === MEMSET;
-}
-
-/** The categories whose times the analysis reads: their pairs are joined. */
-function isTimed(cat: EventCat): boolean {
-  return isGpuWork(cat) || cat === RUNTIME || cat === DRIVER || cat === ANNOTATION || cat === GPU_ANNOTATION || cat === PYTHON;
-}
 
 interface Open {
   cat: EventCat;

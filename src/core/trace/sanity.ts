@@ -1,5 +1,5 @@
 import { CollectedTrace, hasBadTime, LaunchIndex, RuntimeKind } from './collect';
-import { EventCat, EventView } from './jsonReader';
+import { EventCat, EventView, isGpuWork, isTimed } from './jsonReader';
 
 // What a trace can hold and still be a profile: the checks every event passes before the analysis
 // sees it, so that a broken or hostile trace gives a breakdown of what is whole and a warning that
@@ -30,22 +30,6 @@ export interface SkippedEvents {
 
 export function noneSkipped(): SkippedEvents {
   return { badTime: 0, tooLong: 0, outsideSpan: 0, beforeProfile: 0, unknownPhase: 0 };
-}
-
-function isGpuWork(cat: EventCat): boolean {
-  return cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset;
-}
-
-/** The categories whose times the analysis reads. */
-function isTimed(cat: EventCat): boolean {
-  return (
-    isGpuWork(cat) ||
-    cat === EventCat.CudaRuntime ||
-    cat === EventCat.CudaDriver ||
-    cat === EventCat.UserAnnotation ||
-    cat === EventCat.GpuUserAnnotation ||
-    cat === EventCat.PythonFunction
-  );
 }
 
 /**
