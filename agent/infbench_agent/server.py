@@ -23,6 +23,7 @@ import pwd
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
@@ -70,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--argv-json", default=None, help="stop: its command line as adopted (JSON list, secrets redacted)")
     parser.add_argument("--stop-timeout", type=float, default=60.0, help="stop: seconds after SIGTERM before SIGKILL")
     parser.add_argument("--recipe", default=None, help="start: the recipe (JSON, as status gave it)")
+    parser.add_argument(
+        "--recipe-stdin",
+        action="store_true",
+        help="start: read the recipe (one JSON line) from stdin, after the API key's line where there is one: "
+        "a whole environment can pass Linux's 128 KiB limit on one argument",
+    )
     parser.add_argument("--start-timeout", type=float, default=3600.0, help="start: seconds to wait for /health and /v1/models")
     auth.add_arguments(parser)
 
@@ -93,9 +100,11 @@ def run(args: argparse.Namespace) -> int:
             raise AgentError("bad_arguments", "server stop needs --pid, --start-ticks and --argv-json (from server status).")
         result = stop(args.url, args.pid, args.start_ticks, json.loads(args.argv_json), args.stop_timeout)
     else:
-        if not args.recipe:
-            raise AgentError("bad_arguments", "server start needs --recipe (JSON, from server status).")
-        result = start(json.loads(args.recipe), args.start_timeout, args.timeout, api_key)
+        # Read after the API key: the key, when given on stdin, is its first line.
+        text = sys.stdin.readline() if args.recipe_stdin else args.recipe
+        if not text or not text.strip():
+            raise AgentError("bad_arguments", "server start needs --recipe or --recipe-stdin (JSON, from server status).")
+        result = start(json.loads(text), args.start_timeout, args.timeout, api_key)
     events.emit(events.RESULT, result=result)
     return 0
 

@@ -321,6 +321,40 @@ class ExactRestoreTest(unittest.TestCase):
         self.assertTrue(whole.startswith(first_lines), "the user's earlier lines are kept: the log is appended to")
         self.assertEqual(whole.count(b"Loading weights took"), 3, "the original's, the variant's and the restored server's start-ups")
 
+    def test_an_environment_over_the_argument_limit_is_put_back_through_the_agents_command(self):
+        # A site that exports long settings (module systems' lists, a cluster's host lists): the recipe,
+        # which carries every variable, passes Linux's 128 KiB limit on one argument.
+        # (Each variable stays under that limit: Linux holds every environment string to it as well.)
+        hosts = {f"SITE_HOSTS_{r}": ",".join(f"node{r}-{i:04d}.cluster.example" for i in range(1500)) for r in range(6)}
+        self.assertGreater(sum(len(v) for v in hosts.values()), 131072)
+        line = f"exec {sys.executable} -u {SIM} --mimic vllm-0.16 --port {self.port} --startup-seconds 0.3 >> its-own.log 2>&1"
+        env = dict(site_environment(self.folder), **hosts)
+        shell = subprocess.Popen(["/bin/bash", "-c", line], cwd=self.folder, env=env, start_new_session=True)
+        self.started.append(shell.pid)
+        deadline = time.monotonic() + 20
+        recipe = None
+        while recipe is None and time.monotonic() < deadline:
+            recipe = server.adopt(self.url)
+            time.sleep(0.1)
+        self.assertIsNotNone(recipe, "the simulator did not listen")
+        before = process_as_seen(recipe["identity"]["pid"])
+        quietly(server.stop, self.url, recipe["identity"]["pid"], recipe["identity"]["start_ticks"], recipe["argv"], 5)
+        text = json.dumps(recipe)
+        cmd_env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "agent"))
+        start = [sys.executable, "-m", "infbench_agent", "server", "start", "--url", self.url, "--start-timeout", "30"]
+        # As one argument, the start cannot even be run.
+        with self.assertRaises(OSError) as refused:
+            subprocess.run(start + ["--recipe", text], env=cmd_env, capture_output=True, timeout=60)
+        self.assertEqual(refused.exception.errno, 7)  # E2BIG
+        # On stdin it is.
+        proc = subprocess.run(start + ["--recipe-stdin"], input=text + "\n", env=cmd_env, capture_output=True, text=True, timeout=60)
+        found = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        result = next((e["result"] for e in found if e["type"] == "result"), None)
+        self.assertIsNotNone(result, proc.stdout[-2000:] + proc.stderr[-2000:])
+        pid = result["recipe"]["identity"]["pid"]
+        self.started.append(pid)
+        self.assertEqual(process_as_seen(pid), before)
+
 
 class OutputTargetTest(unittest.TestCase):
     def target_of(self, **streams):

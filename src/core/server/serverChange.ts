@@ -322,7 +322,8 @@ export class ServerChange {
       options.onProgress?.(p);
     };
     const done = await this.orManual('up', options.onProgress, options.signal, () =>
-      this.call('start', ['--url', recipe.url, '--recipe', JSON.stringify(recipe)], options.signal, onProgress),
+      // On stdin: a recipe's whole environment can pass Linux's 128 KiB limit on one argument (and on ssh's one command line).
+      this.call('start', ['--url', recipe.url, '--recipe-stdin'], options.signal, onProgress, false, `${JSON.stringify(recipe)}\n`),
     );
     // Started by the user (a manager the tool does not drive): what answers now is adopted as it runs.
     const result: ServerControlResult =
@@ -382,6 +383,8 @@ export class ServerChange {
     onProgress?: (p: ServerProgress) => void,
     /** The server is expected down (the tool stopped it): the agent's warnings that nothing runs go to the debug log. */
     expectDown = false,
+    /** What the agent reads on stdin after the API key's line (the recipe of a start). */
+    stdin?: string,
   ): Promise<AgentRunOutcome<'server'>> {
     const step = join(this.dir, `${++this.steps}-${action}`);
     mkdirSync(step, { recursive: true });
@@ -396,6 +399,7 @@ export class ServerChange {
       onEvent,
       apiKey: this.ctx.apiKey,
       words: this.ctx.words,
+      stdin,
     });
     if (outcome.status !== 'completed' || !outcome.result) {
       const first = outcome.errors[0];
