@@ -20,13 +20,37 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events, options
+from infbench_agent.gpu_telemetry import (
+    GpuSampler,
+    detect as detect_gpus,
+    level_telemetry,
+)
 from infbench_agent.loadgen_http import Endpoint
 from infbench_agent.loadgen_metrics import parse_slos
 from infbench_agent.macro_drive import Cancel, raise_open_file_limit
-from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_in_process
-from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
-from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
-from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
+from infbench_agent.macro_levels import (
+    LevelRun,
+    build_plans,
+    clean,
+    run_level_in_process,
+)
+from infbench_agent.macro_datasets import (
+    SHAREGPT_DEFAULT_SEED,
+    file_kind,
+    load_sharegpt,
+)
+from infbench_agent.macro_prompts import (
+    PromptMaker,
+    calibrate,
+    length_range,
+    load_prompts_file,
+    token_counter,
+)
+from infbench_agent.macro_server import (
+    discover,
+    metrics_cross_check,
+    read_server_metrics,
+)
 from infbench_agent.server_state import ServerStateSampler
 from infbench_agent.wake_lag import WakeLagSampler
 from infbench_agent.macro_workers import run_level_workers, worker_main
@@ -69,7 +93,9 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
             value = float("inf") if (kind is float and part.lower() == "inf") else kind(part)
         except ValueError:
             raise events.AgentError(
-                "bad_arguments", f"--{what} must be a comma-separated list of numbers, got {text!r}", f"for example --{what} 1,8,32"
+                "bad_arguments",
+                f"--{what} must be a comma-separated list of numbers, got {text!r}",
+                f"for example --{what} 1,8,32",
             )
         if value <= 0:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
@@ -82,7 +108,11 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
     vllm/benchmarks/datasets.py's _ValidateDatasetArgs does (random takes no file)."""
     path = args.dataset_path or args.prompts_file
     if args.dataset_path and args.prompts_file and args.dataset_path != args.prompts_file:
-        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files", "give one of them")
+        raise events.AgentError(
+            "bad_arguments",
+            "--prompts-file and --dataset-path name different files",
+            "give one of them",
+        )
     name = args.dataset_name or ("jsonl" if args.prompts_file else file_kind(path) if path else "random")
     if args.prompts_file and name != "jsonl":
         raise events.AgentError(
@@ -92,10 +122,16 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
         )
     if name in ("random", "prefix_repetition", "multi_turn") and path:
         raise events.AgentError(
-            "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
+            "bad_arguments",
+            f"{name} prompts take no file, got {path}",
+            "pass --dataset-name jsonl or sharegpt with --dataset-path",
         )
     if name == "prefix_repetition":
-        p = (args.prefix_repetition_prefix_len, args.prefix_repetition_suffix_len, args.prefix_repetition_num_prefixes)
+        p = (
+            args.prefix_repetition_prefix_len,
+            args.prefix_repetition_suffix_len,
+            args.prefix_repetition_num_prefixes,
+        )
         if min(p) < 1:
             raise events.AgentError(
                 "bad_arguments",
@@ -110,38 +146,57 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
                 "each conversation sends its next turn when the last one is answered; pass --concurrency 1,8,32",
             )
         if args.multi_turn_turns < 1 or (args.multi_turn_conversations is not None and args.multi_turn_conversations < 1):
-            raise events.AgentError("bad_arguments", "--multi-turn-turns and --multi-turn-conversations must be at least 1", "")
+            raise events.AgentError(
+                "bad_arguments",
+                "--multi-turn-turns and --multi-turn-conversations must be at least 1",
+                "",
+            )
     elif name != "random" and not path:
         raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
     if name != "random" and args.range_ratio:
         raise events.AgentError(
-            "bad_arguments", "--range-ratio applies to random prompts only", "a dataset's prompts keep their own lengths"
+            "bad_arguments",
+            "--range-ratio applies to random prompts only",
+            "a dataset's prompts keep their own lengths",
         )
     if args.sharegpt_output_len is not None and name != "sharegpt":
         raise events.AgentError(
-            "bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only", "for random prompts pass --output-len"
+            "bad_arguments",
+            "--sharegpt-output-len applies to --dataset-name sharegpt only",
+            "for random prompts pass --output-len",
         )
     return name, path
 
 
 def request_extras(args: argparse.Namespace) -> Tuple[dict, dict, Dict[str, str]]:
     """The sampling parameters, the --extra-body object and the --header pairs every request carries, checked
-    as vllm/benchmarks/serve.py reads them (--extra-body a JSON object, --header KEY=VALUE)."""
+    as vllm/benchmarks/serve.py reads them (--extra-body a JSON object, --header KEY=VALUE).
+    """
     sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p") if getattr(args, k) is not None}
     extra: dict = {}
     if args.extra_body:
         try:
             extra = json.loads(args.extra_body)
         except ValueError as exc:
-            raise events.AgentError("bad_arguments", f"--extra-body is not JSON: {exc}", "for example '{\"top_k\": 20}'")
+            raise events.AgentError(
+                "bad_arguments",
+                f"--extra-body is not JSON: {exc}",
+                "for example '{\"top_k\": 20}'",
+            )
         if not isinstance(extra, dict):
-            raise events.AgentError("bad_arguments", "--extra-body must be a JSON object", "for example '{\"top_k\": 20}'")
+            raise events.AgentError(
+                "bad_arguments",
+                "--extra-body must be a JSON object",
+                "for example '{\"top_k\": 20}'",
+            )
     headers: Dict[str, str] = {}
     for pair in args.header or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or any(c in pair for c in "\r\n"):
             raise events.AgentError(
-                "bad_arguments", f"--header takes KEY=VALUE, got {pair!r}", "for example --header x-request-source=bench"
+                "bad_arguments",
+                f"--header takes KEY=VALUE, got {pair!r}",
+                "for example --header x-request-source=bench",
             )
         headers[key.strip()] = value.strip()
     return sampling, extra, headers
@@ -158,7 +213,8 @@ def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Opti
 
 def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Optional[int]:
     """A multi-turn level's conversations: --multi-turn-conversations, else its requests divided by the turns
-    (rounded up), or None for a level of seconds (new conversations start until the time is up)."""
+    (rounded up), or None for a level of seconds (new conversations start until the time is up).
+    """
     if args.duration:
         return None
     if args.multi_turn_conversations:
@@ -167,7 +223,12 @@ def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Opt
 
 
 def dataset_prompts(
-    args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str], levels: List[dict]
+    args: argparse.Namespace,
+    endpoint: Endpoint,
+    model: str,
+    dataset: str,
+    path: Optional[str],
+    levels: List[dict],
 ) -> Tuple[Optional[List[dict]], dict]:
     """The prompts a dataset file holds (None for random prompts), and what the result says of them."""
     info: dict = {"dataset": dataset}
@@ -189,12 +250,26 @@ def dataset_prompts(
     # with one --seed do (its --num-prompts per run); 1000, vLLM's default --num-prompts, for a level of seconds.
     wanted = max(1000 if t is None else t for t in totals)
     count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
-    events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
+    events.emit(
+        events.PROGRESS,
+        done=0,
+        total=0,
+        message=f"reading ShareGPT conversations from {path}",
+    )
     loaded = load_sharegpt(
-        str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count, args.sharegpt_output_len
+        str(path),
+        args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED,
+        wanted,
+        count,
+        args.sharegpt_output_len,
     )
     stats = loaded["stats"]
-    info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
+    info["sharegpt"] = {
+        **stats,
+        "wanted": wanted,
+        "lengths_by": lengths_by,
+        "output_len": args.sharegpt_output_len,
+    }
     events.log(
         f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
         f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
@@ -211,7 +286,8 @@ def run(args: argparse.Namespace) -> int:
 
 class MacroRun:
     """One macro run, the coordinator: it owns the run's cancel state (SIGTERM or SIGINT end the level
-    early, and the results so far still go out) and the clock its per-request times start from."""
+    early, and the results so far still go out) and the clock its per-request times start from.
+    """
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -235,7 +311,11 @@ class MacroRun:
         rates = parse_levels(args.request_rate, float, "request-rate")
         concurrencies = parse_levels(args.concurrency, int, "concurrency") if not rates else []
         if not rates and not concurrencies:
-            raise events.AgentError("bad_arguments", "no load level given", "pass --concurrency 1,8,32 or --request-rate 2,4")
+            raise events.AgentError(
+                "bad_arguments",
+                "no load level given",
+                "pass --concurrency 1,8,32 or --request-rate 2,4",
+            )
         if not args.burstiness > 0:
             raise events.AgentError(
                 "bad_arguments",
@@ -251,7 +331,11 @@ class MacroRun:
                 "0.25 draws each length from 75% to 125% of --input-len and --output-len",
             )
         if not args.stall_timeout >= 0:
-            raise events.AgentError("bad_arguments", f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}", "")
+            raise events.AgentError(
+                "bad_arguments",
+                f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}",
+                "",
+            )
         args.stall_timeout = args.stall_timeout or None
         if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
             raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
@@ -261,7 +345,12 @@ class MacroRun:
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
         levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [
-            {"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates
+            {
+                "max_concurrency": args.max_concurrency,
+                "request_rate": r,
+                "burstiness": args.burstiness,
+            }
+            for r in rates
         ]
         file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)
         maker = PromptMaker(
@@ -290,7 +379,12 @@ class MacroRun:
             {"calibrated": False, "note": "prompts from a file"}
             if file_prompts
             else (
-                {"calibrated": False, "tokens_per_word": 1.0, "overhead": 0.0, "note": "--no-tokenize"}
+                {
+                    "calibrated": False,
+                    "tokens_per_word": 1.0,
+                    "overhead": 0.0,
+                    "note": "--no-tokenize",
+                }
                 if args.no_tokenize
                 else calibrate(endpoint, maker)
             )
@@ -325,13 +419,29 @@ class MacroRun:
             },
             "vllm_bench_serve": VLLM_FIELD_NOTES,
         }
+        # The GPUs' power and clocks beside each level (nvidia-smi), or why there are none.
+        gpus_found = detect_gpus() if args.gpu_sample_ms > 0 else {"vendor": None, "note": "--gpu-sample-ms 0"}
+        result["gpu_telemetry"] = {k: v for k, v in gpus_found.items() if k != "tool"}
+        if gpus_found.get("vendor") != "nvidia":
+            events.log(f"GPU telemetry: {gpus_found.get('note')}")
         id_base = 0
         if args.warmup > 0 and not self.cancel.requested:
-            warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
+            warm_c = min(
+                args.warmup,
+                concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup),
+            )
             # No per-request events, yet its progress goes out as a level's does: a warm-up that waits on a slow
             # or silent server says how long it has waited.
             warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True})
-            warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
+            warm = LevelRun(
+                -1,
+                {},
+                args.warmup,
+                warm_args,
+                percentiles,
+                slos,
+                lambda: self.run_start,
+            )
             plan = {
                 "concurrency": warm_c,
                 "ids": [10_000_000 + i for i in range(args.warmup)],
@@ -421,6 +531,8 @@ class MacroRun:
             }
             level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
             plans = build_plans(args, meta, total, id_base, rng)
+            for plan in plans:
+                plan["slow_client_s"] = max(0.0, args.slow_client_ms or 0.0) / 1000.0
             id_base += (total or 0) + 1_000_000
             before, _ = read_server_metrics(endpoint)
             events.emit(
@@ -437,14 +549,29 @@ class MacroRun:
             state = ServerStateSampler(endpoint, origin=self.run_start).start()
             # How late this host gives the load generator a CPU: the stamps of its reads are that late.
             wake = WakeLagSampler().start()
+            gpus = (
+                GpuSampler(args.gpu_sample_ms, origin=self.run_start, found=gpus_found).start()
+                if gpus_found.get("vendor") == "nvidia"
+                else None
+            )
             if len(plans) == 1:
                 plans[0]["start_at"] = level.started_at = time.monotonic()
-                cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel)
+                cpu = run_level_in_process(
+                    plans[0],
+                    endpoint,
+                    path,
+                    maker,
+                    level,
+                    args.request_timeout,
+                    self.cancel,
+                )
             else:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0
             server_state = state.stop()
             wake_lag = wake.stop()
+            if gpus is not None:
+                gpus.stop()
             after, metrics_status = read_server_metrics(endpoint)
             server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
             changed = trust_streamed_counts(server_metrics, level.records)
@@ -461,18 +588,24 @@ class MacroRun:
             }
             summary["server_metrics"] = server_metrics
             summary["client_wake_lag_ms"] = wake_lag
+            if gpus is not None:
+                window = (wall0 - self.run_start, wall0 + wall - self.run_start)
+                summary["gpu_telemetry"] = level_telemetry(gpus, out_tokens, window, level.label())
             if server_state["samples"]:
                 summary["server_state"] = server_state
             summary["cancelled"] = self.cancel.requested
             summary = clean(summary)
             lag = (summary.get("scheduling_lag_ms") or {}).get("p99")
-            if isinstance(lag, (int, float)) and lag > 10 and rate is not None:
+            woke = wake_lag.get("p99")
+            intended = summary.get("from_intended") or {}
+            if intended.get("client_limited"):
+                events.log(client_limit_text(level.label(), intended, woke), "warn")
+            elif isinstance(lag, (int, float)) and lag > 10 and rate is not None:
                 events.log(
                     f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
                     "consider --workers or fewer levels at once",
                     "warn",
                 )
-            woke = wake_lag.get("p99")
             if isinstance(woke, (int, float)) and woke > 10:
                 events.log(
                     f"{level.label()}: the load generator waited up to {woke:.0f} ms (p99) for a CPU on this host: "
@@ -553,7 +686,11 @@ class MacroRun:
         result["cancelled"] = self.cancel.requested
         events.emit(events.RESULT, result=clean(result))
         if self.cancel.requested:
-            events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")
+            events.error(
+                "cancelled",
+                f"cancelled after {len(result['levels'])} level(s); the results so far are kept",
+                "",
+            )
             return 130
         if result.get("stalled"):
             events.error(
@@ -572,6 +709,27 @@ class MacroRun:
             )
             return 2
         return 0
+
+
+def client_limit_text(label: str, intended: dict, wake_p99: Optional[float]) -> str:
+    """The warning for a level whose client fell further and further behind its schedule: the client, not
+    the server, is the limit; the wake-up lag says whether the host's CPUs or the client's own work held it.
+    """
+    d = intended["dispatch_delay_ms"]
+    trend = intended.get("dispatch_delay_trend") or {}
+    what = "arrival schedule" if intended.get("basis") == "arrival" else "free slots (queueing inside the client)"
+    cause = (
+        f"it also waited up to {wake_p99:.0f} ms (p99) for a CPU on this host, so the host's cores are short: free them, "
+        "or run the load elsewhere"
+        if isinstance(wake_p99, (int, float)) and wake_p99 > 10
+        else "its own work is the limit: raise --workers"
+    )
+    return (
+        f"{label}: the load generator fell behind its {what}: dispatch delay p50 {d['p50']:.1f} ms, p99 {d['p99']:.1f} ms, "
+        f"max {d['max']:.1f} ms, growing from {trend.get('first_quarter_ms', 0):.1f} ms (first quarter of sends) to "
+        f"{trend.get('last_quarter_ms', 0):.1f} ms (last); the client is the limit, not the server, and latency from the "
+        f"intended send time (TTFT p99 {intended['ttft_ms'].get('p99') or 0:.0f} ms) counts that wait; {cause}"
+    )
 
 
 def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent import events
 from infbench_agent.loadgen_http import Endpoint, Engine
+from infbench_agent.loadgen_intended import from_intended
 from infbench_agent.loadgen_metrics import compact_record, summarize
 from infbench_agent.macro_conversations import turn_summary
 from infbench_agent.macro_steady import steady_window, steady_window_note
@@ -198,6 +199,7 @@ class LevelRun:
         s = dict(self.meta)
         s.update(summarize(self.records, self.percentiles, self.slos, self.started_at))
         s["partial"] = partial
+        s["from_intended"] = from_intended(self.records, self.percentiles, "slot" if self.meta.get("request_rate") is None else "arrival")
         if self.meta.get("turns"):
             s["multi_turn"] = turn_summary(self.records, self.meta.get("conversations"), self.meta["turns"])
         if not partial:

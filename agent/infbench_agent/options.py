@@ -173,6 +173,39 @@ OPTIONS: List[Option] = [
     _opt("--percentiles", "str", ("macro",), "percentiles of each latency, comma-separated", "50,90,99", metavar="P,P"),
     _opt("--goodput", "str", ("macro",), "SLOs in ms for goodput: ttft, tpot, e2el", metavar='"ttft:500 tpot:50"'),
     _opt(
+        "--trials",
+        "int",
+        ("macro",),
+        "runs of each load level, each with fresh prompts (from --seed and request numbers of its own); every figure "
+        "is then reported as its mean, 95% confidence interval (Student's t) and coefficient of variation",
+        1,
+        metavar="N",
+    ),
+    _opt(
+        "--slo",
+        "str",
+        ("macro",),
+        "objectives each level is judged on, comma-separated: METRIC_STAT<=MS (ttft, tpot, itl or e2el at p50, p90, "
+        "p99, mean or median; an s suffix for seconds) or goodput>=PERCENT% (the share of requests meeting every "
+        "--goodput SLO, as vllm bench serve counts a good request)",
+        metavar='"ttft_p99<=2000,tpot_p99<=50"',
+    ),
+    _opt(
+        "--search",
+        "str",
+        ("macro",),
+        "find the highest load that meets --slo: from the first --concurrency (or --request-rate) level, doubling "
+        "until a level fails, then bisecting to one level (1 request; 5% of a rate)",
+        choices=("concurrency", "rate"),
+    ),
+    _opt(
+        "--search-max",
+        "float",
+        ("macro",),
+        "the highest load the search tries (default 1024 requests in flight, or 256 requests/s)",
+        metavar="N",
+    ),
+    _opt(
         "--request-timeout",
         "float",
         ("macro",),
@@ -195,6 +228,23 @@ OPTIONS: List[Option] = [
     _opt("--update-interval", "float", ("macro",), "seconds between running aggregates", 1.0),
     _opt("--no-request-events", "flag", ("macro",), "do not emit one event per request"),
     _opt("--no-tokenize", "flag", ("macro",), "skip /tokenize calibration (assume 1 token per word)"),
+    _opt(
+        "--gpu-sample-ms",
+        "int",
+        ("macro",),
+        "milliseconds between samples of each GPU's power, clocks, utilisation, memory and temperature (nvidia-smi) while a level runs; 0 turns it off",
+        500,
+        metavar="MS",
+    ),
+    _opt(
+        "--slow-client-ms",
+        "float",
+        ("macro",),
+        "a check of the client's own limit: the load generator spends this many ms of CPU before each send, as a slow client would, "
+        "so its dispatch delay shows; 0 (the default) is off",
+        0.0,
+        metavar="MS",
+    ),
     # ---- profile: the decode workload and the traces
     _opt(
         "--trace-dir",
@@ -355,7 +405,8 @@ def add_key_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add(parser: argparse.ArgumentParser, o: Option) -> None:
-    more: Dict[str, Any] = {"help": argparse.SUPPRESS if o.internal else o.help, "dest": o.dest}
+    # argparse formats help with %: a literal percent sign is written twice.
+    more: Dict[str, Any] = {"help": argparse.SUPPRESS if o.internal else o.help.replace("%", "%%"), "dest": o.dest}
     if o.kind == "flag":
         parser.add_argument(o.flag, *o.aliases, action="store_true", **more)
         return

@@ -16,7 +16,7 @@ export interface AgentOptionSpec {
 // Each command's options as core passes them, named as the flag in camelCase. A secret (the API key)
 // has no field: its value goes over stdin, never on a command line (`apiKeyStdin` says it is coming).
 export interface ProbeAgentOptions { url?: string; apiKeyStdin?: boolean; timeout?: number }
-export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; api?: 'completions' | 'chat'; concurrency?: string; requestRate?: string; maxConcurrency?: number; burstiness?: number; requests?: number; duration?: number; inputLen?: number; outputLen?: number; noIgnoreEos?: boolean; rangeRatio?: number; promptsFile?: string; datasetName?: 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn'; datasetPath?: string; sharegptOutputLen?: number; prefixRepetitionPrefixLen?: number; prefixRepetitionSuffixLen?: number; prefixRepetitionNumPrefixes?: number; multiTurnTurns?: number; multiTurnConversations?: number; temperature?: number; topP?: number; topK?: number; minP?: number; extraBody?: string; header?: readonly string[]; warmup?: number; seed?: number; percentiles?: string; goodput?: string; requestTimeout?: number; stallTimeout?: number; workers?: string; streamsPerWorker?: number; updateInterval?: number; noRequestEvents?: boolean; noTokenize?: boolean }
+export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; api?: 'completions' | 'chat'; concurrency?: string; requestRate?: string; maxConcurrency?: number; burstiness?: number; requests?: number; duration?: number; inputLen?: number; outputLen?: number; noIgnoreEos?: boolean; rangeRatio?: number; promptsFile?: string; datasetName?: 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn'; datasetPath?: string; sharegptOutputLen?: number; prefixRepetitionPrefixLen?: number; prefixRepetitionSuffixLen?: number; prefixRepetitionNumPrefixes?: number; multiTurnTurns?: number; multiTurnConversations?: number; temperature?: number; topP?: number; topK?: number; minP?: number; extraBody?: string; header?: readonly string[]; warmup?: number; seed?: number; percentiles?: string; goodput?: string; trials?: number; slo?: string; search?: 'concurrency' | 'rate'; searchMax?: number; requestTimeout?: number; stallTimeout?: number; workers?: string; streamsPerWorker?: number; updateInterval?: number; noRequestEvents?: boolean; noTokenize?: boolean; gpuSampleMs?: number; slowClientMs?: number }
 export interface MicroAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; tp?: number; m?: string; shape?: readonly string[]; only?: readonly string[]; dtype?: 'auto' | 'bf16' | 'fp16' | 'fp32' | 'fp8' | 'int4'; groupSize?: number; device?: string; allowBusy?: boolean; busyThreshold?: number; skip?: string; repeats?: number; launchKernels?: number; arWorldSize?: number; arBackend?: 'auto' | 'nccl' | 'gloo'; arMinBytes?: number; arMaxBytes?: number }
 export interface ProfileAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; traceDir?: string; concurrency?: number; outputLen?: number; inputLen?: number; delaySteps?: number; numSteps?: number; recordShapes?: boolean; withStack?: boolean; requestTimeout?: number; startTimeout?: number; stopTimeout?: number; settleSeconds?: number; settleTimeout?: number; expectRanks?: number; nodes?: number; collectSince?: number; profiler?: 'torch' | 'nsys'; nsysReport?: string; nsys?: string }
 export interface CollectiveAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; topK?: number; m?: string; device?: string; allowBusy?: boolean; busyThreshold?: number; repeats?: number; plan?: boolean; cpu?: boolean; worldSize?: number; masterAddr?: string; masterPort?: number; nodeRank?: number; rankOffset?: number; localRanks?: number; backend?: 'auto' | 'nccl' | 'gloo'; ops?: string; arSizes?: string; a2aSizes?: string }
@@ -73,6 +73,10 @@ export const AGENT_OPTIONS: {
     seed: { flag: '--seed', kind: 'int', default: null, help: 'prompt seed; default random, so runs never share a prefix' },
     percentiles: { flag: '--percentiles', kind: 'str', default: '50,90,99', help: 'percentiles of each latency, comma-separated', metavar: 'P,P' },
     goodput: { flag: '--goodput', kind: 'str', default: null, help: 'SLOs in ms for goodput: ttft, tpot, e2el', metavar: '"ttft:500 tpot:50"' },
+    trials: { flag: '--trials', kind: 'int', default: 1, help: 'runs of each load level, each with fresh prompts (from --seed and request numbers of its own); every figure is then reported as its mean, 95% confidence interval (Student\'s t) and coefficient of variation', metavar: 'N' },
+    slo: { flag: '--slo', kind: 'str', default: null, help: 'objectives each level is judged on, comma-separated: METRIC_STAT<=MS (ttft, tpot, itl or e2el at p50, p90, p99, mean or median; an s suffix for seconds) or goodput>=PERCENT% (the share of requests meeting every --goodput SLO, as vllm bench serve counts a good request)', metavar: '"ttft_p99<=2000,tpot_p99<=50"' },
+    search: { flag: '--search', kind: 'str', default: null, help: 'find the highest load that meets --slo: from the first --concurrency (or --request-rate) level, doubling until a level fails, then bisecting to one level (1 request; 5% of a rate)', choices: ['concurrency', 'rate'] },
+    searchMax: { flag: '--search-max', kind: 'float', default: null, help: 'the highest load the search tries (default 1024 requests in flight, or 256 requests/s)', metavar: 'N' },
     requestTimeout: { flag: '--request-timeout', kind: 'float', default: 600.0, help: 'seconds a request may take from send to its last token before it counts as failed (timeout); a level whose requests all stall stops the run', metavar: 'S' },
     stallTimeout: { flag: '--stall-timeout', kind: 'float', default: 60.0, help: 'seconds a stream may send no token before it fails as stalled, whatever other bytes arrive (a request still waiting for its first token only while every stream is silent, so a queue is no stall); 0 turns it off', metavar: 'S' },
     workers: { flag: '--workers', kind: 'str', default: 'auto', help: 'load-generator processes per level: auto or a number', metavar: 'auto|N' },
@@ -80,6 +84,8 @@ export const AGENT_OPTIONS: {
     updateInterval: { flag: '--update-interval', kind: 'float', default: 1.0, help: 'seconds between running aggregates' },
     noRequestEvents: { flag: '--no-request-events', kind: 'flag', default: null, help: 'do not emit one event per request' },
     noTokenize: { flag: '--no-tokenize', kind: 'flag', default: null, help: 'skip /tokenize calibration (assume 1 token per word)' },
+    gpuSampleMs: { flag: '--gpu-sample-ms', kind: 'int', default: 500, help: 'milliseconds between samples of each GPU\'s power, clocks, utilisation, memory and temperature (nvidia-smi) while a level runs; 0 turns it off', metavar: 'MS' },
+    slowClientMs: { flag: '--slow-client-ms', kind: 'float', default: 0.0, help: 'a check of the client\'s own limit: the load generator spends this many ms of CPU before each send, as a slow client would, so its dispatch delay shows; 0 (the default) is off', metavar: 'MS' },
   },
   micro: {
     apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
@@ -198,6 +204,10 @@ export const AGENT_CLI_FLAGS = {
     'seed': { type: 'string' },
     'percentiles': { type: 'string' },
     'goodput': { type: 'string' },
+    'trials': { type: 'string' },
+    'slo': { type: 'string' },
+    'search': { type: 'string' },
+    'search-max': { type: 'string' },
     'request-timeout': { type: 'string' },
     'stall-timeout': { type: 'string' },
     'workers': { type: 'string' },
@@ -205,6 +215,8 @@ export const AGENT_CLI_FLAGS = {
     'update-interval': { type: 'string' },
     'no-request-events': { type: 'boolean' },
     'no-tokenize': { type: 'boolean' },
+    'gpu-sample-ms': { type: 'string' },
+    'slow-client-ms': { type: 'string' },
   },
   micro: {
     'api-key-stdin': { type: 'boolean' },
