@@ -20,37 +20,14 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events, options
-from infbench_agent.gpu_telemetry import (
-    GpuSampler,
-    detect as detect_gpus,
-    level_telemetry,
-)
+from infbench_agent.gpu_telemetry import GpuSampler, detect as detect_gpus, level_telemetry
 from infbench_agent.loadgen_http import Endpoint
 from infbench_agent.loadgen_metrics import parse_slos
 from infbench_agent.macro_drive import Cancel, raise_open_file_limit
-from infbench_agent.macro_levels import (
-    LevelRun,
-    build_plans,
-    clean,
-    run_level_in_process,
-)
-from infbench_agent.macro_datasets import (
-    SHAREGPT_DEFAULT_SEED,
-    file_kind,
-    load_sharegpt,
-)
-from infbench_agent.macro_prompts import (
-    PromptMaker,
-    calibrate,
-    length_range,
-    load_prompts_file,
-    token_counter,
-)
-from infbench_agent.macro_server import (
-    discover,
-    metrics_cross_check,
-    read_server_metrics,
-)
+from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_in_process
+from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
+from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
+from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
 from infbench_agent.server_state import ServerStateSampler
 from infbench_agent.wake_lag import WakeLagSampler
 from infbench_agent.macro_workers import run_level_workers, worker_main
@@ -93,9 +70,7 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
             value = float("inf") if (kind is float and part.lower() == "inf") else kind(part)
         except ValueError:
             raise events.AgentError(
-                "bad_arguments",
-                f"--{what} must be a comma-separated list of numbers, got {text!r}",
-                f"for example --{what} 1,8,32",
+                "bad_arguments", f"--{what} must be a comma-separated list of numbers, got {text!r}", f"for example --{what} 1,8,32"
             )
         if value <= 0:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
@@ -108,11 +83,7 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
     vllm/benchmarks/datasets.py's _ValidateDatasetArgs does (random takes no file)."""
     path = args.dataset_path or args.prompts_file
     if args.dataset_path and args.prompts_file and args.dataset_path != args.prompts_file:
-        raise events.AgentError(
-            "bad_arguments",
-            "--prompts-file and --dataset-path name different files",
-            "give one of them",
-        )
+        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files", "give one of them")
     name = args.dataset_name or ("jsonl" if args.prompts_file else file_kind(path) if path else "random")
     if args.prompts_file and name != "jsonl":
         raise events.AgentError(
@@ -122,16 +93,10 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
         )
     if name in ("random", "prefix_repetition", "multi_turn") and path:
         raise events.AgentError(
-            "bad_arguments",
-            f"{name} prompts take no file, got {path}",
-            "pass --dataset-name jsonl or sharegpt with --dataset-path",
+            "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
         )
     if name == "prefix_repetition":
-        p = (
-            args.prefix_repetition_prefix_len,
-            args.prefix_repetition_suffix_len,
-            args.prefix_repetition_num_prefixes,
-        )
+        p = (args.prefix_repetition_prefix_len, args.prefix_repetition_suffix_len, args.prefix_repetition_num_prefixes)
         if min(p) < 1:
             raise events.AgentError(
                 "bad_arguments",
@@ -146,57 +111,38 @@ def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
                 "each conversation sends its next turn when the last one is answered; pass --concurrency 1,8,32",
             )
         if args.multi_turn_turns < 1 or (args.multi_turn_conversations is not None and args.multi_turn_conversations < 1):
-            raise events.AgentError(
-                "bad_arguments",
-                "--multi-turn-turns and --multi-turn-conversations must be at least 1",
-                "",
-            )
+            raise events.AgentError("bad_arguments", "--multi-turn-turns and --multi-turn-conversations must be at least 1", "")
     elif name != "random" and not path:
         raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
     if name != "random" and args.range_ratio:
         raise events.AgentError(
-            "bad_arguments",
-            "--range-ratio applies to random prompts only",
-            "a dataset's prompts keep their own lengths",
+            "bad_arguments", "--range-ratio applies to random prompts only", "a dataset's prompts keep their own lengths"
         )
     if args.sharegpt_output_len is not None and name != "sharegpt":
         raise events.AgentError(
-            "bad_arguments",
-            "--sharegpt-output-len applies to --dataset-name sharegpt only",
-            "for random prompts pass --output-len",
+            "bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only", "for random prompts pass --output-len"
         )
     return name, path
 
 
 def request_extras(args: argparse.Namespace) -> Tuple[dict, dict, Dict[str, str]]:
     """The sampling parameters, the --extra-body object and the --header pairs every request carries, checked
-    as vllm/benchmarks/serve.py reads them (--extra-body a JSON object, --header KEY=VALUE).
-    """
+    as vllm/benchmarks/serve.py reads them (--extra-body a JSON object, --header KEY=VALUE)."""
     sampling = {k: getattr(args, k) for k in ("temperature", "top_p", "top_k", "min_p") if getattr(args, k) is not None}
     extra: dict = {}
     if args.extra_body:
         try:
             extra = json.loads(args.extra_body)
         except ValueError as exc:
-            raise events.AgentError(
-                "bad_arguments",
-                f"--extra-body is not JSON: {exc}",
-                "for example '{\"top_k\": 20}'",
-            )
+            raise events.AgentError("bad_arguments", f"--extra-body is not JSON: {exc}", "for example '{\"top_k\": 20}'")
         if not isinstance(extra, dict):
-            raise events.AgentError(
-                "bad_arguments",
-                "--extra-body must be a JSON object",
-                "for example '{\"top_k\": 20}'",
-            )
+            raise events.AgentError("bad_arguments", "--extra-body must be a JSON object", "for example '{\"top_k\": 20}'")
     headers: Dict[str, str] = {}
     for pair in args.header or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or any(c in pair for c in "\r\n"):
             raise events.AgentError(
-                "bad_arguments",
-                f"--header takes KEY=VALUE, got {pair!r}",
-                "for example --header x-request-source=bench",
+                "bad_arguments", f"--header takes KEY=VALUE, got {pair!r}", "for example --header x-request-source=bench"
             )
         headers[key.strip()] = value.strip()
     return sampling, extra, headers
@@ -213,8 +159,7 @@ def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Opti
 
 def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Optional[int]:
     """A multi-turn level's conversations: --multi-turn-conversations, else its requests divided by the turns
-    (rounded up), or None for a level of seconds (new conversations start until the time is up).
-    """
+    (rounded up), or None for a level of seconds (new conversations start until the time is up)."""
     if args.duration:
         return None
     if args.multi_turn_conversations:
@@ -223,12 +168,7 @@ def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Opt
 
 
 def dataset_prompts(
-    args: argparse.Namespace,
-    endpoint: Endpoint,
-    model: str,
-    dataset: str,
-    path: Optional[str],
-    levels: List[dict],
+    args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str], levels: List[dict]
 ) -> Tuple[Optional[List[dict]], dict]:
     """The prompts a dataset file holds (None for random prompts), and what the result says of them."""
     info: dict = {"dataset": dataset}
@@ -250,26 +190,12 @@ def dataset_prompts(
     # with one --seed do (its --num-prompts per run); 1000, vLLM's default --num-prompts, for a level of seconds.
     wanted = max(1000 if t is None else t for t in totals)
     count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
-    events.emit(
-        events.PROGRESS,
-        done=0,
-        total=0,
-        message=f"reading ShareGPT conversations from {path}",
-    )
+    events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
     loaded = load_sharegpt(
-        str(path),
-        args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED,
-        wanted,
-        count,
-        args.sharegpt_output_len,
+        str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count, args.sharegpt_output_len
     )
     stats = loaded["stats"]
-    info["sharegpt"] = {
-        **stats,
-        "wanted": wanted,
-        "lengths_by": lengths_by,
-        "output_len": args.sharegpt_output_len,
-    }
+    info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
     events.log(
         f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
         f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
@@ -286,8 +212,7 @@ def run(args: argparse.Namespace) -> int:
 
 class MacroRun:
     """One macro run, the coordinator: it owns the run's cancel state (SIGTERM or SIGINT end the level
-    early, and the results so far still go out) and the clock its per-request times start from.
-    """
+    early, and the results so far still go out) and the clock its per-request times start from."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -311,11 +236,7 @@ class MacroRun:
         rates = parse_levels(args.request_rate, float, "request-rate")
         concurrencies = parse_levels(args.concurrency, int, "concurrency") if not rates else []
         if not rates and not concurrencies:
-            raise events.AgentError(
-                "bad_arguments",
-                "no load level given",
-                "pass --concurrency 1,8,32 or --request-rate 2,4",
-            )
+            raise events.AgentError("bad_arguments", "no load level given", "pass --concurrency 1,8,32 or --request-rate 2,4")
         if not args.burstiness > 0:
             raise events.AgentError(
                 "bad_arguments",
@@ -331,11 +252,7 @@ class MacroRun:
                 "0.25 draws each length from 75% to 125% of --input-len and --output-len",
             )
         if not args.stall_timeout >= 0:
-            raise events.AgentError(
-                "bad_arguments",
-                f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}",
-                "",
-            )
+            raise events.AgentError("bad_arguments", f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}", "")
         args.stall_timeout = args.stall_timeout or None
         if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
             raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
@@ -345,12 +262,7 @@ class MacroRun:
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
         levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [
-            {
-                "max_concurrency": args.max_concurrency,
-                "request_rate": r,
-                "burstiness": args.burstiness,
-            }
-            for r in rates
+            {"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates
         ]
         file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)
         maker = PromptMaker(
@@ -379,12 +291,7 @@ class MacroRun:
             {"calibrated": False, "note": "prompts from a file"}
             if file_prompts
             else (
-                {
-                    "calibrated": False,
-                    "tokens_per_word": 1.0,
-                    "overhead": 0.0,
-                    "note": "--no-tokenize",
-                }
+                {"calibrated": False, "tokens_per_word": 1.0, "overhead": 0.0, "note": "--no-tokenize"}
                 if args.no_tokenize
                 else calibrate(endpoint, maker)
             )
@@ -426,22 +333,11 @@ class MacroRun:
             events.log(f"GPU telemetry: {gpus_found.get('note')}")
         id_base = 0
         if args.warmup > 0 and not self.cancel.requested:
-            warm_c = min(
-                args.warmup,
-                concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup),
-            )
+            warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
             # No per-request events, yet its progress goes out as a level's does: a warm-up that waits on a slow
             # or silent server says how long it has waited.
             warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True})
-            warm = LevelRun(
-                -1,
-                {},
-                args.warmup,
-                warm_args,
-                percentiles,
-                slos,
-                lambda: self.run_start,
-            )
+            warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
             plan = {
                 "concurrency": warm_c,
                 "ids": [10_000_000 + i for i in range(args.warmup)],
@@ -556,15 +452,7 @@ class MacroRun:
             )
             if len(plans) == 1:
                 plans[0]["start_at"] = level.started_at = time.monotonic()
-                cpu = run_level_in_process(
-                    plans[0],
-                    endpoint,
-                    path,
-                    maker,
-                    level,
-                    args.request_timeout,
-                    self.cancel,
-                )
+                cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel)
             else:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0
@@ -686,11 +574,7 @@ class MacroRun:
         result["cancelled"] = self.cancel.requested
         events.emit(events.RESULT, result=clean(result))
         if self.cancel.requested:
-            events.error(
-                "cancelled",
-                f"cancelled after {len(result['levels'])} level(s); the results so far are kept",
-                "",
-            )
+            events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")
             return 130
         if result.get("stalled"):
             events.error(
@@ -713,8 +597,7 @@ class MacroRun:
 
 def client_limit_text(label: str, intended: dict, wake_p99: Optional[float]) -> str:
     """The warning for a level whose client fell further and further behind its schedule: the client, not
-    the server, is the limit; the wake-up lag says whether the host's CPUs or the client's own work held it.
-    """
+    the server, is the limit; the wake-up lag says whether the host's CPUs or the client's own work held it."""
     d = intended["dispatch_delay_ms"]
     trend = intended.get("dispatch_delay_trend") or {}
     what = "arrival schedule" if intended.get("basis") == "arrival" else "free slots (queueing inside the client)"
