@@ -5,6 +5,8 @@ import MarkdownIt from 'markdown-it';
 import { escapeHtml } from '../../shared/html';
 import { hasResults, RunSummary } from '../../shared/results';
 import { chartLevels, ChartLevel, macroChartsSvg } from './reportCharts';
+import { paretoPictures } from './reportPareto';
+import { gpusOfCommand, ParetoPoint, paretoPoint } from '../../shared/pareto';
 
 export interface ReportRun {
   id: string;
@@ -16,6 +18,10 @@ export interface ReportRun {
   headline?: string;
   /** A macro run's levels, for its charts. */
   levels?: ChartLevel[];
+  /** A macro run's whole levels as Pareto points (its configuration's name for the series). */
+  pareto?: ParetoPoint[];
+  /** The configurations comparison the run was part of, to draw its front across configurations. */
+  comparison?: string;
 }
 
 // The tool's own note under each section it writes (render.ts): `<sub>Written by Inference Bench at …</sub>`
@@ -107,9 +113,9 @@ export function campaignReportHtml(findings: string, runs: readonly ReportRun[],
         .map(
           (r) =>
             `<h3>Macro run <code>${escapeHtml(r.id)}</code> on ${escapeHtml(r.target)}${r.simulated ? ' (simulator)' : ''}</h3>\n` +
-            `<div class="charts">\n${macroChartsSvg(r.levels!)}\n</div>`,
+            `<div class="charts">\n${macroChartsSvg(r.levels!)}\n${paretoPictures(r.pareto ?? [], 'over the levels')}\n</div>`,
         )
-        .join('\n')}`
+        .join('\n')}${comparisonPictures(runs)}`
     : '';
   const runsTable = runs.length
     ? `<h2>Runs</h2>\n<table><thead><tr><th>Run</th><th>Phase</th><th>Target</th><th>Status</th><th>Headline</th></tr></thead>\n<tbody>\n${rows}\n</tbody></table>`
@@ -151,7 +157,31 @@ export function reportRuns(all: readonly RunSummary[], findings: string): Report
       simulated: r.simulated,
       headline: r.headline,
       levels: r.macro?.levels.length ? chartLevels(r.macro.levels) : undefined,
+      pareto: r.macro?.levels.length ? paretoPointsOf(r) : undefined,
+      comparison: r.configuration?.comparison,
     }));
+}
+
+function paretoPointsOf(r: RunSummary): ParetoPoint[] {
+  const series = r.configuration?.name ?? r.id;
+  const gpus = gpusOfCommand(r.configuration?.argv);
+  return (r.macro?.levels ?? []).map((l) => paretoPoint(series, l, gpus)).filter((p): p is ParetoPoint => p !== undefined);
+}
+
+/** One Pareto picture per configurations comparison: every configuration's every load, the front across them. */
+function comparisonPictures(runs: readonly ReportRun[]): string {
+  const byComparison = new Map<string, ReportRun[]>();
+  for (const r of runs) if (r.comparison && r.pareto?.length) byComparison.set(r.comparison, [...(byComparison.get(r.comparison) ?? []), r]);
+  return [...byComparison.entries()]
+    .filter(([, compared]) => compared.length > 1)
+    .map(
+      ([id, compared]) =>
+        `\n<h3>Configurations compared <code>${escapeHtml(id)}</code></h3>\n<div class="charts">\n${paretoPictures(
+          compared.flatMap((r) => r.pareto ?? []),
+          'across the configurations',
+        )}\n</div>`,
+    )
+    .join('');
 }
 
 /** Where a findings document's report goes: beside it, with .html for its extension. */

@@ -8,6 +8,8 @@ import { conversationTable } from '../macro/conversations';
 import { steadyWindowTable } from '../macro/steadyWindow';
 import { MAX_REQUEST_POINTS, REQUEST_TRACE_FILE, requestPoint, writeRequestTrace } from '../runs/requestTrace';
 import { markLevel } from '../macro/levelFlags';
+import { dispatchDelayLines, dispatchDelayTable, gpuTelemetryLines, gpuTelemetryTable, paretoTables } from '../macro/gpuAndDelay';
+import { gpusOfCommand, paretoPoint } from '../../shared/pareto';
 import { RunFolder } from '../runs/runFolder';
 import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
@@ -189,6 +191,9 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   return { run, summary, levels: finals, agent };
 }
 
+// Said in the findings when no level has GPU samples; the agent's log says which of these it was.
+const NO_GPU_NOTE = 'none sampled (no nvidia-smi on the host, a ROCm host, or --gpu-sample-ms 0)';
+
 const METRICS_NOTE = 'Metrics as `vllm bench serve` defines them: TTFT, TPOT = (E2EL − TTFT)/(output − 1), ITL pooled over requests; ms.';
 
 function findingsUpdate(
@@ -228,6 +233,7 @@ function findingsUpdate(
   }
   lines.push(...levelFlagLines(levels));
   lines.push(...saturationLines(levels));
+  lines.push(...dispatchDelayLines(levels), ...gpuTelemetryLines(levels, summary.status === 'running' ? undefined : NO_GPU_NOTE));
   // The document quotes the figures people cite; the full table (means, ITL, E2EL, req/s, client CPU) is the run folder's and the results view's.
   // Cited once a level has finished: the run folder has the file from then on.
   const note = levels.length
@@ -240,6 +246,11 @@ function findingsUpdate(
   if (steady) tables.push(steady);
   const state = serverStateTable(levels);
   if (state) tables.push(state);
+  // The GPUs over the levels, the client's dispatch delay, and the front of the levels (tokens/s per user against per GPU).
+  for (const t of [gpuTelemetryTable(levels), dispatchDelayTable(levels)]) if (t) tables.push(t);
+  const series = summary.configuration?.name ?? summary.target;
+  const points = levels.map((l) => paretoPoint(series, l, gpusOfCommand(summary.configuration?.argv))).filter((p) => p !== undefined);
+  tables.push(...paretoTables(points, `macro-${run.info.id}`, 'over the levels'));
   const conversations = conversationTable(levels);
   if (conversations) tables.push(conversations);
   if (requestTracePath) {

@@ -14,6 +14,8 @@ import { configurationId, configurationOf } from '../runs/serverConfiguration';
 import { basename } from 'node:path';
 import { ResultTable } from '../../shared/table';
 import { runMacroPhase } from '../phases/macro';
+import { paretoTables } from '../macro/gpuAndDelay';
+import { gpusOfCommand, ParetoPoint, paretoPoint } from '../../shared/pareto';
 
 /** One configuration as measured: its macro run and levels, or why it has none. */
 export interface ConfigurationMeasured {
@@ -134,6 +136,13 @@ function configurationsFindings(compared: ConfigurationsCompared): FindingsUpdat
     sectionId: `configurations-${compared.configurations.map((c) => c.runId ?? c.name).join('-')}`,
     heading: `Server configurations compared — ${compared.target}`,
     lines,
-    tables: [configurationsTable(compared)],
+    tables: [configurationsTable(compared), ...paretoTables(configurationsParetoPoints(compared), 'configurations', 'across the configurations')],
   };
+}
+
+/** Every configuration's every whole level as a point of the Pareto front (tokens/s per user against per GPU and per watt). */
+export function configurationsParetoPoints(compared: ConfigurationsCompared): ParetoPoint[] {
+  return compared.configurations.flatMap((c) =>
+    (c.levels ?? []).map((l) => paretoPoint(c.name, l, gpusOfCommand(c.command))).filter((p): p is ParetoPoint => p !== undefined),
+  );
 }

@@ -80,8 +80,11 @@ describe('campaign report', () => {
       },
     };
     const html = campaignReportHtml(FINDINGS, reportRuns([run], FINDINGS), { title: 't.md', madeAt: new Date('2026-12-02T00:00:00Z') });
-    const svgs = html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
+    const all = html.match(/<svg[\s\S]*?<\/svg>/g) ?? [];
+    // Beside the two panels, the run's levels as a Pareto front (drawn and tested on its own).
+    const svgs = all.filter((svg) => !svg.includes('Pareto front'));
     assert.equal(svgs.length, 2, 'a throughput panel and a TPOT panel');
+    assert.equal(all.length, 3, 'and the Pareto front of its levels');
     assert.match(svgs[0], /<title>Output throughput \(tok\/s\) against load<\/title>/);
     assert.match(svgs[1], /<title>Median TPOT \(ms\) against load<\/title>/);
     for (const [svg, values] of [
