@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import sim_timing as tm
 from sim_trace import step_kernels, _kernel_durations
@@ -46,10 +46,26 @@ def kernel_modules(layers: int) -> List[Optional[str]]:
     return mods + EPILOGUE_MODULES
 
 
-def write_report(path: str, steps: Sequence[dict], model: tm.TimingModel, layers: int, modules: bool = True) -> int:
+def slowed(durations: List[float], mods: List[Optional[str]], slow_layer: Optional[Tuple[int, float]]) -> List[float]:
+    """The kernels of one layer `factor` times longer (a straggler layer, to show the skew between layers)."""
+    if not slow_layer:
+        return durations
+    prefix = f"model.layers.{slow_layer[0]}."
+    return [ms * slow_layer[1] if m is not None and m.startswith(prefix) else ms for ms, m in zip(durations, mods)]
+
+
+def write_report(
+    path: str,
+    steps: Sequence[dict],
+    model: tm.TimingModel,
+    layers: int,
+    modules: bool = True,
+    slow_layer: Optional[Tuple[int, float]] = None,
+) -> int:
     """Writes `steps` ({running, prefill_tokens} each) as one SQLite export at `path`; returns its size in bytes.
 
-    `modules`: the layerwise NVTX ranges were on (without them only the step ranges are there)."""
+    `modules`: the layerwise NVTX ranges were on (without them only the step ranges are there).
+    `slow_layer` (layer, factor): that layer's kernels run `factor` times longer than the timing model says."""
     kernels = step_kernels(layers)
     mods = kernel_modules(layers)
     assert len(mods) == len(kernels), (len(mods), len(kernels))
@@ -105,7 +121,7 @@ def write_report(path: str, steps: Sequence[dict], model: tm.TimingModel, layers
     cpu += 10 * LAUNCH_NS
     for step in steps:
         breakdown = tm.step_breakdown(model, step["running"], step["prefill_tokens"])
-        durations = _kernel_durations(kernels, breakdown)
+        durations = slowed(_kernel_durations(kernels, breakdown), mods, slow_layer)
         gap_ns = int(breakdown[tm.IDLE] * 1e6 / len(kernels))
         step_cpu = cpu
         gpu = max(gpu, cpu + 20_000)
@@ -133,10 +149,10 @@ def write_report(path: str, steps: Sequence[dict], model: tm.TimingModel, layers
     return os.path.getsize(path)
 
 
-def expected_modules(model: tm.TimingModel, layers: int, running: int) -> Dict[str, float]:
+def expected_modules(model: tm.TimingModel, layers: int, running: int, slow_layer: Optional[Tuple[int, float]] = None) -> Dict[str, float]:
     """Kernel time of one decode step of `running` requests per module path (ms): the known answer."""
     kernels = step_kernels(layers)
-    durations = _kernel_durations(kernels, tm.step_breakdown(model, running, 0))
+    durations = slowed(_kernel_durations(kernels, tm.step_breakdown(model, running, 0)), kernel_modules(layers), slow_layer)
     out: Dict[str, float] = {}
     for module, ms in zip(kernel_modules(layers), durations):
         key = module or "(no NVTX range)"

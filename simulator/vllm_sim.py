@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional
+from typing import Deque, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_mimic  # noqa: E402
@@ -226,6 +226,9 @@ class Histogram:
 
 
 class Simulator:
+    # A subclass that serves for real (bench/gpu_server.py) says so: no header then names a mimicked version.
+    simulated = True
+
     def __init__(self, args: argparse.Namespace) -> None:
         preset = tm.PRESETS[args.preset]
         self.preset = preset
@@ -343,21 +346,20 @@ class Simulator:
             prefill = sum(r.prompt_tokens - r.cached_tokens for r in joiners)
             step_s = model.step_ms(len(batch), prefill) / 1000.0
             end = next_start + step_s
+            step = {"start_s": next_start, "running": len(batch), "prefill_tokens": prefill, "joiners": len(joiners)}
+            recorded = False
             if self.profiling and self.profile_skipped < self.profile_delay_steps:
                 self.profile_skipped += 1
             elif self.profiling and len(self.profiled_steps) < self.profile_max_steps:
-                self.profiled_steps.append(
-                    {"start_s": next_start, "running": len(batch), "prefill_tokens": prefill, "joiners": len(joiners)}
-                )
+                self.profiled_steps.append(step)
+                recorded = True
                 if self.profile_target_steps and len(self.profiled_steps) >= self.profile_target_steps:
                     # SGLang's num_steps: the profile stops by itself (scheduler_profiler_mixin.py).
                     self.profiling = False
                     assert self.loop is not None
                     self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.auto_stop()))
             self.steps_total += 1
-            delay = end - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+            end = self.execute_step(step, end, recorded)
             finished = []
             for r in batch:
                 r.sent += 1
@@ -370,6 +372,15 @@ class Simulator:
             assert self.loop is not None
             self.loop.call_soon_threadsafe(self.deliver, [(r, r.sent) for r in batch])
             next_start = end
+
+    def execute_step(self, step: dict, end: float, recorded: bool) -> float:
+        """Runs one scheduler step and returns when it ended (time.monotonic()). The simulator's step is its
+        timing model's: it sleeps until `end`. A subclass that runs the step for real (bench/gpu_server.py)
+        overrides this; `recorded` says whether the profiler records this step."""
+        delay = end - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        return end
 
     def target_len(self, r: SimRequest) -> int:
         return r.max_tokens
@@ -1018,6 +1029,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action="store_true",
         help="vLLM's layerwise NVTX ranges: the Nsight Systems report written under the tests' nsys stand-in names each kernel's module",
     )
+    p.add_argument(
+        "--slow-layer",
+        type=slow_layer_arg,
+        default=None,
+        metavar="N:FACTOR",
+        help="in the Nsight Systems report only: layer N's kernels run FACTOR times longer (a straggler layer, to show the skew)",
+    )
     p.add_argument("--kv-cache-tokens", type=int, default=1_000_000, help="prefix-cache capacity in tokens (blocks of 16)")
     p.add_argument("--describe", action="store_true", help="print the timing model and expected breakdown as JSON and exit")
     p.add_argument(
@@ -1096,10 +1114,10 @@ async def simulate_startup(sim: "Simulator", seconds: float) -> None:
     await asyncio.sleep(0.05 * seconds)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, make: type = Simulator) -> None:
     global MIMIC_LINE
-    sim = Simulator(args)
-    if sim.mimic:
+    sim = make(args)
+    if sim.mimic and sim.simulated:
         MIMIC_LINE = f"{sim.mimic.server} {sim.mimic.version}"
     sim.loop = asyncio.get_running_loop()
     if args.startup_seconds > 0:
@@ -1125,8 +1143,7 @@ async def serve(args: argparse.Namespace) -> None:
                 "url": f"http://{args.host}:{port}",
                 "port": port,
                 "model": sim.served_name,
-                "simulator": OWNED_BY,
-                "mode": mode,
+                **({"simulator": OWNED_BY, "mode": mode} if sim.simulated else {"serving_loop": type(sim).__name__}),
             }
         ),
         flush=True,
@@ -1138,8 +1155,22 @@ async def serve(args: argparse.Namespace) -> None:
         sim.cv.notify_all()
     report = os.environ.get(NSYS_REPORT_ENV)
     if report:
-        size = sim_nsys.write_report(report, sim.nsys_steps, sim.model, sim.layers, modules=args.enable_layerwise_nvtx_tracing)
+        size = sim_nsys.write_report(
+            report, sim.nsys_steps, sim.model, sim.layers, modules=args.enable_layerwise_nvtx_tracing, slow_layer=args.slow_layer
+        )
         print(f"SIMULATED nsys report: {report} ({size} bytes, {len(sim.nsys_steps)} profiled steps)", file=sys.stderr, flush=True)
+
+
+def slow_layer_arg(text: str) -> Tuple[int, float]:
+    """--slow-layer N:FACTOR (a layer number and how many times longer its kernels run)."""
+    layer, _, factor = text.partition(":")
+    try:
+        parsed = (int(layer), float(factor or "2"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--slow-layer takes N:FACTOR such as 2:1.5, not {text}") from None
+    if parsed[0] < 0 or parsed[1] <= 0:
+        raise argparse.ArgumentTypeError(f"--slow-layer takes a layer 0 or above and a factor above 0, not {text}")
+    return parsed
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -2,6 +2,7 @@
 // Macro fields use `vllm bench serve`'s names where the metric is the same.
 import type { ResultTable } from './table';
 import type { Remedy } from './remedy';
+import type { NsysModulesView } from './nsysView';
 
 export type Phase = 'macro' | 'micro' | 'profile' | 'probe';
 
@@ -238,6 +239,8 @@ export interface ProfileSummary {
   kernelsByRank?: { rank: number; kernels: KernelStat[] }[];
   /** One rank's first profiled steps (at most 500) on their time axis, for the step timeline. */
   stepTimeline?: { rank: number; steps: ProfileStep[] };
+  /** An Nsight Systems profile: the decode step by layer and module type. */
+  nsys?: NsysModulesView;
 }
 
 /** One profiled step: where it sits (microseconds from the rank's first step), its categories' time, its largest kernels. */

@@ -21,7 +21,12 @@ export interface Settings {
   requestTimeoutS: number;
   /** Seconds a macro stream may send nothing before it fails as stalled; 0: off. */
   stallTimeoutS: number;
+  /** Which profiler the profiler phase uses; `profilerSet` when the user chose it in a setting (then it is not asked). */
+  profiler: ProfilerKind;
+  profilerSet: boolean;
 }
+
+export type ProfilerKind = 'torch' | 'nsys';
 
 export function readSettings(): Settings {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -55,6 +60,13 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.stallTimeout must be a number of seconds, 0 or more (0: off); got ${JSON.stringify(stallTimeoutS)}. Using 60.`);
     stallTimeoutS = 60;
   }
+  const profilerSetting = config.inspect<unknown>('profiler');
+  const profilerSet = [profilerSetting?.globalValue, profilerSetting?.workspaceValue, profilerSetting?.workspaceFolderValue].some((v) => v !== undefined);
+  let profiler = config.get<unknown>('profiler', 'torch');
+  if (profiler !== 'torch' && profiler !== 'nsys') {
+    problems.push(`${SECTION}.profiler must be "torch" or "nsys"; got ${JSON.stringify(profiler)}. Using torch.`);
+    profiler = 'torch';
+  }
   return {
     targets,
     problems,
@@ -63,6 +75,8 @@ export function readSettings(): Settings {
     traceAnalysis,
     requestTimeoutS: requestTimeoutS as number,
     stallTimeoutS: stallTimeoutS as number,
+    profiler: profiler as ProfilerKind,
+    profilerSet,
   };
 }
 

@@ -16,6 +16,8 @@ import { profileCharts, profileData, topKernels } from './views/profile';
 import { TimelineCard } from './timelineCard';
 import { StepTimelineCard } from './stepTimelineCard';
 import { stepTimelineData, timelineData } from './views/timeline';
+import { NsysModulesCard } from './nsysModulesCard';
+import { nsysData } from './views/nsysModules';
 
 const PHASE_NAMES: Record<string, string> = { macro: 'Macro (serving)', micro: 'Micro (GEMM, all-reduce)', profile: 'Profiler (decode step)', probe: 'Probe' };
 
@@ -30,6 +32,7 @@ export function startResultsApp(app: HTMLElement): void {
   let budgetCard: ChartCard | undefined;
   let timeline: TimelineCard | undefined;
   let stepTimeline: StepTimelineCard | undefined;
+  let nsysCard: NsysModulesCard | undefined;
   // The serving table's column choice: it holds across runs, so switching run keeps what the user picked.
   let servingAllColumns = false;
 
@@ -200,6 +203,16 @@ export function startResultsApp(app: HTMLElement): void {
     renderTimeline(run);
     const kernels = run.phase === 'profile' ? topKernels(run) : undefined;
     extras.replaceChildren();
+    // An Nsight Systems profile: the step by layer and module, above the kernel table.
+    const nsys = run.phase === 'profile' ? nsysData(run) : undefined;
+    if (nsys) {
+      if (nsysCard) nsysCard.update(nsys, run.id);
+      else nsysCard = new NsysModulesCard(nsys, run.id);
+      extras.append(nsysCard.element);
+    } else {
+      nsysCard?.destroy();
+      nsysCard = undefined;
+    }
     // The full serving table (the findings document quotes only a few of its columns).
     const full = run.phase === 'macro' ? servingTable(run) : undefined;
     if (full) {
@@ -373,6 +386,7 @@ export function startResultsApp(app: HTMLElement): void {
     budgetCard?.retheme();
     timeline?.retheme();
     stepTimeline?.retheme();
+    nsysCard?.retheme();
   });
 
   // Exposed for the benchmark in the UI tests: a chart update of N points, timed inside the page.

@@ -35,6 +35,8 @@ export interface Target {
   rendezvousAddr?: string;
   /** The server's recipe as the user wrote it: what the tool starts in place of the one adopted from the running process. */
   serverRecipe?: UserServerRecipe;
+  /** Nsight Systems' `nsys` on the host, for the Nsight Systems profile (default: found on PATH, in the CUDA toolkit, Nsight installs). */
+  nsys?: string;
 }
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8000';
@@ -90,6 +92,8 @@ export function parseTarget(raw: unknown, where = 'inferenceBench.targets'): Tar
   if (nodes) target.nodes = nodes;
   const rendezvousAddr = str('rendezvousAddr');
   if (rendezvousAddr) target.rendezvousAddr = rendezvousAddr;
+  const nsys = str('nsys')?.trim();
+  if (nsys) target.nsys = nsys;
   if (r.serverRecipe !== undefined) {
     try {
       target.serverRecipe = parseUserRecipe(r.serverRecipe);

@@ -194,6 +194,8 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     run.writeResult(result);
     const outcome = finish('completed', undefined, read.trace, read.files);
     summary.headline = findingSentence(read.modules);
+    // The views draw the layer and module breakdown beside the categories (profileView.ts shapes it).
+    summary.profile = { ...summary.profile, nsys: read.modules } as unknown as RunSummary['profile'];
     ctx.sink.runChanged({ ...summary });
     ctx.sink.findings(nsysFindingsUpdate(run, summary, capture, read));
     return { ...outcome, nsys: read.modules };

@@ -101,11 +101,26 @@ export interface NsysCategoryShare {
   kernelsPerStep: number;
 }
 
+/** One kernel of a layer, per step: what a click on the layer lists. */
+export interface LayerKernel {
+  name: string;
+  /** Its module type (attention, mlp, moe...) and the NVTX module path it ran in. */
+  module: string;
+  path: string;
+  msPerStep: number;
+  countPerStep: number;
+}
+
 export interface LayerShare extends ModuleShare {
   layer: number;
   /** The layer's module types, largest first. */
   modules: ModuleShare[];
+  /** Its kernels, largest first (at most LAYER_KERNELS); absent in breakdowns written before they were kept. */
+  kernels?: LayerKernel[];
 }
+
+/** The kernels kept per layer: a layer runs a few dozen, so this keeps all but the smallest. */
+export const LAYER_KERNELS = 60;
 
 /** Layers of one module type side by side: the slow one named. */
 export interface LayerSkew {
@@ -164,6 +179,8 @@ class RankAcc {
   readonly byType = new Map<string, [number, number]>();
   readonly byLayer = new Map<number, Map<string, [number, number]>>();
   readonly byCategory = new Map<string, [number, number]>();
+  /** Per layer, per kernel name and module path: time and launches. */
+  readonly layerKernels = new Map<number, Map<string, { name: string; path: string; type: string; ns: number; n: number }>>();
   busyNs = 0;
   kernels = 0;
   replayed = 0;
@@ -226,6 +243,14 @@ export class NsysModuleAnalyzer {
         let layer = rank.byLayer.get(place.layer);
         if (!layer) rank.byLayer.set(place.layer, (layer = new Map()));
         add(layer, place.type, ns);
+        let kernels = rank.layerKernels.get(place.layer);
+        if (!kernels) rank.layerKernels.set(place.layer, (kernels = new Map()));
+        const key = `${r.name}\u0000${r.module}`;
+        const k = kernels.get(key);
+        if (k) {
+          k.ns += ns;
+          k.n++;
+        } else kernels.set(key, { name: r.name, path: r.module, type: place.type, ns, n: 1 });
       }
     }
   };
@@ -290,6 +315,10 @@ export class NsysModuleAnalyzer {
             sharePct: wallMean > 0 ? (100 * ns) / 1e6 / n / wallMean : 0,
             kernelsPerStep: k / n,
             modules: share(map),
+            kernels: [...(acc.layerKernels.get(layer)?.values() ?? [])]
+              .sort((a, b) => b.ns - a.ns)
+              .slice(0, LAYER_KERNELS)
+              .map((x) => ({ name: x.name, module: x.type, path: x.path, msPerStep: x.ns / 1e6 / n, countPerStep: x.n / n })),
           };
         });
       ranks.push({

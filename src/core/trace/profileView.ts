@@ -1,5 +1,6 @@
 import type { TraceBreakdown } from './types';
 import { KernelStat, ProfileSummary, RunSummary } from '../../shared/results';
+import { isNsysBreakdown, nsysViewOf } from './nsysView';
 
 /** True for the trace analyser's result (what the profiler phase and Analyze Trace File produce). */
 export function isTraceBreakdown(value: unknown): value is TraceBreakdown {
@@ -109,8 +110,15 @@ export function profileSummaryOf(b: TraceBreakdown): ProfileSummary {
  */
 export function viewableRun(run: RunSummary): RunSummary {
   const p = run.profile as unknown;
+  // An Nsight Systems profile carries its layer and module breakdown beside the categories.
+  const nsys = (p as { nsys?: unknown } | undefined)?.nsys;
+  const modules = isNsysBreakdown(nsys) ? { nsys: nsysViewOf(nsys) } : {};
   if (isTraceBreakdown(p))
-    return { ...run, headline: run.headline ?? p.headline, profile: { ...profileSummaryOf(p), breakdownHeadline: p.headline, warnings: p.warnings } };
+    return {
+      ...run,
+      headline: run.headline ?? (modules.nsys?.headline || p.headline),
+      profile: { ...profileSummaryOf(p), breakdownHeadline: p.headline, warnings: p.warnings, ...modules },
+    };
   const nested = (p as { breakdown?: unknown } | undefined)?.breakdown;
   if (isTraceBreakdown(nested))
     return {

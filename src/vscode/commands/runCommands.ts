@@ -6,7 +6,17 @@ import { PhaseRunner, PhaseRunners } from '../runs/phaseRunner';
 import { pickTarget } from './pickers';
 import { askResumeRunAll, confirmRunAllPlan, offerPendingRestore, UnfinishedChoice } from '../server/serverPrompts';
 import { basename } from 'node:path';
-import { markPhase, phasesFrom, PlanStepKind, planRunAll, resumePoint, RunAllRecord, serverNeeds, unfinished } from '../../core/campaign/runAllPlan';
+import {
+  markPhase,
+  phasesFrom,
+  PlanStepKind,
+  planRunAll,
+  resumePoint,
+  RunAllRecord,
+  ServerNeeds,
+  serverNeeds,
+  unfinished,
+} from '../../core/campaign/runAllPlan';
 import { pastRuns, readRunAllRecord, writeRunAllRecord } from '../../core/campaign/runAllRecord';
 import { Target } from '../../core/config/target';
 import { MacroOptions } from '../../core/macro/options';
@@ -15,6 +25,8 @@ import { pendingServerChanges } from '../../core/server/serverChange';
 import { serverTimes } from '../../core/server/serverTimes';
 import { workspaceRoot } from '../settings';
 import { MICRO_THEN_PROFILE, MicroServerPlan } from '../runs/microRunner';
+import { pickProfiler } from '../runs/profileRunner';
+import { ProfilerKind } from '../settings';
 
 const PHASE_TITLES: Record<RunnablePhase, string> = {
   probe: 'Probe Target',
@@ -72,6 +84,8 @@ export interface RunAllGiven {
   /** The plan agreed to, as by its button (a stop or restart still asks with its commands). */
   yes?: boolean;
   unfinished?: UnfinishedChoice;
+  /** The profiler of the profile step (default: the inferenceBench.profiler setting, asked where it is not set). */
+  profiler?: ProfilerKind;
 }
 
 /**
@@ -96,15 +110,19 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
     const choice = given?.unfinished ?? (await askResumeRunAll(previous, from));
     if (!choice) return;
     if (choice === 'resume') {
+      const profiler = given?.profiler ?? (await pickProfiler(target, true, 'Run All Phases'));
+      if (!profiler) return;
       await vscode.commands.executeCommand('inferenceBench.showResults');
       await controller.showFindings();
-      await runPlan(controller, phases, target, workspace, { ...previous, state: 'running' }, from, new AbortController().signal);
+      await runPlan(controller, phases, target, workspace, { ...previous, state: 'running' }, from, new AbortController().signal, profiler);
       return;
     }
   }
   // Asked before anything runs, so that the phases then go on without a question between them but the plan's and the server's.
   const macroOptions = given?.macro ? { ...given.macro } : await phases.macro.pickOptions(target, false);
   if (!macroOptions) return;
+  const profiler = given?.profiler ?? (await pickProfiler(target, true, 'Run All Phases'));
+  if (!profiler) return;
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
   // What is there (GPUs, server, model, profiler) decides the plan; a server an earlier session left changed is offered back first.
@@ -123,7 +141,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   const planned = planRunAll({
     target: target.name,
     macro: macroOptions as MacroOptions,
-    needs: serverNeeds(probeResult),
+    needs: profiler === 'nsys' ? underNsys(serverNeeds(probeResult)) : serverNeeds(probeResult),
     past: pastRuns(workspace, target.name).filter((r) => r.id !== probed.id),
     server: serverTimes(workspace, target.name),
   });
@@ -142,7 +160,12 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   const done = { ...marked, steps: marked.steps.map((s) => (s.kind === 'probe' ? { ...s, expectedS: took, basis: 'this probe' } : s)) };
   if (!given?.yes && !(await confirmRunAllPlan(target.name, done.steps, done.omitted))) return;
   writeRunAllRecord(workspace, done);
-  await runPlan(controller, phases, target, workspace, done, 1, all.signal);
+  await runPlan(controller, phases, target, workspace, done, 1, all.signal, profiler);
+}
+
+/** The Nsight Systems profile restarts the server under nsys itself (its own consent): the plan needs no restart with the torch profiler. */
+function underNsys(needs: ServerNeeds): ServerNeeds {
+  return { ...needs, profiler: true, profilerWhy: 'the Nsight Systems profile restarts the server under nsys itself, asking first' };
 }
 
 /** The probe (or another phase) offering first to put back a server an earlier session left changed. */
@@ -169,6 +192,7 @@ async function runPlan(
   start: RunAllRecord,
   from: number,
   signal: AbortSignal,
+  profiler: ProfilerKind,
 ): Promise<void> {
   let record = start;
   const save = (next: RunAllRecord) => {
@@ -183,9 +207,10 @@ async function runPlan(
     const base = phase === 'macro' ? { ...record.macro } : phase === 'probe' ? {} : await runner.pickOptions(target, true);
     if (!base) return;
     const options: Record<string, unknown> = { ...base };
+    if (phase === 'profile') options.profiler = profiler;
     if (phase === 'micro' && has('stop')) options.serverPlan = (has('start-profiler') ? 'stop-then-profiler' : 'stop') satisfies MicroServerPlan;
     if (phase === 'profile' && handedOver) options.serverChange = handedOver;
-    else if (phase === 'profile' && (has('restart-profiler') || has('start-profiler'))) options.restartWithProfiler = true;
+    else if (phase === 'profile' && profiler === 'torch' && (has('restart-profiler') || has('start-profiler'))) options.restartWithProfiler = true;
     save(markPhase(record, phase, 'running'));
     const first = record.steps.findIndex((s) => s.phase === phase);
     const run = await controller.runPhase(runner, target, options, signal, `step ${first + 1} of ${record.steps.length} of Run All Phases`);

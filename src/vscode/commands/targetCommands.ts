@@ -7,7 +7,7 @@ import { readSettings, replaceTargetInSettings, SECTION } from '../settings';
 import { openSshConfigFile, splitSshAddress } from './addTarget';
 import { pickTarget } from './pickers';
 
-type Field = 'host' | 'serverUrl' | 'python' | 'commandPrefix' | 'name' | 'json' | 'sshConfig';
+type Field = 'host' | 'serverUrl' | 'python' | 'commandPrefix' | 'nsys' | 'name' | 'json' | 'sshConfig';
 
 /** The target's entry as saved: only the fields it sets. */
 function saved(target: Target): Record<string, unknown> {
@@ -30,6 +30,12 @@ export async function editTargetCommand(arg: unknown): Promise<Target | undefine
       description: target.commandPrefix?.join(' ') ?? 'none',
       detail: 'put before every command there, for example docker exec -i vllm',
       field: 'commandPrefix',
+    },
+    {
+      label: 'Nsight Systems (nsys)',
+      description: target.nsys ?? 'found on the host',
+      detail: 'the nsys there, for the profiler phase with Nsight Systems',
+      field: 'nsys',
     },
     { label: 'Name', description: target.name, field: 'name' },
     { label: '$(json) Edit in settings.json', field: 'json' },
@@ -68,6 +74,14 @@ export async function editTargetCommand(arg: unknown): Promise<Target | undefine
     const words = v.trim().split(/\s+/).filter(Boolean);
     if (words.length) next.commandPrefix = words;
     else delete next.commandPrefix;
+  } else if (pick.field === 'nsys') {
+    const v = await ask(
+      'The path of nsys on that machine (empty: look on PATH, in /usr/local/cuda*, /opt/nvidia/nsight-systems* and Nsight Compute installs)',
+      target.nsys ?? '',
+    );
+    if (v === undefined) return undefined;
+    if (v.trim()) next.nsys = v.trim();
+    else delete next.nsys;
   } else {
     const others = new Set(
       readSettings()
