@@ -28,6 +28,8 @@ from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_
 from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
 from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
 from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
+from infbench_agent.macro_search import level_schedule
+from infbench_agent.macro_trials import parse_slo, percentiles_needed
 from infbench_agent.server_state import ServerStateSampler
 from infbench_agent.wake_lag import WakeLagSampler
 from infbench_agent.macro_workers import run_level_workers, worker_main
@@ -231,6 +233,9 @@ class MacroRun:
             endpoint = Endpoint(args.url, args.api_key, headers)
             slos = parse_slos(args.goodput)
             percentiles = [float(p) for p in str(args.percentiles).split(",") if p.strip()]
+            objectives = parse_slo(args.slo)
+            # A percentile an objective names is reported even when --percentiles leaves it out.
+            percentiles += [p for p in percentiles_needed(objectives) if p not in percentiles]
         except ValueError as exc:
             raise events.AgentError("bad_arguments", str(exc), "")
         rates = parse_levels(args.request_rate, float, "request-rate")
@@ -261,9 +266,9 @@ class MacroRun:
         model = server.pop("request_model", server["model"])
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-        levels = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [
-            {"max_concurrency": args.max_concurrency, "request_rate": r, "burstiness": args.burstiness} for r in rates
-        ]
+        # The sweep's loads, or a search's, each --trials times (macro_search.py).
+        schedule = level_schedule(args, concurrencies, rates, objectives)
+        levels = schedule.planned()
         file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)
         maker = PromptMaker(
             args.api,
@@ -406,7 +411,7 @@ class MacroRun:
             data_meta.update({"input_len": args.input_len, "range_ratio": args.range_ratio})
             if args.range_ratio:
                 data_meta.update({k: prompts_info[k] for k in ("input_len_range", "output_len_range")})
-        for index, meta in enumerate(levels):
+        for index, meta in enumerate(schedule):
             if self.cancel.requested:
                 break
             c: Any = meta.get("max_concurrency")
@@ -556,6 +561,8 @@ class MacroRun:
                     "it may be limiting the numbers; raise --workers",
                     "warn",
                 )
+            # The trials' intervals and the SLO verdict go on a load's last trial (and decide a search's next load).
+            schedule.record(summary)
             events.emit(events.MACRO_LEVEL, level=index, partial=False, summary=summary)
             result["levels"].append(summary)
             failures = summary.get("failures") or {}
@@ -572,6 +579,9 @@ class MacroRun:
                 result["stalled"] = True
                 break
         result["cancelled"] = self.cancel.requested
+        if schedule.result() is not None:
+            result["slo"] = schedule.result()
+            events.log(f"SLO: {result['slo']['line']}")
         events.emit(events.RESULT, result=clean(result))
         if self.cancel.requested:
             events.error("cancelled", f"cancelled after {len(result['levels'])} level(s); the results so far are kept", "")

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { sloProblem } from '../core/macro/sloSearch';
 import { parseTarget, SettingsError, Target } from '../core/config/target';
 import { parseTraceSettings } from '../core/config/traceSettings';
 import { findingsPathInWorkspace } from '../core/findings/location';
@@ -21,6 +22,10 @@ export interface Settings {
   requestTimeoutS: number;
   /** Seconds a macro stream may send nothing before it fails as stalled; 0: off. */
   stallTimeoutS: number;
+  /** Runs of each macro load (figures then mean ± 95% interval); 1: no repeats. */
+  macroTrials: number;
+  /** Objectives each macro load is judged on ("ttft_p99<=2000,tpot_p99<=50"); empty: none. */
+  macroSlo?: string;
   /** Which profiler the profiler phase uses; `profilerSet` when the user chose it in a setting (then it is not asked). */
   profiler: ProfilerKind;
   profilerSet: boolean;
@@ -60,6 +65,17 @@ export function readSettings(): Settings {
     problems.push(`${SECTION}.stallTimeout must be a number of seconds, 0 or more (0: off); got ${JSON.stringify(stallTimeoutS)}. Using 60.`);
     stallTimeoutS = 60;
   }
+  let macroTrials = config.get<unknown>('macroTrials', 1);
+  if (typeof macroTrials !== 'number' || !Number.isInteger(macroTrials) || macroTrials < 1) {
+    problems.push(`${SECTION}.macroTrials must be a whole number, at least 1; got ${JSON.stringify(macroTrials)}. Using 1.`);
+    macroTrials = 1;
+  }
+  let macroSlo: string | undefined = String(config.get<unknown>('macroSlo', '') ?? '').trim() || undefined;
+  const sloWrong = macroSlo ? sloProblem(macroSlo) : undefined;
+  if (sloWrong) {
+    problems.push(`${SECTION}.macroSlo: ${sloWrong}. Judging no objective.`);
+    macroSlo = undefined;
+  }
   const profilerSetting = config.inspect<unknown>('profiler');
   const profilerSet = [profilerSetting?.globalValue, profilerSetting?.workspaceValue, profilerSetting?.workspaceFolderValue].some((v) => v !== undefined);
   let profiler = config.get<unknown>('profiler', 'torch');
@@ -75,6 +91,8 @@ export function readSettings(): Settings {
     traceAnalysis,
     requestTimeoutS: requestTimeoutS as number,
     stallTimeoutS: stallTimeoutS as number,
+    macroTrials: macroTrials as number,
+    macroSlo,
     profiler: profiler as ProfilerKind,
     profilerSet,
   };

@@ -36,6 +36,11 @@ Workload (as infbench macro):
   --output-len N            output tokens (default 128)
   --warmup N                warm-up requests before each configuration's first level
   --seed N                  seed of the prompts (the same for every configuration)
+  --trials N                runs of each load; figures as mean ± 95% interval, a change called only where intervals part
+  --slo "ttft_p99<=2000,tpot_p99<=50"
+                            objectives each load is judged on; each configuration's answer in the findings
+  --search concurrency|rate find each configuration's highest load that meets --slo (doubling, then bisecting)
+  --search-max N            the highest load the search tries
 Output:
   --out FILE                write the comparison (each configuration's command, run and levels) as JSON
   --json                    print that JSON instead of the table
@@ -60,6 +65,10 @@ export const configsCommand: CliCommand = {
         'output-len': { type: 'string' },
         warmup: { type: 'string' },
         seed: { type: 'string' },
+        trials: { type: 'string' },
+        slo: { type: 'string' },
+        search: { type: 'string' },
+        'search-max': { type: 'string' },
         out: { type: 'string' },
         json: { type: 'boolean' },
       },
@@ -107,7 +116,7 @@ export const configsCommand: CliCommand = {
         process.stdout.write(`${renderTextTable(configurationsTable(compared))}\n`);
         for (const c of compared.configurations)
           process.stdout.write(
-            `\n${c.name} (configuration ${c.id}): ${c.command}${c.runId ? `\n  run ${c.runId}` : ''}${c.error ? `\n  not measured: ${c.error}` : ''}`,
+            `\n${c.name} (configuration ${c.id}): ${c.command}${c.runId ? `\n  run ${c.runId}` : ''}${c.error ? `\n  not measured: ${c.error}` : ''}${c.slo ? `\n  SLO: ${c.slo.line}` : ''}`,
           );
         process.stdout.write(`\n\nThe original recipe and every step: ${compared.changeDir}\n`);
       }

@@ -7,6 +7,8 @@ import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/m
 import { conversationTable } from '../../core/macro/conversations';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
+import { sloLines, sloProblem } from '../../core/macro/sloSearch';
+import { trialsTable } from '../../core/macro/trials';
 
 // Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
 const LOAD_FLAGS = [
@@ -48,6 +50,7 @@ const REQUEST_FLAGS = [
   'workers',
   'seed',
 ] as const;
+const TRIAL_FLAGS = ['trials', 'slo', 'search', 'search-max'] as const;
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
 
@@ -61,18 +64,22 @@ Load:
 ${agentFlagUsage('macro', LOAD_FLAGS, { concurrency: 'closed-loop levels, comma-separated (default 1,8,32,64)' })}
 Each request:
 ${agentFlagUsage('macro', REQUEST_FLAGS)}
+Trials and the SLO search:
+${agentFlagUsage('macro', TRIAL_FLAGS)}
 Output:
   --out FILE                write the result (one object per level) to FILE as JSON
   --json                    print the result JSON on stdout instead of a table
 
 Ctrl-C stops the run; the levels finished so far are kept and printed.
-Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json`;
+Example: infbench macro --target local --url http://127.0.0.1:8000 --concurrency 1,8,32 --requests 64 --input-len 256 --output-len 128 --out result.json
+Search: infbench macro --target local --slo "ttft_p99<=2000,tpot_p99<=50" --search concurrency --search-max 256 --trials 3`;
 
 /** What the command parses: the target's flags, the agent's for this phase, and its own. */
 const OPTIONS = {
   ...TARGET_OPTIONS,
   ...agentFlags('macro', LOAD_FLAGS),
   ...agentFlags('macro', REQUEST_FLAGS),
+  ...agentFlags('macro', TRIAL_FLAGS),
   out: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -117,6 +124,9 @@ export const macroCommand: CliCommand = {
         const headline = macroHeadline(outcome.levels);
         if (headline) process.stdout.write(`${headline}\n\n`);
         if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
+        const trials = trialsTable(outcome.levels);
+        if (trials) process.stdout.write(`\n${renderTextTable(trials)}\n`);
+        for (const line of sloLines(outcome.slo, outcome.levels)) process.stdout.write(`\n${line.replace(/\*\*/g, '')}\n`);
         const failures = failureTable(outcome.levels);
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
         const conversations = conversationTable(outcome.levels);
@@ -178,12 +188,24 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     percentiles: numberList(v('percentiles'), '--percentiles'),
     workers,
     seed: finiteNumber(v('seed'), '--seed'),
+    trials: positiveWholeNumber(v('trials'), '--trials'),
+    slo: sloFlag(v('slo')),
+    search: agentChoice('macro', 'search', v('search')),
+    searchMax: finiteNumber(v('search-max'), '--search-max'),
   };
   for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
   return options;
 }
 
 type FlagText = (flag: string) => string | undefined;
+
+/** --slo checked here, so that a typo is said before the run rather than by the agent on the host. */
+function sloFlag(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const problem = sloProblem(text);
+  if (problem) throw new UsageError(`--slo: ${problem}`);
+  return text;
+}
 
 function prefixRepetitionFlags(v: FlagText): MacroOptions['prefixRepetition'] {
   const p = {

@@ -4,6 +4,7 @@ import { ResultTable } from '../../shared/table';
 import { judge, standardError } from './noise';
 import { Comparison, Difference, RunRef } from './types';
 import { finite } from '../../shared/finite';
+import { collapseTrials, compareIntervals, intervalText, TrialStat, TrialStats } from '../macro/trials';
 
 type Level = Record<string, unknown>;
 
@@ -60,6 +61,9 @@ function latencyStats(a: Level, b: Level): { key: string; metric: string; stat: 
 }
 
 export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Level[]): Comparison {
+  // Repeated trials: one level per load, its figures the trials' means, its intervals beside them.
+  levelsA = collapseTrials(levelsA);
+  levelsB = collapseTrials(levelsB);
   const differences: Difference[] = [];
   const unmatched: string[] = [];
   const byKeyB = new Map(levelsB.map((l) => [levelKey(l), l]));
@@ -93,6 +97,11 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
       const va = finite(la[def.key]);
       const vb = finite(lb[def.key]);
       if (va === undefined || vb === undefined) continue;
+      const byTrials = trialsDiff(where, def.label, def.unit, def.key, la, lb, def.higherIsBetter, a, b);
+      if (byTrials) {
+        differences.push(byTrials);
+        continue;
+      }
       const ra = relSe(la);
       const rb = relSe(lb);
       const v = judge(va, vb, ra !== undefined ? ra * va : undefined, rb !== undefined ? rb * vb : undefined);
@@ -102,6 +111,11 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
       const va = finite(la[s.key]);
       const vb = finite(lb[s.key]);
       if (va === undefined || vb === undefined) continue;
+      const byTrials = trialsDiff(where, s.label, 'ms', s.key, la, lb, false, a, b);
+      if (byTrials) {
+        differences.push(byTrials);
+        continue;
+      }
       const se = (l: Level) => {
         const sd = finite(l[`std_${s.metric}_ms`]);
         const n = samples(l, s.metric);
@@ -112,7 +126,79 @@ export function compareMacro(a: RunRef, levelsA: Level[], b: RunRef, levelsB: Le
     }
   }
   for (const lb of levelsB) if (!keysA.has(levelKey(lb))) unmatched.push(`${levelKey(lb)} only in ${b.id}`);
-  return { phase: 'macro', a, b, differences, summary: macroSummary(differences, a, b), unmatched, tables: [macroTable(differences, a, b)] };
+  return {
+    phase: 'macro',
+    a,
+    b,
+    differences,
+    summary: withUndecided(macroSummary(differences, a, b), differences, a, b),
+    unmatched,
+    tables: [macroTable(differences, a, b)],
+  };
+}
+
+/** The trials' interval of a figure, when the level was repeated. */
+function trialStat(l: Level, key: string): TrialStat | undefined {
+  const s = (l.trial_stats as TrialStats | undefined)?.[key];
+  return s && typeof s.mean === 'number' && typeof s.half_width === 'number' ? s : undefined;
+}
+
+/**
+ * Both runs repeated the load: a difference is called only where the 95% intervals do not overlap
+ * (src/core/macro/trials.ts says why); overlapping intervals whose means are apart are undecided.
+ */
+function trialsDiff(
+  where: string,
+  metric: string,
+  unit: string,
+  key: string,
+  la: Level,
+  lb: Level,
+  higherIsBetter: boolean,
+  a: RunRef,
+  b: RunRef,
+): Difference | undefined {
+  const sa = trialStat(la, key);
+  const sb = trialStat(lb, key);
+  if (!sa || !sb) return undefined;
+  const verdict = compareIntervals(sa, sb);
+  const delta = sb.mean - sa.mean;
+  const relative = sa.mean !== 0 ? delta / Math.abs(sa.mean) : Number.POSITIVE_INFINITY;
+  const flagged = verdict === 'differ';
+  const better = flagged ? (delta > 0 === higherIsBetter ? 'b' : 'a') : undefined;
+  const digits = Math.abs(sa.mean) >= 100 ? 1 : 2;
+  const figures = `${intervalText(sa, digits)} → ${intervalText(sb, digits)} ${unit} over ${sa.n} and ${sb.n} trials`;
+  const sign = delta >= 0 ? '+' : '−';
+  const reading = flagged
+    ? `${where}: ${metric} ${figures} (${sign}${Math.abs(relative * 100).toFixed(1)}%, the 95% intervals apart): ${better === 'b' ? b.id : a.id} is better.`
+    : verdict === 'too wide'
+      ? `${where}: ${metric} ${figures}: the spread is too wide to decide (the 95% intervals overlap).`
+      : undefined;
+  return {
+    where,
+    metric: `${metric} (${unit})`,
+    a: sa.mean,
+    b: sb.mean,
+    delta,
+    relative,
+    threshold: (sa.half_width ?? 0) + (sb.half_width ?? 0),
+    flagged,
+    better,
+    reading,
+    undecided: verdict === 'too wide' || undefined,
+  };
+}
+
+/** The verdict lines, and the differences the trials could not decide said as such. */
+function withUndecided(lines: string[], differences: Difference[], a: RunRef, b: RunRef): string[] {
+  const undecided = differences.filter((d) => d.undecided);
+  if (!undecided.length) return lines;
+  const head = differences.some((d) => d.flagged)
+    ? lines
+    : [`No difference between ${a.id} and ${b.id} that the trials' 95% intervals show (${differences.length} quantities compared).`];
+  const shown = undecided.slice(0, VERDICT_LINES).map((d) => d.reading ?? `${d.where}: ${d.metric}: spread too wide to decide.`);
+  const more = undecided.length > VERDICT_LINES ? [`…and ${undecided.length - VERDICT_LINES} more figures whose spread is too wide to decide.`] : [];
+  return [...head, ...shown, ...more];
 }
 
 /** Beyond this many flagged differences the verdict says one line per metric instead of one per difference. */
@@ -249,7 +335,7 @@ export function differenceTable(id: string, title: string, differences: Differen
       delta: d.delta,
       pct: d.relative !== undefined && Number.isFinite(d.relative) ? d.relative * 100 : undefined,
       threshold: d.threshold,
-      flag: d.flagged ? (d.better ? `▲ ${d.better.toUpperCase()} better` : '▲ changed') : '',
+      flag: d.flagged ? (d.better ? `▲ ${d.better.toUpperCase()} better` : '▲ changed') : d.undecided ? 'spread too wide to decide' : '',
     })),
     note,
   };
@@ -262,6 +348,6 @@ function macroTable(differences: Difference[], a: RunRef, b: RunRef): ResultTabl
     differences,
     a,
     b,
-    "Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run's std and its requests over the concurrency) and 1% of A; throughput inherits the mean latency's relative error; 3% where a run reports no spread.",
+    "Flagged (▲) when |B − A| exceeds 3 standard errors of the difference (from each run's std and its requests over the concurrency) and 1% of A; throughput inherits the mean latency's relative error; 3% where a run reports no spread. Loads both runs repeated (--trials): flagged only where the 95% intervals do not overlap, the noise column their half-widths summed.",
   );
 }

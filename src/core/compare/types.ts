@@ -26,6 +26,8 @@ export interface Difference {
   better?: 'a' | 'b';
   /** A sentence for the summary. */
   reading?: string;
+  /** Repeated trials whose 95% intervals overlap while the means are apart: the spread is too wide to decide. */
+  undecided?: boolean;
 }
 
 export interface Comparison {

@@ -2,6 +2,7 @@
 // quotes a few figures per level (quotedFiguresTable) and points here for the rest.
 import { join } from 'node:path';
 import { failureTable, levelTable } from '../macro/tables';
+import { trialsTable } from '../macro/trials';
 import { writeAtomic } from '../runs/runFolder';
 import { MacroLevelSummary } from '../../shared/results';
 import { ResultTable } from '../../shared/table';
@@ -10,7 +11,7 @@ import { renderTableBlock } from './render';
 export const SERVING_TABLE_FILE = 'serving-table.md';
 
 export function servingTableMarkdown(levels: readonly MacroLevelSummary[], note?: string): string {
-  const tables = [levelTable(levels, note), failureTable(levels)].filter((t): t is ResultTable => !!t);
+  const tables = [levelTable(levels, note), trialsTable(levels), failureTable(levels)].filter((t): t is ResultTable => !!t);
   return `${tables.map((t) => renderTableBlock(t).join('\n')).join('\n\n')}\n`;
 }
 

@@ -59,6 +59,18 @@ export interface MacroOptions {
   extraBody?: Record<string, unknown>;
   /** KEY=VALUE headers sent with every request (vllm bench serve --header). */
   headers?: string[];
+  /** Runs of each load, each with fresh prompts; figures then read mean ± 95% interval (CV). Default 1. */
+  trials?: number;
+  /** Objectives each load is judged on: "ttft_p99<=2000,tpot_p99<=50", goodput>=95% (agent's --slo). */
+  slo?: string;
+  /** Find the highest concurrency (or request rate) that meets `slo`, bracketing by doubling then bisecting. */
+  search?: 'concurrency' | 'rate';
+  /** The highest load the search tries. */
+  searchMax?: number;
+  /** Milliseconds between samples of each GPU's power and clocks (nvidia-smi) while a level runs; 0 turns it off (the agent's default 500). */
+  gpuSampleMs?: number;
+  /** A check of the client's own limit: the load generator holds each send back this many ms, so its dispatch delay shows. */
+  slowClientMs?: number;
   /** Bearer token for a server started with --api-key; handed to the agent on stdin, never stored. */
   apiKey?: string;
 }
@@ -113,6 +125,12 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
     if (!Number.isInteger(v) || v < 1) throw new MacroOptionsError(`${name} must be a whole number of tokens, at least 1; got ${v}.`);
   }
   const slos = Object.entries(o.goodput ?? {}).filter(([, v]) => v !== undefined);
+  if (o.trials !== undefined && (!Number.isInteger(o.trials) || o.trials < 1))
+    throw new MacroOptionsError(`trials must be a whole number, at least 1; got ${o.trials}.`);
+  if (o.search && !o.slo?.trim())
+    throw new MacroOptionsError('a search for the highest load needs the objectives to meet, for example --slo "ttft_p99<=2000,tpot_p99<=50".');
+  if (o.search === 'concurrency' && rates)
+    throw new MacroOptionsError('a concurrency search runs closed-loop levels: leave out the request rates (or search by rate).');
   const dataset = datasetOptions(o);
   return agentOptionArgs('macro', {
     url: o.url ?? serverUrl,
@@ -136,6 +154,12 @@ export function macroAgentArgs(options: MacroOptions, serverUrl: string): string
     workers: o.workers !== undefined ? String(o.workers) : undefined,
     requestTimeout: o.requestTimeoutS,
     stallTimeout: o.stallTimeoutS,
+    gpuSampleMs: o.gpuSampleMs,
+    slowClientMs: o.slowClientMs || undefined,
+    trials: o.trials !== undefined && o.trials > 1 ? o.trials : undefined,
+    slo: o.slo?.trim() || undefined,
+    search: o.search,
+    searchMax: o.search ? o.searchMax : undefined,
   });
 }
 

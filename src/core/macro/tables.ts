@@ -19,8 +19,10 @@ function thousands(v: number): string {
 
 /** What a level's row is called: its load, and whether it still runs or was cut short. */
 export function levelRowLabel(level: MacroLevelSummary): string {
-  if (level.cut) return `${levelLabel(level)} (${cutText(level.cut)})`;
-  return `${levelLabel(level)}${level.partial ? ' (running)' : ''}`;
+  // A repeated load's trials each have a row: "c=8 #2/3".
+  const trial = typeof level.trial === 'number' && typeof level.trials === 'number' ? ` #${level.trial}/${level.trials}` : '';
+  if (level.cut) return `${levelLabel(level)}${trial} (${cutText(level.cut)})`;
+  return `${levelLabel(level)}${trial}${level.partial ? ' (running)' : ''}`;
 }
 
 /**
@@ -69,6 +71,12 @@ export function levelFlagLines(levels: readonly MacroLevelSummary[]): string[] {
   return lines;
 }
 
+/** A level's SLO verdict in words (the agent's `slo` on a load's last trial). */
+function sloVerdictWord(l: MacroLevelSummary): string | undefined {
+  const v = (l.slo as { verdict?: string } | undefined)?.verdict;
+  return v === 'undecided' ? 'spread too wide to decide' : v;
+}
+
 /** One row per level, as `vllm bench serve` reports it: duration, mean prompt and output tokens where they vary, latencies in ms (mean, p50, p99; E2EL mean and p99), throughputs (output and total tok/s), goodput, client CPU. */
 export function levelTable(levels: readonly MacroLevelSummary[], note?: string): ResultTable {
   const hasGoodput = levels.some((l) => num(l.request_goodput) !== null);
@@ -91,10 +99,13 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
   columns.push({ key: 'client_cpu', label: 'Client CPU µs/tok', digits: 1 });
   const anyLimited = levels.some((l) => l.limits?.length);
   if (anyLimited) columns.push({ key: 'limited', label: 'Load generator limit', align: 'left' });
+  // --slo: each load's verdict (on its last trial, taken over all of them).
+  const anySlo = levels.some((l) => sloVerdictWord(l));
+  if (anySlo) columns.push({ key: 'slo', label: 'SLO', align: 'left' });
   const rows = levels.map((l) => {
     const row: ResultTable['rows'][number] = { level: levelRowLabel(l) };
     for (const c of columns) {
-      if (['level', 'client_cpu', 'limited', 'mean_input_tokens', 'mean_output_tokens'].includes(c.key)) continue;
+      if (['level', 'client_cpu', 'limited', 'slo', 'mean_input_tokens', 'mean_output_tokens'].includes(c.key)) continue;
       const v = (l as Record<string, unknown>)[c.key];
       row[c.key] = typeof v === 'number' ? v : null;
     }
@@ -106,6 +117,7 @@ export function levelTable(levels: readonly MacroLevelSummary[], note?: string):
     const cpu = l.client_cpu as { us_per_output_token?: number } | undefined;
     row.client_cpu = num(cpu?.us_per_output_token);
     if (anyLimited) row.limited = l.limits?.length ? `⚠ ${l.limits.map((x) => x.figure).join('; ')}` : '';
+    if (anySlo) row.slo = sloVerdictWord(l) ?? '';
     return row;
   });
   return { id: 'macro-levels', title: 'Serving metrics per load level', columns, rows, note };

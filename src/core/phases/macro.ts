@@ -15,6 +15,8 @@ import { AgentEvent, ServerInfo } from '../../remote/agentProtocol';
 import { MacroLevelSummary, MacroRequestPoint, RunSummary } from '../../shared/results';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 import { recordConfiguration } from './configuration';
+import { collapseTrials, QUOTED_TRIAL_FIGURES, trialsOf, trialsTable } from '../macro/trials';
+import { SloOutcome, sloLines, sloOutcomeOf } from '../macro/sloSearch';
 
 export interface MacroPhaseOutcome {
   run: RunFolder;
@@ -22,6 +24,8 @@ export interface MacroPhaseOutcome {
   /** Final summaries of the levels that finished, in order (what result.json holds under `levels`). */
   levels: MacroLevelSummary[];
   agent: AgentRunOutcome<'macro'>;
+  /** The SLO verdicts and the search's answer, when the run was given objectives (--slo). */
+  slo?: SloOutcome;
 }
 
 // Findings and sidebar updates from running aggregates, at most this often.
@@ -69,7 +73,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
     lastLive = now;
     const levels = currentLevels();
     summary.macro = { levels, requests };
-    summary.headline = macroHeadline(levels);
+    summary.headline = macroHeadline(collapseTrials(levels));
     ctx.sink.runChanged({ ...summary });
     // The findings cite the run folder's full table: it is there (levels so far) before the citation is.
     if (levels.length) keepServingTable(levels);
@@ -184,11 +188,12 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
   summary.failure = agent.failure;
   delete summary.levelProgress;
   summary.macro = { levels: [...finals], requests };
-  summary.headline = macroHeadline(finals) ?? summary.headline;
+  summary.headline = macroHeadline(collapseTrials(finals)) ?? summary.headline;
+  const slo = sloOutcomeOf(agent.result as Record<string, unknown> | undefined);
   ctx.sink.runChanged({ ...summary });
   // An attempt that measured nothing (the server down, a bad option) is no finding: the run folder keeps why.
-  if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server, requestTracePath));
-  return { run, summary, levels: finals, agent };
+  if (finals.length || agent.status === 'completed') ctx.sink.findings(findingsUpdate(run, summary, finals, settings, server, requestTracePath, slo));
+  return { run, summary, levels: finals, agent, slo };
 }
 
 // Said in the findings when no level has GPU samples; the agent's log says which of these it was.
@@ -203,6 +208,7 @@ function findingsUpdate(
   settings: MacroOptions & { url: string },
   server: Partial<ServerInfo>,
   requestTracePath?: string,
+  slo?: SloOutcome,
 ): FindingsUpdate {
   const lines: string[] = [];
   if (summary.headline) lines.push(`**${summary.headline}**`);
@@ -231,6 +237,7 @@ function findingsUpdate(
       `⚠ Token counts: the server's \`usage\` could not be true for ${rejected} request(s)${why ? ` (${why})` : ''}; their output tokens are the client's count of streamed chunks and their prompt tokens an estimate.`,
     );
   }
+  lines.push(...sloLines(slo, levels));
   lines.push(...levelFlagLines(levels));
   lines.push(...saturationLines(levels));
   lines.push(...dispatchDelayLines(levels), ...gpuTelemetryLines(levels, summary.status === 'running' ? undefined : NO_GPU_NOTE));
@@ -239,7 +246,9 @@ function findingsUpdate(
   const note = levels.length
     ? `${METRICS_NOTE} The full table (means, ITL, E2E latency, request throughput, client CPU): \`.inference-bench/runs/${run.info.id}/${SERVING_TABLE_FILE}\` and the results view.`
     : METRICS_NOTE;
-  const tables = [quotedFiguresTable(levels, note)];
+  // Repeated trials: one row per load, each figure its mean ± 95% interval (CV); the trials' own rows are the full table's.
+  const trials = trialsOf(levels) > 1 ? trialsTable(levels, QUOTED_TRIAL_FIGURES) : undefined;
+  const tables = [trials ? { ...trials, note: `${trials.note} ${note}` } : quotedFiguresTable(levels, note)];
   const failures = failureTable(levels);
   if (failures) tables.push(failures);
   const steady = steadyWindowTable(levels);

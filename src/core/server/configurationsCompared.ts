@@ -16,6 +16,8 @@ import { ResultTable } from '../../shared/table';
 import { runMacroPhase } from '../phases/macro';
 import { paretoTables } from '../macro/gpuAndDelay';
 import { gpusOfCommand, ParetoPoint, paretoPoint } from '../../shared/pareto';
+import { collapseTrials, compareIntervals, intervalText, TrialStats } from '../macro/trials';
+import { SloOutcome } from '../macro/sloSearch';
 
 /** One configuration as measured: its macro run and levels, or why it has none. */
 export interface ConfigurationMeasured {
@@ -29,6 +31,8 @@ export interface ConfigurationMeasured {
   /** Measured against the bundled simulator, not a model server. */
   simulated?: boolean;
   levels?: MacroLevelSummary[];
+  /** Its SLO verdicts and the search's answer, when the workload had objectives (--slo). */
+  slo?: SloOutcome;
   error?: string;
 }
 
@@ -71,6 +75,7 @@ export async function runConfigurationsCompared(
       status: o.value?.summary.status,
       simulated: o.value?.summary.simulated,
       levels: o.value?.levels,
+      slo: o.value?.slo,
       error: o.error ?? (o.value && o.value.summary.status !== 'completed' ? o.value.summary.reason : undefined),
     })),
   };
@@ -85,25 +90,40 @@ const pct = (value: number | null, base: number | null): number | null => (value
  * the first configuration at the same load (the first given is the baseline).
  */
 export function configurationsTable(compared: ConfigurationsCompared): ResultTable {
-  const baseline = compared.configurations[0]?.levels ?? [];
+  // Repeated trials: one row per load, each figure the trials' mean ± 95% interval, a change said only where the intervals part.
+  const baseline = collapseTrials(compared.configurations[0]?.levels ?? []);
   const rows: ResultTable['rows'] = [];
+  let repeated = false;
   for (const c of compared.configurations) {
     if (!c.levels?.length) {
       rows.push({ configuration: c.name, level: c.error ? `not measured: ${c.error}` : 'not measured' });
       continue;
     }
-    for (const l of c.levels) {
+    for (const l of collapseTrials(c.levels)) {
       const base = baseline.find((b) => levelLabel(b) === levelLabel(l));
       const tpot = finite(l.p50_tpot_ms) ?? null;
       const tput = finite(l.output_throughput) ?? null;
+      const first = c === compared.configurations[0];
+      const stats = l.trial_stats as TrialStats | undefined;
+      const baseStats = base?.trial_stats as TrialStats | undefined;
+      if (stats) repeated = true;
+      const vsFirst = (key: string, value: number | null, baseValue: number | null): string | number | null => {
+        if (first) return null;
+        const change = pct(value, baseValue);
+        const sa = baseStats?.[key];
+        const sb = stats?.[key];
+        if (!sa || !sb || sa.half_width === null || sb.half_width === null || change === null) return change;
+        const verdict = compareIntervals(sa, sb);
+        return verdict === 'differ' ? `${change >= 0 ? '+' : ''}${change.toFixed(1)}` : verdict === 'too wide' ? 'spread too wide to decide' : 'no difference';
+      };
       rows.push({
         configuration: c.name,
         level: levelLabel(l),
-        p50_ttft_ms: finite(l.p50_ttft_ms) ?? null,
-        p50_tpot_ms: tpot,
-        output_throughput: tput,
-        tpot_vs_first: c === compared.configurations[0] ? null : pct(tpot, finite(base?.p50_tpot_ms) ?? null),
-        throughput_vs_first: c === compared.configurations[0] ? null : pct(tput, finite(base?.output_throughput) ?? null),
+        p50_ttft_ms: stats?.p50_ttft_ms ? intervalText(stats.p50_ttft_ms, 1) : (finite(l.p50_ttft_ms) ?? null),
+        p50_tpot_ms: stats?.p50_tpot_ms ? intervalText(stats.p50_tpot_ms, 2) : tpot,
+        output_throughput: stats?.output_throughput ? intervalText(stats.output_throughput, 1) : tput,
+        tpot_vs_first: vsFirst('p50_tpot_ms', tpot, finite(base?.p50_tpot_ms) ?? null),
+        throughput_vs_first: vsFirst('output_throughput', tput, finite(base?.output_throughput) ?? null),
       });
     }
   }
@@ -120,7 +140,11 @@ export function configurationsTable(compared: ConfigurationsCompared): ResultTab
       { key: 'throughput_vs_first', label: `Tok/s vs ${compared.configurations[0]?.name ?? 'first'} %`, digits: 1 },
     ],
     rows,
-    note: 'Medians as `vllm bench serve` defines them; each configuration is a macro run of its own (its run folder has the full table). The first configuration is the baseline.',
+    note:
+      'Medians as `vllm bench serve` defines them; each configuration is a macro run of its own (its run folder has the full table). The first configuration is the baseline.' +
+      (repeated
+        ? ' Repeated loads: mean ± 95% interval half-width (CV) over the trials; a change against the baseline is given only where the two intervals do not overlap.'
+        : ''),
   };
 }
 
@@ -129,7 +153,7 @@ function configurationsFindings(compared: ConfigurationsCompared): FindingsUpdat
     `${compared.configurations.length} configurations of the server on ${compared.target}, each started by Inference Bench and measured by the same workload; the original was put back after the last (its recipe and every step: \`${compared.changeDir}\`).`,
     ...compared.configurations.map(
       (c) =>
-        `- **${c.name}** (configuration \`${c.id}\`): \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}`,
+        `- **${c.name}** (configuration \`${c.id}\`): \`${c.command}\`${c.runId ? ` — run \`${c.runId}\`` : ''}${c.error ? ` — not measured: ${c.error}` : ''}${c.slo ? ` — SLO: ${c.slo.line}` : ''}`,
     ),
   ];
   return {

@@ -376,8 +376,8 @@ export function macroRunner(memory: vscode.Memento): PhaseRunner {
       return { ...options } as Record<string, unknown>;
     },
     async run(ctx, options) {
-      const { requestTimeoutS, stallTimeoutS } = readSettings();
-      const outcome = await runMacroPhase(ctx, { requestTimeoutS, stallTimeoutS, ...(options as MacroOptions) });
+      const { requestTimeoutS, stallTimeoutS, macroTrials, macroSlo } = readSettings();
+      const outcome = await runMacroPhase(ctx, { requestTimeoutS, stallTimeoutS, trials: macroTrials, slo: macroSlo, ...(options as MacroOptions) });
       return outcome.summary;
     },
   };
