@@ -106,22 +106,33 @@ def importer_of(nsys: str) -> Optional[str]:
     return None
 
 
-def missing_importer_libs(nsys: Optional[str] = None) -> List[str]:
+def missing_importer_libs(nsys: Optional[str] = None, ld_library_path: Optional[str] = None) -> List[str]:
     """The libraries nsys's importer (QdstrmImporter) cannot load: without them no report is written.
 
-    `ldd` on the importer where both are there (it says what the importer itself lacks, on this
-    LD_LIBRARY_PATH); else whether this process can load each library the importer is known to need.
+    `ld_library_path` is the server's LD_LIBRARY_PATH ("" where it has none): `nsys profile` runs the
+    importer at the end as its own child, in the environment the server was started with, not the agent's,
+    so that is where the libraries must be found. None checks this process's own.
+    `ldd` on the importer where both are there (it says what the importer itself lacks); else whether
+    each library the importer is known to need is in those folders or loads in this process.
     """
     importer = importer_of(nsys) if nsys else None
     ldd = shutil.which("ldd")
+    env = None
+    if ld_library_path is not None:
+        env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        if ld_library_path:
+            env["LD_LIBRARY_PATH"] = ld_library_path
     if importer and ldd:
         try:
-            done = subprocess.run([ldd, importer], capture_output=True, text=True, timeout=30)
+            done = subprocess.run([ldd, importer], capture_output=True, text=True, timeout=30, env=env)
             return sorted({line.split("=>")[0].strip() for line in done.stdout.splitlines() if "not found" in line})
         except (OSError, subprocess.SubprocessError):
             pass
+    folders = [d for d in (ld_library_path or "").split(":") if d]
     missing = []
     for name in IMPORTER_LIBS:
+        if any(os.path.isfile(os.path.join(d, name)) for d in folders):
+            continue
         try:
             ctypes.CDLL(name)
         except OSError:
@@ -138,7 +149,8 @@ def importer_advice(missing: List[str]) -> str:
     )
 
 
-def discover(setting: Optional[str] = None) -> Dict[str, Any]:
+def discover(setting: Optional[str] = None, ld_library_path: Optional[str] = None) -> Dict[str, Any]:
+    """The nsys to use and what it lacks; `ld_library_path`: the server's, where the importer will run (see missing_importer_libs)."""
     found = candidates(setting)
     result: Dict[str, Any] = {"found": found, "nsys": None, "version": None, "missingLibs": [], "advice": None}
     if setting and not any(c["source"] == "setting" for c in found):
@@ -152,7 +164,7 @@ def discover(setting: Optional[str] = None) -> Dict[str, Any]:
         return result
     result["nsys"] = found[0]["path"]
     result["version"] = nsys_version(found[0]["path"])
-    result["missingLibs"] = missing_importer_libs(found[0]["path"])
+    result["missingLibs"] = missing_importer_libs(found[0]["path"], ld_library_path)
     result["importer"] = importer_of(found[0]["path"])
     if result["missingLibs"]:
         result["advice"] = importer_advice(result["missingLibs"])
@@ -244,7 +256,8 @@ def status_fields(recipe: Dict[str, Any], setting: str, report_dir: str) -> Dict
 
     `setting` is the target's nsys path, or `auto` to look for one. The report goes into `report_dir`.
     """
-    found = discover(None if setting == "auto" else setting)
+    # The importer runs in the server's environment under nsys: its LD_LIBRARY_PATH decides, not the agent's.
+    found = discover(None if setting == "auto" else setting, (recipe.get("env") or {}).get("LD_LIBRARY_PATH", ""))
     out: Dict[str, Any] = {"nsys": {k: found.get(k) for k in ("nsys", "version", "missingLibs", "importer")}}
     if not found["nsys"] or found["missingLibs"]:
         out["nsys_advice"] = found["advice"]

@@ -110,5 +110,56 @@ class NsysRecipeTest(unittest.TestCase):
         )
 
 
+class ImporterLibrariesWhereTheServerRunsTest(unittest.TestCase):
+    """nsys runs its importer as its own child at the end, in the environment the server was started with."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        self.nsys = fake_nsys(os.path.join(self.root, "nsys/target-linux-x64/nsys"))
+        open(os.path.join(os.path.dirname(self.nsys), "QdstrmImporter"), "w").close()
+        self.libs = os.path.join(self.root, "importer-libs")
+        os.makedirs(self.libs)
+        for name in nsys_host.IMPORTER_LIBS:
+            open(os.path.join(self.libs, name), "w").close()
+        # A stand-in for ldd: a real importer lacking a real library cannot be made on every machine. It answers
+        # as ldd does, each library found only where LD_LIBRARY_PATH names a folder that holds it.
+        bin_dir = os.path.join(self.root, "bin")
+        os.makedirs(bin_dir)
+        with open(os.path.join(bin_dir, "ldd"), "w") as f:
+            f.write(
+                "#!/bin/sh\nfor lib in libdw.so.1 libelf.so.1 libbz2.so.1.0; do found=; IFS=:; for d in $LD_LIBRARY_PATH; do\n"
+                '[ -n "$d" ] && [ -f "$d/$lib" ] && found="$d/$lib"; done; unset IFS\n'
+                'if [ -n "$found" ]; then echo "\t$lib => $found (0x0)"; else echo "\t$lib => not found"; fi; done\n'
+            )
+        os.chmod(os.path.join(bin_dir, "ldd"), 0o755)
+        self.saved = {k: os.environ.get(k) for k in ("PATH", "LD_LIBRARY_PATH")}
+        os.environ["PATH"] = bin_dir + ":" + os.environ["PATH"]
+        os.environ.pop("LD_LIBRARY_PATH", None)
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def recipe(self, env):
+        return {"kind": "vllm", "version": "0.16.0", "argv": ["no-such-vllm", "serve", "m"], "env": env, "cwd": self.root}
+
+    def test_libraries_on_the_servers_library_path_are_found_though_the_agent_lacks_them(self):
+        out = nsys_host.status_fields(self.recipe({"LD_LIBRARY_PATH": self.libs}), self.nsys, os.path.join(self.root, "r"))
+        self.assertEqual(out["nsys"]["missingLibs"], [])
+        self.assertNotIn("nsys_advice", out)
+        self.assertEqual(out["nsys_recipe"]["argv"][:2], [self.nsys, "profile"])
+        self.assertEqual(out["nsys_recipe"]["env"]["LD_LIBRARY_PATH"], self.libs)
+
+    def test_libraries_only_the_agent_can_load_do_not_count_for_the_server(self):
+        os.environ["LD_LIBRARY_PATH"] = self.libs
+        out = nsys_host.status_fields(self.recipe({}), self.nsys, os.path.join(self.root, "r"))
+        self.assertEqual(out["nsys"]["missingLibs"], sorted(nsys_host.IMPORTER_LIBS))
+        self.assertIn("server's LD_LIBRARY_PATH", out["nsys_advice"])
+        self.assertNotIn("nsys_recipe", out)
+
+
 if __name__ == "__main__":
     unittest.main()
