@@ -7,6 +7,7 @@ import { levelTable } from '../../../src/core/macro/tables';
 import { macroOptionsFromFlags } from '../../../src/cli/commands/macro';
 import { macroAgentArgs } from '../../../src/core/macro/options';
 import { MacroLevelSummary } from '../../../src/shared/results';
+import { macroCharts } from '../../../webview-ui/src/views/macro';
 
 // Levels as the agent reports a load run three times (agent/infbench_agent/macro_search.py): each trial a
 // level of its own, the last carrying every figure's mean, 95% half-width and CV over the three.
@@ -141,5 +142,22 @@ describe('the SLO search as it reads', () => {
     assert.throws(() => macroAgentArgs({ search: 'concurrency' }, 'http://x'), /needs the objectives/);
     // One trial passes no flag: the agent's command line is as before.
     assert.ok(!macroAgentArgs({ trials: 1 }, 'http://x').includes('--trials'));
+  });
+});
+
+describe('repeated trials in the results view', () => {
+  it('draws each load once, at the mean of its trials', () => {
+    const levels = [...trials(8, [40, 41, 42], [400, 410, 420]), ...trials(16, [50, 50.5, 51], [640, 650, 660])];
+    const run = { id: 'r', phase: 'macro' as const, target: 't', startedAt: '', status: 'completed' as const, macro: { levels } };
+    const [throughput] = macroCharts(run);
+    assert.ok(throughput.kind === 'line');
+    const output = throughput.series.find((s) => s.label.startsWith('output tok/s'))!;
+    assert.deepEqual(
+      output.points.map((p) => [p.x, p.y]),
+      [
+        [8, 410],
+        [16, 650],
+      ],
+    );
   });
 });

@@ -4,6 +4,7 @@ import { GOODPUT_COLUMN, SERVING_FIGURE_COLUMNS } from '../../../src/shared/serv
 import type { ResultTable, TableColumn, TableCell } from '../../../src/shared/table';
 import type { ChartSpec, Series } from '../specs';
 import { drawnRuns, finite, seriesLabel, wantsLog } from './common';
+import { collapseTrials } from '../../../src/shared/trialLevels';
 
 const STAT_ORDER = ['mean', 'median', 'p50', 'p90', 'p95', 'p99', 'p99.9'];
 
@@ -35,7 +36,10 @@ export function statsFor(levels: MacroLevelSummary[], metric: string): string[] 
 }
 
 function allLevelsSorted(run: RunSummary): MacroLevelSummary[] {
-  return [...(run.macro?.levels ?? [])].filter((l) => loadOf(l) !== undefined).sort((a, b) => loadOf(a)! - loadOf(b)!);
+  // A load run several times (--trials) is one point: the trials' means.
+  return collapseTrials(run.macro?.levels ?? [])
+    .filter((l) => loadOf(l) !== undefined)
+    .sort((a, b) => loadOf(a)! - loadOf(b)!);
 }
 
 /** The levels a line joins: a level cut short measured less load than it names, so it is only marked. */
