@@ -146,12 +146,14 @@ class LevelSchedule:
             "line": answer_line(self.slos, self.verdicts, self.search),
         }
         if self.search is not None:
+            # Whole requests for a concurrency search (12, not 12.0).
+            as_load = (lambda v: None if v is None else int(v)) if mode == "concurrency" else (lambda v: v)
             out.update(
                 {
-                    "max": self.search.maximum,
-                    "bracket": self.search.bracket,
-                    "highest_meeting": self.search.lo,
-                    "lowest_not_meeting": self.search.hi,
+                    "max": as_load(self.search.maximum),
+                    "bracket": [as_load(v) for v in self.search.bracket] if self.search.bracket else None,
+                    "highest_meeting": as_load(self.search.lo),
+                    "lowest_not_meeting": as_load(self.search.hi),
                     "resolution": 1 if mode == "concurrency" else f"{RATE_RESOLUTION:.0%} of the rate",
                 }
             )
