@@ -211,6 +211,13 @@ def level_schedule(args: argparse.Namespace, concurrencies: List[int], rates: Li
     """The loads to visit: the sweep as given, or a search for the highest load that meets --slo; each --trials times."""
     if args.trials < 1:
         raise events.AgentError("bad_arguments", f"--trials must be at least 1, got {args.trials}", "for example --trials 3")
+    if any(o.label == "goodput" for o in objectives) and not args.goodput:
+        # vllm/benchmarks/serve.py counts a request as good when it meets every --goodput limit (ttft, tpot, e2el).
+        raise events.AgentError(
+            "bad_arguments",
+            "a goodput objective needs the limits a good request meets",
+            'pass --goodput, for example --goodput "ttft:2000 tpot:50" with --slo "goodput>=95%"',
+        )
     template_rate = {"max_concurrency": args.max_concurrency, "request_rate": None, "burstiness": args.burstiness}
     loads = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [{**template_rate, "request_rate": r} for r in rates]
     if not args.search:

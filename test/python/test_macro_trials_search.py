@@ -9,7 +9,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "agent"))
 
-from infbench_agent.macro_search import LevelSchedule, SloSearch  # noqa: E402
+import argparse  # noqa: E402
+
+from infbench_agent import events  # noqa: E402
+from infbench_agent.macro_search import LevelSchedule, SloSearch, level_schedule  # noqa: E402
 from infbench_agent.macro_trials import interval, judge_all, parse_slo, t_quantile_975, trial_figures  # noqa: E402
 
 
@@ -185,6 +188,25 @@ class Schedule(unittest.TestCase):
         result = schedule.result()
         self.assertEqual(result["highest_meeting"], 3)
         self.assertIn("c=4 spread too wide to decide on TPOT p99", result["line"])
+
+
+class ScheduleArguments(unittest.TestCase):
+    def args(self, **more):
+        base = {"trials": 1, "search": None, "search_max": None, "max_concurrency": None, "burstiness": 1.0, "goodput": None}
+        return argparse.Namespace(**{**base, **more})
+
+    def test_a_search_needs_objectives_and_a_goodput_objective_needs_its_limits(self):
+        with self.assertRaisesRegex(events.AgentError, "--search needs the objectives"):
+            level_schedule(self.args(search="concurrency"), [1], [], [])
+        with self.assertRaisesRegex(events.AgentError, "goodput objective needs the limits"):
+            level_schedule(self.args(), [1], [], parse_slo("goodput>=95%"))
+        with self.assertRaisesRegex(events.AgentError, "--trials must be at least 1"):
+            level_schedule(self.args(trials=0), [1], [], [])
+
+    def test_a_rate_search_starts_at_the_first_rate(self):
+        schedule = level_schedule(self.args(search="rate", search_max=8), [1], [2.0], parse_slo("ttft_p99<=500"))
+        first = next(iter(schedule))
+        self.assertEqual((first["request_rate"], first["burstiness"]), (2.0, 1.0))
 
 
 if __name__ == "__main__":
