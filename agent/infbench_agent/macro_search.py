@@ -196,10 +196,11 @@ def answer_line(slos: List[Slo], verdicts: List[dict], search: Optional[SloSearc
 
     if best is None:
         first = min(verdicts, key=lambda v: float(v["value"]))
-        return f"no load meets {wanted}: {first['load']} already {verdict_text(first)}"
+        already = "already " if first["verdict"] == "breaks" else ": "
+        return f"no load is shown to meet {wanted}: {first['load']} {already}{verdict_text(first)}".replace(" : ", ": ")
     line = f"{best['load']} meets {wanted}"
     if nearest is not None:
-        line += f"; {nearest['load']} {verdict_text(nearest)}"
+        line += f"; {nearest['load']}{' ' if nearest['verdict'] == 'breaks' else ': '}{verdict_text(nearest)}"
     elif search is not None:
         line += f"; the search stopped at its maximum ({best['load']}): raise --search-max to look further"
     else:

@@ -187,7 +187,7 @@ class Schedule(unittest.TestCase):
             schedule.record({**meta, "p99_tpot_ms": spread[c][meta["trial"] - 1]})
         result = schedule.result()
         self.assertEqual(result["highest_meeting"], 3)
-        self.assertIn("c=4 spread too wide to decide on TPOT p99", result["line"])
+        self.assertIn("; c=4: spread too wide to decide on TPOT p99", result["line"])
 
 
 class ScheduleArguments(unittest.TestCase):

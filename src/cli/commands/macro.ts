@@ -8,7 +8,7 @@ import { conversationTable } from '../../core/macro/conversations';
 import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
 import { sloLines, sloProblem } from '../../core/macro/sloSearch';
-import { trialsTable } from '../../core/macro/trials';
+import { collapseTrials, trialsTable } from '../../core/macro/trials';
 
 // Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
 const LOAD_FLAGS = [
@@ -121,7 +121,7 @@ export const macroCommand: CliCommand = {
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       } else {
         if (outcome.summary.simulated) process.stdout.write(SIMULATOR_BANNER);
-        const headline = macroHeadline(outcome.levels);
+        const headline = macroHeadline(collapseTrials(outcome.levels));
         if (headline) process.stdout.write(`${headline}\n\n`);
         if (outcome.levels.length) process.stdout.write(`${renderTextTable(levelTable(outcome.levels))}\n`);
         const trials = trialsTable(outcome.levels);

@@ -75,7 +75,7 @@ export const QUOTED_TRIAL_FIGURES = ['p50_ttft_ms', 'p99_ttft_ms', 'p50_tpot_ms'
 /** The seed policy and how to read the table, for its note. */
 export function trialsNote(trials: number): string {
   return (
-    `Each load ran ${trials} times; each figure is the mean over the trials ± the half-width of its 95% confidence interval (Student's t, ${trials - 1} degrees of freedom) and its coefficient of variation. ` +
+    `Each load ran ${trials} times; each figure is the mean over the trials ± the half-width of its 95% confidence interval (Student's t, ${trials - 1} degree${trials - 1 === 1 ? '' : 's'} of freedom) and its coefficient of variation. ` +
     "Every trial draws fresh prompts from the run's seed and request numbers no other trial uses, so the run's seed repeats all of them. " +
     'Two figures differ only where their intervals do not overlap.'
   );
