@@ -7,7 +7,7 @@ import { levelTable } from '../../../src/core/macro/tables';
 import { macroOptionsFromFlags } from '../../../src/cli/commands/macro';
 import { macroAgentArgs } from '../../../src/core/macro/options';
 import { MacroLevelSummary } from '../../../src/shared/results';
-import { macroCharts } from '../../../webview-ui/src/views/macro';
+import { macroCharts, servingTable } from '../../../webview-ui/src/views/macro';
 
 // Levels as the agent reports a load run three times (agent/infbench_agent/macro_search.py): each trial a
 // level of its own, the last carrying every figure's mean, 95% half-width and CV over the three.
@@ -146,6 +146,23 @@ describe('the SLO search as it reads', () => {
 });
 
 describe('repeated trials in the results view', () => {
+  it("gives each load's SLO verdict a column of the serving table, beside the document too", () => {
+    const levels = [...trials(8, [40, 41, 42], [400, 410, 420]), ...trials(16, [50, 50.5, 51], [640, 650, 660])];
+    levels[2].slo = { verdict: 'meets' };
+    levels[5].slo = { verdict: 'undecided' };
+    const run = { id: 'r', phase: 'macro' as const, target: 't', startedAt: '', status: 'completed' as const, macro: { levels } };
+    for (const fewer of [false, true]) {
+      const table = servingTable(run, { fewer })!;
+      assert.deepEqual(
+        table.rows.map((r) => [r.load, r.slo]),
+        [
+          [8, 'meets'],
+          [16, 'spread too wide to decide'],
+        ],
+      );
+    }
+  });
+
   it('draws each load once, at the mean of its trials', () => {
     const levels = [...trials(8, [40, 41, 42], [400, 410, 420]), ...trials(16, [50, 50.5, 51], [640, 650, 660])];
     const run = { id: 'r', phase: 'macro' as const, target: 't', startedAt: '', status: 'completed' as const, macro: { levels } };

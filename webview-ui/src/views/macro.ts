@@ -353,10 +353,14 @@ export function servingTable(run: RunSummary, options: { fewer?: boolean } = {})
     ...SERVING_FIGURE_COLUMNS,
     ...(goodput ? [GOODPUT_COLUMN] : []),
   ];
+  // --slo: each load's verdict, as the agent judged it (on the trials' intervals where it repeated the load).
+  const verdict = (l: MacroLevelSummary) => (l.slo as { verdict?: string } | undefined)?.verdict?.replace('undecided', 'spread too wide to decide');
+  if (levels.some(verdict)) columns.push({ key: 'slo', label: 'SLO', align: 'left' });
   const rows = levels.map((l) => {
     const row: Record<string, TableCell> = { load: loadOf(l), state: levelState(l) };
     // p50 is the median: vLLM writes p50_ only when asked for percentile 50, median_ always.
     for (const c of columns.slice(2)) row[c.key] = finite(l[c.key]) ?? (c.key.startsWith('p50_') ? finite(l[`median_${c.key.slice(4)}`]) : undefined) ?? null;
+    if (row.slo !== undefined) row.slo = verdict(l) ?? '';
     return row;
   });
   // Fewer columns also leave out what says nothing here: Failed where none failed, the level's state where every level completed.
@@ -364,7 +368,9 @@ export function servingTable(run: RunSummary, options: { fewer?: boolean } = {})
   const shown = options.fewer
     ? columns.filter(
         (c) =>
-          FEWER_COLUMNS.has(c.key) && !(c.key === 'failed' && silent('failed', (v) => !v)) && !(c.key === 'state' && silent('state', (v) => v === 'complete')),
+          (FEWER_COLUMNS.has(c.key) || c.key === 'slo') &&
+          !(c.key === 'failed' && silent('failed', (v) => !v)) &&
+          !(c.key === 'state' && silent('state', (v) => v === 'complete')),
       )
     : columns;
   return { id: 'macro-serving', title: 'Serving metrics per load level', columns: shown, rows };
