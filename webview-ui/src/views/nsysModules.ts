@@ -12,7 +12,9 @@ export const OUTSIDE_LAYERS = 'outside layers';
 /** The run's layer and module breakdown, if it is an Nsight Systems profile that has one. */
 export function nsysData(run: RunSummary | undefined): NsysModulesView | undefined {
   const n = run?.profile?.nsys;
-  return n && Array.isArray(n.ranks) && n.ranks.length && n.ranks.every((r) => Array.isArray(r.modules) && Array.isArray(r.layers)) ? n : undefined;
+  // The host's shape (core/trace/nsysView.ts): a step's time a number, not the analyzer's distribution.
+  const drawable = (r: NsysRankView) => Array.isArray(r.modules) && Array.isArray(r.layers) && (r.stepMs === null || typeof r.stepMs === 'number');
+  return n && Array.isArray(n.ranks) && n.ranks.length && n.ranks.every(drawable) ? n : undefined;
 }
 
 /** The rank's module types in stacking order: largest first, "no range" then idle last. */
