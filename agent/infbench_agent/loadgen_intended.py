@@ -6,6 +6,7 @@ arriving on schedule would see it (GuideLLM and AIPerf report it so). Standard l
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable, Dict, Optional, Sequence
 
@@ -75,13 +76,23 @@ def from_intended(records: Sequence[dict], percentiles: Sequence[float], basis: 
     return out
 
 
-def hold_send(seconds: float, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Holds this process's next send back `seconds` (--slow-client-ms), as a client whose own work before
-    each send takes that long. It sleeps all but the last millisecond and spins that one on the clock: a
-    spin of the whole time is preempted at its end on a busy host (the scheduler takes the CPU from a
-    process that used its share), which would add that host's noise to a delay meant to be known."""
-    end = clock() + seconds
-    if seconds > 0.001:
-        sleep(seconds - 0.001)
-    while clock() < end:
-        pass
+class SlowClient:
+    """--slow-client-ms: a client whose own work before each send takes `seconds`, one request at a time. A
+    request's work starts when it is due (its intended send time) or when the previous one's work ended,
+    whichever is later, and its send follows: send = max(intended, previous send) + seconds. Each hold
+    ends on that schedule, so a hold woken late on a busy host does not push the later ones back, and a
+    client slower than its arrivals falls behind by `seconds` minus their gap at every send, exactly."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.seconds, self.clock, self.sleep = seconds, clock, sleep
+        self.free_at = -math.inf
+
+    def hold(self, due: float) -> None:
+        self.free_at = max(due, self.free_at) + self.seconds
+        # Sleeps all but the last millisecond and spins that one on the clock: the end is exact where the
+        # host wakes the process within a millisecond, and a sleep leaves the CPU to the rest meanwhile.
+        left = self.free_at - self.clock()
+        if left > 0.001:
+            self.sleep(left - 0.001)
+        while self.clock() < self.free_at:
+            pass

@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent.loadgen_http import Engine
-from infbench_agent.loadgen_intended import hold_send
+from infbench_agent.loadgen_intended import SlowClient
 from infbench_agent.macro_prompts import PromptMaker
 
 # In a wave of sends, read the sockets that are ready after every this many.
@@ -60,7 +60,7 @@ def drive(
     started = 0
     total = len(ids) if deadline is None else math.inf
     # --slow-client-ms: the client's own work before each send, to see its dispatch delay grow.
-    slow_s = plan.get("slow_client_s") or 0.0
+    slow = SlowClient(plan["slow_client_s"]) if plan.get("slow_client_s") else None
 
     def record(rec: dict) -> None:
         free_since.append(rec["finish"])
@@ -81,8 +81,8 @@ def drive(
             while accepting and started < total and engine.in_flight < concurrency:
                 intended = free_since.pop(0) if free_since else start_at
                 rid = ids[started] if deadline is None else plan["id_base"] + started * plan["id_stride"]
-                if slow_s:
-                    hold_send(slow_s)
+                if slow:
+                    slow.hold(intended)
                 engine.start(
                     {
                         "id": rid,
@@ -101,8 +101,8 @@ def drive(
             assert arrivals is not None
             while accepting and started < len(arrivals) and arrivals[started] + start_at <= now and (cap is None or engine.in_flight < cap):
                 rid = ids[started]
-                if slow_s:
-                    hold_send(slow_s)
+                if slow:
+                    slow.hold(arrivals[started] + start_at)
                 engine.start(
                     {
                         "id": rid,

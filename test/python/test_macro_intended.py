@@ -6,7 +6,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
-from infbench_agent.loadgen_intended import from_intended, hold_send  # noqa: E402
+from infbench_agent.loadgen_intended import SlowClient, from_intended  # noqa: E402
 
 
 def record(intended, send, ttft=0.1, e2el=0.5, ok=True):
@@ -60,10 +60,35 @@ class HoldSend(unittest.TestCase):
             slept.append(s)
             now[0] += s
 
-        hold_send(0.020, clock, sleep)
-        self.assertAlmostEqual(slept[0], 0.019)
-        self.assertGreaterEqual(now[0], 0.0201)
-        self.assertLess(now[0], 0.0204)
+        SlowClient(0.020, clock, sleep).hold(0.0)
+        self.assertAlmostEqual(slept[0], 0.0189, places=6)
+        self.assertGreaterEqual(now[0], 0.020)
+        self.assertLess(now[0], 0.0203)
+
+    def test_a_hold_woken_late_does_not_push_the_next_ones_back(self):
+        # Requests due every 10 ms, each taking 20 ms of the client's work: every hold ends 20 ms after the
+        # last one's end, even where a sleep overslept by 5 ms, so the client's pace stays one send every 20 ms.
+        now = [0.0]
+        late = [0.005, 0.0, 0.0, 0.0]
+
+        def clock():
+            now[0] += 0.00001  # a spin's reads move the clock on
+            return now[0]
+
+        def sleep(s):
+            now[0] += s + late.pop(0)
+
+        client = SlowClient(0.020, clock, sleep)
+        ends = []
+        for k in range(4):
+            client.hold(0.010 * k)
+            ends.append(round(client.free_at, 6))
+        self.assertEqual(ends, [0.02, 0.04, 0.06, 0.08])
+        self.assertAlmostEqual(now[0], 0.08, places=4)
+        # Idle, a request due later starts its work when due.
+        late.append(0.0)
+        client.hold(0.5)
+        self.assertAlmostEqual(client.free_at, 0.52)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import type { ChartSpec } from './specs';
 import { watchTheme } from './theme';
 import { macroCharts, servingTable } from './views/macro';
 import { configurationCharts, configurationTag } from './views/configurations';
+import { paretoCharts } from './views/pareto';
 import { microCharts } from './views/micro';
 import { budgetChart, budgetLeftOutText, budgetScopeText } from './views/budget';
 import { profileCharts, profileData, topKernels } from './views/profile';
@@ -152,7 +153,7 @@ export function startResultsApp(app: HTMLElement): void {
     switch (run.phase) {
       case 'macro':
         // A configuration of a comparison: the others beside it first, then its own charts.
-        return [...configurationCharts(run, snapshot.runs), ...macroCharts(run, other)];
+        return [...configurationCharts(run, snapshot.runs), ...macroCharts(run, other), ...paretoCharts(run, snapshot.runs)];
       case 'micro':
         return microCharts(run, other);
       case 'profile':

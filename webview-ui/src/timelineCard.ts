@@ -8,7 +8,7 @@ import { button, el, renderTable } from './dom';
 import { ChartTheme, readTheme } from './theme';
 import { PLOT_LEFT as LEFT, PLOT_RIGHT as RIGHT, TimeAxis } from './timeAxis';
 import type { SegmentKind } from '../../src/shared/requestTimeline';
-import { timelineTable, type ServerSample, type TimelineData } from './views/timeline';
+import { timelineTable, type GpuSample, type ServerSample, type TimelineData } from './views/timeline';
 import { RunReadout } from './readout';
 
 const HINT = 'Turn the mouse wheel over the timeline to zoom, drag to move along it; + and - zoom, 0 resets.';
@@ -159,6 +159,7 @@ export class TimelineCard {
         unit: '%',
         lines: [{ label: 'KV cache used % (server)', colour: 4, dash: [], count: server.length, points: field('kv_cache_usage', 100) }],
       });
+    strips.push(...gpuStrips(d.gpus ?? []));
     return strips;
   }
 
@@ -404,4 +405,23 @@ export class TimelineCard {
   private async exportCsv(): Promise<void> {
     await saveCsv(timelineTable(this.data), `timeline-${this.data.runId}`);
   }
+}
+
+/** The GPUs' power and SM clock, one line per GPU (nvidia-smi's samples on the host), beside the server's series. */
+function gpuStrips(samples: readonly GpuSample[]): Strip[] {
+  if (!samples.length) return [];
+  const ids = [...new Set(samples.map((s) => s.gpu))].sort((a, b) => a - b);
+  const per = ids.map((id) => samples.filter((s) => s.gpu === id));
+  const lines = (key: 'powerW' | 'smClockMhz', what: string) =>
+    per.map((rows, i) => ({
+      label: `GPU ${ids[i]} ${what}`,
+      colour: i % 6,
+      dash: i >= 6 ? [5, 3] : [],
+      count: rows.length,
+      points: (j: number) => (rows[j][key] === undefined ? undefined : ([rows[j].t, rows[j][key] as number] as [number, number])),
+    }));
+  const strips: Strip[] = [];
+  if (samples.some((s) => s.powerW !== undefined)) strips.push({ title: 'GPU power', unit: 'W', lines: lines('powerW', 'power W') });
+  if (samples.some((s) => s.smClockMhz !== undefined)) strips.push({ title: 'GPU SM clock', unit: 'MHz', lines: lines('smClockMhz', 'SM clock MHz') });
+  return strips;
 }

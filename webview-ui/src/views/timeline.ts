@@ -14,6 +14,16 @@ export interface ServerSample {
   kv_cache_usage?: number;
 }
 
+/** One sample of one GPU (nvidia-smi on the host, while a level ran), on the run's axis. */
+export interface GpuSample {
+  t: number;
+  gpu: number;
+  powerW?: number;
+  smClockMhz?: number;
+  utilPercent?: number;
+  tempC?: number;
+}
+
 export interface TimelineLevel {
   label: string;
   start: number;
@@ -32,6 +42,21 @@ export interface TimelineData {
   t1: number;
   /** Why the server's series are not drawn, when the run kept none of them. */
   serverMissing?: string;
+  /** The GPUs' samples, every GPU's by time (none where the host had no nvidia-smi). */
+  gpus?: GpuSample[];
+}
+
+/** The GPUs' samples of every level: the agent's compact rows [t, gpu, power W, SM MHz, util %, memory MiB, temp °C, reasons]. */
+export function gpuSamples(levels: readonly MacroLevelSummary[]): GpuSample[] {
+  const num = (v: unknown) => finite(v);
+  return levels
+    .flatMap((l) =>
+      ((l.gpu_telemetry as { series?: unknown[][] } | undefined)?.series ?? []).filter(
+        (r) => Array.isArray(r) && num(r[0]) !== undefined && num(r[1]) !== undefined,
+      ),
+    )
+    .map((r) => ({ t: r[0] as number, gpu: r[1] as number, powerW: num(r[2]), smClockMhz: num(r[3]), utilPercent: num(r[4]), tempC: num(r[6]) }))
+    .sort((a, b) => a.t - b.t);
 }
 
 /** Why a run kept no sample of the server's state: the reason its levels recorded, else what leaves none. */
@@ -84,6 +109,7 @@ export function timelineData(run: RunSummary): TimelineData | undefined {
     .flatMap((l) => ((l.server_state as { samples?: ServerSample[] } | undefined)?.samples ?? []).filter((s) => finite(s.t) !== undefined))
     .sort((a, b) => a.t - b.t);
   const series = perSecond(requests);
+  const gpus = gpuSamples(summaries);
   let t0 = requests.t0;
   let t1 = requests.t1;
   if (server.length) {
@@ -99,6 +125,7 @@ export function timelineData(run: RunSummary): TimelineData | undefined {
     t0,
     t1: t1 > t0 ? t1 : t0 + 1,
     ...(server.length ? {} : { serverMissing: serverMissingReason(summaries) }),
+    ...(gpus.length ? { gpus } : {}),
   };
 }
 
