@@ -69,7 +69,7 @@ describe('the Pareto front in the results view', () => {
 
 describe('the GPUs on the run’s timeline', () => {
   it('puts each GPU’s power and SM clock samples on the requests’ time axis', () => {
-    const points: MacroRequestPoint[] = [{ level: 0, start_s: 0, run_s: 0.5, ttft_ms: 100, e2el_ms: 1000, ok: true, output_tokens: 10 }];
+    const points: MacroRequestPoint[] = [{ level: 0, start_s: 0.5, ttft_ms: 100, e2el_ms: 1000, ok: true, output_tokens: 10 }];
     const series = [
       [0.4, 0, 300, 1980, 90, 1000, 60, 0],
       [0.4, 1, 310, 1970, 91, 1000, 61, 4],
