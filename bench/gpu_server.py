@@ -24,8 +24,8 @@ Profilers, as vLLM 0.16 offers them (vllm/profiler/gpu_profiler.py, vllm/config/
   server run under `nsys profile`).
 --enable-layerwise-nvtx-tracing registers NVTX ranges on every module as vLLM's PytHooks do
 (vllm/utils/nvtx_pytorch_hooks.py; see bench/nsys_serving_loop.py), before the graphs are captured.
-Every step is also an NVTX range `decode_step` (the loop's own step marker, which `infbench analyze`
-reads by default).
+As in vLLM, the step annotation is an NVTX range around each step when the profiler is "cuda" (what a
+report under nsys shows), a record_function when it is "torch", and nothing without a profiler.
 
 The step log (--step-log, JSON lines, appended) is the truth the tool is checked against: one line per
 step with this process's pid, the batch, the size run (padded to a graph's), the step's GPU time from
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import gzip
 import json
 import os
@@ -139,7 +140,7 @@ class GpuLoop:
             return running
         return next(b for b in self.sizes if b >= running)
 
-    def step(self, running: int, label: str) -> dict:
+    def step(self, running: int, label: str, nvtx_step: bool) -> dict:
         torch = self.torch
         b = self.size_for(running)
         if b not in self.ids:
@@ -147,9 +148,10 @@ class GpuLoop:
         with torch.inference_mode():
             if self.cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.nvtx.range_push("decode_step")
             t0 = time.perf_counter()
-            with torch.profiler.record_function(label):
+            # The step annotation as vLLM's profilers write it: an NVTX range in the CUDA profiler mode, a
+            # record_function for torch (vllm/v1/worker/gpu_worker.py annotate_profile, vllm/profiler/wrapper.py).
+            with torch.cuda.nvtx.range(label) if nvtx_step else contextlib.nullcontext(), torch.profiler.record_function(label):
                 if self.cuda:
                     start.record()
                 if self.graphs_on:
@@ -161,8 +163,6 @@ class GpuLoop:
                 self.ids[b].copy_(nxt)
                 if self.cuda:
                     end.record()
-            if self.cuda:
-                torch.cuda.nvtx.range_pop()
             nxt.cpu()  # the sampled tokens reach the host, as a server's step ends
             ms = start.elapsed_time(end) if self.cuda else (time.perf_counter() - t0) * 1000.0
         return {"size": b, "gpuMs": round(ms, 4), "graph": self.graphs_on}
@@ -201,7 +201,7 @@ class GpuServer(vllm_sim.Simulator):
         elif not recorded and self.capture is not None:
             self._capture_stop()
         label = sim_mimic.step_name(self.mimic, step) if self.mimic else None
-        done = self.loop_gpu.step(step["running"], label or "execute_model")
+        done = self.loop_gpu.step(step["running"], label or "execute_model", self.cuda_profiler and self.loop_gpu.cuda)
         self.step_index += 1
         if self.step_log:
             line = {"pid": os.getpid(), "step": self.step_index, "t": round(time.time(), 6), "running": step["running"]}

@@ -58,16 +58,24 @@ def loop_steps(ev):
     return by_pid
 
 
+# A step that admits new requests runs their prefill: not a decode step, for the reader as for the torch profile.
+PREFILL_LABEL = re.compile(r"^(?:execute_new_[1-9]\d*_cached_|execute_context_[1-9]\d*\()")
+
+
+def decode_steps(rows, profiler):
+    return [s for s in rows if s["profiled"] == profiler and not PREFILL_LABEL.match(s.get("label") or "")]
+
+
 def nsys_vs_log(ev, by_pid, reports, out):
     ok = True
     for name, rep in reports.items():
         for r in rep["ranks"]:
-            logged = [s for s in by_pid.get(r["pid"], []) if s["profiled"] == "cuda"]
+            logged = decode_steps(by_pid.get(r["pid"], []), "cuda")
             match = r["steps"] == len(logged)
             ok &= match
             med = statistics.median(s["gpuMs"] for s in logged) if logged else float("nan")
             out.append(
-                f"  {name:<8} pid {r['pid']}: nsys {r['steps']} decode steps, the loop's log {len(logged)} recorded by the CUDA profiler"
+                f"  {name:<8} pid {r['pid']}: nsys {r['steps']} decode steps, the loop's log {len(logged)} decode steps under the CUDA profiler"
                 f" ({'equal' if match else 'DIFFERENT'}); batches {sorted(collections.Counter(s['running'] for s in logged).items())};"
                 f" step median {r['stepMs']['median']:.3f} ms first kernel to last (nsys), {med:.3f} ms between the loop's CUDA events"
             )
@@ -151,7 +159,7 @@ def attribution_by_block(ev, by_pid, reports, out, tolerance_pct=5.0):
     for name in ("graphs", "eager"):
         path = os.path.join(ev, f"nsys-{name}.sqlite")
         pid = reports[name]["ranks"][0]["pid"]
-        logged = [s for s in by_pid.get(pid, []) if s["profiled"] == "cuda"]
+        logged = decode_steps(by_pid.get(pid, []), "cuda")
         found[name] = blocks_per_step(path, logged) if os.path.exists(path) else None
         if not found[name]:
             out.append(f"  {name}: no per-step comparison ({path} missing, or its steps do not pair with the loop's log)")
@@ -227,11 +235,11 @@ def main(ev):
         )
     torch_path = os.path.join(ev, "profile-torch.json")
     if os.path.exists(torch_path):
-        logged = [row for rows in by_pid.values() for row in rows if row["profiled"] == "torch"]
+        logged = [row for rows in by_pid.values() for row in decode_steps(rows, "torch")]
         found = load(torch_path)["overall"]["count"]
         checks["torch steps"] = found == len(logged)
         out.append(
-            f"== The torch profile: {found} decode steps, the loop's log {len(logged)} recorded by torch.profiler "
+            f"== The torch profile: {found} decode steps, the loop's log {len(logged)} decode steps under torch.profiler "
             f"({'equal' if found == len(logged) else 'DIFFERENT'})"
         )
     if "graphs" in reports and os.path.exists(torch_path):

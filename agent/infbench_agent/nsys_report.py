@@ -22,7 +22,8 @@ Attribution:
   node's creation event names the node it was instantiated from (originalGraphNodeId), created during
   stream capture, and the kernel belongs to the innermost range open on the capturing thread then;
 - a kernel with no such range is reported with module null: counted, never guessed.
-Ranges whose text matches --step-range are decode steps, not modules: a kernel's step is the step
+Ranges whose text matches --step-range (by default vLLM's step annotations and `decode_step`) are steps, not
+modules, and those of vLLM's steps that take new requests are prefill, not decode steps: a kernel's step is the step
 range around its launch call (for a replayed kernel, its cudaGraphLaunch). Where the report has no
 step range, each cudaGraphLaunch starts a step. Where the server's CUDA profiler switch ran
 (cudaProfilerStart/Stop at /start_profile and /stop_profile), only launches between them count: the
@@ -45,7 +46,14 @@ import urllib.request
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 SCHEMA_VERSION = 1
-DEFAULT_STEP_RANGE = r"^decode_step\b"
+# The step ranges: vLLM's CUDA profiler mode wraps every engine step in an NVTX range named by its step
+# annotation (vllm/v1/worker/gpu_worker.py annotate_profile; CudaProfilerWrapper.annotate_context_manager in
+# vllm/profiler/wrapper.py is torch.cuda.nvtx.range): execute_new_N_cached_M (0.11-0.25),
+# execute_context_N(T)_generation_M(T) (0.26+); and `decode_step`, this project's own loops' marker.
+DEFAULT_STEP_RANGE = r"^(?:decode_step\b|execute_new_\d+_cached_\d+|execute_context_\d+\(\d+\)_generation_\d+\(\d+\))"
+# A vLLM step that takes new requests runs their prefill: a step, so never a module, but not a decode step
+# (its kernels count outside the decode steps, as the torch profile's breakdown keeps prefill apart).
+PREFILL_STEP = re.compile(r"^(?:execute_new_[1-9]\d*_cached_|execute_context_[1-9]\d*\()")
 # NVTX_EVENTS.eventType for ranges (ENUM_NSYS_EVENT_TYPE): NvtxPushPopRange, NvtxStartEndRange.
 RANGE_EVENT_TYPES = (59, 60)
 ACTIVITY_TABLES = (
@@ -165,7 +173,7 @@ class NsysReport:
                 text = text or ""
                 if self.step_re.search(text):
                     self._steps_seen += 1
-                    step_stack.append((end, self._steps_seen - 1))
+                    step_stack.append((end, None if PREFILL_STEP.match(text) else self._steps_seen - 1))
                 elif not _is_output_marker(text):
                     stack.append((end, text))
                 continue

@@ -130,6 +130,44 @@ class NsysProfilerWindowTest(unittest.TestCase):
         self.assertEqual(summary["replayedWithoutRange"], summary["graphed"], "their NVTX ranges are not")
 
 
+class VllmStepRangesTest(unittest.TestCase):
+    """vLLM's CUDA profiler mode names each step's NVTX range by its step annotation, never `decode_step`
+    (vllm/v1/worker/gpu_worker.py annotate_profile, CudaProfilerWrapper in vllm/profiler/wrapper.py): the eager
+    capture's step ranges renamed as vLLM writes them."""
+
+    def renamed(self, name_of_step):
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "vllm-steps.sqlite")
+        shutil.copy(os.path.join(FIXTURES, "eager.sqlite"), path)
+        db = sqlite3.connect(path)
+        rows = [r[0] for r in db.execute("SELECT rowid FROM NVTX_EVENTS WHERE text = 'decode_step' ORDER BY start")]
+        for i, rowid in enumerate(rows):
+            db.execute("UPDATE NVTX_EVENTS SET text = ? WHERE rowid = ?", (name_of_step(i), rowid))
+        db.commit()
+        db.close()
+        return path, len(rows)
+
+    def steps_and_modules(self, path):
+        records = list(NsysReport(path).records())
+        kernels = [r for r in records if r["type"] == "kernel"]
+        return records[0], {r["step"] for r in kernels if r["step"] is not None}, {r["module"] for r in kernels}
+
+    def test_the_step_annotation_of_vllm_0_26_marks_the_steps_and_is_never_a_module(self):
+        path, n = self.renamed(lambda i: "execute_context_0(0)_generation_8(8)")
+        header, steps, modules = self.steps_and_modules(path)
+        self.assertEqual(header["stepSource"], "nvtx-range")
+        self.assertEqual(len(steps), n)
+        self.assertFalse([m for m in modules if m and m.startswith("execute_")])
+
+    def test_a_step_that_takes_new_requests_is_prefill_not_a_decode_step(self):
+        # vLLM 0.11-0.25 names: the first step admits two requests, the rest decode eight.
+        path, n = self.renamed(lambda i: "execute_new_2_cached_6" if i == 0 else "execute_new_0_cached_8")
+        header, steps, modules = self.steps_and_modules(path)
+        self.assertEqual(len(steps), n - 1)
+        self.assertNotIn(0, steps)
+        self.assertFalse([m for m in modules if m and m.startswith("execute_")])
+
+
 class NsysKinetoTest(unittest.TestCase):
     def test_writes_steps_launches_and_gpu_activity_as_a_kineto_trace(self):
         with tempfile.TemporaryDirectory() as d:

@@ -24,7 +24,8 @@ broken down by layer and module too, CUDA-graph replays included (needs python3 
   --family CAT=REGEX      a kernel family tried before the built-in ones (repeatable),
                           e.g. --family 'all-reduce=my_custom_ar_kernel'
   --step-annotation RE    the name of the server's step annotation, if not a known one
-                          (for an nsys report: the NVTX range of a step, default ^decode_step)
+                          (for an nsys report: the NVTX range of a step, default vLLM's step
+                          annotations execute_new_N_cached_M, execute_context_N(T)_generation_M(T), and decode_step)
   --top N                 kernels listed per rank (default 15)`;
 
 export interface AnalyzeArgs {
