@@ -100,6 +100,9 @@ describe('server configurations compared over SSH: each started, measured by the
         String(OUTPUT),
         '--warmup',
         '1',
+        // Each configuration judged on its own: 4 ms steps meet a 6 ms TPOT, 8 ms steps do not.
+        '--slo',
+        'tpot_p50<=6',
         '--yes',
         '--out',
         out,
@@ -135,6 +138,9 @@ describe('server configurations compared over SSH: each started, measured by the
       const want = await modelTpot(baseMs);
       assert.ok(Math.abs(tpot - want) <= want * 0.05 + 0.2, `${c.name}: TPOT ${tpot.toFixed(2)} ms, the timing model says ${want.toFixed(2)} ms`);
     }
+    assert.match(asStarted.slo?.line ?? '', /^c=1 meets TPOT p50 ≤ 6 ms \(the highest load run\)$/);
+    assert.match(slow.slo?.line ?? '', /^no load is shown to meet TPOT p50 ≤ 6 ms: c=1 already breaks TPOT p50 \(TPOT p50 8\.\d+ ms against 6 ms\)$/);
+    assert.match(stdout, /slow-steps \(configuration \w+\): .*\n(.*\n)? {2}SLO: no load is shown to meet TPOT p50/);
     // Each configuration's run carries its name and identity, as the server it measured was started.
     for (const c of [asStarted, slow]) {
       const meta = JSON.parse(readFileSync(join(workspace, '.inference-bench', 'runs', c.runId!, 'meta.json'), 'utf8')) as RunMeta;
