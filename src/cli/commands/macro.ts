@@ -9,6 +9,7 @@ import { runMacroPhase } from '../../core/phases/macro';
 import { renderTextTable } from '../../shared/table';
 import { sloLines, sloProblem } from '../../core/macro/sloSearch';
 import { collapseTrials, trialsTable } from '../../core/macro/trials';
+import { dispatchDelayTable, gpuTelemetryTable } from '../../core/macro/gpuAndDelay';
 
 // Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
 const LOAD_FLAGS = [
@@ -51,6 +52,7 @@ const REQUEST_FLAGS = [
   'seed',
 ] as const;
 const TRIAL_FLAGS = ['trials', 'slo', 'search', 'search-max'] as const;
+const GPU_AND_CLIENT_FLAGS = ['gpu-sample-ms', 'slow-client-ms'] as const;
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
 
@@ -66,6 +68,8 @@ Each request:
 ${agentFlagUsage('macro', REQUEST_FLAGS)}
 Trials and the SLO search:
 ${agentFlagUsage('macro', TRIAL_FLAGS)}
+The GPUs and the client:
+${agentFlagUsage('macro', GPU_AND_CLIENT_FLAGS)}
 Output:
   --out FILE                write the result (one object per level) to FILE as JSON
   --json                    print the result JSON on stdout instead of a table
@@ -80,6 +84,7 @@ const OPTIONS = {
   ...agentFlags('macro', LOAD_FLAGS),
   ...agentFlags('macro', REQUEST_FLAGS),
   ...agentFlags('macro', TRIAL_FLAGS),
+  ...agentFlags('macro', GPU_AND_CLIENT_FLAGS),
   out: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -129,6 +134,8 @@ export const macroCommand: CliCommand = {
         for (const line of sloLines(outcome.slo, outcome.levels)) process.stdout.write(`\n${line.replace(/\*\*/g, '')}\n`);
         const failures = failureTable(outcome.levels);
         if (failures) process.stdout.write(`\n${renderTextTable(failures)}\n`);
+        for (const table of [gpuTelemetryTable(outcome.levels), dispatchDelayTable(outcome.levels)])
+          if (table) process.stdout.write(`\n${renderTextTable(table)}\n`);
         const conversations = conversationTable(outcome.levels);
         if (conversations) process.stdout.write(`\n${renderTextTable(conversations)}\n`);
         process.stdout.write(`\nRun folder: ${outcome.run.dir}${v.out && outWritten ? `\nResult: ${v.out}` : ''}\n`);
@@ -192,6 +199,8 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     slo: sloFlag(v('slo')),
     search: agentChoice('macro', 'search', v('search')),
     searchMax: finiteNumber(v('search-max'), '--search-max'),
+    gpuSampleMs: wholeMilliseconds(v('gpu-sample-ms'), '--gpu-sample-ms'),
+    slowClientMs: nonNegativeNumber(v('slow-client-ms'), '--slow-client-ms'),
   };
   for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
   return options;
@@ -244,4 +253,11 @@ function extraBodyFlag(text: string | undefined): Record<string, unknown> | unde
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--extra-body must be a JSON object, for example '{"top_k": 20}'.`);
   return value as Record<string, unknown>;
+}
+
+/** Whole milliseconds, 0 included (off): the agent's --gpu-sample-ms is an integer. */
+function wholeMilliseconds(text: string | undefined, flag: string): number | undefined {
+  const n = nonNegativeNumber(text, flag);
+  if (n !== undefined && !Number.isInteger(n)) throw new UsageError(`${flag} takes whole milliseconds, for example 500; got "${text}".`);
+  return n;
 }
