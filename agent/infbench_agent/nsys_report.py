@@ -50,7 +50,10 @@ SCHEMA_VERSION = 1
 # annotation (vllm/v1/worker/gpu_worker.py annotate_profile; CudaProfilerWrapper.annotate_context_manager in
 # vllm/profiler/wrapper.py is torch.cuda.nvtx.range): execute_new_N_cached_M (0.11-0.25),
 # execute_context_N(T)_generation_M(T) (0.26+); and `decode_step`, this project's own loops' marker.
-DEFAULT_STEP_RANGE = r"^(?:decode_step\b|execute_new_\d+_cached_\d+|execute_context_\d+\(\d+\)_generation_\d+\(\d+\))"
+# Bounded counts ({1,9}): the pattern travels on as the Kineto step annotation, where unbounded quantifiers are refused.
+DEFAULT_STEP_RANGE = (
+    r"^(?:decode_step\b|execute_new_\d{1,9}_cached_\d{1,9}|execute_context_\d{1,9}\(\d{1,9}\)_generation_\d{1,9}\(\d{1,9}\))"
+)
 # A vLLM step that takes new requests runs their prefill: a step, so never a module, but not a decode step
 # (its kernels count outside the decode steps, as the torch profile's breakdown keeps prefill apart).
 PREFILL_STEP = re.compile(r"^(?:execute_new_[1-9]\d*_cached_|execute_context_[1-9]\d*\()")
