@@ -110,7 +110,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
     const choice = given?.unfinished ?? (await askResumeRunAll(previous, from));
     if (!choice) return;
     if (choice === 'resume') {
-      const profiler = given?.profiler ?? (await pickProfiler(target, true, 'Run All Phases'));
+      const profiler = await runAllProfiler(target, given);
       if (!profiler) return;
       await vscode.commands.executeCommand('inferenceBench.showResults');
       await controller.showFindings();
@@ -121,7 +121,7 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   // Asked before anything runs, so that the phases then go on without a question between them but the plan's and the server's.
   const macroOptions = given?.macro ? { ...given.macro } : await phases.macro.pickOptions(target, false);
   if (!macroOptions) return;
-  const profiler = given?.profiler ?? (await pickProfiler(target, true, 'Run All Phases'));
+  const profiler = await runAllProfiler(target, given);
   if (!profiler) return;
   await vscode.commands.executeCommand('inferenceBench.showResults');
   const all = new AbortController();
@@ -161,6 +161,11 @@ export async function runAllCommand(controller: RunController, phases: PhaseRunn
   if (!given?.yes && !(await confirmRunAllPlan(target.name, done.steps, done.omitted))) return;
   writeRunAllRecord(workspace, done);
   await runPlan(controller, phases, target, workspace, done, 1, all.signal, profiler);
+}
+
+/** The profile step's profiler: given, else the setting where it is set, else asked; a caller that gives answers (a keybinding, a test) is not asked. */
+function runAllProfiler(target: Target, given: RunAllGiven | undefined): Promise<ProfilerKind | undefined> {
+  return given?.profiler ? Promise.resolve(given.profiler) : pickProfiler(target, !given, 'Run All Phases');
 }
 
 /** The Nsight Systems profile restarts the server under nsys itself (its own consent): the plan needs no restart with the torch profiler. */
