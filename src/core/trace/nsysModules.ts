@@ -394,7 +394,8 @@ export function findingSentence(b: NsysBreakdown): string {
   if (!top) return `No kernel of the ${r.steps} decode steps ran inside an NVTX module range: the server's layerwise NVTX markers were off.`;
   const mean = r.stepMs ? r.stepMs.mean : 0;
   let s = `The ${plural[top.module] ?? top.module} take ${pct(top.sharePct)} of a decode step (${ms(top.msPerStep)} of ${ms(mean)}, ${r.steps} steps)`;
-  const skew = r.skew.find((k) => k.slowestOverMeanPct >= 10);
+  // Of the module types whose slowest layer is well over their mean, the one that costs the step most.
+  const skew = r.skew.filter((k) => k.slowestOverMeanPct >= 10).sort((a, b) => b.slowestMs - b.meanMs - (a.slowestMs - a.meanMs))[0];
   if (skew) {
     const layer = r.layers.find((l) => l.layer === skew.slowestLayer);
     const cell = layer?.modules.find((m) => m.module === skew.module);

@@ -51,7 +51,8 @@ export function slowLayers(rank: NsysRankView, thresholdPct = 10): Map<number, s
 
 /** The slow layer in one sentence, or undefined when the layers of each kind run alike. */
 export function slowLayerSentence(rank: NsysRankView, thresholdPct = 10): string | undefined {
-  const k = rank.skew.find((s) => s.slowestOverMeanPct >= thresholdPct);
+  // Of the module types whose slowest layer is well over their mean, the one that costs the step most (as the findings' sentence).
+  const k = rank.skew.filter((s) => s.slowestOverMeanPct >= thresholdPct).sort((a, b) => b.slowestMs - b.meanMs - (a.slowestMs - a.meanMs))[0];
   if (!k) return undefined;
   return (
     `Layer ${k.slowestLayer} is the slow one: its ${k.module} takes ${k.slowestMs.toFixed(3)} ms per step, ` +
