@@ -385,7 +385,8 @@ def write_kineto(report: NsysReport, folder: str) -> List[str]:
     try:
         if report.has_nvtx:
             for tid, start, _kind, end, text, _key in report.db.execute(report._range_rows()):
-                if text and report.step_re.search(text) and in_window(start):
+                # Decode steps only, as the reader counts them: a step that admits requests is prefill.
+                if text and report.step_re.search(text) and not PREFILL_STEP.match(text) and in_window(start):
                     pid = (tid >> 24) & 0xFFFFFF
                     event = {"ph": "X", "cat": "user_annotation", "name": text, "pid": pid, "tid": tid & 0xFFFFFF}
                     emit(pid, {**event, "ts": start / 1000, "dur": (end - start) / 1000})

@@ -166,6 +166,11 @@ class VllmStepRangesTest(unittest.TestCase):
         self.assertEqual(len(steps), n - 1)
         self.assertNotIn(0, steps)
         self.assertFalse([m for m in modules if m and m.startswith("execute_")])
+        # Written as Kineto traces for the category breakdown, the same decode steps and no more.
+        with tempfile.TemporaryDirectory() as d:
+            with open(write_kineto(NsysReport(path), d)[0]) as f:
+                names = [e["name"] for e in json.load(f)["traceEvents"] if e["cat"] == "user_annotation"]
+        self.assertEqual(names, ["execute_new_0_cached_8"] * (n - 1))
 
 
 class NsysKinetoTest(unittest.TestCase):
