@@ -92,6 +92,17 @@ describe('SSH transport against a real OpenSSH sshd', function () {
     assert.equal(killed.result.signal, 'SIGTERM');
   });
 
+  it("runs more commands at once than sshd's MaxSessions (10) on one connection: the rest wait for a channel, none is refused", async () => {
+    // Every target on one host shares the connection: health checks, runs and transfers together pass 10.
+    const c = client('sessions', [`IdentityFile ${clientKey.privateFile}`, 'IdentityAgent none']);
+    const t = await connect(c.configFile);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => execText(t, ['sh', '-c', `sleep 0.1; echo ${i}`])));
+    assert.deepEqual(
+      results.map((r) => [r.stdout, r.result.code, r.result.error?.message]),
+      Array.from({ length: 12 }, (_, i) => [`${i}\n`, 0, undefined]),
+    );
+  });
+
   it('logs in with a key held by ssh-agent (IdentityAgent)', async () => {
     const sock = join(dir, 'agent.sock');
     const out = execFileSync('ssh-agent', ['-s', '-a', sock], { encoding: 'utf8' });

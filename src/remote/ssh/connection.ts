@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { Duplex } from 'node:stream';
-import { AnyAuthMethod, Client, ParsedKey, SFTPWrapper, utils } from 'ssh2';
+import { AnyAuthMethod, Client, ClientChannel, ParsedKey, SFTPWrapper, utils } from 'ssh2';
 import { TransportState } from '../transport';
 import { resolveSshConfig, ResolvedSshConfig } from './config';
 import { SshError } from './errors';
@@ -63,8 +63,19 @@ const HOST_KEY_ALGORITHMS = [
  * with the agent and identity files. When an established connection drops it reconnects with
  * backoff; every state change is reported for the sidebar.
  */
+/** OpenSSH's sshd allows this many session channels (commands, SFTP) on one connection: MaxSessions, 10 unless set. */
+const DEFAULT_MAX_SESSIONS = 10;
+
+/** ssh2's words for a channel the server refused to open. */
+const isChannelRefused = (err: unknown) => err instanceof Error && /channel open failure/i.test(err.message);
+
 export class SshConnection extends EventEmitter {
   private stateValue: TransportState = 'disconnected';
+  /** Session channels open now, the host's limit as far as known, and who waits for one to close. */
+  private sessionsOpen = 0;
+  private readonly maxSessions = DEFAULT_MAX_SESSIONS;
+  private readonly sessionWaiters: (() => void)[] = [];
+  private readonly releaseListeners: (() => void)[] = [];
   private client?: Client;
   private hops: Client[] = [];
   private pending?: Promise<Client>;
@@ -128,23 +139,78 @@ export class SshConnection extends EventEmitter {
     return new SshError('unreachable', `The connection to ${this.endpoint.host} was closed.`, this.endpoint.host);
   }
 
-  /** One SFTP session per connection, opened on first use. */
+  /**
+   * Runs `command` in a session channel of its own. sshd refuses channels past its MaxSessions, and every
+   * target on one host shares this connection: their health checks, runs and transfers wait here for a
+   * channel to close instead of failing with "open failed". A refusal while others are open (a host set
+   * lower) is tried again when one of them closes; one with none open is the host's answer, passed on.
+   */
+  async exec(command: string): Promise<ClientChannel> {
+    for (;;) {
+      const client = await this.connect();
+      await this.sessionSlot();
+      try {
+        const stream = await new Promise<ClientChannel>((resolve, reject) => client.exec(command, (err, ch) => (err ? reject(err) : resolve(ch))));
+        this.releaseOnClose(stream);
+        return stream;
+      } catch (err) {
+        this.releaseSession();
+        if (!(isChannelRefused(err) && this.sessionsOpen > 0)) throw err;
+        // A lower MaxSessions, or a channel sshd has not finished closing: try again once another closes.
+        await new Promise<void>((resolve) => this.releaseListeners.push(resolve));
+      }
+    }
+  }
+
+  /** A session channel free under the limit, counted as taken. */
+  private sessionSlot(): Promise<void> {
+    if (this.sessionsOpen < this.maxSessions) {
+      this.sessionsOpen++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) =>
+      this.sessionWaiters.push(() => {
+        this.sessionsOpen++;
+        resolve();
+      }),
+    );
+  }
+
+  private releaseSession(): void {
+    this.sessionsOpen = Math.max(0, this.sessionsOpen - 1);
+    for (const listener of this.releaseListeners.splice(0)) listener();
+    if (this.sessionsOpen < this.maxSessions) this.sessionWaiters.shift()?.();
+  }
+
+  private releaseOnClose(channel: EventEmitter): void {
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.releaseSession();
+    };
+    channel.once('close', release);
+  }
+
+  /** One SFTP session per connection, opened on first use (a session channel like any command's). */
   sftp(): Promise<SFTPWrapper> {
     if (!this.sftpPromise) {
-      const attempt = this.connect().then(
-        (client) =>
-          new Promise<SFTPWrapper>((resolve, reject) => {
-            client.sftp((err, sftp) =>
-              err
-                ? reject(
-                    new Error(
-                      `Could not start SFTP on ${this.endpoint.host}: ${err.message}. Check that the server's sshd_config has a "Subsystem sftp" line.`,
-                    ),
-                  )
-                : resolve(sftp),
-            );
-          }),
-      );
+      const attempt = this.connect().then(async (client) => {
+        await this.sessionSlot();
+        return new Promise<SFTPWrapper>((resolve, reject) => {
+          client.sftp((err, sftp) => {
+            if (err) {
+              this.releaseSession();
+              reject(
+                new Error(`Could not start SFTP on ${this.endpoint.host}: ${err.message}. Check that the server's sshd_config has a "Subsystem sftp" line.`),
+              );
+              return;
+            }
+            this.releaseOnClose(sftp);
+            resolve(sftp);
+          });
+        });
+      });
       this.sftpPromise = attempt;
       attempt.catch(() => {
         if (this.sftpPromise === attempt) this.sftpPromise = undefined;

@@ -73,34 +73,36 @@ export class SshTransport implements Transport {
 
     const done = new Promise<ExecResult>((resolve) => {
       this.connection.connect().then(
-        (client) => {
-          client.exec(command, (err, stream) => {
-            started();
-            if (err) {
+        () => {
+          this.connection.exec(command).then(
+            (stream) => {
+              started();
+              channel = stream;
+              let exit: { code: number | null; signal: string | null } | undefined;
+              stream.on('exit', (code: number | null, signal?: string) => {
+                exit = { code: code ?? null, signal: signal ? (signal.startsWith('SIG') ? signal : `SIG${signal}`) : null };
+              });
+              stream.pipe(stdout);
+              stream.stderr.pipe(stderr);
+              stream.on('close', () => {
+                // Whatever is written to stdin from now on goes nowhere.
+                stdin.unpipe(stream);
+                stdin.resume();
+                // ssh2 closes every channel when the connection goes; without an exit status we never learned how it ended.
+                if (!exit) this.orphans.add(runId);
+                resolve(exit ?? { code: null, signal: null, lostConnection: true });
+              });
+              stream.on('error', () => undefined);
+              stdin.pipe(stream);
+            },
+            (err: Error) => {
+              started();
               stdin.resume();
               stderr.end(`${err.message}\n`);
               stdout.end();
               resolve({ code: 255, signal: null, error: new Error(`Could not run a command on ${this.connection.label}: ${err.message}`) });
-              return;
-            }
-            channel = stream;
-            let exit: { code: number | null; signal: string | null } | undefined;
-            stream.on('exit', (code: number | null, signal?: string) => {
-              exit = { code: code ?? null, signal: signal ? (signal.startsWith('SIG') ? signal : `SIG${signal}`) : null };
-            });
-            stream.pipe(stdout);
-            stream.stderr.pipe(stderr);
-            stream.on('close', () => {
-              // Whatever is written to stdin from now on goes nowhere.
-              stdin.unpipe(stream);
-              stdin.resume();
-              // ssh2 closes every channel when the connection goes; without an exit status we never learned how it ended.
-              if (!exit) this.orphans.add(runId);
-              resolve(exit ?? { code: null, signal: null, lostConnection: true });
-            });
-            stream.on('error', () => undefined);
-            stdin.pipe(stream);
-          });
+            },
+          );
         },
         (err: Error) => {
           started();
@@ -165,15 +167,12 @@ export class SshTransport implements Transport {
   private async runQuiet(argv: readonly string[]): Promise<void> {
     if (this.connection.state !== 'connected') return;
     try {
-      const client = await this.connection.connect();
+      const stream = await this.connection.exec(shellJoin(argv));
       await new Promise<void>((resolve) => {
-        client.exec(shellJoin(argv), (err, stream) => {
-          if (err) return resolve();
-          stream.resume();
-          stream.stderr.resume();
-          stream.on('close', () => resolve());
-          stream.end();
-        });
+        stream.resume();
+        stream.stderr.resume();
+        stream.on('close', () => resolve());
+        stream.end();
       });
     } catch {
       // the connection went away meanwhile; the records are pruned by the next run on the host
@@ -221,27 +220,23 @@ export class SshTransport implements Transport {
 
   /** Through a container prefix the file travels on the command's stdin or stdout. */
   private async streamThroughCommand(argv: string[], direction: 'upload' | 'download', localPath: string, remotePath: string): Promise<void> {
-    const client = await this.connection.connect();
-    const command = shellJoin([...this.prefix, ...argv]);
+    const stream = await this.connection.exec(shellJoin([...this.prefix, ...argv]));
     await new Promise<void>((resolve, reject) => {
-      client.exec(command, (err, stream) => {
-        if (err) return reject(err);
-        const errText: Buffer[] = [];
-        stream.stderr.on('data', (b: Buffer) => errText.push(b));
-        let code: number | null = null;
-        stream.on('exit', (c: number | null) => (code = c));
-        const transfer =
-          direction === 'upload'
-            ? (stream.resume(), pipeline(createReadStream(localPath), stream))
-            : (stream.end(), pipeline(stream, createWriteStream(localPath)));
-        Promise.all([transfer, new Promise<void>((r) => stream.on('close', () => r()))]).then(() => {
-          if (code === 0) resolve();
-          else
-            reject(
-              new Error(`The ${direction} of ${remotePath} on ${this.label} failed (exit code ${code ?? 'none'}): ${Buffer.concat(errText).toString().trim()}`),
-            );
-        }, reject);
-      });
+      const errText: Buffer[] = [];
+      stream.stderr.on('data', (b: Buffer) => errText.push(b));
+      let code: number | null = null;
+      stream.on('exit', (c: number | null) => (code = c));
+      const transfer =
+        direction === 'upload'
+          ? (stream.resume(), pipeline(createReadStream(localPath), stream))
+          : (stream.end(), pipeline(stream, createWriteStream(localPath)));
+      Promise.all([transfer, new Promise<void>((r) => stream.on('close', () => r()))]).then(() => {
+        if (code === 0) resolve();
+        else
+          reject(
+            new Error(`The ${direction} of ${remotePath} on ${this.label} failed (exit code ${code ?? 'none'}): ${Buffer.concat(errText).toString().trim()}`),
+          );
+      }, reject);
     });
   }
 }
