@@ -327,6 +327,8 @@ describe('live results in code-server (UI)', function () {
   it('runs the profiler phase from the palette and shows the decode step split by category on every rank', async () => {
     await wb.runCommand('Inference Bench: Run Profiler Phase');
     await wb.answer(/Decode batch of 4/);
+    // Which profiler: the server's torch profiler (inferenceBench.profiler is not set, so it is asked).
+    await wb.answer(new RegExp(`^Run Profiler Phase on ${TARGET}: which profiler$`), 'Torch profiler');
     const view = await webviewFrame(wb.page, 'Inference Bench Results');
     await view.getByRole('heading', { name: new RegExp(`Profiler \\(decode step\\) · ${TARGET}`) }).waitFor({ timeout: 60_000 });
     await view
@@ -818,6 +820,7 @@ describe('live results in code-server (UI)', function () {
     await targetRow(NO_PROFILER).click({ button: 'right' });
     await wb.chooseMenuItem('Run All Phases');
     await wb.answer(new RegExp(`^Run Macro Phase on ${NO_PROFILER}$`), 'Single stream only');
+    await wb.answer(/^Run All Phases: which profiler$/, 'Torch profiler');
     /** A modal's primary button, after a screenshot of the modal as the user reads it. */
     const agree = async (button: string, shot: string): Promise<string> => {
       const dialog = wb.page.locator('.monaco-dialog-box').filter({ has: wb.page.getByRole('button', { name: button }) });
@@ -883,6 +886,7 @@ describe('live results in code-server (UI)', function () {
     await targetRow(BUSY).click({ button: 'right' });
     await wb.chooseMenuItem('Run All Phases');
     await wb.answer(new RegExp(`^Run Macro Phase on ${BUSY}$`), 'Single stream only');
+    await wb.answer(/^Run All Phases: which profiler$/, 'Torch profiler');
     const runsRoot = join(workspace, '.inference-bench', 'runs');
     const runsOf = (phase: string) =>
       (existsSync(runsRoot) ? readdirSync(runsRoot) : [])
@@ -928,5 +932,76 @@ describe('live results in code-server (UI)', function () {
       60_000,
     );
     assert.deepEqual(after.argv, original.argv);
+  });
+
+  it("compares two server configurations from a target's context menu: one yes naming the flag, the table above the user's Notes, each run named, none left running, and a budget of one configuration", async () => {
+    // A note of the user's at the end of the findings document (its Notes section), typed and saved in its editor.
+    const file = join(workspace, findingsName());
+    await wb.page
+      .getByRole('tab', { name: new RegExp(`^${escapeRegExp(findingsName())}`) })
+      .first()
+      .click();
+    await wb.page.locator('.editor-group-container').first().locator('.monaco-editor textarea').first().focus();
+    await wb.page.keyboard.press('Control+End');
+    await wb.page.keyboard.type('\nOur own note: try TP 4 next.\n');
+    await wb.page.keyboard.press('Control+S');
+    await poll('the notes saved', async () => (readFileSync(file, 'utf8').includes('Our own note: try TP 4 next.') ? true : undefined));
+    // The server the Run All step put back, as its user started it: compared as it runs and with a slower step.
+    const { port, original } = noProfiler!;
+    // The process serving now is the one the Run All step put back (a new pid, the user's command line).
+    const serving = listening(port)!;
+    await targetRow(NO_PROFILER).click({ button: 'right' });
+    await wb.chooseMenuItem('Compare Server Configurations...');
+    await wb.answer(/configuration 1$/, 'as-running:');
+    await wb.answer(/configuration 2$/, 'slower: --step-base-ms 15');
+    await wb.answer(/configuration 3$/, '');
+    await wb.answer(new RegExp(`^Run Macro Phase on ${NO_PROFILER}$`), 'Single stream only');
+    const dialog = wb.page.locator('.monaco-dialog-box').filter({ hasText: /configurations/i });
+    await dialog.waitFor({ timeout: 120_000 });
+    const consent = await dialog.innerText();
+    await wb.screenshot('live-configs-consent');
+    // One yes for every start, the user's server named by its pid and the flag the other configuration sets named.
+    assert.ok(consent.includes(`pid ${serving.pid}`), `the consent does not name pid ${serving.pid}: ${consent}`);
+    assert.match(consent, /slower sets --step-base-ms 15 \(was 5\)/, consent);
+    await dialog.getByRole('button', { name: 'Restart the Server' }).focus();
+    await wb.page.keyboard.press('Enter');
+    await wb.page.locator('.notification-toast', { hasText: new RegExp(`2 of 2 configurations measured on ${NO_PROFILER}`) }).waitFor({ timeout: 240_000 });
+    await wb.screenshot('live-configs-finished');
+    // The original command line serves the port again.
+    const after = await poll('the original server back', async () => listening(port), 60_000);
+    assert.deepEqual(after.argv, original.argv);
+    // The table sits in the serving section, above the user's Notes, which end the document as they did.
+    const text = await poll('the comparison in the findings document', async () => {
+      const t = readFileSync(file, 'utf8');
+      return /Server configurations compared/.test(t) ? t : undefined;
+    });
+    assert.ok(text.indexOf('Server configurations compared') < text.indexOf('## Notes'), "the table was written under the user's Notes");
+    assert.match(text, /\nOur own note: try TP 4 next\.\n*$/, 'the note no longer ends the document');
+    // Each configuration's run is named in the results view, and no row of the sidebar is left "running".
+    const view = await webviewFrame(wb.page, 'Inference Bench Results');
+    for (const name of ['as-running', 'slower'])
+      await view
+        .locator('#run-select option', { hasText: new RegExp(`^macro · ${NO_PROFILER} .*${name}`) })
+        .first()
+        .waitFor({ state: 'attached', timeout: 30_000 });
+    await targetRow(NO_PROFILER).click();
+    await wb.page.keyboard.press('ArrowRight');
+    await wb.page
+      .getByRole('treeitem', { name: /^Macro/ })
+      .first()
+      .waitFor();
+    await new Promise((r) => setTimeout(r, 2_000));
+    assert.equal(await wb.page.getByRole('treeitem', { name: /· running/ }).count(), 0, 'a run of the comparison is still "running" in the sidebar');
+    // The budget: the production configuration's profile beside its own served TPOT; the slower run left out, and why.
+    await wb.runCommand('Inference Bench: Show Decode-Step Budget');
+    await wb.answer(/Decode-step budget of which target\?/, NO_PROFILER);
+    await poll('the view at the budget', async () => ((await view.locator('body').getAttribute('data-revealed')) === 'budget' ? true : undefined));
+    const scope = await view.locator('.budget-scope').innerText();
+    assert.match(scope, new RegExp(`^For target ${NO_PROFILER} .*configuration `), scope);
+    assert.doesNotMatch(scope, /slower/, scope);
+    const leftOut = await view.locator('.budget-missing').innerText();
+    assert.match(leftOut, /Not used: .*slower/, leftOut);
+    await wb.screenshot('live-configs-budget');
+    figures.configurationsBudget = { scope, leftOut };
   });
 });
