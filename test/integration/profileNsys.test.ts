@@ -145,4 +145,32 @@ describe('infbench profile --profiler nsys over SSH: restart under nsys, bounded
     assert.match(text, /\| module +\| ms per step \| % of step \| kernels per step \|/);
     assert.match(text, /\| layer \| ms per step \| % of step \| modules \(ms per step\) +\|/);
   });
+
+  it('sets its kernel categories against the torch profile of the same server, within 3 points of kernel time', () => {
+    const common = ['--yes', '--concurrency', '4', '--output-len', '12', '--findings', 'findings.md'];
+    const torch = cli(['profile', '--restart-with-profiler', ...common]);
+    assert.equal(torch.status, 0, torch.stderr);
+    const r = cli(['profile', '--profiler', 'nsys', '--nsys', FAKE_NSYS, ...common]);
+    assert.equal(r.status, 0, r.stderr);
+    const runs = join(ws, '.inference-bench', 'runs');
+    const [torchRun, nsysRun] = readdirSync(runs)
+      .filter((d) => d.includes('profile'))
+      .sort()
+      .slice(-2);
+    const out = JSON.parse(readFileSync(join(runs, nsysRun, 'result.json'), 'utf8')) as {
+      agreement?: { torchRunId: string; maxDiffPoints: number; categories: { category: string }[] };
+    };
+    assert.equal(out.agreement?.torchRunId, torchRun, 'set against the torch profile just made of the same server');
+    assert.ok(out.agreement!.maxDiffPoints <= 3, `${out.agreement!.maxDiffPoints} points apart`);
+    assert.ok(out.agreement!.categories.length > 3);
+    const text = readFileSync(join(ws, 'findings.md'), 'utf8');
+    assert.match(
+      text,
+      new RegExp(
+        `Against the torch profile of the same server configuration \\(run \`${torchRun}\`\\), the kernel categories agree within \\d+\\.\\d\\d points`,
+      ),
+    );
+    assert.match(text, /\| category +\| nsys % \| torch % \| points apart \|/);
+    assert.deepEqual(listening(user.port)!.argv, user.original.argv);
+  });
 });

@@ -14,6 +14,7 @@ import { AgentRunOutcome, runAgentCommand } from './agentRun';
 import { recordConfiguration } from './configuration';
 import { execText, Transport } from '../../remote/transport';
 import { collectNsys, nsysFindingsUpdate, NsysServer } from './profileNsys';
+import { compareProfilers, torchProfileOfSameServer } from './profilerAgreement';
 import { findingSentence, NsysBreakdown } from '../trace/nsysModules';
 
 export interface ProfileOptions {
@@ -182,12 +183,16 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     const read = await collectNsys(ctx, run, nsys, publish, options.analysis);
     if ('failure' in read) return finish(read.status, read.failure, undefined, read.files);
     const server = capture?.server;
+    // Where the same server was profiled with torch too, the two profiles' categories are set side by side.
+    const torch = torchProfileOfSameServer(ctx.workspace, run);
+    const agreement = torch ? compareProfilers(read.trace, torch.breakdown, torch.run.info.id) : undefined;
     const result = {
       ...read.trace,
       simulated: summary.simulated || server?.simulated === true || undefined,
       model: server?.model ?? undefined,
       capture,
       nsys: read.modules,
+      ...(agreement ? { agreement } : {}),
     };
     writeFileSync(join(run.dir, 'breakdown.json'), `${JSON.stringify(read.trace, null, 2)}\n`);
     writeFileSync(join(run.dir, 'nsys-breakdown.json'), `${JSON.stringify(read.modules, null, 2)}\n`);
@@ -197,7 +202,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
     // The views draw the layer and module breakdown beside the categories (profileView.ts shapes it).
     summary.profile = { ...summary.profile, nsys: read.modules } as unknown as RunSummary['profile'];
     ctx.sink.runChanged({ ...summary });
-    ctx.sink.findings(nsysFindingsUpdate(run, summary, capture, read));
+    ctx.sink.findings(nsysFindingsUpdate(run, summary, capture, read, agreement));
     return { ...outcome, nsys: read.modules };
   }
   if (nodes.length > 1 && capture) {

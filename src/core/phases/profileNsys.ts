@@ -18,6 +18,7 @@ import { breakdownTables } from '../trace/format';
 import { findingSentence, NsysBreakdown, NsysModuleAnalyzer, NsysRecord } from '../trace/nsysModules';
 import { TraceAnalysisOptions, TraceBreakdown } from '../trace/types';
 import { runAgentCommand } from './agentRun';
+import { agreementSentence, agreementTable, ProfilerAgreement } from './profilerAgreement';
 
 /** The server under Nsight Systems, as the profile run drives it. */
 export interface NsysServer {
@@ -183,6 +184,8 @@ export function nsysFindingsUpdate(
   summary: { target: string; simulated?: boolean },
   capture: ProfileCapture | undefined,
   read: NsysRead,
+  /** The same server's torch profile, where there is one: its categories against this capture's. */
+  agreement?: ProfilerAgreement,
 ): FindingsUpdate {
   const server: Partial<ProfileCapture['server']> = capture?.server ?? {};
   const workload: Partial<ProfileCapture['workload']> = capture?.workload ?? {};
@@ -193,11 +196,12 @@ export function nsysFindingsUpdate(
     `Nsight Systems profile of ${who}${server.model ? ` serving \`${server.model}\`` : ''}${load}; the report is ${read.report} on the host (${mb(read.reportBytes)}), read there. Run \`${run.info.id}\`.`,
   ];
   if (summary.simulated) lines.push('⚠ **Simulator**: this report comes from the inference-bench simulator (a known timing model), not a real model server.');
+  if (agreement) lines.push(agreementSentence(agreement));
   for (const w of read.modules.warnings) lines.push(`Note: ${w}`);
   return {
     sectionId: `profile-${run.info.id}`,
     heading: `Where the decode step goes, by layer and module — ${summary.target}`,
     lines,
-    tables: [...nsysModuleTables(read.modules), ...breakdownTables(read.trace)],
+    tables: [...nsysModuleTables(read.modules), ...breakdownTables(read.trace), ...(agreement ? [agreementTable(agreement)] : [])],
   };
 }

@@ -34,8 +34,13 @@ const SESSION_ENV =
   /^(SSH_[A-Z_]*|TERM|TERM_[A-Z_]*|COLORTERM|PWD|OLDPWD|SHLVL|_|LS_COLORS|LESSOPEN|LESSCLOSE|MAIL|MOTD_SHOWN|DISPLAY|XAUTHORITY|LANG|LANGUAGE|LC_[A-Z_]*|XDG_SESSION_[A-Z_]*|XDG_RUNTIME_DIR|XDG_DATA_DIRS|XDG_CONFIG_DIRS|DBUS_SESSION_BUS_ADDRESS|TMUX|TMUX_PANE|STY|WINDOW|PS1|PROMPT_COMMAND|HIST[A-Z_]*|INVOCATION_ID|JOURNAL_STREAM|SYSTEMD_EXEC_PID|MANAGERPID|NOTIFY_SOCKET|LISTEN_PID|LISTEN_FDS|LISTEN_FDNAMES|WATCHDOG_PID|WATCHDOG_USEC)$/;
 // vLLM >= 0.13 takes --profiler-config (and its dotted --profiler-config.KEY forms); the simulator --profiler-dir.
 const PROFILER_FLAGS = ['--profiler-config', '--profiler-dir'];
+// The layerwise NVTX ranges an Nsight Systems profile turns on (vLLM's flag, SGLang's): switches without a value.
+const PROFILER_SWITCHES = ['--enable-layerwise-nvtx-tracing', '--enable-layerwise-nvtx-marker'];
 // vLLM before 0.13 and SGLang: where the torch profiler writes, and its recording options; vLLM's CUDA-profiler switch for nsys.
-const PROFILER_ENV = /^(VLLM_TORCH_PROFILER_[A-Z_]*|SGLANG_TORCH_PROFILER_[A-Z_]*|VLLM_TORCH_CUDA_PROFILE)$/;
+// A process under nsys also carries what nsys sets for its child (its NSYS_* and the CUDA injection library; the
+// tests' stand-in nsys its report path for the simulator): the profile's, not the server's.
+const PROFILER_ENV =
+  /^(VLLM_TORCH_PROFILER_[A-Z_]*|SGLANG_TORCH_PROFILER_[A-Z_]*|VLLM_TORCH_CUDA_PROFILE|NSYS_[A-Z0-9_]*|CUDA_INJECTION64_PATH|INFBENCH_SIMULATOR_NSYS_REPORT)$/;
 // A flag or variable whose value is a secret, as the agent's auth.is_secret_name says (a path to one is not).
 const SECRET_NAME = /(^|[-_])(api[-_]?key|key|token|secret|password|passwd|pass|credentials?)$|secret|password/i;
 const REDACTED = 'REDACTED';
@@ -60,12 +65,13 @@ export function redactedArgv(argv: readonly string[]): string[] {
   return out;
 }
 
-/** The command line as it counts for a configuration: secrets redacted, the profiler's switches left out. */
+/** The command line as it counts for a configuration: secrets redacted, the profilers' switches (torch's, nsys's NVTX ranges) left out. */
 export function configurationArgv(argv: readonly string[]): string[] {
   const out: string[] = [];
   const words = redactedArgv(argv);
   for (let i = 0; i < words.length; i++) {
     const a = words[i];
+    if (PROFILER_SWITCHES.includes(a)) continue;
     const flag = PROFILER_FLAGS.find((f) => a === f || a.startsWith(`${f}=`) || a.startsWith(`${f}.`));
     if (!flag) {
       out.push(a);

@@ -129,7 +129,7 @@ const context = (workspace: string, transport: Transport): PhaseContext => ({
 });
 
 describe('the server configuration a run measured', () => {
-  it('is one id for one server, whatever the session it was started from, its secrets or the profiler switched on', () => {
+  it('is one id for one server, whatever the session it was started from, its secrets or the profiler (torch or nsys) switched on', () => {
     const id = configurationId(served);
     const restarted = {
       ...served,
@@ -145,6 +145,10 @@ describe('the server configuration a run measured', () => {
       },
     };
     assert.equal(configurationId(restarted), id);
+    // Under Nsight Systems: vLLM's CUDA-profiler mode and its layerwise NVTX ranges (SGLang's marker too) are the profile's, not the server's.
+    const underNsys = { ...served, argv: [...served.argv, '--profiler-config', '{"profiler":"cuda"}', '--enable-layerwise-nvtx-tracing'] };
+    assert.equal(configurationId(underNsys), id);
+    assert.equal(configurationId({ ...served, argv: [...served.argv, '--enable-layerwise-nvtx-marker'] }), id);
     assert.equal(
       configurationId({ ...served, argv: [...served.argv, '--api-key', 'sk-one'] }),
       configurationId({ ...served, argv: [...served.argv, '--api-key', 'sk-two'] }),
