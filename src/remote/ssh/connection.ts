@@ -71,7 +71,7 @@ const isChannelRefused = (err: unknown) => err instanceof Error && /channel open
 
 export class SshConnection extends EventEmitter {
   private stateValue: TransportState = 'disconnected';
-  /** Session channels open now, the host's limit as far as known, and who waits for one to close. */
+  /** Session channels open now, who waits for one under the limit, and who waits for any to close (after a refusal). */
   private sessionsOpen = 0;
   private readonly maxSessions = DEFAULT_MAX_SESSIONS;
   private readonly sessionWaiters: (() => void)[] = [];
