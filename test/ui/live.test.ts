@@ -934,7 +934,7 @@ describe('live results in code-server (UI)', function () {
     assert.deepEqual(after.argv, original.argv);
   });
 
-  it("compares two server configurations from a target's context menu: one yes naming the flag, the table above the user's Notes, each run named, none left running, and a budget of one configuration", async () => {
+  it("compares two server configurations from a target's context menu: one yes naming the flag, the table above the user's Notes, each run named, none left running", async () => {
     // A note of the user's at the end of the findings document (its Notes section), typed and saved in its editor.
     const file = join(workspace, findingsName());
     await wb.page
@@ -992,16 +992,5 @@ describe('live results in code-server (UI)', function () {
       .waitFor();
     await new Promise((r) => setTimeout(r, 2_000));
     assert.equal(await wb.page.getByRole('treeitem', { name: /· running/ }).count(), 0, 'a run of the comparison is still "running" in the sidebar');
-    // The budget: the production configuration's profile beside its own served TPOT; the slower run left out, and why.
-    await wb.runCommand('Inference Bench: Show Decode-Step Budget');
-    await wb.answer(/Decode-step budget of which target\?/, NO_PROFILER);
-    await poll('the view at the budget', async () => ((await view.locator('body').getAttribute('data-revealed')) === 'budget' ? true : undefined));
-    const scope = await view.locator('.budget-scope').innerText();
-    assert.match(scope, new RegExp(`^For target ${NO_PROFILER} .*configuration `), scope);
-    assert.doesNotMatch(scope, /slower/, scope);
-    const leftOut = await view.locator('.budget-missing').innerText();
-    assert.match(leftOut, /Not used: .*slower/, leftOut);
-    await wb.screenshot('live-configs-budget');
-    figures.configurationsBudget = { scope, leftOut };
   });
 });

@@ -114,7 +114,8 @@ describe('the extension in code-server (UI)', function () {
       [],
       'README images missing from the VSIX (the extension page would show broken images)',
     );
-    assert.ok(vsix.bytes < 1024 * 1024, `the VSIX is ${vsix.bytes} bytes`);
+    // About 1 MB of code and 0.3 MB of the README's screenshots (the Nsight Systems layers view among them).
+    assert.ok(vsix.bytes < 1.5 * 1024 * 1024, `the VSIX is ${vsix.bytes} bytes`);
     const installed = readdirSync(dirs.extensionsDir).filter((d) => d.startsWith('inference-bench.inference-bench-'));
     assert.equal(installed.length, 1, `installed extensions: ${readdirSync(dirs.extensionsDir).join(', ')}`);
   });
