@@ -75,7 +75,8 @@ def nsys_vs_log(ev, by_pid, reports, out):
             ok &= match
             med = statistics.median(s["gpuMs"] for s in logged) if logged else float("nan")
             out.append(
-                f"  {name:<8} pid {r['pid']}: nsys {r['steps']} decode steps, the loop's log {len(logged)} decode steps under the CUDA profiler"
+                f"  {name:<8} pid {r['pid']}: nsys {r['steps']} decode steps,"
+                f" the loop's log {len(logged)} decode steps under the CUDA profiler"
                 f" ({'equal' if match else 'DIFFERENT'}); batches {sorted(collections.Counter(s['running'] for s in logged).items())};"
                 f" step median {r['stepMs']['median']:.3f} ms first kernel to last (nsys), {med:.3f} ms between the loop's CUDA events"
             )
@@ -185,7 +186,8 @@ def attribution_by_block(ev, by_pid, reports, out, tolerance_pct=5.0):
             worst = max(worst, abs(diff))
         out.append(f"  {key:<28} {kg:>19.2f} {ke:>7.2f} {mg:>15.4f} {me:>8.4f} {diff:>+7.1f}{'' if same else '  KERNELS DIFFER'}")
     out.append(
-        f"  kernels per layer and block: {'equal' if ok else 'NOT equal'}; time per block (those of 5 us per step or more) within {worst:.1f}%"
+        f"  kernels per layer and block: {'equal' if ok else 'NOT equal'};"
+        f" time per block (those of 5 us per step or more) within {worst:.1f}%"
     )
     return ok and worst <= tolerance_pct
 

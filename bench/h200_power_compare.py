@@ -32,7 +32,8 @@ def main(ev: str) -> None:
         clocks = [c for t, _, c in log if start <= t <= start + g["window_s"]]
         tokens = level["total_output_tokens"]
         print(
-            f"c={level['max_concurrency']}: agent {g['energy_j']:.1f} J, {g['mean_power_w']:.1f} W mean, {g['joules_per_output_token']:.4f} J/token; "
+            f"c={level['max_concurrency']}: agent {g['energy_j']:.1f} J, {g['mean_power_w']:.1f} W mean, "
+            f"{g['joules_per_output_token']:.4f} J/token; "
             f"nvidia-smi's log {energy:.1f} J, {sum(p for _, p in points) / len(points):.1f} W mean ({len(points)} samples), "
             f"{energy / tokens:.4f} J/token; SM clock {min(clocks)}-{max(clocks)} MHz"
         )

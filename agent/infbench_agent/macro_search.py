@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from infbench_agent import events
 from infbench_agent.macro_trials import Slo, figure_text, judge_all, trial_figures
@@ -125,9 +125,10 @@ class LevelSchedule:
         verdict = judge_all(self.slos, figures)
         if summary.get("partial") or summary.get("cancelled"):
             verdict = {**verdict, "verdict": "undecided", "why": "the level was cut short"}
-        step = self.search.record(float(value), verdict["verdict"]) if self.search is not None else "sweep"
+        load = float(value or 0)
+        step = self.search.record(load, verdict["verdict"]) if self.search is not None else "sweep"
         verdict["step"] = step
-        verdict["load"] = load_text(mode, float(value))
+        verdict["load"] = load_text(mode, load)
         verdict["value"] = value
         summary["slo"] = verdict
         self.verdicts.append(verdict)
@@ -219,8 +220,9 @@ def level_schedule(args: argparse.Namespace, concurrencies: List[int], rates: Li
             "a goodput objective needs the limits a good request meets",
             'pass --goodput, for example --goodput "ttft:2000 tpot:50" with --slo "goodput>=95%"',
         )
-    template_rate = {"max_concurrency": args.max_concurrency, "request_rate": None, "burstiness": args.burstiness}
-    loads = [{"max_concurrency": c, "request_rate": None} for c in concurrencies] or [{**template_rate, "request_rate": r} for r in rates]
+    template_rate: Dict[str, Any] = {"max_concurrency": args.max_concurrency, "request_rate": None, "burstiness": args.burstiness}
+    loads: List[Dict[str, Any]] = [{"max_concurrency": c, "request_rate": None} for c in concurrencies]
+    loads = loads or [{**template_rate, "request_rate": r} for r in rates]
     if not args.search:
         return LevelSchedule(loads, args.trials, objectives, None, {})
     if not objectives:

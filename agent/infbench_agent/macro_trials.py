@@ -59,7 +59,7 @@ def t_quantile_975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
-def interval(values: Sequence[float]) -> Optional[dict]:
+def interval(values: Sequence[Optional[float]]) -> Optional[dict]:
     """Mean, 95% half-width, coefficient of variation and the trials' values; None without a value."""
     vals = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     if not vals:

@@ -161,7 +161,7 @@ class NsysReport:
             sql = f"{self._range_rows()} UNION ALL {points_sql}"
         sql += " ORDER BY tid, t, kind, e DESC"
         stack: List[Tuple[int, str]] = []
-        step_stack: List[Tuple[int, int]] = []
+        step_stack: List[Tuple[int, Optional[int]]] = []
         tid = None
         for row_tid, t, kind, end, text, key in self.db.execute(sql):
             if row_tid != tid:

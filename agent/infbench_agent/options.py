@@ -232,7 +232,8 @@ OPTIONS: List[Option] = [
         "--gpu-sample-ms",
         "int",
         ("macro",),
-        "milliseconds between samples of each GPU's power, clocks, utilisation, memory and temperature (nvidia-smi) while a level runs; 0 turns it off",
+        "milliseconds between samples of each GPU's power, clocks, utilisation, memory and temperature (nvidia-smi)"
+        " while a level runs; 0 turns it off",
         500,
         metavar="MS",
     ),
