@@ -196,32 +196,32 @@ export function badTimesWarning(n: number): string {
 }
 
 /**
- * Name ids found from an event's raw name bytes: a trace repeats a few thousand kernel names (often
- * hundreds of bytes of C++ template) millions of times, and decoding each into a string to look it
- * up costs more than comparing its bytes with the copy kept of the first. Escaped names go through
- * their decoded string.
+ * Name ids of one consumer (kernels, runtime calls), found through the reader's id of the event's
+ * raw name bytes (EventView.rawNameId): no string is made per event, and the bytes are hashed once
+ * per event however many tables ask. `add` gives the id of a name first met.
  */
 export class RawNameTable {
-  private readonly byHash = new Map<number, { raw: Buffer; id: number }[]>();
+  private view: EventView | undefined;
+  /** Our id by the reader's raw name id; -1 where not met yet. */
+  private byRaw = new Int32Array(0);
 
   /** The id of the event's name; `add` gives the id of a name not seen in these bytes before. */
   idOf(e: EventView, add: (name: string) => number): number {
-    const buf = e.buf;
-    const s = e.nameStart;
-    const end = e.nameEnd;
-    if (s < 0 || e.nameEscaped) return add(e.name());
-    // The ends of a name tell names apart best: templates share long prefixes.
-    let h = Math.imul(end - s, 0x9e3779b1);
-    for (let i = Math.max(s, end - 32); i < end; i++) h = Math.imul(h ^ buf[i], 16777619);
-    for (let i = s, stop = Math.min(end, s + 8); i < stop; i++) h = Math.imul(h ^ buf[i], 16777619);
-    const bucket = this.byHash.get(h);
-    if (bucket) {
-      for (const entry of bucket) if (entry.raw.length === end - s && buf.compare(entry.raw, 0, entry.raw.length, s, end) === 0) return entry.id;
+    if (e !== this.view) {
+      // Another reading: its raw ids are its own.
+      this.view = e;
+      this.byRaw = new Int32Array(0);
     }
-    const entry = { raw: Buffer.from(buf.subarray(s, end)), id: add(e.name()) };
-    if (bucket) bucket.push(entry);
-    else this.byHash.set(h, [entry]);
-    return entry.id;
+    const r = e.rawNameId();
+    if (r < 0) return add(e.name());
+    if (r >= this.byRaw.length) {
+      const grown = new Int32Array(Math.max(256, 2 * (r + 1))).fill(-1);
+      grown.set(this.byRaw);
+      this.byRaw = grown;
+    }
+    let id = this.byRaw[r];
+    if (id < 0) id = this.byRaw[r] = add(e.name());
+    return id;
   }
 }
 

@@ -187,7 +187,9 @@ export class CorrelationTable {
 
 /** Exact statistics up to `capacity` values, a uniform sample beyond (seeded, so runs repeat). */
 class Sampler {
-  private readonly values: number[] = [];
+  /** The first `kept` hold the sample: a typed array, grown by doubling up to the capacity. */
+  private values = new Float64Array(1024);
+  private kept = 0;
   private seen = 0;
   private sum = 0;
   private min = Infinity;
@@ -199,16 +201,22 @@ class Sampler {
     this.sum += v;
     if (v < this.min) this.min = v;
     if (v > this.max) this.max = v;
-    if (this.values.length < this.capacity) this.values.push(v);
-    else {
+    if (this.kept < this.capacity) {
+      if (this.kept === this.values.length) {
+        const grown = new Float64Array(Math.min(this.capacity, 2 * this.values.length));
+        grown.set(this.values);
+        this.values = grown;
+      }
+      this.values[this.kept++] = v;
+    } else {
       this.seed = (this.seed * 1103515245 + 12345) >>> 0;
       const j = this.seed % this.seen;
       if (j < this.capacity) this.values[j] = v;
     }
   }
   distribution(): Distribution | null {
-    const d = distribution(this.values);
-    if (!d || this.seen === this.values.length) return d;
+    const d = distribution(this.values.subarray(0, this.kept));
+    if (!d || this.seen === this.kept) return d;
     return { ...d, mean: this.sum / this.seen, min: this.min, max: this.max };
   }
 }
