@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/trace-throughput.ts [--sizes 1,3] [--python-gb 0.5] [--format compact|indented]
 //                                     [--steps named|unnamed|gpu-named|gpu-named-last] [--keep]
-//                                     [--padding [--nul-gb 0.5]]
+//                                     [--padding [--nul-gb 0.5]] [--ranks 8 [--rank-mb 135]]
 //
 // Builds plain-JSON Kineto traces of the given sizes (GB of uncompressed JSON) in a temporary
 // folder by replicating the events of the real H200 fixture (test/fixtures/traces), each copy
@@ -20,12 +20,26 @@
 // over), the trace cut inside traceEvents followed by as many NULs, and its first MB followed by a
 // hole to 2 GiB (a sparse file: no disk used, read as NULs); both refused. And the trace's events
 // shuffled (seeded; files under 0.4 GB). Each row gives the child's time and peak RSS, beside the plain trace's.
+//
+// --ranks N [--rank-mb 135]: the ranks of one capture instead. One trace of --rank-mb MB copied to N
+// rank files in one folder (what a bounded capture of a TP-N server writes); one file alone on one
+// core, then the N files through the worker pool (analyzeTracesInWorker: one worker per core, as
+// many as free memory holds) and one after the other on one thread, each in a child of its own:
+// wall time, MB/s, MB/s per core used, the child's peak RSS (all its threads), and whether the two
+// breakdowns are equal. Beside them, Python's json.load of one file on one core and of the N files
+// in N processes at once (their peak RSS added up). The pool needs the worker script beside this
+// one: bundled, `npx esbuild src/core/trace/worker.ts --bundle --platform=node
+// --outfile=<dir>/traceWorker.js` next to the bench's bundle (under tsx each worker compiles the
+// TypeScript sources first, which its start-up then counts).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { analyzeTraceFile } from '../src/core/trace/analyze';
+import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { analyzeTraceFile, analyzeTraceFiles } from '../src/core/trace/analyze';
+import { analyzeTracesInWorker, poolSize } from '../src/core/trace/analyzeInWorker';
 
 // Run from the repository root.
 const FIXTURE =
@@ -176,6 +190,16 @@ async function child(path: string): Promise<void> {
   );
 }
 
+/** The ranks of one capture (`ranks pool|serial FILE...`): the whole process's wall time and peak RSS, and a digest of the breakdown. */
+async function ranksChild(how: string, files: string[]): Promise<void> {
+  const t0 = process.hrtime.bigint();
+  const b = how === 'pool' ? await analyzeTracesInWorker(files) : await analyzeTraceFiles(files);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const digest = createHash('sha1').update(JSON.stringify(b)).digest('hex').slice(0, 12);
+  const workers = how === 'pool' ? poolSize(files.length) : 1;
+  console.log(JSON.stringify({ seconds, maxRssKb: peakRssKb(), digest, workers, decode: b.ranks.map((r) => r.decode.count) }));
+}
+
 // One core: taskset where the host has it.
 const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : ['env'];
 
@@ -230,6 +254,59 @@ function shuffledCase(plain: string, cases: [string, string][]): void {
   cases.push(['the same events shuffled', shuffled]);
 }
 
+/** Python's json.load of `files` in as many processes at once: the wall time and their peak RSS added up. */
+function pythonLoadAll(files: string[]): { seconds: number; maxRssKb: number } | string {
+  const code =
+    'import json,sys,time,resource\nfrom concurrent.futures import ProcessPoolExecutor\ndef load(p):\n    json.load(open(p))\n    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nif __name__ == "__main__":\n    t=time.perf_counter()\n    with ProcessPoolExecutor(len(sys.argv)-1) as ex:\n        rss=sum(ex.map(load, sys.argv[1:]))\n    print(json.dumps({"seconds":time.perf_counter()-t,"maxRssKb":rss}))';
+  const r = spawnSync('python3', ['-c', code, ...files], { encoding: 'utf8' });
+  if (r.status !== 0) return `python3 json.load failed (${r.signal ?? r.status}): ${r.stderr.trim().split('\n').pop()}`;
+  return JSON.parse(r.stdout.trim());
+}
+
+/** --ranks: one capture's rank files, one alone on one core, then all of them through the pool and one after the other. */
+function ranksBench(dir: string, t: ReturnType<typeof templates>): void {
+  const n = Number(arg('ranks', '8'));
+  const mb = Number(arg('rank-mb', '135'));
+  const folder = join(dir, `capture-${n}-ranks`);
+  mkdirSync(folder);
+  const one = join(folder, 'rank0.pt.trace.json');
+  const bytes = build(one, mb * 1e6, t);
+  const files = [one];
+  for (let r = 1; r < n; r++) {
+    files.push(join(folder, `rank${r}.pt.trace.json`));
+    copyFileSync(one, files[r]);
+  }
+  const total = (bytes * n) / 1e6;
+  const a = analyze(one);
+  console.log(
+    `one rank alone, one core      ${(bytes / 1e6).toFixed(0).padStart(5)} MB  ${a.seconds.toFixed(3).padStart(6)} s  ${(bytes / 1e6 / a.seconds).toFixed(0).padStart(5)} MB/s  peak RSS ${(a.maxRssKb / 1024).toFixed(0).padStart(5)} MB  (${a.decode} decode steps, ${a.analysis})`,
+  );
+  const loader = __filename.endsWith('.ts') ? ['--require', 'tsx/cjs'] : [];
+  const digests: string[] = [];
+  for (const how of ['pool', 'serial']) {
+    const out = execFileSync(process.execPath, [...loader, __filename, 'ranks', how, ...files], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { seconds: number; maxRssKb: number; digest: string; workers: number };
+    digests.push(r.digest);
+    const perCore = total / r.seconds / r.workers;
+    console.log(
+      `${n} ranks, ${how === 'pool' ? `${r.workers} workers`.padEnd(10) : 'one thread'}     ${total.toFixed(0).padStart(5)} MB  ${r.seconds.toFixed(3).padStart(6)} s  ${(total / r.seconds).toFixed(0).padStart(5)} MB/s (${perCore.toFixed(0)} MB/s per core)  peak RSS ${(r.maxRssKb / 1024).toFixed(0).padStart(5)} MB  breakdown ${r.digest}`,
+    );
+  }
+  console.log(`pool and one thread give ${digests[0] === digests[1] ? 'the same breakdown' : 'DIFFERENT breakdowns'}`);
+  const p1 = pythonLoad(one);
+  console.log(
+    typeof p1 === 'string'
+      ? p1
+      : `json.load, one rank, one core ${(bytes / 1e6).toFixed(0).padStart(5)} MB  ${p1.seconds.toFixed(3).padStart(6)} s  ${(bytes / 1e6 / p1.seconds).toFixed(0).padStart(5)} MB/s  peak RSS ${(p1.maxRssKb / 1024).toFixed(0).padStart(5)} MB  (parse only)`,
+  );
+  const pn = pythonLoadAll(files);
+  console.log(
+    typeof pn === 'string'
+      ? pn
+      : `json.load, ${n} ranks, ${n} processes ${total.toFixed(0).padStart(5)} MB  ${pn.seconds.toFixed(3).padStart(6)} s  ${(total / pn.seconds).toFixed(0).padStart(5)} MB/s  peak RSS ${(pn.maxRssKb / 1024).toFixed(0).padStart(5)} MB (added up; parse only)`,
+  );
+}
+
 function main(): void {
   const sizes = arg('sizes', '1,3').split(',').map(Number);
   const pythonGb = Number(arg('python-gb', '0.5'));
@@ -241,6 +318,11 @@ function main(): void {
   );
   try {
     const t = templates();
+    if (process.argv.includes('--ranks')) {
+      console.log(`${availableParallelism()} cores available to the pool`);
+      ranksBench(dir, t);
+      return;
+    }
     const rows: string[] = [];
     /** The plain trace of `gb`, then the files an unfinished writer leaves of it (see the head of this file). */
     const padded = (gb: number) => {
@@ -319,4 +401,5 @@ function main(): void {
 }
 
 if (process.argv[2] === 'child') void child(process.argv[3]);
+else if (process.argv[2] === 'ranks') void ranksChild(process.argv[3], process.argv.slice(4));
 else main();

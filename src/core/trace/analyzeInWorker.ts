@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, freemem } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { analyzeTraceFile } from './analyze';
@@ -13,8 +13,25 @@ export interface WorkerAnalysisOptions {
   signal?: AbortSignal;
   /** Progress of one file: file bytes read so far out of its size. */
   onProgress?: (path: string, fileBytesRead: number, fileBytes: number) => void;
-  /** Files analysed at once, one worker each; default: the cores less one, at most 4. */
+  /** Files analysed at once, one worker each; default: poolSize(). */
   concurrency?: number;
+}
+
+/**
+ * What one worker holds at its peak while it streams a trace: its isolate (about 10 MB), the 4 MB
+ * read buffer and the analysis (measured peak RSS of one file alone: 80-110 MB whatever its size,
+ * docs/BENCHMARKS.md), rounded up.
+ */
+export const WORKER_PEAK_BYTES = 160 << 20;
+
+/**
+ * How many rank files are analysed at once: one per core (the calling thread only waits), and no
+ * more than half the memory free now holds at each worker's peak, so that the ranks of a capture
+ * together stay within what the machine has.
+ */
+export function poolSize(files: number, cores = availableParallelism(), freeBytes = freemem()): number {
+  const byMemory = Math.floor(freeBytes / 2 / WORKER_PEAK_BYTES);
+  return Math.max(1, Math.min(files, cores, byMemory));
 }
 
 /** Where the worker script is: bundled beside us (dist/traceWorker.js), or the TypeScript source under tsx. */
@@ -53,7 +70,9 @@ function analyzeOne(script: { file: string; execArgv: string[] }, input: TraceWo
 
 /**
  * Analyses trace files (one per rank) in worker threads, so that the caller's thread (the
- * extension host) stays responsive; files go to separate workers in parallel.
+ * extension host) stays responsive; files go to separate workers in parallel, as many at once as
+ * poolSize() allows, each rank's result in its place whatever order they finish in: the same
+ * breakdown as analyzeTraceFiles on the calling thread.
  */
 export async function analyzeTracesInWorker(
   paths: readonly string[],
@@ -64,7 +83,7 @@ export async function analyzeTracesInWorker(
   const classifier = new KernelClassifier(options.extraFamilies); // validates the user's patterns before any worker starts
   const script = workerScript();
   const ranks: RankBreakdown[] = new Array(paths.length);
-  const limit = Math.max(1, Math.min(paths.length, run.concurrency ?? Math.min(4, Math.max(1, availableParallelism() - 1))));
+  const limit = Math.max(1, Math.min(paths.length, run.concurrency ?? poolSize(paths.length)));
   let next = 0;
   const lane = async () => {
     while (next < paths.length) {

@@ -1,10 +1,10 @@
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { analyzeTraceFiles } from '../../../src/core/trace/analyze';
-import { analyzeTracesInWorker } from '../../../src/core/trace/analyzeInWorker';
+import { analyzeTracesInWorker, poolSize, WORKER_PEAK_BYTES } from '../../../src/core/trace/analyzeInWorker';
 import { renderBreakdownText } from '../../../src/core/trace/format';
 import { RankBreakdown, TraceBreakdown } from '../../../src/core/trace/types';
 import { kinetoTrace, StepSpec } from './kineto';
@@ -187,6 +187,39 @@ describe('trace breakdown arithmetic (synthetic traces with known answers)', () 
     const inline = await analyzeTraceFiles(files);
     assert.deepEqual(inWorker, inline);
     assert.equal(inWorker.ranks[0].totals.compressed, true);
+  });
+
+  it("analyses a capture's rank files across workers at once with the breakdown of one rank after the other", async () => {
+    // The real TP-2 capture's two ranks (vLLM 0.26 on the H200), and four copies of each: a folder
+    // of eight rank files, as one bounded capture of a TP-8 server writes; more files than workers,
+    // so that each worker takes several and they finish out of order.
+    const capture = join(FIXTURES, 'servers', 'vllm-0.26-piecewise-tp2');
+    const ranks = readdirSync(capture).filter((f) => f.includes('_rank'));
+    assert.equal(ranks.length, 2);
+    const folder = join(dir, 'tp8-capture');
+    mkdirSync(folder);
+    const files: string[] = [];
+    for (let copy = 0; copy < 4; copy++)
+      for (const f of ranks) {
+        const to = join(folder, `copy${copy}_${f}`);
+        copyFileSync(join(capture, f), to);
+        files.push(to);
+      }
+    const serial = await analyzeTraceFiles(files);
+    const parallel = await analyzeTracesInWorker(files, {}, { concurrency: 3 });
+    assert.deepEqual(parallel, serial);
+    assert.equal(parallel.ranks.length, 8);
+    assert.deepEqual(parallel.ranks.map((r) => r.file).sort(), [...files].sort());
+    assert.deepEqual(parallel.ranks.map((r) => r.rank).sort(), [0, 0, 0, 0, 1, 1, 1, 1]);
+    assert.ok(parallel.ranks.every((r) => r.decode.count > 0));
+  });
+
+  it('runs one worker per core, fewer when free memory would not hold them all at their peak, and at least one', () => {
+    assert.equal(poolSize(8, 16, 64e9), 8);
+    assert.equal(poolSize(8, 4, 64e9), 4);
+    assert.equal(poolSize(8, 16, 6 * WORKER_PEAK_BYTES), 3);
+    assert.equal(poolSize(8, 16, 0), 1);
+    assert.equal(poolSize(1, 16, 64e9), 1);
   });
 });
 
