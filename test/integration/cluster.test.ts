@@ -29,22 +29,33 @@ const HIDDEN = 2048;
 const TOP_K = 8;
 const LAYERS = 48;
 
-/** Collective worker processes on this machine (both hosts), as ps lists them. */
-function ranksLeft(): string[] {
+/** Whether process `pid` was started in this test's SSH sessions: both sshds set XDG_CACHE_HOME under `dir`. */
+function startedHere(pid: number, dir: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .some((v) => v.startsWith(`XDG_CACHE_HOME=${dir}/`));
+  } catch {
+    return false; // gone meanwhile
+  }
+}
+
+/** This test's collective processes (both hosts), as ps lists them; another run's on the same machine are not ours to count. */
+function ranksLeft(dir: string): string[] {
   const r = spawnSync('pgrep', ['-af', 'infbench_agent collective|\\.pyz collective'], { encoding: 'utf8' });
   return r.stdout
     .trim()
     .split('\n')
-    .filter((l) => l && !l.includes('pgrep'));
+    .filter((l) => l && !l.includes('pgrep') && startedHere(Number(l.split(' ')[0]), dir));
 }
 
 /** The PID of the worker with global rank `rank`, from its environment (torchrun's RANK). */
-function rankPid(rank: number): number | undefined {
+function rankPid(rank: number, dir: string): number | undefined {
   const pids = spawnSync('pgrep', ['-f', 'collective --worker'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).map(Number);
   for (const pid of pids) {
     try {
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      if (env.includes(`RANK=${rank}`)) return pid;
+      if (env.includes(`RANK=${rank}`) && startedHere(pid, dir)) return pid;
     } catch {
       // gone meanwhile
     }
@@ -77,7 +88,7 @@ function rankPid(rank: number): number | undefined {
   });
   afterEach(async () => {
     // Whatever a test did, no rank may outlive it on either host.
-    await waitFor(`no collective process left (${ranksLeft().join('; ')})`, () => ranksLeft().length === 0, 5000);
+    await waitFor(`no collective process left (${ranksLeft(dir).join('; ')})`, () => ranksLeft(dir).length === 0, 5000);
   });
 
   /** Connects every node of the cluster target and deploys the agent on each. */
@@ -307,7 +318,7 @@ function rankPid(rank: number): number | undefined {
     const outcome = await longSweep('killed', (points) => {
       // Once the collectives are under way, rank 3 (beta's second) dies as an out-of-memory kill would end it.
       if (!killed && points.length >= 1) {
-        const pid = rankPid(3);
+        const pid = rankPid(3, dir);
         if (pid) {
           process.kill(pid, 'SIGKILL');
           killed = true;
