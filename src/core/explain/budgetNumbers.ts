@@ -6,10 +6,7 @@ import { readLinearCurve, readSizeCurve } from './interpolate';
 import { allReducesPerStep, decodeMessageBytes, expertSpread, LinearShape, ModelStructure, presetFor } from './modelStructure';
 import { shellQuote } from '../../remote/shellQuote';
 import { ServedConfig, servedText, servedVsModel, servedVsTrace } from './servedModel';
-import type { BudgetInputs, BudgetRow } from './budget';
-
-/** What a gap is between: two totals, or one row as profiled and as micro predicts it. */
-export type GapKind = 'host_overhead' | 'between_steps' | 'step_vs_micro' | 'tpot_vs_micro' | 'row_vs_micro';
+import { BudgetInputs, BudgetRow, GapKind } from './budgetParts';
 
 export interface GapFigure {
   kind: GapKind;

@@ -1,8 +1,8 @@
 // The words of the decode-step budget: each figure of budgetNumbers.ts said once, in the order a reader
 // needs it, and the commands that fill in a missing phase.
 import { BudgetMissingPhase } from '../../shared/budget';
-import type { BudgetGap, BudgetInputs, BudgetRow } from './budget';
-import { AllReduceFloor, BudgetFigures, Caveat, ExpertParallelFigure, GapFigure, GapKind, PredictionBasis, servedMicroCommand, sum } from './budgetNumbers';
+import { BudgetGap, BudgetInputs, BudgetRow, GapKind } from './budgetParts';
+import { AllReduceFloor, BudgetFigures, Caveat, ExpertParallelFigure, GapFigure, PredictionBasis, servedMicroCommand, sum } from './budgetNumbers';
 import { ModelStructure } from './modelStructure';
 import { ServedConfig } from './servedModel';
 

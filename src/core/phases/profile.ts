@@ -208,7 +208,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
   if (nodes.length > 1 && capture) {
     publish('collect', `collecting the trace files of ${nodes.length - 1} more host(s)`);
     const collected = await Promise.all(
-      nodes.slice(1).map((n, i) => {
+      nodes.slice(1).map(async (n, i) => {
         if (clocks[i] === undefined) return { status: 'failed' as const, reason: 'its clock could not be read' };
         const collectArgs = agentOptionArgs('profile', {
           collectSince: clocks[i],
