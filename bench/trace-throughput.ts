@@ -270,7 +270,10 @@ function ranksBench(dir: string, t: ReturnType<typeof templates>): void {
   const folder = join(dir, `capture-${n}-ranks`);
   mkdirSync(folder);
   const one = join(folder, 'rank0.pt.trace.json');
-  const bytes = build(one, mb * 1e6, t);
+  // Whole copies of the capture, as many as come nearest to --rank-mb (one copy's size measured first).
+  const empty = build(one, 0, t);
+  const copyBytes = build(one, empty + 1, t) - empty;
+  const bytes = build(one, mb * 1e6 - copyBytes / 2, t);
   const files = [one];
   for (let r = 1; r < n; r++) {
     files.push(join(folder, `rank${r}.pt.trace.json`));
