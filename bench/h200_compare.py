@@ -9,7 +9,7 @@ nsys-<name>.json (`infbench analyze` of each `infbench profile --profiler nsys` 
 no-nvtx). Prints each figure with what it is compared against, and exits 1 when a check fails:
 - every restart's process: argv, cwd, environ, fd 1 and fd 2 identical to the original's;
 - each nsys profile: its decode steps against the steps the loop logged as recorded by the CUDA profiler;
-- attribution: from the kernels the reader (agent/infbench_agent/nsys_report.py) names, per layer and
+- attribution: from the kernels the reader (agent/infbench_agent/profile/nsys_report.py) names, per layer and
   block (`model.layers.2.self_attn`, `model.lm_head`, ...), over the steps the loop logged at one batch
   size (the largest, seen in both captures): kernels per step equal between the graphs and the eager
   capture, time per block within 5%; nsys-<name>.sqlite beside each analysis;
@@ -134,7 +134,7 @@ def block_of(module):
 
 def blocks_per_step(sqlite_path, logged):
     """{batch: {block: [kernels, ms] per step}} over the report's steps, each step's batch taken from the loop's log."""
-    from infbench_agent import nsys_report
+    from infbench_agent.profile import nsys_report
 
     per_step = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0.0]))
     for rec in nsys_report.NsysReport(sqlite_path).records():

@@ -107,8 +107,8 @@ def zero_cost(levels: list[int], output_len: int) -> None:
 def sent_tpot(url: str) -> tuple[float, int]:
     """The simulator's own account: sum and count of TPOT as it wrote the tokens."""
     sys.path.insert(0, os.path.join(ROOT, "agent"))
-    from infbench_agent.loadgen_http import Endpoint, simple_request
-    from infbench_agent.loadgen_metrics import parse_prometheus_totals
+    from infbench_agent.http import Endpoint, simple_request
+    from infbench_agent.macro.metrics import parse_prometheus_totals
 
     text = simple_request(Endpoint(url), "GET", "/metrics")[1].decode()
     t = parse_prometheus_totals(

@@ -1,6 +1,6 @@
 """Writes the simulated decode steps as an Nsight Systems SQLite export (the schema `nsys export --type sqlite` writes).
 
-The tables and columns are those agent/infbench_agent/nsys_report.py reads from Nsight Systems 2025.3
+The tables and columns are those agent/infbench_agent/profile/nsys_report.py reads from Nsight Systems 2025.3
 exports: StringIds, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
 NVTX_EVENTS (push/pop ranges, eventType 59) and TARGET_INFO_GPU. Every kernel of a step (sim_trace's
 step_kernels, timed by the timing model) is launched eagerly inside the NVTX range of its module, as

@@ -36,13 +36,6 @@ _BEARER = re.compile(r"(Bearer\s+)[^\s\"',]+", re.IGNORECASE)
 _TOKEN_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,})\b")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The key's flags as the options table defines them (options.py), for a command with options of its own."""
-    from infbench_agent import options  # imported here: options imports models, which imports this module
-
-    options.add_key_arguments(p)
-
-
 def resolve_api_key(args: argparse.Namespace) -> Optional[str]:
     """The key from stdin, the flag or the environment, in that order; also stored back on args.api_key."""
     key = None

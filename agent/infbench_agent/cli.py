@@ -1,4 +1,4 @@
-"""Dispatches agent subcommands. Each phase lives in its own module; PyTorch is imported only inside the phases that need it."""
+"""Dispatches agent subcommands. Each phase lives in its own package; PyTorch is imported only inside the phases that need it."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +9,17 @@ import traceback
 
 from infbench_agent import controller, events, version
 
-# Each command's module, with `add_arguments(parser)` and `run(args) -> int`, is named as the command.
-COMMANDS = {name: f"infbench_agent.{name}" for name in version.COMMANDS}
+# Each command's module, with `add_arguments(parser)` and `run(args) -> int`: its package's `command` module, but
+# collective's, which lives beside micro's all-reduce.
+COMMAND_MODULES = {
+    "probe": "infbench_agent.probe.command",
+    "macro": "infbench_agent.macro.command",
+    "micro": "infbench_agent.micro.command",
+    "profile": "infbench_agent.profile.command",
+    "collective": "infbench_agent.micro.collective",
+    "server": "infbench_agent.server.command",
+}
+COMMANDS = {name: COMMAND_MODULES[name] for name in version.COMMANDS}
 
 
 def main(argv: list[str] | None = None) -> int:

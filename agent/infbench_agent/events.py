@@ -211,7 +211,7 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         # The server process's working directory (relative trace folders are relative to it).
         "cwd?": "string | null",
         "parallel?": "ProbeParallel | null",
-        # The served model's config.json, summarized (served_model.py); absent where it is not on this host.
+        # The served model's config.json, summarized (probe/served_model.py); absent where it is not on this host.
         "model_config?": "ProbeModelConfig",
         "pid": "number | null",
         "command_line": "string[] | null",
@@ -312,7 +312,7 @@ STRUCTS: Dict[str, Dict[str, str]] = {
         "addr": "string | null",
     },
     "CollectiveSize": {"m": "number", "bytes": "number", "tokens_per_rank?": "number"},
-    # How the server runs, as adopted from its process (server.py): what starts it again as it was.
+    # How the server runs, as adopted from its process (server/command.py): what starts it again as it was.
     # Secret values (--api-key, *_TOKEN) read REDACTED; the agent fills them in on the host.
     "ServerRecipe": {
         "url": "string",

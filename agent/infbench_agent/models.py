@@ -11,12 +11,10 @@ from __future__ import annotations
 import glob
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from infbench_agent import auth
+from infbench_agent import auth, http
 
 
 @dataclass
@@ -255,15 +253,14 @@ def hf_cache_config(model_id: str) -> Optional[str]:
 def served_model_root(server_url: str, timeout: float = 5.0, api_key: Optional[str] = None) -> Optional[str]:
     """The model path or id the server loaded: vLLM and SGLang give it as `root` in /v1/models."""
     url = server_url.rstrip("/") + "/v1/models"
-    req = urllib.request.Request(url, headers=auth.auth_headers(api_key))
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
-            body = json.load(resp)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ModelError(f"{auth.unauthorized_message(url, exc.code, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}.") from exc
+    status, raw, _, _ = http.request_once(url, timeout, "GET", api_key)
+    if status in (401, 403):
+        raise ModelError(f"{auth.unauthorized_message(url, status, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}.")
+    if status is None or not 200 <= status < 300:
         return None
-    except (OSError, ValueError):
+    try:
+        body = json.loads(raw or b"")
+    except (ValueError, RecursionError):
         return None
     entries = body.get("data") if isinstance(body, dict) else None
     for entry in entries if isinstance(entries, list) else []:

@@ -29,10 +29,12 @@ from typing import Callable, Dict, List, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent import events, macro_prompts, macro_server  # noqa: E402
-from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
-from infbench_agent.macro_prompts import tokenize_count  # noqa: E402
-from infbench_agent.macro_server import discover  # noqa: E402
+from infbench_agent import events  # noqa: E402
+from infbench_agent.http import Endpoint  # noqa: E402
+from infbench_agent.macro import prompts as macro_prompts, server_side as macro_server  # noqa: E402
+from infbench_agent.macro.client import Engine  # noqa: E402
+from infbench_agent.macro.prompts import tokenize_count  # noqa: E402
+from infbench_agent.macro.server_side import discover  # noqa: E402
 
 # The bounds on a whole /v1/models or /tokenize reply, shortened from 10 s so that a trickled one takes 1 s.
 macro_server.MODELS_TIMEOUT_S = macro_prompts.TOKENIZE_TIMEOUT_S = 1.0

@@ -399,7 +399,7 @@ describe('macro phase against the simulator (known answers)', function () {
       [
         'import json, sys',
         "sys.path.insert(0, 'agent')",
-        'from infbench_agent.macro_prompts import PromptMaker',
+        'from infbench_agent.macro.prompts import PromptMaker',
         `m = PromptMaker('completions', 'm', ${INPUT}, ${OUTPUT}, True, 7, range_ratio=0.5)`,
         `print(json.dumps([m.lengths(i) for i in ${JSON.stringify(records.map((r) => r.id))}]))`,
       ].join('\n'),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import unittest
 
-from infbench_agent import micro
+from infbench_agent.micro import command as micro
 
 from test_probe import Simulator
 

@@ -6,7 +6,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
-from infbench_agent import auth, events, profile, probe  # noqa: E402
+from infbench_agent import auth, events  # noqa: E402
+from infbench_agent.profile import command as profile  # noqa: E402
+from infbench_agent.probe import command as probe  # noqa: E402
 
 
 class RedactionTest(unittest.TestCase):
@@ -108,7 +110,7 @@ class VllmProfilerRulesTest(unittest.TestCase):
 
 class MetricsNoteTest(unittest.TestCase):
     def test_a_missing_metrics_endpoint_names_enable_metrics(self) -> None:
-        from infbench_agent import macro_server
+        from infbench_agent.macro import server_side as macro_server
 
         self.assertIn("--enable-metrics", macro_server.metrics_cross_check(None, None, [], 404)["note"])
 

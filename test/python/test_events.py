@@ -1,3 +1,4 @@
+import glob
 import io
 import json
 import os
@@ -52,10 +53,9 @@ class OneSchemaTest(unittest.TestCase):
 
     def test_every_error_code_the_agent_raises_is_in_the_union(self):
         used = set()
-        for name in os.listdir(AGENT):
-            if name.endswith(".py"):
-                with open(os.path.join(AGENT, name), encoding="utf-8") as f:
-                    used |= set(re.findall(r'(?:AgentError|events\.error|error)\(\s*"([a-z_]+)"', f.read()))
+        for path in glob.glob(os.path.join(AGENT, "**", "*.py"), recursive=True):
+            with open(path, encoding="utf-8") as f:
+                used |= set(re.findall(r'(?:AgentError|events\.error|error)\(\s*"([a-z_]+)"', f.read()))
         self.assertGreater(len(used), 10)
         self.assertEqual(used - set(events.ERROR_CODES), set())
 

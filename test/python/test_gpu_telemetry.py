@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
-from infbench_agent import gpu_telemetry as gt  # noqa: E402
+from infbench_agent.macro import gpu_telemetry as gt  # noqa: E402
 
 FAKE_SMI = os.path.join(ROOT, "test", "support", "fake-nvidia-smi")
 
@@ -105,7 +105,17 @@ class AgainstAStandInNvidiaSmi(unittest.TestCase):
 
     def test_runs_standalone_printing_json_lines(self):
         out = subprocess.run(
-            [sys.executable, "-m", "infbench_agent.gpu_telemetry", "--seconds", "0.5", "--interval-ms", "100", "--output-tokens", "10"],
+            [
+                sys.executable,
+                "-m",
+                "infbench_agent.macro.gpu_telemetry",
+                "--seconds",
+                "0.5",
+                "--interval-ms",
+                "100",
+                "--output-tokens",
+                "10",
+            ],
             cwd=AGENT,
             env=self.env(FAKE_GPU_POWER_TRACE="100,200"),
             capture_output=True,

@@ -11,7 +11,7 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent.macro_prompts import PromptMaker  # noqa: E402
+from infbench_agent.macro.prompts import PromptMaker  # noqa: E402
 
 from test_macro_loadgen import run_macro  # noqa: E402
 

@@ -15,9 +15,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent import events  # noqa: E402
-from infbench_agent.macro import add_arguments, dataset_of  # noqa: E402
-from infbench_agent.macro_datasets import file_kind, is_valid_sequence, load_sharegpt  # noqa: E402
-from infbench_agent.macro_prompts import PromptMaker, length_range  # noqa: E402
+from infbench_agent.macro.command import add_arguments, dataset_of  # noqa: E402
+from infbench_agent.macro.datasets import file_kind, is_valid_sequence, load_sharegpt  # noqa: E402
+from infbench_agent.macro.prompts import PromptMaker, length_range  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "test", "fixtures", "sharegpt", "sharegpt-small.json")
 # The simulator's tokenizer (simulator/vllm_sim.py count_tokens): a word or a punctuation mark is one token.

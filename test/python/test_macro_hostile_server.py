@@ -18,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
-from infbench_agent.loadgen_http import Endpoint, Engine  # noqa: E402
-from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, message_content  # noqa: E402
+from infbench_agent.macro.client import Engine  # noqa: E402
+from infbench_agent.http import BadResponse, ChunkedDecoder, Endpoint  # noqa: E402
+from infbench_agent.macro.metrics import message_content  # noqa: E402
 from test_macro_loadgen import run_macro as run_agent_macro  # noqa: E402
 
 
@@ -577,7 +578,7 @@ class EmptyTextMessages(unittest.TestCase):
 
 class ServerCounters(unittest.TestCase):
     def test_a_metrics_counter_read_as_nan_or_infinity_settles_no_usage(self):
-        from infbench_agent.macro import trust_streamed_counts
+        from infbench_agent.macro.command import trust_streamed_counts
 
         for counted in (float("nan"), float("inf")):
             records = [{"ok": True, "output_tokens": 8, "client_tokens": 4}]
@@ -597,7 +598,7 @@ class ChunkSizes(unittest.TestCase):
 
 class NumbersFromAServer(unittest.TestCase):
     def test_metrics_values_are_read_as_prometheus_reads_them_and_no_further(self):
-        from infbench_agent.loadgen_metrics import parse_prometheus_totals, prometheus_value
+        from infbench_agent.macro.metrics import parse_prometheus_totals, prometheus_value
 
         # The text format's value is Go's ParseFloat's: a sign and leading zeros are numbers there.
         self.assertEqual([prometheus_value(v) for v in ("+5", "007", "1e3", ".5", "-Inf", "0x1p4")], [5, 7, 1000, 0.5, -math.inf, 16])
@@ -609,7 +610,7 @@ class NumbersFromAServer(unittest.TestCase):
         self.assertEqual(parse_prometheus_totals(text, ["vllm:generation_tokens_total", "vllm:prompt_tokens_total", "x"]), {"x": 3})
 
     def test_http_numbers_are_ascii_digits_only(self):
-        from infbench_agent.loadgen_http import ascii_digits, status_code
+        from infbench_agent.http import ascii_digits, status_code
 
         self.assertEqual(
             [status_code(line) for line in ("HTTP/1.1 200 OK", "HTTP/1.0 500", "HTTP/1.1 +200 OK", "HTTP/1.1 0200 OK")],
@@ -624,7 +625,7 @@ class BigMessages(unittest.TestCase):
         # A 10 MB first token comes in ~40 reads. Joined and searched again at every read, its bytes cost the
         # client ~0.25 s of CPU before its last read (the tokens behind it waited), so its stamp came late and
         # TPOT read 7.00 ms where the server paced 8 ms. The work before an event ends must grow as its size.
-        from infbench_agent.loadgen_metrics import SSEParser
+        from infbench_agent.macro.metrics import SSEParser
 
         def cpu_before_the_end(mb):
             body = b"data: " + b"y" * (mb << 20) + b"\n\n"
@@ -641,7 +642,7 @@ class BigMessages(unittest.TestCase):
         self.assertLess(cpu_before_the_end(32) / max(cpu_before_the_end(2), 1e-4), 32)
 
     def test_an_event_split_over_many_reads_is_parsed_once_whole(self):
-        from infbench_agent.loadgen_metrics import SSEParser
+        from infbench_agent.macro.metrics import SSEParser
 
         parser = SSEParser()
         body = b"data: " + b"y" * 100000 + b"\r\n\r\ndata: two\n\n"
@@ -675,12 +676,12 @@ def trickling_listener(reply):
 
 class TrickledReplies(unittest.TestCase):
     def test_the_probe_gives_up_on_headers_a_byte_at_a_time_at_its_bound(self):
-        from infbench_agent import probe
+        from infbench_agent import http
 
         listener = trickling_listener(b"HTTP/1.1 200 OK\r\nX-Pad: " + b"y" * 1000)
         started = time.monotonic()
         try:
-            status, _, _, error = probe.http(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/models", 1.0)
+            status, _, _, error = http.request(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/models", 1.0)
         finally:
             listener.close()
         self.assertEqual((status, error), (None, "no complete answer within 2 s: the server sends its reply too slowly"))
@@ -688,7 +689,7 @@ class TrickledReplies(unittest.TestCase):
 
     def test_a_reply_to_v1_models_a_byte_at_a_time_is_bounded_as_a_whole_not_per_read(self):
         # Each read gets a byte within the timeout, so a bound on single reads never ends the request.
-        from infbench_agent.loadgen_http import simple_request
+        from infbench_agent.http import simple_request
 
         listener = trickling_listener(b"HTTP/1.1 200 OK\r\n\r\n" + b" " * 1000)
         started = time.monotonic()

@@ -6,7 +6,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
-from infbench_agent.loadgen_intended import SlowClient, from_intended  # noqa: E402
+from infbench_agent.macro.intended import SlowClient, from_intended  # noqa: E402
 
 
 def record(intended, send, ttft=0.1, e2el=0.5, ok=True):

@@ -14,8 +14,8 @@ AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
 from infbench_agent import events as agent_events  # noqa: E402
-from infbench_agent.macro_levels import build_plans  # noqa: E402
-from infbench_agent.macro_prompts import PromptMaker  # noqa: E402
+from infbench_agent.macro.levels import build_plans  # noqa: E402
+from infbench_agent.macro.prompts import PromptMaker  # noqa: E402
 
 
 def run_macro(url, *args):
@@ -355,7 +355,8 @@ class ReadsBeforeParsing(unittest.TestCase):
         # Two streams whose whole responses are ready at once; building the first one's record takes 0.3 s.
         # Stamped before any parsing, the second stream's last token is read with the first, not 0.3 s later.
         import socket as socketlib
-        from infbench_agent.loadgen_http import Endpoint, Engine
+        from infbench_agent.http import Endpoint
+        from infbench_agent.macro.client import Engine
 
         listener = socketlib.socket()
         listener.bind(("127.0.0.1", 0))

@@ -1,9 +1,9 @@
-"""Metric math and stream parsing of the macro load generator (agent/infbench_agent/loadgen_metrics.py)."""
+"""Metric math and stream parsing of the macro load generator (agent/infbench_agent/macro/metrics.py)."""
 import json
 import unittest
 
-from infbench_agent.loadgen_metrics import (
-    ChunkedDecoder,
+from infbench_agent.http import ChunkedDecoder
+from infbench_agent.macro.metrics import (
     SSEParser,
     describe_ms,
     message_content,
@@ -13,7 +13,7 @@ from infbench_agent.loadgen_metrics import (
     percentile,
     summarize,
 )
-from infbench_agent.macro_levels import vllm_arrivals
+from infbench_agent.macro.levels import vllm_arrivals
 
 
 def record(send, ttft, tokens, gap, ok=True, prompt=10, intended=None, **extra):

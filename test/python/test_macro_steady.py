@@ -1,4 +1,4 @@
-"""A level's steady window (agent/infbench_agent/macro_steady.py): ramp and drain trimmed, latencies of
+"""A level's steady window (agent/infbench_agent/macro/steady.py): ramp and drain trimmed, latencies of
 the requests that lived inside it, throughput of the tokens that arrived inside it."""
 import os
 import sys
@@ -6,7 +6,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "agent"))
 
-from infbench_agent.macro_steady import steady_window  # noqa: E402
+from infbench_agent.macro.steady import steady_window  # noqa: E402
 
 
 def request(send, ttft, tokens, gap):

@@ -1,4 +1,4 @@
-"""Repeated trials and the SLO search (agent/infbench_agent/macro_trials.py, macro_search.py): the intervals'
+"""Repeated trials and the SLO search (agent/infbench_agent/macro/trials.py, macro/search.py): the intervals'
 coverage in seeded repetitions, the objectives' grammar and verdicts, and the search's answer against servers
 whose highest load meeting the objectives is known."""
 import os
@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 import argparse  # noqa: E402
 
 from infbench_agent import events  # noqa: E402
-from infbench_agent.macro_search import LevelSchedule, SloSearch, level_schedule  # noqa: E402
-from infbench_agent.macro_trials import interval, judge_all, parse_slo, t_quantile_975, trial_figures  # noqa: E402
+from infbench_agent.macro.search import LevelSchedule, SloSearch, level_schedule  # noqa: E402
+from infbench_agent.macro.trials import interval, judge_all, parse_slo, t_quantile_975, trial_figures  # noqa: E402
 
 
 class StudentT(unittest.TestCase):

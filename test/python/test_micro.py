@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 from infbench_agent import events
-from infbench_agent.micro_allreduce import bus_bandwidth, doubling_sizes
+from infbench_agent.micro.allreduce import bus_bandwidth, doubling_sizes
 from infbench_agent.models import ModelError, gemm_shapes, hf_cache_config, load_config_file, load_preset, parse_shape, resolve_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -5,7 +5,7 @@ import stat
 import tempfile
 import unittest
 
-from infbench_agent import nsys_host
+from infbench_agent.server import nsys as nsys_host
 
 
 def fake_nsys(path, version="2025.3.1.0"):

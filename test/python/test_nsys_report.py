@@ -10,7 +10,7 @@ import sqlite3
 import tempfile
 import unittest
 
-from infbench_agent.nsys_report import NsysReport, ReportError, main, module_name, write_kineto
+from infbench_agent.profile.nsys_report import NsysReport, ReportError, main, module_name, write_kineto
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "test", "fixtures", "nsys")

@@ -1,5 +1,6 @@
 """The agent's options: one table (options.py) from which its argparse and the controller's TypeScript are made."""
 import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def parser_of(command):
     p = argparse.ArgumentParser()
-    __import__(f"infbench_agent.{command}", fromlist=["add_arguments"]).add_arguments(p)
+    importlib.import_module(cli.COMMANDS[command]).add_arguments(p)
     return p
 
 

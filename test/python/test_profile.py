@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 AGENT = os.path.join(ROOT, "agent")
 sys.path.insert(0, AGENT)
 
-from infbench_agent import events, profile  # noqa: E402
+from infbench_agent import events  # noqa: E402
+from infbench_agent.profile import command as profile  # noqa: E402
 
 
 def run_agent(*args: str, timeout: float = 120) -> list:

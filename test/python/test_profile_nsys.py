@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 sys.path.insert(0, os.path.join(ROOT, "simulator"))
 
-from infbench_agent import nsys_host, server  # noqa: E402
+from infbench_agent.server import nsys as nsys_host  # noqa: E402
+from infbench_agent.server import command as server  # noqa: E402
 from test_server_control import SIM, free_port, quietly  # noqa: E402
 
 import sim_nsys  # noqa: E402

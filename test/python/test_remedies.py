@@ -29,7 +29,7 @@ def literal_text(node):
 
 def hints():
     """(where, hint text, number of remedies given) for every AgentError and events.error in the agent."""
-    for path in sorted(glob.glob(os.path.join(ROOT, "agent", "infbench_agent", "*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "agent", "infbench_agent", "**", "*.py"), recursive=True)):
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         for node in ast.walk(tree):

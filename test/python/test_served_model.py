@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from infbench_agent import served_model
+from infbench_agent.probe import served_model
 
 # Kimi-K2.5's published config.json nests the language model under text_config (model_type kimi_k25
 # around kimi_k2); only the fields the summary reads are kept here.

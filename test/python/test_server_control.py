@@ -18,7 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent import events, server, server_output  # noqa: E402
+from infbench_agent import events  # noqa: E402
+from infbench_agent.server import command as server  # noqa: E402
+from infbench_agent.server import output as server_output  # noqa: E402
 from infbench_agent.events import AgentError  # noqa: E402
 
 SIM = os.path.join(ROOT, "simulator", "vllm_sim.py")

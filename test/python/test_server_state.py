@@ -1,4 +1,4 @@
-"""The server's state over a level (agent/infbench_agent/server_state.py): parsing each server's metric
+"""The server's state over a level (agent/infbench_agent/macro/server_state.py): parsing each server's metric
 names, counters turned into rates, and, against the simulator, a series that matches what the client
 itself had in flight at each moment."""
 import json
@@ -10,7 +10,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent.server_state import read_state, sample_row, summarize  # noqa: E402
+from infbench_agent.macro.server_state import read_state, sample_row, summarize  # noqa: E402
 
 from test_macro_loadgen import run_macro  # noqa: E402
 

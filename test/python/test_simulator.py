@@ -20,8 +20,9 @@ sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 import sim_timing as tm  # noqa: E402
 import sim_trace  # noqa: E402
-from infbench_agent.loadgen_http import Endpoint, Engine, simple_request  # noqa: E402
-from infbench_agent.loadgen_metrics import SSEParser  # noqa: E402
+from infbench_agent.http import Endpoint, simple_request  # noqa: E402
+from infbench_agent.macro.client import Engine  # noqa: E402
+from infbench_agent.macro.metrics import SSEParser  # noqa: E402
 
 FAMILIES = [  # FIELD-FACTS "Kernel families", first match wins
     ("allreduce", r"cross_device_reduce_1stage|cross_device_reduce_2stage|allreduce_fusion"),

@@ -7,7 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
-from infbench_agent.wake_lag import WakeLagSampler  # noqa: E402
+from infbench_agent.macro.wake_lag import WakeLagSampler  # noqa: E402
 
 
 class FakeHost:

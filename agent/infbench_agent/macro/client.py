@@ -8,6 +8,10 @@ Why not the kernel's receive time (SO_TIMESTAMPNS)? Tried: it makes E2EL exact w
 behind, but packets that queue up are merged and carry the latest arrival, so TTFT is then late while
 E2EL is not, and TPOT read 5-12% low on an overloaded 2-core host, against 0-5% high with read times.
 CLOCK_MONOTONIC is shared by all processes on a host, so worker processes' stamps compare directly.
+
+The agent's other requests to the server go through http.py; this client keeps its own sockets because it
+is the instrument being measured (what it costs per token is part of every figure), and builds its requests
+with http.py's Endpoint.
 """
 from __future__ import annotations
 
@@ -18,10 +22,10 @@ import selectors
 import socket
 import time
 from typing import Callable, Dict, List, Optional, Tuple
-from urllib.parse import urlsplit
 
 from infbench_agent.events import printable
-from infbench_agent.loadgen_metrics import BadResponse, ChunkedDecoder, SSEParser, loads_or_none, message_content, usage_count
+from infbench_agent.http import BadResponse, ChunkedDecoder, Endpoint, ascii_digits, status_code
+from infbench_agent.macro.metrics import SSEParser, loads_or_none, message_content, usage_count
 
 
 # Extra non-blocking selects per poll that read sockets which became ready while the first ones were read.
@@ -33,96 +37,6 @@ MAX_HEADER_BYTES = 65536
 PROMPT_TEMPLATE_TOKENS = 4096
 # Seconds between checks of the requests in flight for a timeout or a stall.
 EXPIRY_CHECK_INTERVAL = 0.1
-
-
-def ascii_digits(text: str) -> bool:
-    """1*DIGIT as HTTP's grammar means it (RFC 9110: Content-Length, the status code): str.isdigit() takes
-    "\u00b2" and the digits of other scripts too, and int() takes "+5", " 5" and "1_0"."""
-    return bool(text) and text.isascii() and text.isdigit()
-
-
-def status_code(status_line: str) -> Optional[int]:
-    """The status of an HTTP/1.x status line ("HTTP/1.1 200 OK"): three ASCII digits, or None."""
-    parts = status_line.split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or len(parts[1]) != 3 or not ascii_digits(parts[1]):
-        return None
-    return int(parts[1])
-
-
-class Endpoint:
-    def __init__(self, base_url: str, api_key: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> None:
-        self.api_key = api_key
-        # --header KEY=VALUE pairs, sent with every request (a gateway's routing or tenant headers).
-        self.headers = dict(headers or {})
-        parts = urlsplit(base_url)
-        if parts.scheme != "http":
-            raise ValueError(
-                f"only http:// server URLs are supported (got {base_url!r}); the load generator runs on the "
-                "server's host and talks to it over loopback"
-            )
-        self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
-        self.prefix = parts.path.rstrip("/")
-        self.host_header = parts.netloc
-
-    def request_bytes(self, method: str, path: str, body: Optional[bytes], extra_headers: Dict[str, str]) -> bytes:
-        lines = [
-            f"{method} {self.prefix}{path} HTTP/1.1",
-            f"Host: {self.host_header}",
-            "User-Agent: inference-bench-agent",
-            "Accept: text/event-stream, application/json",
-        ]
-        if self.api_key:
-            lines.append(f"Authorization: Bearer {self.api_key}")
-        for k, v in {**self.headers, **extra_headers}.items():
-            lines.append(f"{k}: {v}")
-        if body is not None:
-            lines.append("Content-Type: application/json")
-            lines.append(f"Content-Length: {len(body)}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
-
-
-# The most of a reply to /v1/models, /tokenize or /metrics that is read: a server that never ends one grows no buffer.
-MAX_SIMPLE_REPLY_BYTES = 32 << 20
-
-
-def simple_request(endpoint: Endpoint, method: str, path: str, body: Optional[dict] = None, timeout: float = 10.0) -> Tuple[int, bytes]:
-    """One blocking request (for /v1/models, /tokenize, /metrics): (status, body). `timeout` bounds the whole
-    exchange: a server trickling its reply a byte a second would pass any bound on a single read."""
-    data = json.dumps(body).encode() if body is not None else None
-    deadline = time.monotonic() + timeout
-    with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as s:
-        s.sendall(endpoint.request_bytes(method, path, data, {"Connection": "close"}))
-        chunks = []
-        size = 0
-        while True:
-            try:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise socket.timeout()
-                s.settimeout(left)
-                b = s.recv(65536)
-            except socket.timeout:
-                raise socket.timeout(f"{endpoint.host}:{endpoint.port}{path} did not finish its reply within {timeout:g} s")
-            if not b:
-                break
-            chunks.append(b)
-            size += len(b)
-            if size > MAX_SIMPLE_REPLY_BYTES:
-                raise ConnectionError(f"{endpoint.host}:{endpoint.port}{path} sent a reply over {MAX_SIMPLE_REPLY_BYTES >> 20} MiB")
-    raw = b"".join(chunks)
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    status = status_code(status_line)
-    if status is None:
-        raise ConnectionError(f"not an HTTP response from {endpoint.host}:{endpoint.port}: {status_line[:80]!r}")
-    if b"transfer-encoding: chunked" in head.lower():
-        try:
-            rest = ChunkedDecoder().feed(rest)
-        except BadResponse as exc:
-            # Callers treat a response they cannot read as one that did not come.
-            raise ConnectionError(f"a malformed response from {endpoint.host}:{endpoint.port}{path}: {exc}")
-    return status, rest
 
 
 class Stream:
@@ -471,7 +385,7 @@ class Engine:
             if content:
                 rec["client_tokens"] += 1
                 if st.job.get("keep_text"):
-                    # A conversation's next turn carries this answer (macro_conversations.py).
+                    # A conversation's next turn carries this answer (macro/conversations.py).
                     rec.setdefault("answer", []).append(content)
         usage = msg.get("usage")
         if isinstance(usage, dict):

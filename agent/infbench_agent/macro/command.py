@@ -2,11 +2,11 @@
 
 Runs next to the server, streams requests at a concurrency sweep or at request rates (gamma arrivals),
 and reports vLLM's `bench serve` metrics per load level. High concurrency is spread over several
-worker processes (this same agent re-invoked with `macro --worker`, macro_workers.py) so the client never
+worker processes (this same agent re-invoked with `macro --worker`, macro/workers.py) so the client never
 limits the numbers; each level reports the client's CPU and its scheduling lag, and cross-checks token
 counts against the server's /metrics. SIGTERM ends a run promptly and still emits the results so far.
-Prompts live in macro_prompts.py, a process's share of a level in macro_drive.py (multi-turn conversations in
-macro_conversations.py), levels in macro_levels.py, the server's side in macro_server.py.
+Prompts live in macro/prompts.py, a process's share of a level in macro/drive.py (multi-turn conversations in
+macro/conversations.py), levels in macro/levels.py, the server's side in macro/server_side.py.
 """
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events, options
-from infbench_agent.gpu_telemetry import GpuSampler, detect as detect_gpus, level_telemetry
-from infbench_agent.loadgen_http import Endpoint
-from infbench_agent.loadgen_metrics import parse_slos
-from infbench_agent.macro_drive import Cancel, raise_open_file_limit
-from infbench_agent.macro_levels import LevelRun, build_plans, clean, run_level_in_process
-from infbench_agent.macro_datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
-from infbench_agent.macro_prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
-from infbench_agent.macro_server import discover, metrics_cross_check, read_server_metrics
-from infbench_agent.macro_search import level_schedule
-from infbench_agent.macro_trials import parse_slo, percentiles_needed
-from infbench_agent.server_state import ServerStateSampler
-from infbench_agent.wake_lag import WakeLagSampler
-from infbench_agent.macro_workers import run_level_workers, worker_main
+from infbench_agent.macro.gpu_telemetry import GpuSampler, detect as detect_gpus, level_telemetry
+from infbench_agent.http import Endpoint
+from infbench_agent.macro.metrics import parse_slos
+from infbench_agent.macro.drive import Cancel, raise_open_file_limit
+from infbench_agent.macro.levels import LevelRun, build_plans, clean, run_level_in_process
+from infbench_agent.macro.datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
+from infbench_agent.macro.prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
+from infbench_agent.macro.server_side import discover, metrics_cross_check, read_server_metrics
+from infbench_agent.macro.search import level_schedule
+from infbench_agent.macro.trials import parse_slo, percentiles_needed
+from infbench_agent.macro.server_state import ServerStateSampler
+from infbench_agent.macro.wake_lag import WakeLagSampler
+from infbench_agent.macro.workers import run_level_workers, worker_main
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
 # Where a field of ours means something else than in `vllm bench serve` (checked against vllm-project/vllm:
@@ -266,7 +266,7 @@ class MacroRun:
         model = server.pop("request_model", server["model"])
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-        # The sweep's loads, or a search's, each --trials times (macro_search.py).
+        # The sweep's loads, or a search's, each --trials times (macro/search.py).
         schedule = level_schedule(args, concurrencies, rates, objectives)
         levels = schedule.planned()
         file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)

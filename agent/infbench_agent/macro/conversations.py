@@ -18,9 +18,9 @@ import itertools
 import time
 from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
-from infbench_agent.loadgen_http import Engine
-from infbench_agent.macro_drive import arm
-from infbench_agent.macro_prompts import PromptMaker
+from infbench_agent.macro.client import Engine
+from infbench_agent.macro.arm import arm
+from infbench_agent.macro.prompts import PromptMaker
 
 
 def conversation_key(plan: dict, conversation: int) -> int:

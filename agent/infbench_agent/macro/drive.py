@@ -8,9 +8,11 @@ import signal
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from infbench_agent.loadgen_http import Engine
-from infbench_agent.loadgen_intended import SlowClient
-from infbench_agent.macro_prompts import PromptMaker
+from infbench_agent.macro.arm import arm
+from infbench_agent.macro.client import Engine
+from infbench_agent.macro.conversations import drive_conversations
+from infbench_agent.macro.intended import SlowClient
+from infbench_agent.macro.prompts import PromptMaker
 
 # In a wave of sends, read the sockets that are ready after every this many.
 SENDS_BETWEEN_READS = 16
@@ -43,11 +45,8 @@ def drive(
     on_tick: Optional[Callable[[], None]] = None,
 ) -> None:
     """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done; a plan of
-    multi-turn conversations (`turns`) goes to macro_conversations.py."""
+    multi-turn conversations (`turns`) goes to conversations.py."""
     if plan.get("turns"):
-        # Imported here: macro_conversations builds on arm() below.
-        from infbench_agent.macro_conversations import drive_conversations
-
         drive_conversations(plan, engine, maker, on_record, should_stop, on_tick)
         return
     start_at = plan["start_at"]
@@ -124,17 +123,6 @@ def drive(
         engine.poll(timeout)
         if on_tick:
             on_tick()
-
-
-def arm(plan: dict, engine: Engine, record: Callable[[dict], None]) -> None:
-    """Hands the engine the plan's record callback and its bound on a silent stream (it travels in the plan, to
-    worker processes too), then waits for the plan's start."""
-    engine.on_record = record
-    if plan.get("stall_timeout"):
-        engine.stall_timeout = plan["stall_timeout"]
-    start_at = plan["start_at"]
-    while time.monotonic() < start_at:
-        time.sleep(min(0.01, max(0.0, start_at - time.monotonic())))
 
 
 def raise_open_file_limit() -> None:

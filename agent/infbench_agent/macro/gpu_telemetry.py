@@ -7,7 +7,7 @@ level, each line read and stamped on a thread of its own (one process, not one p
 nvidia-smi costs tens of ms of the host's CPU). ROCm hosts are detected (amd-smi, rocm-smi) and said so.
 Standard library only. Standalone, to check the sampler against nvidia-smi's own log:
 
-    python3 -m infbench_agent.gpu_telemetry --seconds 10 --interval-ms 100
+    python3 -m infbench_agent.macro.gpu_telemetry --seconds 10 --interval-ms 100
 
 prints one JSON object per sample.
 """
@@ -326,7 +326,7 @@ def level_telemetry(sampler: GpuSampler, output_tokens: int, window: Tuple[float
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.gpu_telemetry", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.macro.gpu_telemetry", description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=10.0, help="how long to sample")
     p.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS, help="nvidia-smi's -lms period")
     p.add_argument("--output-tokens", type=int, default=0, help="tokens made over the seconds, for J per token")

@@ -10,7 +10,7 @@ import math
 import time
 from typing import Callable, Dict, Optional, Sequence
 
-from infbench_agent.loadgen_metrics import percentile, percentile_key
+from infbench_agent.macro.metrics import percentile, percentile_key
 
 # A dispatch delay that grows by this much from the level's first quarter of sends to its last is a
 # client falling behind its schedule (a backlog), not jitter; with the p99 above the agent's lag limit.

@@ -10,13 +10,14 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from infbench_agent import events
-from infbench_agent.loadgen_http import Endpoint, Engine
-from infbench_agent.loadgen_intended import from_intended
-from infbench_agent.loadgen_metrics import compact_record, summarize
-from infbench_agent.macro_conversations import turn_summary
-from infbench_agent.macro_steady import steady_window, steady_window_note
-from infbench_agent.macro_drive import cpu_seconds, drive
-from infbench_agent.macro_prompts import PromptMaker
+from infbench_agent.http import Endpoint
+from infbench_agent.macro.client import Engine
+from infbench_agent.macro.intended import from_intended
+from infbench_agent.macro.metrics import compact_record, summarize
+from infbench_agent.macro.conversations import turn_summary
+from infbench_agent.macro.steady import steady_window, steady_window_note
+from infbench_agent.macro.drive import cpu_seconds, drive
+from infbench_agent.macro.prompts import PromptMaker
 
 
 def split(n: int, parts: int) -> List[int]:

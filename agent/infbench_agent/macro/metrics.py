@@ -13,10 +13,7 @@ import math
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-
-class BadResponse(Exception):
-    """A response the server should not have sent (a malformed chunk, header or message): it fails that
-    request alone, with this message as its error."""
+from infbench_agent.http import BadResponse
 
 
 # No model reads or writes this many tokens in one request (the longest context windows are around 10M):
@@ -79,51 +76,6 @@ class SSEParser:
     @property
     def pending(self) -> bytes:
         return b"".join(self._parts)
-
-
-class ChunkedDecoder:
-    """Decodes HTTP/1.1 chunked transfer coding incrementally; `done` once the zero-size chunk is read."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._remaining = -1  # bytes left in the current chunk; -1 = expecting a size line
-        self.done = False
-
-    def feed(self, data: bytes) -> bytes:
-        buf = self._buf + data if self._buf else data
-        out = []
-        pos = 0
-        end = len(buf)
-        while not self.done:
-            if self._remaining < 0:
-                nl = buf.find(b"\r\n", pos)
-                if nl < 0:
-                    break
-                size_text = buf[pos:nl]
-                pos = nl + 2
-                if b";" in size_text:
-                    size_text = size_text.split(b";", 1)[0]
-                size_text = size_text.strip()
-                if not size_text:
-                    continue  # the CRLF after a chunk's data
-                # int(x, 16) alone would take "-5", "+5" and "0x5" too.
-                if size_text.strip(b"0123456789abcdefABCDEF"):
-                    raise BadResponse(f"a chunk-size line of the chunked body is not hexadecimal: {size_text[:40]!r}")
-                size = int(size_text, 16)
-                if size == 0:
-                    self.done = True
-                    break
-                self._remaining = size
-            stop = min(end, pos + self._remaining)
-            out.append(buf[pos:stop])
-            self._remaining -= stop - pos
-            pos = stop
-            if self._remaining == 0:
-                self._remaining = -1
-            else:
-                break
-        self._buf = buf[pos:] if pos else buf
-        return out[0] if len(out) == 1 else b"".join(out)
 
 
 def message_content(message: dict) -> Optional[str]:

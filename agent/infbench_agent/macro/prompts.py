@@ -1,5 +1,5 @@
 """Macro phase: the prompts, random and different for every request and every run (or read from a file), and
-their calibration to the server's tokenizer. Datasets read from files (ShareGPT) are in macro_datasets.py."""
+their calibration to the server's tokenizer. Datasets read from files (ShareGPT) are in macro/datasets.py."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ import random
 from typing import Callable, List, Optional, Tuple
 
 from infbench_agent import events
-from infbench_agent.loadgen_http import Endpoint, simple_request
-from infbench_agent.loadgen_metrics import BadResponse, json_reply, usage_count
+from infbench_agent.http import BadResponse, Endpoint, simple_request
+from infbench_agent.macro.metrics import json_reply, usage_count
 
 WORDS = (
     "time year people way day man thing woman life child world school state family student group country "

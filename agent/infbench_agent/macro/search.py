@@ -5,7 +5,7 @@ doubles it while the SLOs are met (the bracket), then bisects between the highes
 lowest that did not, until the two are one level apart (concurrency: 1 request; rate: 5% of the rate). Each
 load runs --trials times (trial k's prompts are drawn from the run's --seed and request numbers no other trial
 uses, so the trials differ and the seed repeats the whole run), and the verdict of a load is taken on the
-intervals of its trials (macro_trials.py): a load whose interval straddles a limit is undecided, and the search
+intervals of its trials (macro/trials.py): a load whose interval straddles a limit is undecided, and the search
 counts it as not shown to meet.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from typing import Any, Dict, Iterator, List, Optional
 
 from infbench_agent import events
-from infbench_agent.macro_trials import Slo, figure_text, judge_all, trial_figures
+from infbench_agent.macro.trials import Slo, figure_text, judge_all, trial_figures
 
 # A rate search stops when the bracket is this narrow against its upper end.
 RATE_RESOLUTION = 0.05

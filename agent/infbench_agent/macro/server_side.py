@@ -6,8 +6,8 @@ import json
 from typing import Dict, List, Optional, Tuple
 
 from infbench_agent import auth, events
-from infbench_agent.loadgen_http import Endpoint, simple_request
-from infbench_agent.loadgen_metrics import BadResponse, json_reply, parse_prometheus_totals
+from infbench_agent.http import BadResponse, Endpoint, simple_request
+from infbench_agent.macro.metrics import json_reply, parse_prometheus_totals
 from infbench_agent.simulator_mark import SIMULATOR_MARK
 
 

@@ -22,8 +22,8 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from infbench_agent.loadgen_http import Endpoint, simple_request
-from infbench_agent.loadgen_metrics import prometheus_value
+from infbench_agent.http import Endpoint, simple_request
+from infbench_agent.macro.metrics import prometheus_value
 
 # Each gauge: the series' name here, then the server's names in order of preference (a name earlier in
 # the list wins where a server exports both, as vLLM 0.9+ does with the deprecated alias), and how label

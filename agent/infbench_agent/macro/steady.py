@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from infbench_agent.loadgen_metrics import describe_ms, request_tpot
+from infbench_agent.macro.metrics import describe_ms, request_tpot
 
 # Below these the window says too little to stand beside the whole level's figures.
 MIN_REQUESTS = 4

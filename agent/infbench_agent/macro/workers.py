@@ -15,10 +15,11 @@ import time
 from typing import Callable, List
 
 from infbench_agent import events
-from infbench_agent.loadgen_http import Endpoint, Engine
-from infbench_agent.macro_drive import Cancel, cpu_seconds, drive, raise_open_file_limit
-from infbench_agent.macro_levels import LevelRun
-from infbench_agent.macro_prompts import PromptMaker
+from infbench_agent.http import Endpoint
+from infbench_agent.macro.client import Engine
+from infbench_agent.macro.drive import Cancel, cpu_seconds, drive, raise_open_file_limit
+from infbench_agent.macro.levels import LevelRun
+from infbench_agent.macro.prompts import PromptMaker
 
 
 def worker_main() -> int:

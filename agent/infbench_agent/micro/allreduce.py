@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from infbench_agent import events
 from infbench_agent.events import AgentError
-from infbench_agent.micro_timing import median
+from infbench_agent.micro.timing import median
 
 # NVLink multicast (NVLS) can put a shared host's GPUs out of service; never let NCCL try it.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -41,8 +41,8 @@ def doubling_sizes(min_bytes: int, max_bytes: int) -> list[int]:
 
 def agent_command() -> tuple[list[str], dict[str, str]]:
     """argv and environment that start this agent again, from a zipapp or from its source folder."""
-    # __file__ is <agent.pyz>/infbench_agent/micro_allreduce.py in a zipapp, or <folder>/infbench_agent/... .
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # __file__ is <agent.pyz>/infbench_agent/micro/allreduce.py in a zipapp, or <folder>/infbench_agent/... .
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(SAFE_ENV)

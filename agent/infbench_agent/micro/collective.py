@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional
 
 from infbench_agent import auth, events, options
 from infbench_agent.events import AgentError
-from infbench_agent.micro_allreduce import (
+from infbench_agent.micro.allreduce import (
     SAFE_ENV,
     agent_command,
     bus_bandwidth,
@@ -47,7 +47,7 @@ from infbench_agent.micro_allreduce import (
     rank_device,
     stop_ranks,
 )
-from infbench_agent.micro_guard import GpuOccupancy, check_gpus, read_occupancy
+from infbench_agent.micro.guard import GpuOccupancy, check_gpus, read_occupancy
 from infbench_agent.models import ModelError, resolve_model
 
 DEFAULT_M = options.DEFAULT_M
@@ -81,7 +81,7 @@ def free_port() -> int:
 
 def plan(args: Any) -> dict:
     """Decode-step message sizes for the cluster's world size, from the model's config."""
-    from infbench_agent.micro import parse_m_list
+    from infbench_agent.micro.command import parse_m_list
 
     local, device, occupancy = _local_ranks(args)
     if occupancy is not None:

@@ -15,8 +15,8 @@ from typing import Any, Optional, cast
 
 from infbench_agent import auth, events, options
 from infbench_agent.events import AgentError
-from infbench_agent.micro_allreduce import annotate, doubling_sizes, run_allreduce, worker_main
-from infbench_agent.micro_guard import check_gpus, describe, read_occupancy
+from infbench_agent.micro.allreduce import annotate, doubling_sizes, run_allreduce, worker_main
+from infbench_agent.micro.guard import check_gpus, describe, read_occupancy
 from infbench_agent.models import GemmShape, ModelError, ModelInfo, gemm_shapes, parse_shape, preset_names, resolve_model
 
 MIB = 1024 * 1024
@@ -153,8 +153,8 @@ def run(args: Any) -> int:
     if args.repeats is None:
         args.repeats = 10 if on_gpu else CPU_REPEATS
     events.log(f"Device: {device_name} ({device}), torch {torch.__version__}, memory budget {budget / 2**30:.1f} GiB.")
-    from infbench_agent.micro_gemm import build_gemm, choose_kernel, gemm_point, time_gemm, torch_dtype
-    from infbench_agent.micro_timing import event_time_us, launch_overhead, measure_peaks
+    from infbench_agent.micro.gemm import build_gemm, choose_kernel, gemm_point, time_gemm, torch_dtype
+    from infbench_agent.micro.timing import event_time_us, launch_overhead, measure_peaks
 
     want = args.dtype
     if want == "auto":

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from infbench_agent.micro_timing import graph_time_us, loop_time_us
+from infbench_agent.micro.timing import graph_time_us, loop_time_us
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1, "int4": 0.5}

@@ -1,8 +1,19 @@
-"""Editing a server's command line: one place that knows the flag spellings vLLM and SGLang accept."""
+"""Reading and editing a server's command line: one place that knows the flag spellings vLLM and SGLang accept."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Tuple
+
+
+def flag_value(argv: List[str], names: Tuple[str, ...]) -> Optional[str]:
+    """The value of the first of `names` on a command line (`--x V` or `--x=V`)."""
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
 
 
 def drop_flag(argv: List[str], name: str) -> List[str]:

@@ -17,13 +17,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import auth, events, options, served_model
+from infbench_agent import auth, events, http, options
+from infbench_agent.probe import served_model
+from infbench_agent.probe.argv import flag_value
 from infbench_agent.simulator_mark import MIMIC_HEADER, SIMULATOR_MARK
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -212,40 +211,6 @@ def probe_gpus(timeout: float) -> Dict[str, Any]:
 # -------------------------------------------------------------------------------------------- server
 
 
-HttpAnswer = Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]
-
-
-def http(url: str, timeout: float, method: str = "GET", api_key: Optional[str] = None) -> HttpAnswer:
-    """(status, body, headers, error): HTTP errors are answers too; only no answer at all is an error.
-
-    `timeout` bounds the whole exchange: urllib's bounds each read alone, and a server trickling its headers
-    or body a byte a second passes every one of them. The read goes on in a daemon thread, given up at the
-    bound (the probe is one short process)."""
-    answer: List[HttpAnswer] = []
-    reader = threading.Thread(target=lambda: answer.append(http_once(url, timeout, method, api_key)), daemon=True)
-    reader.start()
-    reader.join(timeout * 2)
-    if answer:
-        return answer[0]
-    return None, None, {}, f"no complete answer within {timeout * 2:g} s: the server sends its reply too slowly"
-
-
-def http_once(url: str, timeout: float, method: str, api_key: Optional[str]) -> HttpAnswer:
-    req = urllib.request.Request(url, method=method, headers={"User-Agent": "inference-bench-probe", **auth.auth_headers(api_key)})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the user's own server URL
-            return resp.status, resp.read(2_000_000), {k.lower(): v for k, v in resp.headers.items()}, None
-    except urllib.error.HTTPError as exc:
-        try:
-            body = exc.read(200_000)
-        except Exception:  # noqa: BLE001 - the body of an error page is optional
-            body = b""
-        return exc.code, body, {k.lower(): v for k, v in (exc.headers or {}).items()}, None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, None, {}, str(reason)
-
-
 def json_of(body: Optional[bytes]) -> Any:
     """The reply's JSON, or None for one that is not JSON or nests past what Python's parser reads (a
     RecursionError would end the probe, not just this reply)."""
@@ -281,7 +246,7 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
     }
 
     def get(path: str, method: str = "GET") -> Tuple[Optional[int], Optional[bytes], Dict[str, str], Optional[str]]:
-        return http(base + path, timeout, method, api_key)
+        return http.request(base + path, timeout, method, api_key)
 
     status, _, headers, err = get("/health")
     if status is None:
@@ -304,7 +269,7 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
         out["error"] = f"{auth.unauthorized_message(base + '/v1/models', status, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}."
     elif status == 200 and api_key:
         # The key was accepted; whether the server needs it at all shows only in a request without it.
-        bare_status, _, _, _ = http(base + "/v1/models", timeout, "GET", None)
+        bare_status, _, _, _ = http.request(base + "/v1/models", timeout, "GET", None)
         out["auth"].update(key_accepted=True)
         if bare_status in (401, 403):
             out["auth"].update(required=True, status=bare_status)
@@ -384,17 +349,6 @@ def probe_server(url: str, timeout: float, api_key: Optional[str] = None) -> Dic
 def version_tuple(version: Optional[str]) -> Optional[Tuple[int, int]]:
     m = re.match(r"v?(\d+)\.(\d+)", version or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def flag_value(argv: List[str], names: Tuple[str, ...]) -> Optional[str]:
-    """The value of the first of `names` on a command line (`--x V` or `--x=V`)."""
-    for i, a in enumerate(argv):
-        for n in names:
-            if a == n and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(n + "="):
-                return a.split("=", 1)[1]
-    return None
 
 
 def profiler_config_from_argv(argv: List[str]) -> Dict[str, Any]:
@@ -518,7 +472,7 @@ def profiler_state(base: str, server: Dict[str, Any], timeout: float, api_key: O
             "kind": "torch",
             "evidence": "SGLang always serves /start_profile (traces go to SGLANG_TORCH_PROFILER_DIR or /tmp)",
         }
-    status, _, _, err = http(base + "/start_profile", timeout, method="OPTIONS", api_key=api_key)
+    status, _, _, err = http.request(base + "/start_profile", timeout, method="OPTIONS", api_key=api_key)
     if status in (200, 204, 405):
         return {"enabled": True, "kind": None, "evidence": f"/start_profile exists (OPTIONS answered {status})"}
     if status == 404:

@@ -13,6 +13,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from infbench_agent.probe.argv import flag_value
+
 # The config.json fields the summary keeps, under the names Hugging Face configs give them.
 FIELDS = (
     "num_hidden_layers",
@@ -33,8 +35,6 @@ MAX_CONFIG_BYTES = 4 << 20
 
 
 def _flag(argv: List[str], name: str) -> Optional[str]:
-    from infbench_agent.probe import flag_value  # probe imports this module
-
     return flag_value(argv, (name,))
 
 

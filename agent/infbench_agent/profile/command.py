@@ -22,14 +22,12 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Any, Dict, List, Optional, Tuple, cast
 
-from infbench_agent import auth, events, options
-from infbench_agent.probe import (
+from infbench_agent import auth, events, http, options
+from infbench_agent.probe.argv import flag_value
+from infbench_agent.probe.command import (
     attach_process,
-    flag_value,
     parallel_sizes,
     probe_server,
     profiler_config_from_argv,
@@ -49,21 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- HTTP
-
-
-def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
-    """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
-    data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except socket.timeout:
-        return None, f"no answer within {timeout:.0f} s"
-    except (urllib.error.URLError, OSError) as e:
-        return None, str(getattr(e, "reason", e))
 
 
 # ------------------------------------------------------------------------------- what the server is
@@ -271,31 +254,26 @@ def stream_tokens(
 ) -> Tuple[Optional[int], str, Optional[int]]:
     """A streamed completion: sets `reached` once `at` tokens have come (each one a forward step of the batch).
     (status, error text, completion tokens)."""
-    data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     tokens, usage = 0, None
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            for raw in r:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:") or line == "data: [DONE]":
-                    continue
-                try:
-                    chunk = json.loads(line[5:])
-                except ValueError:
-                    continue
-                usage = (chunk.get("usage") or {}).get("completion_tokens", usage)
-                if any(c.get("text") for c in chunk.get("choices") or []):
-                    tokens += 1
-                    if tokens >= at:
-                        reached.set()
-            return r.status, "", usage if usage is not None else tokens
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace"), None
-    except socket.timeout:
-        return None, f"no answer within {timeout:.0f} s", None
-    except (urllib.error.URLError, OSError) as e:
-        return None, str(getattr(e, "reason", e)), None
+
+    def on_line(line: str) -> None:
+        nonlocal tokens, usage
+        if not line.startswith("data:") or line == "data: [DONE]":
+            return
+        try:
+            chunk = json.loads(line[5:])
+        except ValueError:
+            return
+        usage = (chunk.get("usage") or {}).get("completion_tokens", usage)
+        if any(c.get("text") for c in chunk.get("choices") or []):
+            tokens += 1
+            if tokens >= at:
+                reached.set()
+
+    status, error = http.post_stream(url, {**body, "stream": True, "stream_options": {"include_usage": True}}, timeout, api_key, on_line)
+    if error is not None:
+        return status, error, None
+    return status, "", usage if usage is not None else tokens
 
 
 def drive(
@@ -329,7 +307,7 @@ def drive(
             status, text, tokens = stream_tokens(base + "/v1/completions", body, timeout, api_key, *steady)
             text = text or json.dumps({"usage": {"completion_tokens": tokens}})
         else:
-            status, text = post(base + "/v1/completions", body, timeout, api_key)
+            status, text = http.post(base + "/v1/completions", body, timeout, api_key)
         record: Dict[str, Any] = {"ok": status == 200, "status": status, "seconds": round(time.monotonic() - t0, 3)}
         if status == 200:
             try:
@@ -435,7 +413,7 @@ class ProfilerSession:
         self.active = False
         # Short: the controller's SIGKILL follows its SIGTERM within seconds; the server acts on the request
         # once it has arrived, whether or not we are still there for the answer.
-        status, text = post(self.base + "/stop_profile", None, 2.5, self.api_key)
+        status, text = http.post(self.base + "/stop_profile", None, 2.5, self.api_key)
         try:
             events.log(
                 f"{why}: stopped the server's profiler (/stop_profile answered " f"{status if status is not None else text})", "warn"
@@ -453,7 +431,7 @@ def start_profile(
     box: Dict[str, Any] = {}
 
     def target() -> None:
-        box["answer"] = post(base + "/start_profile", body, start_timeout, api_key)
+        box["answer"] = http.post(base + "/start_profile", body, start_timeout, api_key)
 
     t = threading.Thread(target=target, daemon=True)
     t.start()
@@ -485,9 +463,10 @@ def collect_nsys(args: argparse.Namespace) -> int:
     """--nsys-report: the server under nsys has stopped; export its report to SQLite here and read it here.
 
     Writes beside the report REPORT.sqlite, REPORT.records.jsonl (every kernel with its step and NVTX module,
-    nsys_report.py) and REPORT-kineto/ (the same steps as Kineto traces), and reports their paths and sizes.
+    profile/nsys_report.py) and REPORT-kineto/ (the same steps as Kineto traces), and reports their paths and sizes.
     """
-    from infbench_agent import nsys_host, nsys_report
+    from infbench_agent.server import nsys as nsys_host
+    from infbench_agent.profile import nsys_report
 
     nsys = args.nsys or nsys_host.discover().get("nsys")
     if not nsys:
@@ -860,7 +839,7 @@ def _profile(
     events.emit(events.PROFILE_STATUS, stage="stop", message="stopping the profiler; the ranks now write their traces")
     t_stop = time.monotonic()
     status, text = call_with_progress(
-        "/stop_profile", lambda: post(base + "/stop_profile", None, args.stop_timeout, api_key), args.stop_timeout
+        "/stop_profile", lambda: http.post(base + "/stop_profile", None, args.stop_timeout, api_key), args.stop_timeout
     )
     session.active = False
     if status != 200 and kind == "vllm":

@@ -1,6 +1,6 @@
 """Reads an Nsight Systems report exported to SQLite and names the NVTX module of every GPU kernel.
 
-    python3 -m infbench_agent.nsys_report REPORT.sqlite [--step-range REGEX] [--kineto FOLDER]
+    python3 -m infbench_agent.profile.nsys_report REPORT.sqlite [--step-range REGEX] [--kineto FOLDER]
 
 Writes one JSON object per line: a header, then every kernel, copy and memset in start order, each
 with its decode step and its module path, then a summary. Standard library only (`sqlite3`).
@@ -413,7 +413,7 @@ def write_kineto(report: NsysReport, folder: str) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.nsys_report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.profile.nsys_report", description=__doc__.split("\n\n")[0])
     p.add_argument("report", help="an Nsight Systems report exported to SQLite (nsys export --type sqlite)")
     p.add_argument(
         "--step-range",

@@ -9,7 +9,7 @@ The controller asks the user before calling stop or start; this module never dec
 identified by its pid and its start time (field 22 of /proc/<pid>/stat), and its command line is
 compared with the recipe's: a pid reused by another process is never signalled, and nothing is
 matched by name. The recipe is the whole process as it ran: its command line, folder, every variable of
-its environment, and where its stdout and stderr went (server_output.py), so that putting it back gives
+its environment, and where its stdout and stderr went (server/output.py), so that putting it back gives
 the same process. Secret values (--api-key, *_TOKEN, a password in a URL) leave the host redacted; the
 real values stay in a file only the user can read under the agent's cache folder, for the next start.
 """
@@ -28,8 +28,10 @@ import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import auth, events, probe, server_output
-from infbench_agent.server_argv import drop_flag
+from infbench_agent import auth, events, http, options
+from infbench_agent.probe import command as probe
+from infbench_agent.server import output as server_output
+from infbench_agent.probe.argv import drop_flag
 from infbench_agent.events import AgentError
 
 # Start-up milestones in the server's log. vLLM: "Loading weights took %.2f seconds"
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a whole environment can pass Linux's 128 KiB limit on one argument",
     )
     parser.add_argument("--start-timeout", type=float, default=3600.0, help="start: seconds to wait for /health and /v1/models")
-    auth.add_arguments(parser)
+    options.add_key_arguments(parser)
 
 
 def _on_signal(signum, frame) -> None:  # noqa: ANN001 - signal handler signature
@@ -368,7 +370,7 @@ def status(
         changed, change = profiler_recipe(recipe, trace_dir, delay, max_iterations)
         result["profiler_recipe"], result["profiler_change"] = changed, change
     if nsys:
-        from infbench_agent import nsys_host
+        from infbench_agent.server import nsys as nsys_host
 
         result.update(nsys_host.status_fields(recipe, nsys, os.path.join(cache_dir(), "nsys", time.strftime("%Y%m%d-%H%M%S"))))
     return result
@@ -532,10 +534,10 @@ def stage_of(line: str) -> Optional[str]:
 
 
 def _ready(base: str, timeout: float, api_key: Optional[str]) -> bool:
-    health, _, _, _ = probe.http(base + "/health", timeout, api_key=api_key)
+    health, _, _, _ = http.request(base + "/health", timeout, api_key=api_key)
     if health != 200:
         return False
-    models, _, _, _ = probe.http(base + "/v1/models", timeout, api_key=api_key)
+    models, _, _, _ = http.request(base + "/v1/models", timeout, api_key=api_key)
     return models == 200
 
 

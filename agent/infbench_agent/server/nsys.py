@@ -1,15 +1,15 @@
 """Nsight Systems on the host: where `nsys` is, whether its importer can run, and the server's recipe under it.
 
-    python3 -m infbench_agent.nsys_host [--nsys PATH]
+    python3 -m infbench_agent.server.nsys [--nsys PATH]
 
 prints, as one JSON object, every nsys found (the target's setting, PATH, the CUDA toolkit, Nsight
 Systems installs, and the copy inside Nsight Compute installs), the one that would be used, its
 version, the importer libraries it lacks and, where something is missing, how to get it.
 
-`nsys_recipe` turns an adopted server recipe (server.py's shape: kind, argv, env, version) into the
+`nsys_recipe` turns an adopted server recipe (server/command.py's shape: kind, argv, env, version) into the
 same server started under `nsys profile`, recorded from its start, with the server's own switch that
 makes /start_profile and /stop_profile call cudaProfilerStart/Stop (the reader keeps the steps between
-them, nsys_report.py) and its layerwise NVTX markers where the version has them:
+them, profile/nsys_report.py) and its layerwise NVTX markers where the version has them:
 - vLLM >= 0.13: --profiler-config '{"profiler":"cuda"}' (vllm/config/profiler.py); 0.12: the
   environment VLLM_TORCH_CUDA_PROFILE=1 (vllm/entrypoints/serve/profile/api_router.py); layer ranges
   with --enable-layerwise-nvtx-tracing (ObservabilityConfig.enable_layerwise_nvtx_tracing, hooks in
@@ -36,8 +36,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from infbench_agent import probe
-from infbench_agent.server_argv import drop_flag
+from infbench_agent.probe import command as probe
+from infbench_agent.probe.argv import drop_flag
 
 IMPORTER_LIBS = ("libdw.so.1", "libelf.so.1", "libbz2.so.1.0")
 # Where installs put nsys, in the order they are tried after the setting and PATH.
@@ -290,7 +290,7 @@ def wait_settled(path: str, settle_s: float, timeout_s: float) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.nsys_host", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m infbench_agent.server.nsys", description=__doc__.split("\n\n")[0])
     p.add_argument("--nsys", help="the nsys to use, as the target's setting names it")
     a = p.parse_args(argv)
     result = discover(a.nsys)

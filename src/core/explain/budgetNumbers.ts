@@ -393,7 +393,7 @@ function predictAllReduce(
  * Expert parallelism at the same batch: each of the W ranks holds ceil(batch / W) tokens and sends each
  * to its top-k experts and back, ceil(batch / W) x top-k x hidden x 2 bytes per all-to-all, rounded up
  * to a multiple of W elements for all_to_all_single's even split (the sizes the agent's `collective
- * --plan` gives, agent/infbench_agent/collective.py); dispatch and combine once per MoE layer.
+ * --plan` gives, agent/infbench_agent/micro/collective.py); dispatch and combine once per MoE layer.
  */
 function predictExpertParallel(
   micro: MicroInput,

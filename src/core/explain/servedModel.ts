@@ -1,4 +1,4 @@
-// The model the server really served, as the probe read it from its config.json (agent served_model.py),
+// The model the server really served, as the probe read it from its config.json (agent probe/served_model.py),
 // and the checks that set it against micro's model and the profiled trace: a budget pairs only what agrees.
 import { finite } from '../../shared/finite';
 import { ModelStructure } from './modelStructure';

@@ -1,4 +1,4 @@
-// Multi-turn levels (the agent's --dataset-name multi_turn, agent/infbench_agent/macro_conversations.py): how long
+// Multi-turn levels (the agent's --dataset-name multi_turn, agent/infbench_agent/macro/conversations.py): how long
 // the context grew, what the first and the last turn waited for their first token, and the prefix-cache hit
 // rate the server's own counters gave. A prefix cache shortens the later turns' TTFT: their context is
 // mostly the turn before, prompt and answer.

@@ -1,7 +1,7 @@
 // What the findings say of the GPUs over a macro run (power, energy per token, throttling), of the
 // client's dispatch delay (latency from the intended send time), and of the Pareto front of its levels
-// or of a comparison's configurations. The agent measures (agent/infbench_agent/gpu_telemetry.py and
-// loadgen_intended.py); these are the tables and lines.
+// or of a comparison's configurations. The agent measures (agent/infbench_agent/macro/gpu_telemetry.py and
+// macro/intended.py); these are the tables and lines.
 import { finite } from '../../shared/finite';
 import { ParetoFront, ParetoPoint, paretoFront } from '../../shared/pareto';
 import { MacroLevelSummary } from '../../shared/results';

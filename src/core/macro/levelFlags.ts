@@ -5,7 +5,7 @@
 import { LevelCut, LevelLimit, MacroLevelSummary } from '../../shared/results';
 import { finite } from '../../shared/finite';
 
-// The agent warns from these same figures (agent/infbench_agent/macro.py): p99 scheduling lag above
+// The agent warns from these same figures (agent/infbench_agent/macro/command.py): p99 scheduling lag above
 // 10 ms, and a load-generator process above 85% of one core.
 export const LAG_P99_LIMIT_MS = 10;
 // The agent warns from this too: its process waiting over 10 ms (p99) for a CPU stamps each read that late.

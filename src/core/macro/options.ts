@@ -247,7 +247,7 @@ function requestExtras(o: MacroOptions): MacroAgentOptions {
 
 const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;
 
-/** The lengths a request may draw, as the agent bounds them (macro_prompts.py length_range, vLLM's floor and ceil). */
+/** The lengths a request may draw, as the agent bounds them (macro/prompts.py length_range, vLLM's floor and ceil). */
 export function lengthRange(length: number, ratio: number): [number, number] {
   return [Math.max(1, Math.floor(length * (1 - ratio))), Math.max(1, Math.ceil(length * (1 + ratio)))];
 }
@@ -303,7 +303,7 @@ function promptsText(o: MacroOptions): string {
 /** "multi-turn: 16 conversations × 4 turns, +256 tokens a turn → 128 output tokens, each turn sending the whole history". */
 function multiTurnText(o: MacroOptions): string {
   const turns = o.multiTurn?.turns ?? MULTI_TURN_DEFAULT_TURNS;
-  // As the agent counts them (macro.py, conversation_count): a level of seconds starts new ones until its end;
+  // As the agent counts them (macro/command.py, conversation_count): a level of seconds starts new ones until its end;
   // else as many as given, or the level's requests ÷ turns.
   const conversations =
     o.durationS !== undefined

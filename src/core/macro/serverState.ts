@@ -1,4 +1,4 @@
-// The server's own state over each macro level (agent/infbench_agent/server_state.py samples its
+// The server's own state over each macro level (agent/infbench_agent/macro/server_state.py samples its
 // /metrics about once a second): how many requests it ran and queued, how full its KV cache was,
 // preemptions and prefix-cache hits. It is what says why TPOT p99 moved or throughput stopped rising.
 import { MacroLevelSummary } from '../../shared/results';

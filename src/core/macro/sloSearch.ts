@@ -1,5 +1,5 @@
 // The SLO verdicts and the search for the highest load that meets them, as the agent reports them
-// (agent/infbench_agent/macro_search.py): each level's verdict on its last trial (`slo`), and the run's
+// (agent/infbench_agent/macro/search.py): each level's verdict on its last trial (`slo`), and the run's
 // answer in its result (`slo`: the line, the bracket, every load visited). Here: how they read.
 import { MacroLevelSummary } from '../../shared/results';
 import { finite } from '../../shared/finite';
@@ -76,7 +76,7 @@ export function sloLines(outcome: SloOutcome | undefined, levels: readonly Macro
   return lines;
 }
 
-// The agent's grammar (macro_trials.py SLO_TERM), checked before a run so that a typo is said at once.
+// The agent's grammar (macro/trials.py SLO_TERM), checked before a run so that a typo is said at once.
 const SLO_TERM = /^(ttft|tpot|itl|e2el)(?:_(p\d+(?:\.\d+)?|mean|median))?\s*<=\s*[0-9.]+\s*(ms|s)?$|^goodput\s*>=\s*[0-9.]+\s*%?$/;
 
 /** What is wrong with an --slo text, or undefined when every objective reads. */

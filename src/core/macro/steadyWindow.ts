@@ -1,4 +1,4 @@
-// A level's figures over its steady window (agent/infbench_agent/macro_steady.py): the ramp, where every
+// A level's figures over its steady window (agent/infbench_agent/macro/steady.py): the ramp, where every
 // stream starts at once and prefills pile into the first steps, and the drain, where the last requests
 // finish in ever smaller batches, trimmed. Where they move a level's figures, the findings show both.
 import { MacroLevelSummary } from '../../shared/results';

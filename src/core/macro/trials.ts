@@ -1,6 +1,6 @@
 // Repeated trials (--trials N): the agent runs each load N times and puts on its last trial each figure's
 // mean, 95% confidence interval (Student's t over the trials) and coefficient of variation
-// (agent/infbench_agent/macro_trials.py). Here: one row per load, "mean ± half-width (CV x%)", and whether
+// (agent/infbench_agent/macro/trials.py). Here: one row per load, "mean ± half-width (CV x%)", and whether
 // two loads' intervals tell a difference.
 //
 // Two figures differ only when their 95% intervals do not overlap. Chosen over Welch's t-test because it

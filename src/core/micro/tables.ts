@@ -1,5 +1,5 @@
 // Micro points as the user reads them: the headline, and tables for the findings document, the
-// results view and the terminal. Points are the agent's `micro.point` payloads (see agent/infbench_agent/micro.py).
+// results view and the terminal. Points are the agent's `micro.point` payloads (see agent/infbench_agent/micro/command.py).
 import { AllReducePoint, GemmPoint, GpuPeak } from '../../shared/results';
 import { MicroKind } from '../../remote/agentProtocol';
 import { ALLREDUCE_BANDWIDTH_COLUMNS, ALLREDUCE_SIZE_COLUMNS, ALLREDUCE_TABLE_ID } from '../../shared/microTables';

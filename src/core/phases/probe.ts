@@ -8,7 +8,7 @@ import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { ProbeResult } from '../../remote/agentProtocol';
 import { apiKeyState, gpuTable, networkLine, probeView, serverName } from '../probe/tables';
 
-// What agent/infbench_agent/probe.py reports (its `probe` and `result` events), as events.py defines it.
+// What agent/infbench_agent/probe/command.py reports (its `probe` and `result` events), as events.py defines it.
 export type { ProbeResult } from '../../remote/agentProtocol';
 
 export interface ProbePhaseOutcome {

@@ -1,6 +1,6 @@
 // The Nsight Systems half of the profiler phase, after the capture: the server under nsys is stopped
 // (nsys writes its report as it exits), the agent exports the report to SQLite and reads it on the host
-// (agent/infbench_agent/profile.py --nsys-report), and its records (every kernel with its step and NVTX
+// (agent/infbench_agent/profile/command.py --nsys-report), and its records (every kernel with its step and NVTX
 // module) and Kineto traces come back into the run folder. The records fold into the layer and module
 // breakdown (nsysModules.ts); the Kineto traces go through the trace analyzer for the kernel categories.
 

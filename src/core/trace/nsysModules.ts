@@ -1,5 +1,5 @@
 // The decode step by layer and module, from an Nsight Systems report: every kernel arrives with the
-// NVTX module path the agent's reader (agent/infbench_agent/nsys_report.py) gave it, straight from the
+// NVTX module path the agent's reader (agent/infbench_agent/profile/nsys_report.py) gave it, straight from the
 // launch's ranges when it ran eagerly, through its graph node's capture-time ranges when replayed.
 // Here the paths become layers and module types, summed per step, beside the kernel categories of
 // families.ts. A kernel with no range stays "(no NVTX range)": counted, never guessed.
@@ -13,7 +13,7 @@ export const NSYS_BREAKDOWN_VERSION = 1;
 export const NO_RANGE = '(no NVTX range)';
 export const IDLE = '(idle)';
 
-/** One line of the reader's output (see nsys_report.py). */
+/** One line of the reader's output (see profile/nsys_report.py). */
 export type NsysRecord =
   | {
       type: 'nsys-header';

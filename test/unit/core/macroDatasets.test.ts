@@ -11,7 +11,7 @@ describe("macro datasets and length ranges in the agent's arguments", () => {
     const args = macroAgentArgs({ inputLen: 256, outputLen: 128, rangeRatio: 0.25 }, URL);
     assert.equal(after(args, '--range-ratio'), '0.25');
     assert.equal(args.includes('--dataset-path'), false);
-    // The agent's bounds (macro_prompts.py length_range): vLLM's floor and ceil around the length.
+    // The agent's bounds (macro/prompts.py length_range): vLLM's floor and ceil around the length.
     assert.deepEqual(lengthRange(256, 0.25), [192, 320]);
     assert.deepEqual(lengthRange(100, 0.33), [67, 133]);
     assert.equal(

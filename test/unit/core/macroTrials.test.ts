@@ -9,7 +9,7 @@ import { macroAgentArgs } from '../../../src/core/macro/options';
 import { MacroLevelSummary } from '../../../src/shared/results';
 import { macroCharts, servingTable } from '../../../webview-ui/src/views/macro';
 
-// Levels as the agent reports a load run three times (agent/infbench_agent/macro_search.py): each trial a
+// Levels as the agent reports a load run three times (agent/infbench_agent/macro/search.py): each trial a
 // level of its own, the last carrying every figure's mean, 95% half-width and CV over the three.
 const T3 = 4.3027;
 function stat(values: number[]) {

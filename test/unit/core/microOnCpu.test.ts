@@ -8,7 +8,7 @@ import { runMicroPhase } from '../../../src/core/phases/micro';
 import { RunSummary } from '../../../src/shared/results';
 import { replayingAgent } from '../../support/replayAgent';
 
-// A micro run's events as agent/infbench_agent/micro.py sends them on a host without a GPU, the
+// A micro run's events as agent/infbench_agent/micro/command.py sends them on a host without a GPU, the
 // device named as the host's processor is; replayed, since the point is how the run is labelled.
 const device = 'AMD EPYC 9654 96-Core Processor';
 const events = [

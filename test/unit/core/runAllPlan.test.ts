@@ -18,7 +18,7 @@ import {
 import { readRunAllRecord, writeRunAllRecord } from '../../../src/core/campaign/runAllRecord';
 import { serverTimes } from '../../../src/core/server/serverTimes';
 
-// A probe result as the agent writes it (agent/infbench_agent/probe.py), cut to what the plan reads.
+// A probe result as the agent writes it (agent/infbench_agent/probe/command.py), cut to what the plan reads.
 function probe(usedMib: number, profiler: boolean | null) {
   return {
     gpus: { available: true, devices: [0, 1].map((index) => ({ index, memory_used_mib: usedMib, memory_total_mib: 143771 })) },

@@ -340,7 +340,7 @@ describe('budget inputs from phase results', () => {
   });
 
   it("reads the micro agent's result: flat points, graph all-reduce times preferred, the model's shapes and counts", () => {
-    // Field names as agent/infbench_agent/micro.py writes them (`us`, `bytes`, `mode`, `per_step`).
+    // Field names as agent/infbench_agent/micro/command.py writes them (`us`, `bytes`, `mode`, `per_step`).
     const input = microInputFrom('m', {
       device: { name: 'NVIDIA H200', kind: 'gpu' },
       model: { name: 'kimi-k2.5', source: 'preset', hidden: 7168, layers: 61, dtype: 'bf16', quant: 'int4' },

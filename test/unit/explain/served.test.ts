@@ -13,7 +13,7 @@ import { RunFolder } from '../../../src/core/runs/runFolder';
 import { environmentTable, probeSummaryLines } from '../../../src/core/probe/tables';
 import { ProbeResult } from '../../../src/remote/agentProtocol';
 
-// The served model's config.json as the probe reports it (agent served_model.py, test_served_model.py),
+// The served model's config.json as the probe reports it (agent probe/served_model.py, test_served_model.py),
 // set against real H200 captures: micro's Kimi-K2.5 TP 8 run and the continuous-batching loop's trace.
 const FIXTURES = join(__dirname, '..', '..', 'fixtures');
 

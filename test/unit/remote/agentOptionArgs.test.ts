@@ -11,8 +11,9 @@ import { AGENT_OPTIONS } from '../../../src/remote/agentOptions';
 function agentParses(command: string, argv: string[]): { ok: boolean; values: Record<string, unknown>; stderr: string } {
   const script = [
     'import argparse, importlib, json, sys',
+    'from infbench_agent import cli',
     'p = argparse.ArgumentParser()',
-    'importlib.import_module("infbench_agent." + sys.argv[1]).add_arguments(p)',
+    'importlib.import_module(cli.COMMANDS[sys.argv[1]]).add_arguments(p)',
     'print(json.dumps(vars(p.parse_args(json.loads(sys.argv[2])))))',
   ].join('\n');
   const r = spawnSync('python3', ['-c', script, command, JSON.stringify(argv)], {

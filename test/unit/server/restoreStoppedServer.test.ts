@@ -19,7 +19,7 @@ const original = {
   identity: { pid: 736, start_ticks: 1 },
 };
 
-// The agent's `server` command as agent/infbench_agent/server.py answers it on a host where the tool
+// The agent's `server` command as agent/infbench_agent/server/command.py answers it on a host where the tool
 // stopped the server: `status` finds nothing on the port (and says so as a warning), `start` starts it.
 // Replayed rather than run: what is tested is which of its words reach the user's log.
 function hostWithServerStopped(): Transport {

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { serverProgressText } from '../../../src/core/server/progressText';
 
-// The agent's server.state events as agent/infbench_agent/server.py emits them.
+// The agent's server.state events as agent/infbench_agent/server/command.py emits them.
 describe("the server's progress line", () => {
   it('says "ready" and the start time once', () => {
     assert.equal(serverProgressText({ stage: 'ready', message: 'ready after 7.6 s (pid 736)', elapsedS: 7.6 }), 'ready after 7.6 s (pid 736)');

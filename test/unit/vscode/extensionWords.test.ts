@@ -14,8 +14,8 @@ import { storageProblem } from '../../../src/core/runs/runFolder';
 import { silentLogger } from '../../../src/core/log';
 import { replayingAgent } from '../../support/replayAgent';
 
-// The hints below are the agent's own (agent/infbench_agent/profile.py, micro.py, micro_guard.py,
-// macro_server.py), with their remedies as the agent sends them; VS Code says each remedy as a
+// The hints below are the agent's own (agent/infbench_agent/profile/command.py, micro/command.py, micro/guard.py,
+// macro/server_side.py), with their remedies as the agent sends them; VS Code says each remedy as a
 // setting or a command, the CLI as a flag or a command line.
 const target: Target = { name: 'b6000', kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: '/opt/venv/bin/python' };
 const vscode = extensionWords(target);
@@ -115,7 +115,7 @@ describe("failures in the extension's words", () => {
   });
 });
 
-// The agent's events for macro runs that failed, as agent/infbench_agent/macro_server.py and macro.py
+// The agent's events for macro runs that failed, as agent/infbench_agent/macro/server_side.py and macro/command.py
 // send them; replayed, since the point is the words the run is said in.
 const notOpenAi = [
   {

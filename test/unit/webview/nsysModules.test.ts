@@ -7,7 +7,7 @@ import { viewableRun } from '../../../src/core/trace/profileView';
 import type { RunSummary } from '../../../src/shared/results';
 import { layerBars, layerKernelTable, layerTable, moduleOrder, nsysData, OUTSIDE_LAYERS, slowLayerSentence } from '../../../webview-ui/src/views/nsysModules';
 
-// A decode step of known kernels, as the agent's reader writes its records (nsys_report.py): three
+// A decode step of known kernels, as the agent's reader writes its records (profile/nsys_report.py): three
 // layers of an attention kernel and an all-reduce, layer 1's attention twice as long, then sampling
 // and a token copy with no module range. Each figure below follows from these numbers.
 const US = 1000; // ns
