@@ -32,6 +32,8 @@ export class TraceFormatError extends Error {
 }
 
 const NEED_MORE = -1;
+/** torchHead's answer when the event is to be read on by the general loop. */
+const GO_ON = -2;
 
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
@@ -149,7 +151,9 @@ class RawNameIds {
     if (bucket) {
       for (let b = 0; b < bucket.length; b++) {
         const raw = this.raws[bucket[b]];
-        if (raw.length === end - s && buf.compare(raw, 0, raw.length, s, end) === 0) return bucket[b];
+        if (raw.length !== end - s) continue;
+        // Short names (runtime calls) compared here; a call into Buffer.compare costs more than that.
+        if (raw.length <= 48 ? eq(buf, s, end, raw) : buf.compare(raw, 0, raw.length, s, end) === 0) return bucket[b];
       }
     }
     const id = this.raws.push(Buffer.from(buf.subarray(s, end))) - 1;
@@ -242,6 +246,8 @@ export class TraceJsonReader {
   private nextBackslash = -1;
   /** Indentation of the current event's line in a pretty-printed trace (torch's own layout), or -1 when compact. */
   private eventIndent = -1;
+  /** Where parseEvent's loop goes on after torchHead. */
+  private goOnAt = 0;
   private events = 0;
   private readonly metadata: Record<string, unknown> = {};
   /** Values of top-level keys other than traceEvents are kept only up to this size. */
@@ -585,6 +591,11 @@ export class TraceJsonReader {
     v.reset(buf);
     this.eventIndent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
     i++;
+    // torch writes "ph" first and "cat" second: both read here by their bytes, the rest of the
+    // event (or all of it, where it is written otherwise) by the loop below, which reads them the same.
+    const head = this.torchHead(buf, i, n);
+    if (head !== GO_ON) return head;
+    i = this.goOnAt;
     for (;;) {
       while (i < n && isWs(buf[i])) i++;
       if (i >= n) return NEED_MORE;
@@ -678,6 +689,57 @@ export class TraceJsonReader {
     }
   }
 
+  /**
+   * The fast way through an event's first keys when they are `"ph": "<one character>"` and
+   * `"cat": "<category>"` in this order, written as torch and JSON.stringify write them (`": ` or
+   * `":`, no other white space before a value): fills the view as the loop of parseEvent would.
+   * Returns the event's end (or NEED_MORE) where that loop would return at once (a skipped phase,
+   * a category only counted); otherwise GO_ON, with goOnAt the place to go on from with that loop:
+   * after the keys read so far, whose values it would read the same way again. `i` is just after the "{".
+   */
+  private torchHead(buf: Buffer, i: number, n: number): number {
+    const v = this.view;
+    let j = i;
+    while (j < n && isWs(buf[j])) j++;
+    if (buf[j] !== Q || buf[j + 1] !== 0x70 || buf[j + 2] !== 0x68 || buf[j + 3] !== Q || buf[j + 4] !== COLON) return this.goOn(i);
+    j += buf[j + 5] === SP ? 6 : 5;
+    const p = buf[j + 1];
+    // A one-character string: not empty, no escape.
+    if (buf[j] !== Q || p === Q || p === BS || buf[j + 2] !== Q || j + 2 >= n) return this.goOn(i);
+    v.ph = p;
+    if (SKIPPED_PHASES[p]) return this.closeEvent(buf, j + 3, n);
+    j += 3;
+    while (j < n && isWs(buf[j])) j++;
+    if (buf[j] !== COMMA) return this.goOn(i);
+    i = ++j;
+    while (j < n && isWs(buf[j])) j++;
+    if (buf[j] !== Q || buf[j + 1] !== 0x63 || buf[j + 2] !== 0x61 || buf[j + 3] !== 0x74 || buf[j + 4] !== Q || buf[j + 5] !== COLON) return this.goOn(i);
+    j += buf[j + 6] === SP ? 7 : 6;
+    if (buf[j] !== Q) return this.goOn(i);
+    const s = j + 1;
+    const stop = Math.min(n, s + 32);
+    let se = s;
+    while (se < stop && buf[se] !== Q && buf[se] !== BS) se++;
+    if (se === stop || buf[se] !== Q) return this.goOn(i);
+    v.cat = catOf(buf, s, se);
+    // CPU ops (most of a real trace's events) and other categories are only counted.
+    if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.closeEvent(buf, se + 1, n);
+    j = se + 1;
+    while (j < n && isWs(buf[j])) j++;
+    if (buf[j] !== COMMA) return this.goOn(i);
+    return this.goOn(j + 1);
+  }
+
+  private goOn(at: number): number {
+    this.goOnAt = at;
+    return GO_ON;
+  }
+
+  /** End of the current event, the rest of which from i is not read. */
+  private closeEvent(buf: Buffer, i: number, n: number): number {
+    return this.eventIndent >= 0 ? closeAtIndent(buf, i, n, this.eventIndent) : this.skipRest(buf, i, n);
+  }
+
   /** A number, or (for string pids such as "Spans") NaN after skipping the value. */
   private numberOrSkip(buf: Buffer, i: number, n: number): number {
     const c = buf[i];
@@ -763,10 +825,19 @@ function closeAtIndent(buf: Buffer, i: number, n: number, indent: number): numbe
     const at = buf.indexOf(RBRACE, from);
     if (at < 0 || at >= n) return NEED_MORE;
     from = at + 1;
-    if (buf[at - indent - 1] !== NL) continue;
-    let k = at - indent;
-    while (k < at && buf[k] === SP) k++;
-    if (k === at) return at + 1;
+    if (buf[at - indent - 1] === NL) {
+      let k = at - indent;
+      while (k < at && buf[k] === SP) k++;
+      if (k === at) return at + 1;
+    }
+    // A closing brace of something nested (torch's "args"): the object's own is usually the next
+    // line, looked at here rather than by another search.
+    if (buf[from] === NL) {
+      let k = from + 1;
+      const stop = k + indent;
+      while (k < stop && k < n && buf[k] === SP) k++;
+      if (k === stop && k < n && buf[k] === RBRACE) return k + 1;
+    }
   }
 }
 
