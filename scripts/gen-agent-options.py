@@ -63,6 +63,8 @@ def spec_lines(o: options.Option) -> list:
         spec += f", aliases: {ts_value(list(o.aliases))}"
     if o.metavar:
         spec += f", metavar: {quote(o.metavar)}"
+    if o.minimum is not None:
+        spec += f", minimum: {ts_value(o.minimum)}"
     return [f"    {camel(o.flag)}: {{ {spec} }},"]
 
 
@@ -100,7 +102,18 @@ def render() -> str:
         "  readonly choices?: readonly string[];",
         "  readonly aliases?: readonly string[];",
         "  readonly metavar?: string;",
+        "  /** The least value a user may give; the CLI refuses less by the flag's name. */",
+        "  readonly minimum?: number;",
         "}",
+        "",
+        "// What the agent's `server` command does: its one positional argument.",
+        f"export const SERVER_ACTIONS = {ts_value(list(options.SERVER_ACTIONS))} as const;",
+        "export type ServerAction = (typeof SERVER_ACTIONS)[number];",
+        "",
+        "// micro's parts (what --skip names) and the token counts M it sweeps on a GPU when none are given.",
+        f"export const MICRO_PARTS = {ts_value(list(options.MICRO_PARTS))} as const;",
+        "export type MicroPart = (typeof MICRO_PARTS)[number];",
+        f"export const DEFAULT_M: readonly number[] = [{', '.join(options.DEFAULT_M.split(','))}];",
         "",
         "// Each command's options as core passes them, named as the flag in camelCase. A secret (the API key)",
         "// has no field: its value goes over stdin, never on a command line (`apiKeyStdin` says it is coming).",

@@ -26,7 +26,9 @@ PRESETS_TEXT = ", ".join(preset_names())
 DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
 
 # The commands whose options the table defines; each talks to the inference server, so each takes the key the same way.
-COMMANDS = ("probe", "macro", "micro", "profile", "collective")
+COMMANDS = ("probe", "macro", "micro", "profile", "collective", "server")
+# The `server` command's one positional argument: what it does with the server.
+SERVER_ACTIONS = ("status", "stop", "start")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class Option:
     internal: bool = False
     aliases: Tuple[str, ...] = ()
     metavar: Optional[str] = None
+    # The least value a user may give (int and float rows): the CLI refuses less, naming the flag, before
+    # anything runs. The agent's argparse does not check it (a default of 0 there means its own choice).
+    minimum: Optional[float] = None
 
     @property
     def dest(self) -> str:
@@ -79,7 +84,7 @@ OPTIONS: List[Option] = [
     _opt(
         "--server-url", "str", ("micro", "collective"), "find the model through this server's /v1/models when no --model/--config is given"
     ),
-    _opt("--hidden", "int", ("micro", "collective"), "hidden size for decode message sizes when no model is given", 0),
+    _opt("--hidden", "int", ("micro", "collective"), "hidden size for decode message sizes when no model is given", 0, minimum=1),
     _opt("--top-k", "int", ("collective",), "experts per token when no model is given (for --plan)", 0),
     # ---- macro: the load
     _opt("--api", "str", ("macro",), "the OpenAI API to call", "completions", choices=("completions", "chat")),
@@ -107,6 +112,7 @@ OPTIONS: List[Option] = [
         0.0,
         metavar="R",
         aliases=("--random-range-ratio",),
+        minimum=0,
     ),
     _opt(
         "--prompts-file",
@@ -133,11 +139,17 @@ OPTIONS: List[Option] = [
         "the dataset file on the server's host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json",
         metavar="PATH",
     ),
-    _opt("--sharegpt-output-len", "int", ("macro",), "ShareGPT: output tokens of every request instead of each conversation's second turn"),
+    _opt(
+        "--sharegpt-output-len",
+        "int",
+        ("macro",),
+        "ShareGPT: output tokens of every request instead of each conversation's second turn",
+        minimum=1,
+    ),
     # vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset: its defaults.
-    _opt("--prefix-repetition-prefix-len", "int", ("macro",), "prefix_repetition: tokens of the prefix a group shares", 256),
-    _opt("--prefix-repetition-suffix-len", "int", ("macro",), "prefix_repetition: tokens of each request's own suffix", 256),
-    _opt("--prefix-repetition-num-prefixes", "int", ("macro",), "prefix_repetition: groups, each with its own prefix", 10),
+    _opt("--prefix-repetition-prefix-len", "int", ("macro",), "prefix_repetition: tokens of the prefix a group shares", 256, minimum=1),
+    _opt("--prefix-repetition-suffix-len", "int", ("macro",), "prefix_repetition: tokens of each request's own suffix", 256, minimum=1),
+    _opt("--prefix-repetition-num-prefixes", "int", ("macro",), "prefix_repetition: groups, each with its own prefix", 10, minimum=1),
     # vllm/benchmarks/multi_turn/benchmark_serving_multi_turn.py: conversations and turns; each user turn
     # is --input-len tokens and each answer --output-len.
     _opt(
@@ -147,6 +159,7 @@ OPTIONS: List[Option] = [
         "multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, "
         "the server's --output-len token answers in between)",
         4,
+        minimum=1,
     ),
     _opt(
         "--multi-turn-conversations",
@@ -154,9 +167,12 @@ OPTIONS: List[Option] = [
         ("macro",),
         "multi_turn: conversations per level, as many at once as the level's concurrency (default: --requests, "
         "or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)",
+        minimum=1,
     ),
     # ---- macro: what each request asks for (vllm/benchmarks/serve.py's sampling and request flags)
-    _opt("--temperature", "float", ("macro",), "sampling temperature (default 0, greedy, as vllm bench serve sends)", metavar="T"),
+    _opt(
+        "--temperature", "float", ("macro",), "sampling temperature (default 0, greedy, as vllm bench serve sends)", metavar="T", minimum=0
+    ),
     _opt("--top-p", "float", ("macro",), "top-p sampling", metavar="P"),
     _opt("--top-k", "int", ("macro",), "top-k sampling", metavar="K"),
     _opt("--min-p", "float", ("macro",), "min-p sampling", metavar="P"),
@@ -180,6 +196,7 @@ OPTIONS: List[Option] = [
         "is then reported as its mean, 95% confidence interval (Student's t) and coefficient of variation",
         1,
         metavar="N",
+        minimum=1,
     ),
     _opt(
         "--slo",
@@ -222,6 +239,7 @@ OPTIONS: List[Option] = [
         "token only while every stream is silent, so a queue is no stall); 0 turns it off",
         60.0,
         metavar="S",
+        minimum=0,
     ),
     _opt("--workers", "str", ("macro",), "load-generator processes per level: auto or a number", "auto", metavar="auto|N"),
     _opt("--streams-per-worker", "int", ("macro",), "with --workers auto: in-flight streams per process", 96),
@@ -245,6 +263,7 @@ OPTIONS: List[Option] = [
         "so its dispatch delay shows; 0 (the default) is off",
         0.0,
         metavar="MS",
+        minimum=0,
     ),
     # ---- profile: the decode workload and the traces
     _opt(
@@ -267,8 +286,11 @@ OPTIONS: List[Option] = [
         "SGLang: decode steps the profiled batch runs before /start_profile is sent (counted on the first request's "
         "streamed tokens), so the capture holds a steady batch rather than its prefill",
         0,
+        minimum=1,
     ),
-    _opt("--num-steps", "int", ("profile",), "SGLang: forward steps captured (num_steps; default output-len - delay-steps - 4)", 0),
+    _opt(
+        "--num-steps", "int", ("profile",), "SGLang: forward steps captured (num_steps; default output-len - delay-steps - 4)", 0, minimum=1
+    ),
     _opt("--record-shapes", "flag", ("profile",), "SGLang: record each operator's input shapes (record_shapes)"),
     _opt("--with-stack", "flag", ("profile",), "SGLang: record each operator's source line (with_stack)"),
     _opt("--request-timeout", "float", ("profile",), "seconds per request", 300.0),
@@ -316,7 +338,7 @@ OPTIONS: List[Option] = [
         "the nsys on the host that exports --nsys-report (default: one found there as server status --nsys auto finds it)",
     ),
     # ---- micro: shapes and parts
-    _opt("--tp", "int", ("micro",), "tensor-parallel size the shapes are split by (default 1)", 1),
+    _opt("--tp", "int", ("micro",), "tensor-parallel size the shapes are split by (default 1)", 1, minimum=1),
     _opt(
         "--m", "str", ("micro", "collective"), f"token counts M of a decode step (default {DEFAULT_M}; {CPU_M} on a CPU)", metavar="1,8,64"
     ),
@@ -330,7 +352,7 @@ OPTIONS: List[Option] = [
         "auto",
         choices=("auto", "bf16", "fp16", "fp32", "fp8", "int4"),
     ),
-    _opt("--group-size", "int", ("micro",), "int4 quantization group size (default: the model's, else 128)", 0),
+    _opt("--group-size", "int", ("micro",), "int4 quantization group size (default: the model's, else 128)", 0, minimum=1),
     _opt(
         "--device",
         "str",
@@ -349,13 +371,15 @@ OPTIONS: List[Option] = [
         metavar="F",
     ),
     _opt("--skip", "str", ("micro",), f"comma-separated parts to leave out: {', '.join(MICRO_PARTS)}", "", metavar="PARTS"),
-    _opt("--repeats", "int", ("micro",), "timed repeats per point; the median is reported (default 10; 3 on a CPU)"),
+    _opt("--repeats", "int", ("micro",), "timed repeats per point; the median is reported (default 10; 3 on a CPU)", minimum=1),
     _opt("--repeats", "int", ("collective",), "timed repeats per point; the median is reported", 5),
-    _opt("--launch-kernels", "int", ("micro",), "kernels per launch-overhead sample (default 1000)", 1000),
-    _opt("--ar-world-size", "int", ("micro",), "all-reduce processes (default: one per GPU; 2 on CPU)", 0),
+    _opt("--launch-kernels", "int", ("micro",), "kernels per launch-overhead sample (default 1000)", 1000, minimum=1),
+    _opt("--ar-world-size", "int", ("micro",), "all-reduce processes (default: one per GPU; 2 on CPU)", 0, minimum=1),
     _opt("--ar-backend", "str", ("micro",), "auto: nccl on GPUs, gloo on CPU", "auto", choices=("auto", "nccl", "gloo")),
     _opt("--ar-min-bytes", "int", ("micro",), "smallest message of the doubling sweep (default 1 KiB)", 1024),
-    _opt("--ar-max-bytes", "int", ("micro",), "largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)", 0),
+    _opt(
+        "--ar-max-bytes", "int", ("micro",), "largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)", 0, minimum=1
+    ),
     # ---- collective: the cluster's rendezvous
     _opt("--plan", "flag", ("collective",), "only print the decode-step message sizes and a free rendezvous port (no PyTorch)"),
     _opt("--cpu", "flag", ("collective",), "plan for a CPU run (short M list)"),
@@ -369,6 +393,37 @@ OPTIONS: List[Option] = [
     _opt("--ops", "str", ("collective",), "collectives to time (default allreduce,alltoall)", "allreduce,alltoall"),
     _opt("--ar-sizes", "str", ("collective",), "all-reduce message bytes, comma-separated (from --plan)", ""),
     _opt("--a2a-sizes", "str", ("collective",), "all-to-all bytes per rank, comma-separated (from --plan)", ""),
+    # ---- server: the inference server's recipe, stopped and started on the user's word
+    _opt("--url", "str", ("server",), "the inference server as seen from this host", DEFAULT_SERVER_URL),
+    _opt("--timeout", "float", ("server",), "seconds per HTTP request", 3.0),
+    _opt(
+        "--profiler-dir",
+        "str",
+        ("server",),
+        "status: also give the recipe with the torch profiler writing here (auto: a new folder in the agent's cache)",
+    ),
+    _opt("--profile-delay-iterations", "int", ("server",), "status: engine steps the profiler skips first (vLLM)", 0),
+    _opt("--profile-max-iterations", "int", ("server",), "status: engine steps the profiler records at most (vLLM)", 0),
+    _opt(
+        "--nsys",
+        "str",
+        ("server",),
+        "status: also give the recipe under Nsight Systems (nsys profile), with this nsys or one found here (auto)",
+        metavar="PATH|auto",
+    ),
+    _opt("--pid", "int", ("server",), "stop: the server's pid"),
+    _opt("--start-ticks", "int", ("server",), "stop: its start time, as /proc/<pid>/stat field 22"),
+    _opt("--argv-json", "str", ("server",), "stop: its command line as adopted (JSON list, secrets redacted)"),
+    _opt("--stop-timeout", "float", ("server",), "stop: seconds after SIGTERM before SIGKILL", 60.0),
+    _opt("--recipe", "str", ("server",), "start: the recipe (JSON, as status gave it)"),
+    _opt(
+        "--recipe-stdin",
+        "flag",
+        ("server",),
+        "start: read the recipe (one JSON line) from stdin, after the API key's line where there is one: "
+        "a whole environment can pass Linux's 128 KiB limit on one argument",
+    ),
+    _opt("--start-timeout", "float", ("server",), "start: seconds to wait for /health and /v1/models", 3600.0),
     # ---- internal: processes the agent starts itself
     _opt("--worker", "flag", ("macro", "collective"), "", internal=True),
     _opt("--allreduce-worker", "flag", ("micro",), "", internal=True),
@@ -396,13 +451,6 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.description = DESCRIPTIONS.get(command)
     for o in options_of(command):
         _add(parser, o)
-
-
-def add_key_arguments(parser: argparse.ArgumentParser) -> None:
-    """--api-key and --api-key-stdin, for a command whose other options are its own."""
-    for o in OPTIONS:
-        if o.flag in ("--api-key", "--api-key-stdin"):
-            _add(parser, o)
 
 
 def _add(parser: argparse.ArgumentParser, o: Option) -> None:

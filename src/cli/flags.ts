@@ -84,9 +84,44 @@ export function agentChoice<C extends AgentOptionCommand, K extends keyof AgentO
   name: K,
   value: string | undefined,
 ): AgentOptionsByCommand[C][K] | undefined {
-  if (value === undefined) return undefined;
   const spec = (AGENT_OPTIONS[command] as Record<string, AgentOptionSpec>)[name];
-  const choices = spec.choices ?? [];
-  if (!choices.includes(value)) throw new UsageError(`${spec.flag} must be one of ${choices.join(', ')}; got "${value}".`);
-  return value as AgentOptionsByCommand[C][K];
+  return agentValue(command, name, { [spec.flag.slice(2)]: value });
+}
+
+/** The flags' values as parseArgs gives them: strings, and booleans for the switches. */
+export type FlagValues = Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
+
+/**
+ * The value of a flag the CLI hands to the agent, read under its flag or an alias and checked as the
+ * agent's option table says: one of its choices; a number, whole for an int; at least its minimum. The
+ * message names the flag as typed, so the CLI keeps no second list of flag names or checks; undefined
+ * when the flag was not given.
+ */
+export function agentValue<C extends AgentOptionCommand, K extends keyof AgentOptionsByCommand[C] & string>(
+  command: C,
+  name: K,
+  values: FlagValues,
+): AgentOptionsByCommand[C][K] | undefined {
+  const spec = (AGENT_OPTIONS[command] as Record<string, AgentOptionSpec>)[name];
+  const flag = [spec.flag, ...(spec.aliases ?? [])].find((f) => typeof values[f.slice(2)] === 'string');
+  if (flag === undefined) return undefined;
+  const text = values[flag.slice(2)] as string;
+  if (spec.choices && !spec.choices.includes(text)) throw new UsageError(`${flag} must be one of ${spec.choices.join(', ')}; got "${text}".`);
+  if (spec.kind !== 'int' && spec.kind !== 'float') return text as AgentOptionsByCommand[C][K];
+  return checkedNumber(spec, flag, text) as AgentOptionsByCommand[C][K];
+}
+
+/** `text` as the number an int or float row takes, at least its minimum; the words name `flag`. */
+function checkedNumber(spec: AgentOptionSpec, flag: string, text: string): number {
+  const v = Number(text);
+  const whole = spec.kind === 'int';
+  const min = spec.minimum;
+  if (Number.isFinite(v) && (!whole || Number.isInteger(v)) && (min === undefined || v >= min)) return v;
+  const kind =
+    whole && min === 1
+      ? 'a positive whole number'
+      : !whole && min === 0
+        ? 'a non-negative number'
+        : `${whole ? 'a whole number' : 'a number'}${min === undefined ? '' : ` of at least ${min}`}`;
+  throw new UsageError(`${flag} takes ${kind}; got "${text}".`);
 }

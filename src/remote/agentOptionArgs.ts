@@ -1,5 +1,5 @@
 // An agent command line from typed options, checked against the agent's own option table.
-import { AGENT_OPTIONS, AgentOptionCommand, AgentOptionsByCommand, AgentOptionSpec } from './agentOptions';
+import { AGENT_OPTIONS, AgentOptionCommand, AgentOptionsByCommand, AgentOptionSpec, ServerAction, ServerAgentOptions } from './agentOptions';
 
 export class AgentOptionError extends Error {}
 
@@ -21,6 +21,20 @@ export function agentOptionArgs<C extends AgentOptionCommand>(command: C, option
     else argv.push(spec.flag, String(value));
   }
   return argv;
+}
+
+/** The agent's `server` command line: the action, then its options as the table writes them. */
+export function serverArgs(action: ServerAction, options: ServerAgentOptions): string[] {
+  return [action, ...agentOptionArgs('server', options)];
+}
+
+/**
+ * The flag that tells the agent's `command` the API key comes on stdin's first line, from its table: the
+ * key itself is never an argument (a host's process list shows those). A command without it is refused.
+ */
+export function apiKeyArgs(command: string): string[] {
+  if (!takesApiKey(command)) throw new AgentOptionError(`The agent's ${command} command takes no API key.`);
+  return agentOptionArgs(command as AgentOptionCommand, { apiKeyStdin: true });
 }
 
 /** Whether the agent's `command` takes the server's API key (over stdin). */

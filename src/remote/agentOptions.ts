@@ -11,7 +11,18 @@ export interface AgentOptionSpec {
   readonly choices?: readonly string[];
   readonly aliases?: readonly string[];
   readonly metavar?: string;
+  /** The least value a user may give; the CLI refuses less by the flag's name. */
+  readonly minimum?: number;
 }
+
+// What the agent's `server` command does: its one positional argument.
+export const SERVER_ACTIONS = ['status', 'stop', 'start'] as const;
+export type ServerAction = (typeof SERVER_ACTIONS)[number];
+
+// micro's parts (what --skip names) and the token counts M it sweeps on a GPU when none are given.
+export const MICRO_PARTS = ['peak', 'gemm', 'launch', 'allreduce'] as const;
+export type MicroPart = (typeof MICRO_PARTS)[number];
+export const DEFAULT_M: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 // Each command's options as core passes them, named as the flag in camelCase. A secret (the API key)
 // has no field: its value goes over stdin, never on a command line (`apiKeyStdin` says it is coming).
@@ -20,6 +31,7 @@ export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?
 export interface MicroAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; tp?: number; m?: string; shape?: readonly string[]; only?: readonly string[]; dtype?: 'auto' | 'bf16' | 'fp16' | 'fp32' | 'fp8' | 'int4'; groupSize?: number; device?: string; allowBusy?: boolean; busyThreshold?: number; skip?: string; repeats?: number; launchKernels?: number; arWorldSize?: number; arBackend?: 'auto' | 'nccl' | 'gloo'; arMinBytes?: number; arMaxBytes?: number }
 export interface ProfileAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; traceDir?: string; concurrency?: number; outputLen?: number; inputLen?: number; delaySteps?: number; numSteps?: number; recordShapes?: boolean; withStack?: boolean; requestTimeout?: number; startTimeout?: number; stopTimeout?: number; settleSeconds?: number; settleTimeout?: number; expectRanks?: number; nodes?: number; collectSince?: number; profiler?: 'torch' | 'nsys'; nsysReport?: string; nsys?: string }
 export interface CollectiveAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; topK?: number; m?: string; device?: string; allowBusy?: boolean; busyThreshold?: number; repeats?: number; plan?: boolean; cpu?: boolean; worldSize?: number; masterAddr?: string; masterPort?: number; nodeRank?: number; rankOffset?: number; localRanks?: number; backend?: 'auto' | 'nccl' | 'gloo'; ops?: string; arSizes?: string; a2aSizes?: string }
+export interface ServerAgentOptions { apiKeyStdin?: boolean; url?: string; timeout?: number; profilerDir?: string; profileDelayIterations?: number; profileMaxIterations?: number; nsys?: string; pid?: number; startTicks?: number; argvJson?: string; stopTimeout?: number; recipe?: string; recipeStdin?: boolean; startTimeout?: number }
 
 export interface AgentOptionsByCommand {
   probe: ProbeAgentOptions;
@@ -27,6 +39,7 @@ export interface AgentOptionsByCommand {
   micro: MicroAgentOptions;
   profile: ProfileAgentOptions;
   collective: CollectiveAgentOptions;
+  server: ServerAgentOptions;
 }
 
 export type AgentOptionCommand = keyof AgentOptionsByCommand;
@@ -53,17 +66,17 @@ export const AGENT_OPTIONS: {
     inputLen: { flag: '--input-len', kind: 'int', default: 256, help: 'prompt tokens (random prompts, calibrated with /tokenize)' },
     outputLen: { flag: '--output-len', kind: 'int', default: 128, help: 'max_tokens for each request' },
     noIgnoreEos: { flag: '--no-ignore-eos', kind: 'flag', default: null, help: 'let the model stop at EOS instead of output-len' },
-    rangeRatio: { flag: '--range-ratio', kind: 'float', default: 0.0, help: 'random prompts: each request\'s prompt and output lengths drawn uniformly from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (vllm bench serve\'s --random-range-ratio)', aliases: ['--random-range-ratio'], metavar: 'R' },
+    rangeRatio: { flag: '--range-ratio', kind: 'float', default: 0.0, help: 'random prompts: each request\'s prompt and output lengths drawn uniformly from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (vllm bench serve\'s --random-range-ratio)', aliases: ['--random-range-ratio'], metavar: 'R', minimum: 0 },
     promptsFile: { flag: '--prompts-file', kind: 'str', default: null, help: 'JSONL of prompts: {"prompt": ...} or {"messages": [...]}, optional "output_len" (the same as --dataset-name jsonl --dataset-path FILE), on the server\'s host', metavar: 'PATH' },
     datasetName: { flag: '--dataset-name', kind: 'str', default: null, help: 'random prompts (default), a JSONL of prompts, ShareGPT conversations (vllm bench serve\'s sharegpt), groups of prompts that share a prefix (its prefix_repetition), or multi-turn conversations whose context grows turn by turn (multi_turn); default with --dataset-path: told from the file (a JSON list is ShareGPT)', choices: ['random', 'jsonl', 'sharegpt', 'prefix_repetition', 'multi_turn'] },
     datasetPath: { flag: '--dataset-path', kind: 'str', default: null, help: 'the dataset file on the server\'s host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json', metavar: 'PATH' },
-    sharegptOutputLen: { flag: '--sharegpt-output-len', kind: 'int', default: null, help: 'ShareGPT: output tokens of every request instead of each conversation\'s second turn' },
-    prefixRepetitionPrefixLen: { flag: '--prefix-repetition-prefix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of the prefix a group shares' },
-    prefixRepetitionSuffixLen: { flag: '--prefix-repetition-suffix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of each request\'s own suffix' },
-    prefixRepetitionNumPrefixes: { flag: '--prefix-repetition-num-prefixes', kind: 'int', default: 10, help: 'prefix_repetition: groups, each with its own prefix' },
-    multiTurnTurns: { flag: '--multi-turn-turns', kind: 'int', default: 4, help: 'multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, the server\'s --output-len token answers in between)' },
-    multiTurnConversations: { flag: '--multi-turn-conversations', kind: 'int', default: null, help: 'multi_turn: conversations per level, as many at once as the level\'s concurrency (default: --requests, or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)' },
-    temperature: { flag: '--temperature', kind: 'float', default: null, help: 'sampling temperature (default 0, greedy, as vllm bench serve sends)', metavar: 'T' },
+    sharegptOutputLen: { flag: '--sharegpt-output-len', kind: 'int', default: null, help: 'ShareGPT: output tokens of every request instead of each conversation\'s second turn', minimum: 1 },
+    prefixRepetitionPrefixLen: { flag: '--prefix-repetition-prefix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of the prefix a group shares', minimum: 1 },
+    prefixRepetitionSuffixLen: { flag: '--prefix-repetition-suffix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of each request\'s own suffix', minimum: 1 },
+    prefixRepetitionNumPrefixes: { flag: '--prefix-repetition-num-prefixes', kind: 'int', default: 10, help: 'prefix_repetition: groups, each with its own prefix', minimum: 1 },
+    multiTurnTurns: { flag: '--multi-turn-turns', kind: 'int', default: 4, help: 'multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, the server\'s --output-len token answers in between)', minimum: 1 },
+    multiTurnConversations: { flag: '--multi-turn-conversations', kind: 'int', default: null, help: 'multi_turn: conversations per level, as many at once as the level\'s concurrency (default: --requests, or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)', minimum: 1 },
+    temperature: { flag: '--temperature', kind: 'float', default: null, help: 'sampling temperature (default 0, greedy, as vllm bench serve sends)', metavar: 'T', minimum: 0 },
     topP: { flag: '--top-p', kind: 'float', default: null, help: 'top-p sampling', metavar: 'P' },
     topK: { flag: '--top-k', kind: 'int', default: null, help: 'top-k sampling', metavar: 'K' },
     minP: { flag: '--min-p', kind: 'float', default: null, help: 'min-p sampling', metavar: 'P' },
@@ -73,42 +86,42 @@ export const AGENT_OPTIONS: {
     seed: { flag: '--seed', kind: 'int', default: null, help: 'prompt seed; default random, so runs never share a prefix' },
     percentiles: { flag: '--percentiles', kind: 'str', default: '50,90,99', help: 'percentiles of each latency, comma-separated', metavar: 'P,P' },
     goodput: { flag: '--goodput', kind: 'str', default: null, help: 'SLOs in ms for goodput: ttft, tpot, e2el', metavar: '"ttft:500 tpot:50"' },
-    trials: { flag: '--trials', kind: 'int', default: 1, help: 'runs of each load level, each with fresh prompts (from --seed and request numbers of its own); every figure is then reported as its mean, 95% confidence interval (Student\'s t) and coefficient of variation', metavar: 'N' },
+    trials: { flag: '--trials', kind: 'int', default: 1, help: 'runs of each load level, each with fresh prompts (from --seed and request numbers of its own); every figure is then reported as its mean, 95% confidence interval (Student\'s t) and coefficient of variation', metavar: 'N', minimum: 1 },
     slo: { flag: '--slo', kind: 'str', default: null, help: 'objectives each level is judged on, comma-separated: METRIC_STAT<=MS (ttft, tpot, itl or e2el at p50, p90, p99, mean or median; an s suffix for seconds) or goodput>=PERCENT% (the share of requests meeting every --goodput SLO, as vllm bench serve counts a good request)', metavar: '"ttft_p99<=2000,tpot_p99<=50"' },
     search: { flag: '--search', kind: 'str', default: null, help: 'find the highest load that meets --slo: from the first --concurrency (or --request-rate) level, doubling until a level fails, then bisecting to one level (1 request; 5% of a rate)', choices: ['concurrency', 'rate'] },
     searchMax: { flag: '--search-max', kind: 'float', default: null, help: 'the highest load the search tries (default 1024 requests in flight, or 256 requests/s)', metavar: 'N' },
     requestTimeout: { flag: '--request-timeout', kind: 'float', default: 600.0, help: 'seconds a request may take from send to its last token before it counts as failed (timeout); a level whose requests all stall stops the run', metavar: 'S' },
-    stallTimeout: { flag: '--stall-timeout', kind: 'float', default: 60.0, help: 'seconds a stream may send no token before it fails as stalled, whatever other bytes arrive (a request still waiting for its first token only while every stream is silent, so a queue is no stall); 0 turns it off', metavar: 'S' },
+    stallTimeout: { flag: '--stall-timeout', kind: 'float', default: 60.0, help: 'seconds a stream may send no token before it fails as stalled, whatever other bytes arrive (a request still waiting for its first token only while every stream is silent, so a queue is no stall); 0 turns it off', metavar: 'S', minimum: 0 },
     workers: { flag: '--workers', kind: 'str', default: 'auto', help: 'load-generator processes per level: auto or a number', metavar: 'auto|N' },
     streamsPerWorker: { flag: '--streams-per-worker', kind: 'int', default: 96, help: 'with --workers auto: in-flight streams per process' },
     updateInterval: { flag: '--update-interval', kind: 'float', default: 1.0, help: 'seconds between running aggregates' },
     noRequestEvents: { flag: '--no-request-events', kind: 'flag', default: null, help: 'do not emit one event per request' },
     noTokenize: { flag: '--no-tokenize', kind: 'flag', default: null, help: 'skip /tokenize calibration (assume 1 token per word)' },
     gpuSampleMs: { flag: '--gpu-sample-ms', kind: 'int', default: 500, help: 'milliseconds between samples of each GPU\'s power, clocks, utilisation, memory and temperature (nvidia-smi) while a level runs; 0 turns it off', metavar: 'MS' },
-    slowClientMs: { flag: '--slow-client-ms', kind: 'float', default: 0.0, help: 'a check of the client\'s own limit: the load generator spends this many ms of CPU before each send, as a slow client would, so its dispatch delay shows; 0 (the default) is off', metavar: 'MS' },
+    slowClientMs: { flag: '--slow-client-ms', kind: 'float', default: 0.0, help: 'a check of the client\'s own limit: the load generator spends this many ms of CPU before each send, as a slow client would, so its dispatch delay shows; 0 (the default) is off', metavar: 'MS', minimum: 0 },
   },
   micro: {
     apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
     model: { flag: '--model', kind: 'str', default: null, help: 'a preset (deepseek-v3, kimi-k2.5, llama-3-70b, llama-3-8b, qwen3-235b-a22b, qwen3-30b-a3b), a model folder, or a Hugging Face id in the host\'s cache', metavar: 'NAME' },
     config: { flag: '--config', kind: 'str', default: null, help: 'the model\'s config.json (or its folder) on the host', metavar: 'PATH' },
     serverUrl: { flag: '--server-url', kind: 'str', default: null, help: 'find the model through this server\'s /v1/models when no --model/--config is given' },
-    hidden: { flag: '--hidden', kind: 'int', default: 0, help: 'hidden size for decode message sizes when no model is given' },
-    tp: { flag: '--tp', kind: 'int', default: 1, help: 'tensor-parallel size the shapes are split by (default 1)' },
+    hidden: { flag: '--hidden', kind: 'int', default: 0, help: 'hidden size for decode message sizes when no model is given', minimum: 1 },
+    tp: { flag: '--tp', kind: 'int', default: 1, help: 'tensor-parallel size the shapes are split by (default 1)', minimum: 1 },
     m: { flag: '--m', kind: 'str', default: null, help: 'token counts M of a decode step (default 1,2,4,8,16,32,64,128,256; 1,4,16 on a CPU)', metavar: '1,8,64' },
     shape: { flag: '--shape', kind: 'strs', default: [], help: 'an extra GEMM (repeatable); with no model, the only shapes', metavar: 'NAME=NxK' },
     only: { flag: '--only', kind: 'strs', default: [], help: 'keep only shapes whose name contains TEXT (repeatable)', metavar: 'TEXT' },
     dtype: { flag: '--dtype', kind: 'str', default: 'auto', help: 'GEMM weights: auto follows the model (int4 -> Marlin, fp8 -> scaled_mm, else its dtype)', choices: ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int4'] },
-    groupSize: { flag: '--group-size', kind: 'int', default: 0, help: 'int4 quantization group size (default: the model\'s, else 128)' },
+    groupSize: { flag: '--group-size', kind: 'int', default: 0, help: 'int4 quantization group size (default: the model\'s, else 128)', minimum: 1 },
     device: { flag: '--device', kind: 'str', default: 'auto', help: 'auto (a GPU when one is there), cuda, cuda:N or cpu', metavar: 'auto|cuda|cuda:N|cpu' },
     allowBusy: { flag: '--allow-busy', kind: 'flag', default: null, help: 'run even when the GPUs\' memory is mostly taken, sized to what is free' },
     busyThreshold: { flag: '--busy-threshold', kind: 'float', default: 0.5, help: 'fraction of GPU memory in use that counts as busy (default 0.5)', metavar: 'F' },
     skip: { flag: '--skip', kind: 'str', default: '', help: 'comma-separated parts to leave out: peak, gemm, launch, allreduce', metavar: 'PARTS' },
-    repeats: { flag: '--repeats', kind: 'int', default: null, help: 'timed repeats per point; the median is reported (default 10; 3 on a CPU)' },
-    launchKernels: { flag: '--launch-kernels', kind: 'int', default: 1000, help: 'kernels per launch-overhead sample (default 1000)' },
-    arWorldSize: { flag: '--ar-world-size', kind: 'int', default: 0, help: 'all-reduce processes (default: one per GPU; 2 on CPU)' },
+    repeats: { flag: '--repeats', kind: 'int', default: null, help: 'timed repeats per point; the median is reported (default 10; 3 on a CPU)', minimum: 1 },
+    launchKernels: { flag: '--launch-kernels', kind: 'int', default: 1000, help: 'kernels per launch-overhead sample (default 1000)', minimum: 1 },
+    arWorldSize: { flag: '--ar-world-size', kind: 'int', default: 0, help: 'all-reduce processes (default: one per GPU; 2 on CPU)', minimum: 1 },
     arBackend: { flag: '--ar-backend', kind: 'str', default: 'auto', help: 'auto: nccl on GPUs, gloo on CPU', choices: ['auto', 'nccl', 'gloo'] },
     arMinBytes: { flag: '--ar-min-bytes', kind: 'int', default: 1024, help: 'smallest message of the doubling sweep (default 1 KiB)' },
-    arMaxBytes: { flag: '--ar-max-bytes', kind: 'int', default: 0, help: 'largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)' },
+    arMaxBytes: { flag: '--ar-max-bytes', kind: 'int', default: 0, help: 'largest message of the doubling sweep (default 256 MiB on GPUs, 1 MiB on CPU)', minimum: 1 },
   },
   profile: {
     url: { flag: '--url', kind: 'str', default: 'http://127.0.0.1:8000', help: 'the inference server\'s base URL as seen from this host' },
@@ -118,8 +131,8 @@ export const AGENT_OPTIONS: {
     concurrency: { flag: '--concurrency', kind: 'int', default: 4, help: 'requests decoding at once (the decode batch)' },
     outputLen: { flag: '--output-len', kind: 'int', default: 48, help: 'tokens each request generates: about that many decode steps' },
     inputLen: { flag: '--input-len', kind: 'int', default: 128, help: 'prompt length in words (about tokens)' },
-    delaySteps: { flag: '--delay-steps', kind: 'int', default: 0, help: 'SGLang: decode steps the profiled batch runs before /start_profile is sent (counted on the first request\'s streamed tokens), so the capture holds a steady batch rather than its prefill' },
-    numSteps: { flag: '--num-steps', kind: 'int', default: 0, help: 'SGLang: forward steps captured (num_steps; default output-len - delay-steps - 4)' },
+    delaySteps: { flag: '--delay-steps', kind: 'int', default: 0, help: 'SGLang: decode steps the profiled batch runs before /start_profile is sent (counted on the first request\'s streamed tokens), so the capture holds a steady batch rather than its prefill', minimum: 1 },
+    numSteps: { flag: '--num-steps', kind: 'int', default: 0, help: 'SGLang: forward steps captured (num_steps; default output-len - delay-steps - 4)', minimum: 1 },
     recordShapes: { flag: '--record-shapes', kind: 'flag', default: null, help: 'SGLang: record each operator\'s input shapes (record_shapes)' },
     withStack: { flag: '--with-stack', kind: 'flag', default: null, help: 'SGLang: record each operator\'s source line (with_stack)' },
     requestTimeout: { flag: '--request-timeout', kind: 'float', default: 300.0, help: 'seconds per request' },
@@ -139,7 +152,7 @@ export const AGENT_OPTIONS: {
     model: { flag: '--model', kind: 'str', default: null, help: 'a preset (deepseek-v3, kimi-k2.5, llama-3-70b, llama-3-8b, qwen3-235b-a22b, qwen3-30b-a3b), a model folder, or a Hugging Face id in the host\'s cache', metavar: 'NAME' },
     config: { flag: '--config', kind: 'str', default: null, help: 'the model\'s config.json (or its folder) on the host', metavar: 'PATH' },
     serverUrl: { flag: '--server-url', kind: 'str', default: null, help: 'find the model through this server\'s /v1/models when no --model/--config is given' },
-    hidden: { flag: '--hidden', kind: 'int', default: 0, help: 'hidden size for decode message sizes when no model is given' },
+    hidden: { flag: '--hidden', kind: 'int', default: 0, help: 'hidden size for decode message sizes when no model is given', minimum: 1 },
     topK: { flag: '--top-k', kind: 'int', default: 0, help: 'experts per token when no model is given (for --plan)' },
     m: { flag: '--m', kind: 'str', default: null, help: 'token counts M of a decode step (default 1,2,4,8,16,32,64,128,256; 1,4,16 on a CPU)', metavar: '1,8,64' },
     device: { flag: '--device', kind: 'str', default: 'auto', help: 'auto (a GPU when one is there), cuda, cuda:N or cpu', metavar: 'auto|cuda|cuda:N|cpu' },
@@ -158,6 +171,22 @@ export const AGENT_OPTIONS: {
     ops: { flag: '--ops', kind: 'str', default: 'allreduce,alltoall', help: 'collectives to time (default allreduce,alltoall)' },
     arSizes: { flag: '--ar-sizes', kind: 'str', default: '', help: 'all-reduce message bytes, comma-separated (from --plan)' },
     a2aSizes: { flag: '--a2a-sizes', kind: 'str', default: '', help: 'all-to-all bytes per rank, comma-separated (from --plan)' },
+  },
+  server: {
+    apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
+    url: { flag: '--url', kind: 'str', default: 'http://127.0.0.1:8000', help: 'the inference server as seen from this host' },
+    timeout: { flag: '--timeout', kind: 'float', default: 3.0, help: 'seconds per HTTP request' },
+    profilerDir: { flag: '--profiler-dir', kind: 'str', default: null, help: 'status: also give the recipe with the torch profiler writing here (auto: a new folder in the agent\'s cache)' },
+    profileDelayIterations: { flag: '--profile-delay-iterations', kind: 'int', default: 0, help: 'status: engine steps the profiler skips first (vLLM)' },
+    profileMaxIterations: { flag: '--profile-max-iterations', kind: 'int', default: 0, help: 'status: engine steps the profiler records at most (vLLM)' },
+    nsys: { flag: '--nsys', kind: 'str', default: null, help: 'status: also give the recipe under Nsight Systems (nsys profile), with this nsys or one found here (auto)', metavar: 'PATH|auto' },
+    pid: { flag: '--pid', kind: 'int', default: null, help: 'stop: the server\'s pid' },
+    startTicks: { flag: '--start-ticks', kind: 'int', default: null, help: 'stop: its start time, as /proc/<pid>/stat field 22' },
+    argvJson: { flag: '--argv-json', kind: 'str', default: null, help: 'stop: its command line as adopted (JSON list, secrets redacted)' },
+    stopTimeout: { flag: '--stop-timeout', kind: 'float', default: 60.0, help: 'stop: seconds after SIGTERM before SIGKILL' },
+    recipe: { flag: '--recipe', kind: 'str', default: null, help: 'start: the recipe (JSON, as status gave it)' },
+    recipeStdin: { flag: '--recipe-stdin', kind: 'flag', default: null, help: 'start: read the recipe (one JSON line) from stdin, after the API key\'s line where there is one: a whole environment can pass Linux\'s 128 KiB limit on one argument' },
+    startTimeout: { flag: '--start-timeout', kind: 'float', default: 3600.0, help: 'start: seconds to wait for /health and /v1/models' },
   },
 };
 
@@ -289,5 +318,21 @@ export const AGENT_CLI_FLAGS = {
     'ops': { type: 'string' },
     'ar-sizes': { type: 'string' },
     'a2a-sizes': { type: 'string' },
+  },
+  server: {
+    'api-key-stdin': { type: 'boolean' },
+    'url': { type: 'string' },
+    'timeout': { type: 'string' },
+    'profiler-dir': { type: 'string' },
+    'profile-delay-iterations': { type: 'string' },
+    'profile-max-iterations': { type: 'string' },
+    'nsys': { type: 'string' },
+    'pid': { type: 'string' },
+    'start-ticks': { type: 'string' },
+    'argv-json': { type: 'string' },
+    'stop-timeout': { type: 'string' },
+    'recipe': { type: 'string' },
+    'recipe-stdin': { type: 'boolean' },
+    'start-timeout': { type: 'string' },
   },
 } as const;

@@ -52,35 +52,9 @@ LOG_TAIL_LINES = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("status", "stop", "start"))
-    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the inference server as seen from this host")
-    parser.add_argument("--timeout", type=float, default=3.0, help="seconds per HTTP request")
-    parser.add_argument(
-        "--profiler-dir",
-        default=None,
-        help="status: also give the recipe with the torch profiler writing here (auto: a new folder in the agent's cache)",
-    )
-    parser.add_argument("--profile-delay-iterations", type=int, default=0, help="status: engine steps the profiler skips first (vLLM)")
-    parser.add_argument("--profile-max-iterations", type=int, default=0, help="status: engine steps the profiler records at most (vLLM)")
-    parser.add_argument(
-        "--nsys",
-        default=None,
-        metavar="PATH|auto",
-        help="status: also give the recipe under Nsight Systems (nsys profile), with this nsys or one found here (auto)",
-    )
-    parser.add_argument("--pid", type=int, default=None, help="stop: the server's pid")
-    parser.add_argument("--start-ticks", type=int, default=None, help="stop: its start time, as /proc/<pid>/stat field 22")
-    parser.add_argument("--argv-json", default=None, help="stop: its command line as adopted (JSON list, secrets redacted)")
-    parser.add_argument("--stop-timeout", type=float, default=60.0, help="stop: seconds after SIGTERM before SIGKILL")
-    parser.add_argument("--recipe", default=None, help="start: the recipe (JSON, as status gave it)")
-    parser.add_argument(
-        "--recipe-stdin",
-        action="store_true",
-        help="start: read the recipe (one JSON line) from stdin, after the API key's line where there is one: "
-        "a whole environment can pass Linux's 128 KiB limit on one argument",
-    )
-    parser.add_argument("--start-timeout", type=float, default=3600.0, help="start: seconds to wait for /health and /v1/models")
-    options.add_key_arguments(parser)
+    parser.add_argument("action", choices=options.SERVER_ACTIONS)
+    # Every option, the API key's included, from the agent's one table (options.py).
+    options.add_arguments(parser, "server")
 
 
 def _on_signal(signum, frame) -> None:  # noqa: ANN001 - signal handler signature

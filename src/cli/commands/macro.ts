@@ -1,6 +1,6 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { agentFlags, agentFlagUsage } from '../agentFlags';
-import { agentChoice, finiteNumber, nonNegativeNumber, numberList, positiveSeconds, positiveWholeNumber } from '../flags';
+import { agentValue, finiteNumber, FlagValues, nonNegativeNumber, numberList, positiveSeconds } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
@@ -154,7 +154,7 @@ export type MacroFlagValues = Record<string, string | boolean | string[] | undef
 /** The run's options from `infbench macro`'s flags, each bad value named by its flag. */
 export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
   const v = (flag: string): string | undefined => (typeof values[flag] === 'string' ? (values[flag] as string) : undefined);
-  const api = agentChoice('macro', 'api', v('api')) ?? 'completions';
+  const api = agentValue('macro', 'api', values) ?? 'completions';
   const goodput: MacroOptions['goodput'] = {};
   for (const part of (v('goodput') ?? '').split(/[\s,]+/).filter(Boolean)) {
     const [k, val] = part.split(':');
@@ -163,8 +163,6 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
   }
   const workers = v('workers') === undefined || v('workers') === 'auto' ? undefined : finiteNumber(v('workers'), '--workers');
-  // vllm bench serve spells it --random-range-ratio.
-  const ratioFlag = v('range-ratio') !== undefined ? '--range-ratio' : '--random-range-ratio';
   const options: MacroOptions = {
     url: v('url'),
     api,
@@ -172,41 +170,40 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     concurrency: numberList(v('concurrency'), '--concurrency'),
     requestRate: numberList(v('request-rate'), '--request-rate', true),
     maxConcurrency: finiteNumber(v('max-concurrency'), '--max-concurrency'),
-    burstiness: finiteNumber(v('burstiness'), '--burstiness'),
+    burstiness: agentValue('macro', 'burstiness', values),
     requests: finiteNumber(v('requests'), '--requests'),
-    durationS: finiteNumber(v('duration'), '--duration'),
+    durationS: agentValue('macro', 'duration', values),
     inputLen: finiteNumber(v('input-len'), '--input-len'),
     outputLen: finiteNumber(v('output-len'), '--output-len'),
-    rangeRatio: nonNegativeNumber(v(ratioFlag.slice(2)), ratioFlag),
+    // Also as vllm bench serve spells it, --random-range-ratio: the message names the one given.
+    rangeRatio: agentValue('macro', 'rangeRatio', values),
     ignoreEos: values['no-ignore-eos'] ? false : undefined,
     promptsFile: v('prompts-file'),
-    dataset: agentChoice('macro', 'datasetName', v('dataset-name')),
+    dataset: agentValue('macro', 'datasetName', values),
     datasetPath: v('dataset-path'),
-    sharegptOutputLen: positiveWholeNumber(v('sharegpt-output-len'), '--sharegpt-output-len'),
-    prefixRepetition: prefixRepetitionFlags(v),
-    multiTurn: multiTurnFlags(v),
-    sampling: samplingFlags(v),
+    sharegptOutputLen: agentValue('macro', 'sharegptOutputLen', values),
+    prefixRepetition: prefixRepetitionFlags(values),
+    multiTurn: multiTurnFlags(values),
+    sampling: samplingFlags(values),
     extraBody: extraBodyFlag(v('extra-body')),
     headers: Array.isArray(values.header) && values.header.length ? values.header : undefined,
     warmup: finiteNumber(v('warmup'), '--warmup'),
     requestTimeoutS: positiveSeconds(v('request-timeout'), '--request-timeout'),
-    stallTimeoutS: nonNegativeNumber(v('stall-timeout'), '--stall-timeout'),
+    stallTimeoutS: agentValue('macro', 'stallTimeout', values),
     goodput: Object.keys(goodput).length ? goodput : undefined,
     percentiles: numberList(v('percentiles'), '--percentiles'),
     workers,
     seed: finiteNumber(v('seed'), '--seed'),
-    trials: positiveWholeNumber(v('trials'), '--trials'),
+    trials: agentValue('macro', 'trials', values),
     slo: sloFlag(v('slo')),
-    search: agentChoice('macro', 'search', v('search')),
-    searchMax: finiteNumber(v('search-max'), '--search-max'),
+    search: agentValue('macro', 'search', values),
+    searchMax: agentValue('macro', 'searchMax', values),
     gpuSampleMs: wholeMilliseconds(v('gpu-sample-ms'), '--gpu-sample-ms'),
-    slowClientMs: nonNegativeNumber(v('slow-client-ms'), '--slow-client-ms'),
+    slowClientMs: agentValue('macro', 'slowClientMs', values),
   };
   for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
   return options;
 }
-
-type FlagText = (flag: string) => string | undefined;
 
 /** --slo checked here, so that a typo is said before the run rather than by the agent on the host. */
 function sloFlag(text: string | undefined): string | undefined {
@@ -216,29 +213,30 @@ function sloFlag(text: string | undefined): string | undefined {
   return text;
 }
 
-function prefixRepetitionFlags(v: FlagText): MacroOptions['prefixRepetition'] {
+function prefixRepetitionFlags(values: FlagValues): MacroOptions['prefixRepetition'] {
   const p = {
-    prefixLen: positiveWholeNumber(v('prefix-repetition-prefix-len'), '--prefix-repetition-prefix-len'),
-    suffixLen: positiveWholeNumber(v('prefix-repetition-suffix-len'), '--prefix-repetition-suffix-len'),
-    numPrefixes: positiveWholeNumber(v('prefix-repetition-num-prefixes'), '--prefix-repetition-num-prefixes'),
+    prefixLen: agentValue('macro', 'prefixRepetitionPrefixLen', values),
+    suffixLen: agentValue('macro', 'prefixRepetitionSuffixLen', values),
+    numPrefixes: agentValue('macro', 'prefixRepetitionNumPrefixes', values),
   };
   return Object.values(p).some((x) => x !== undefined) ? p : undefined;
 }
 
-function multiTurnFlags(v: FlagText): MacroOptions['multiTurn'] {
+function multiTurnFlags(values: FlagValues): MacroOptions['multiTurn'] {
   const m = {
-    turns: positiveWholeNumber(v('multi-turn-turns'), '--multi-turn-turns'),
-    conversations: positiveWholeNumber(v('multi-turn-conversations'), '--multi-turn-conversations'),
+    turns: agentValue('macro', 'multiTurnTurns', values),
+    conversations: agentValue('macro', 'multiTurnConversations', values),
   };
   return Object.values(m).some((x) => x !== undefined) ? m : undefined;
 }
 
-function samplingFlags(v: FlagText): MacroOptions['sampling'] {
+function samplingFlags(values: FlagValues): MacroOptions['sampling'] {
   const s = {
-    temperature: nonNegativeNumber(v('temperature'), '--temperature'),
-    topP: finiteNumber(v('top-p'), '--top-p'),
-    topK: finiteNumber(v('top-k'), '--top-k'),
-    minP: finiteNumber(v('min-p'), '--min-p'),
+    temperature: agentValue('macro', 'temperature', values),
+    topP: agentValue('macro', 'topP', values),
+    // Any number here: the core's own check says that a top-k is a whole number.
+    topK: finiteNumber(typeof values['top-k'] === 'string' ? values['top-k'] : undefined, '--top-k'),
+    minP: agentValue('macro', 'minP', values),
   };
   return Object.values(s).some((x) => x !== undefined) ? s : undefined;
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
 import { agentFlags, agentFlagUsage } from '../agentFlags';
-import { agentChoice, positiveWholeNumber, positiveWholeNumberList } from '../flags';
+import { agentValue, positiveWholeNumberList } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
 import { CollectiveModel, microTables } from '../../core/micro/tables';
@@ -61,8 +61,6 @@ export const microCommand: CliCommand = {
       strict: true,
     });
     const v = parsed.values;
-    const dtype = agentChoice('micro', 'dtype', v.dtype);
-    const arBackend = agentChoice('micro', 'arBackend', v['ar-backend']);
     const skip = v.skip
       ?.split(',')
       .map((s) => s.trim())
@@ -71,22 +69,22 @@ export const microCommand: CliCommand = {
     const options: MicroOptions = {
       model: v.model,
       config: v.config,
-      tp: positiveWholeNumber(v.tp, '--tp'),
+      tp: agentValue('micro', 'tp', v),
       m: positiveWholeNumberList(v.m, '--m'),
       shapes: v.shape,
       only: v.only,
-      dtype,
-      groupSize: positiveWholeNumber(v['group-size'], '--group-size'),
+      dtype: agentValue('micro', 'dtype', v),
+      groupSize: agentValue('micro', 'groupSize', v),
       device: v.device,
       allowBusy: v['allow-busy'],
       busyThreshold: threshold,
       skip,
-      repeats: positiveWholeNumber(v.repeats, '--repeats'),
-      launchKernels: positiveWholeNumber(v['launch-kernels'], '--launch-kernels'),
-      arWorldSize: positiveWholeNumber(v['ar-world-size'], '--ar-world-size'),
-      arBackend,
-      arMaxBytes: positiveWholeNumber(v['ar-max-bytes'], '--ar-max-bytes'),
-      hidden: positiveWholeNumber(v.hidden, '--hidden'),
+      repeats: agentValue('micro', 'repeats', v),
+      launchKernels: agentValue('micro', 'launchKernels', v),
+      arWorldSize: agentValue('micro', 'arWorldSize', v),
+      arBackend: agentValue('micro', 'arBackend', v),
+      arMaxBytes: agentValue('micro', 'arMaxBytes', v),
+      hidden: agentValue('micro', 'hidden', v),
     };
     for (const k of Object.keys(options) as (keyof MicroOptions)[]) if (options[k] === undefined) delete options[k];
 

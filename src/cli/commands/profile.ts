@@ -1,6 +1,6 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
 import { agentFlags, agentFlagUsage } from '../agentFlags';
-import { kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
+import { agentValue, kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
@@ -90,14 +90,13 @@ export const profileCommand: CliCommand = {
       traceDir: v['trace-dir'],
       expectRanks: positiveNumber(v['expect-ranks'], '--expect-ranks'),
       stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
-      delaySteps: positiveWholeNumber(v['delay-steps'], '--delay-steps'),
-      numSteps: positiveWholeNumber(v['num-steps'], '--num-steps'),
+      delaySteps: agentValue('profile', 'delaySteps', v),
+      numSteps: agentValue('profile', 'numSteps', v),
       recordShapes: v['record-shapes'],
       withStack: v['with-stack'],
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
-    const profiler = v.profiler ?? 'torch';
-    if (profiler !== 'torch' && profiler !== 'nsys') throw new UsageError(`--profiler takes torch or nsys, not ${profiler}.`);
+    const profiler = agentValue('profile', 'profiler', v) ?? 'torch';
     if (profiler === 'nsys' && v['restart-with-profiler'])
       throw new UsageError('--profiler nsys restarts the server under nsys itself: leave out --restart-with-profiler.');
     // A bad --out is said before the run, not after it.

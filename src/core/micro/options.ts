@@ -1,9 +1,10 @@
 // What a micro run asks of the agent, and how that becomes the agent's `micro` command line.
 import { agentOptionArgs } from '../../remote/agentOptionArgs';
-import { MicroAgentOptions } from '../../remote/agentOptions';
+import { DEFAULT_M, MICRO_PARTS, MicroAgentOptions, MicroPart } from '../../remote/agentOptions';
 
-export type MicroPart = 'peak' | 'gemm' | 'launch' | 'allreduce';
-export const MICRO_PARTS: readonly MicroPart[] = ['peak', 'gemm', 'launch', 'allreduce'];
+// The parts and the default M list are the agent's own (its option table), not a second list of them.
+export { DEFAULT_M, MICRO_PARTS };
+export type { MicroPart };
 // The agent's own choices (its option table), not a second list of them.
 export type MicroDtype = NonNullable<MicroAgentOptions['dtype']>;
 
@@ -39,8 +40,6 @@ export interface MicroOptions {
   topK?: number;
 }
 
-export const DEFAULT_M = [1, 2, 4, 8, 16, 32, 64, 128, 256];
-
 export class MicroOptionsError extends Error {}
 
 const SHAPE = /^[A-Za-z0-9_.-]+=\d+x\d+$/;
@@ -67,7 +66,7 @@ export function microAgentArgs(options: MicroOptions, serverUrl?: string): strin
     throw new MicroOptionsError(`device must be auto, cpu, cuda or cuda:N; got "${options.device}".`);
   if (options.busyThreshold !== undefined && !(options.busyThreshold > 0 && options.busyThreshold <= 1))
     throw new MicroOptionsError(`busy threshold is a fraction of GPU memory in (0, 1]; got ${options.busyThreshold}.`);
-  const bad = (options.skip ?? []).filter((p) => !MICRO_PARTS.includes(p));
+  const bad = (options.skip ?? []).filter((p) => !(MICRO_PARTS as readonly string[]).includes(p));
   if (bad.length) throw new MicroOptionsError(`skip: unknown part ${bad.join(', ')}; parts are ${MICRO_PARTS.join(', ')}.`);
   return agentOptionArgs('micro', {
     model: options.model || undefined,

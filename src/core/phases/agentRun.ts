@@ -1,5 +1,6 @@
 import { AgentCommand, AgentEvent, AgentResults, ErrorCode, helloProblem } from '../../remote/agentProtocol';
 import { agentArgv, DeployedAgent } from '../../remote/agentDeploy';
+import { apiKeyArgs } from '../../remote/agentOptionArgs';
 import { AgentEventParser } from '../../remote/eventStream';
 import { Transport } from '../../remote/transport';
 import { AgentLog, RunStatus } from '../runs/runFolder';
@@ -57,7 +58,7 @@ export async function runAgentCommand<C extends AgentCommand>(
   const key = options.apiKey || undefined;
   const scrub = (text: string) => (key && text.includes(key) ? text.split(key).join('REDACTED') : text);
   if (key) {
-    args = [...args, '--api-key-stdin'];
+    args = [...args, ...apiKeyArgs(command)];
     options = { ...options, stdin: `${key}\n${options.stdin ?? ''}` };
   }
   const errors: AgentRunOutcome['errors'] = [];

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { PhaseContext } from '../campaign/phaseContext';
 import { AgentLog, RunFolder } from '../runs/runFolder';
 import { configurationId, configurationName, configurationOf, unknownConfiguration } from '../runs/serverConfiguration';
+import { serverArgs } from '../../remote/agentOptionArgs';
 import { ServerRecipe } from '../../remote/agentProtocol';
 import { shellJoin, shellQuote } from '../../remote/shellQuote';
 import { RunConfiguration } from '../../shared/results';
@@ -28,7 +29,7 @@ async function adoptConfiguration(ctx: PhaseContext, run: RunFolder, url: string
   let running = false;
   try {
     mkdirSync(dir, { recursive: true });
-    const outcome = await runAgentCommand(ctx.transport, ctx.agent, 'server', ['status', '--url', url], new AgentLog(dir), {
+    const outcome = await runAgentCommand(ctx.transport, ctx.agent, 'server', serverArgs('status', { url }), new AgentLog(dir), {
       signal: ctx.signal,
       apiKey,
       words: ctx.words,

@@ -6,6 +6,8 @@ import { Logger } from '../log';
 import { AgentLog, writeAtomic } from '../runs/runFolder';
 import { AgentEvent, ServerControlResult, ServerIdentity, ServerRecipe, ServerStage } from '../../remote/agentProtocol';
 import { DeployedAgent } from '../../remote/agentDeploy';
+import { serverArgs } from '../../remote/agentOptionArgs';
+import { ServerAction, ServerAgentOptions } from '../../remote/agentOptions';
 import { Transport } from '../../remote/transport';
 import { AgentRunOutcome, runAgentCommand } from '../phases/agentRun';
 import { environmentInWords, outputTarget, recipeDifferences, sameRecipe, startCommand, stopCommand, withUserRecipe } from './recipe';
@@ -128,14 +130,8 @@ export class ServerChange {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').replace('Z', '');
     const dir = join(serverChangesRoot(ctx.workspace), `${stamp}-${ctx.target.name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
     mkdirSync(dir, { recursive: true });
-    const args = ['--url', ctx.target.serverUrl];
-    if (options.profilerDir) args.push('--profiler-dir', options.profilerDir);
-    if (options.delayIterations) args.push('--profile-delay-iterations', String(options.delayIterations));
-    if (options.maxIterations) args.push('--profile-max-iterations', String(options.maxIterations));
-    // The same recipe under Nsight Systems, with this nsys or one the agent finds (`auto`).
-    if (options.nsys) args.push('--nsys', options.nsys);
     const pending = new ServerChange(ctx, dir, undefined as unknown as ServerChangeRecord);
-    const outcome = await pending.call('status', args, options.signal);
+    const outcome = await pending.call('status', adoptArgs(ctx.target.serverUrl, options), options.signal);
     const status = outcome.result!;
     if (!status.recipe) {
       throw new ServerControlError(
@@ -272,7 +268,7 @@ export class ServerChange {
       const deadline = Date.now() + MANUAL_WAIT_S * 1000;
       for (;;) {
         if (signal?.aborted) throw new ServerControlError('Cancelled while waiting for the server.', 'cancelled');
-        const status = (await this.call('status', ['--url', this.record.url])).result!;
+        const status = (await this.call('status', { url: this.record.url })).result!;
         if (want === 'down' && !status.running) return null;
         if (want === 'up' && status.running && status.recipe) return status.recipe;
         if (Date.now() > deadline)
@@ -286,24 +282,7 @@ export class ServerChange {
   }
 
   private async stopCall(recipe: ServerRecipe, onProgress?: (p: ServerProgress) => void): Promise<void> {
-    const identity = recipe.identity!;
-    await this.call(
-      'stop',
-      [
-        '--url',
-        recipe.url,
-        '--pid',
-        String(identity.pid),
-        '--start-ticks',
-        String(identity.start_ticks),
-        '--argv-json',
-        JSON.stringify(recipe.argv),
-        '--stop-timeout',
-        String(STOP_TIMEOUT_S),
-      ],
-      undefined,
-      onProgress,
-    );
+    await this.call('stop', stopArgs(recipe), undefined, onProgress);
   }
 
   /**
@@ -323,7 +302,7 @@ export class ServerChange {
     };
     const done = await this.orManual('up', options.onProgress, options.signal, () =>
       // On stdin: a recipe's whole environment can pass Linux's 128 KiB limit on one argument (and on ssh's one command line).
-      this.call('start', ['--url', recipe.url, '--recipe-stdin'], options.signal, onProgress, false, `${JSON.stringify(recipe)}\n`),
+      this.call('start', { url: recipe.url, recipeStdin: true }, options.signal, onProgress, false, `${JSON.stringify(recipe)}\n`),
     );
     // Started by the user (a manager the tool does not drive): what answers now is adopted as it runs.
     const result: ServerControlResult =
@@ -340,7 +319,7 @@ export class ServerChange {
   async restore(onProgress?: (p: ServerProgress) => void): Promise<void> {
     this.save('restoring');
     // A server this change stopped is meant to be gone: the agent's "no recipe adopted, nothing listens" is no warning then.
-    const status = (await this.call('status', ['--url', this.record.url], undefined, undefined, !this.record.running)).result!;
+    const status = (await this.call('status', { url: this.record.url }, undefined, undefined, !this.record.running)).result!;
     const now = status.recipe;
     if (now && sameRecipe(now, this.record.original)) {
       this.record.running = now;
@@ -377,8 +356,8 @@ export class ServerChange {
 
   /** One agent `server` call, logged in its own step folder; a failure throws with the agent's words. */
   private async call(
-    action: 'status' | 'stop' | 'start',
-    args: string[],
+    action: ServerAction,
+    options: ServerAgentOptions,
     signal?: AbortSignal,
     onProgress?: (p: ServerProgress) => void,
     /** The server is expected down (the tool stopped it): the agent's warnings that nothing runs go to the debug log. */
@@ -394,7 +373,7 @@ export class ServerChange {
       else if (event.type === 'server.log') onProgress?.({ stage: event.stage, line: event.line, message: event.line });
       else if (event.type === 'log') this.ctx.log[expectDown && event.level === 'warn' ? 'debug' : event.level](`server: ${event.message}`);
     };
-    const outcome = await runAgentCommand(this.ctx.transport, this.ctx.agent, 'server', [action, ...args], new AgentLog(step), {
+    const outcome = await runAgentCommand(this.ctx.transport, this.ctx.agent, 'server', serverArgs(action, options), new AgentLog(step), {
       signal,
       onEvent,
       apiKey: this.ctx.apiKey,
@@ -408,4 +387,25 @@ export class ServerChange {
     }
     return outcome;
   }
+}
+
+/**
+ * `server status`'s options when a change is adopted: the recipe, and with `profilerDir` the same recipe
+ * with the profiler on, bounded by the engine steps given (0 or none: the profiler's own default, not passed).
+ */
+export function adoptArgs(url: string, options: { profilerDir?: string; delayIterations?: number; maxIterations?: number; nsys?: string }): ServerAgentOptions {
+  return {
+    url,
+    profilerDir: options.profilerDir || undefined,
+    profileDelayIterations: options.delayIterations || undefined,
+    profileMaxIterations: options.maxIterations || undefined,
+    // The same recipe under Nsight Systems, with this nsys or one the agent finds (`auto`).
+    nsys: options.nsys || undefined,
+  };
+}
+
+/** `server stop`'s options: exactly the adopted process (its pid, start time and command line), SIGKILL after STOP_TIMEOUT_S. */
+export function stopArgs(recipe: ServerRecipe): ServerAgentOptions {
+  const identity = recipe.identity!;
+  return { url: recipe.url, pid: identity.pid, startTicks: identity.start_ticks, argvJson: JSON.stringify(recipe.argv), stopTimeout: STOP_TIMEOUT_S };
 }
