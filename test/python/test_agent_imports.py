@@ -25,8 +25,7 @@ LAYERS = (
     ("server",),
     ("micro", "macro", "profile"),
     # The entry: dispatch to the commands, and the heartbeat that stops an agent nobody listens to.
-    # nsys_report.py: the Nsight Systems reader (profile/) under the name the extension runs it by.
-    ("cli", "controller", "__main__", "nsys_report"),
+    ("cli", "controller", "__main__"),
 )
 # Packages of one layer that import none of each other.
 PEERS = ("micro", "macro", "profile")

@@ -50,7 +50,7 @@ export async function exportNsysAsKineto(path: string, folder: string, options: 
 }
 
 function runReader(path: string, extra: string[], onLine: (line: string) => void, options: NsysReadOptions): Promise<void> {
-  const args = ['-m', 'infbench_agent.nsys_report', path, ...extra];
+  const args = ['-m', 'infbench_agent.profile.nsys_report', path, ...extra];
   if (options.stepRange !== undefined) args.push('--step-range', options.stepRange);
   const python = options.python ?? 'python3';
   const child = spawn(python, args, {

@@ -9,7 +9,7 @@ import { analyzeCommand, parseAnalyzeArgs } from '../../../src/cli/commands/anal
 import { UsageError } from '../../../src/cli/command';
 
 // Real exports of bench/nsys_serving_loop.py on an H200 (test/fixtures/nsys/README.md). The reader is
-// the agent's Python (python3 -m infbench_agent.nsys_report), run as the CLI runs it.
+// the agent's Python (python3 -m infbench_agent.profile.nsys_report), run as the CLI runs it.
 const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'nsys');
 const fixture = (name: string) => join(FIXTURES, name);
 const stepLog = (name: string) => JSON.parse(readFileSync(fixture(`${name}.steps.json`), 'utf8')) as { steps: { gpuMs: number }[]; meanStepMs: number };
