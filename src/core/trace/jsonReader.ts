@@ -634,8 +634,7 @@ export class TraceJsonReader {
           v.cat = catOf(buf, i + 1, se);
           // CPU ops (most of a real trace's events) and other categories are only counted: skip
           // the rest of the object without reading its keys. torch writes "cat" second.
-          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other)
-            return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
+          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.closeEvent(buf, se + 1, n);
           end = se + 1;
         }
       } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {
@@ -658,7 +657,7 @@ export class TraceJsonReader {
           v.ph = se > i + 1 ? buf[i + 1] : 0;
           // Flows (two per kernel in a Kineto trace), counters and metadata are counted, not read.
           // torch writes "ph" first. Other phases are read on, so that GPU work written so is not lost.
-          if (SKIPPED_PHASES[v.ph]) return this.eventIndent >= 0 ? closeAtIndent(buf, se + 1, n, this.eventIndent) : this.skipRest(buf, se + 1, n);
+          if (SKIPPED_PHASES[v.ph]) return this.closeEvent(buf, se + 1, n);
           end = se + 1;
         } else {
           end = this.skipValue(buf, i, n);
