@@ -1,7 +1,7 @@
 """The agent's event schema: one JSON object per line on stdout, and the load-generator workers' messages.
 
 This module is the one definition of both. Field types are written in TypeScript's syntax, so that
-scripts/gen-agent-schema.py writes src/remote/agentSchema.ts from it as it stands, and `problems()`
+scripts/gen-agent-schema.py writes src/remote/agentSchema.ts (and src/shared/remedyFlags.ts) from it as it stands, and `problems()`
 checks an event against it here (the Python tests check every event they see). Every event carries the
 schema version `v`, its `type`, and `t` (wall-clock seconds since the epoch).
 Bump SCHEMA_VERSION (version.py) when a field changes meaning or goes away; adding optional fields keeps it.
@@ -27,6 +27,8 @@ __all__ = [
     "AGENT_VERSION",
     "MIN_PYTHON",
     "SCHEMA_VERSION",
+    "REMEDY_COMMANDS",
+    "REMEDY_FLAGS",
     "AgentError",
     "command",
     "emit",
@@ -123,6 +125,12 @@ ERROR_CODES = ErrorCode.__args__  # type: ignore[attr-defined]
 LogTopic = Literal["gemm_kernel"]
 LOG_TOPICS = LogTopic.__args__  # type: ignore[attr-defined]
 
+# What a remedy (flag(), command()) may name: the CLI says each as written, VS Code in its own words, which
+# src/vscode/runs/extensionWords.ts must have for every flag here. scripts/gen-agent-schema.py writes both
+# lists to src/shared/remedyFlags.ts.
+REMEDY_FLAGS = ("--url", "--python", "--request-timeout", "--stall-timeout", "--allow-busy", "--trace-dir", "--workspace")
+REMEDY_COMMANDS = ("macro", "micro", "profile", "probe", "analyze")
+
 # Named types the events use. A field ending in "?" may be left out; "*" gives the type of further fields.
 ALIASES: Dict[str, str] = {
     "AgentCommand": " | ".join(f"'{c}'" for c in COMMANDS),
@@ -138,7 +146,7 @@ ALIASES: Dict[str, str] = {
 }
 # Shapes the host owns in src/shared (the webview draws them); here only their being objects is checked.
 # Remedy: what the user can do (a flag, a command), filling a `{n}` slot of an error's hint; each front end
-# says it in its own words (src/shared/remedy.ts). Made with flag() and command() below.
+# says it in its own words (src/shared/remedy.ts). Made with flag() and command() below, from REMEDY_FLAGS.
 HOST_SHAPES: Dict[str, str] = {"MacroLevelSummary": "../shared/results", "Remedy": "../shared/remedy"}
 STRUCTS: Dict[str, Dict[str, str]] = {
     # The server the phase measures, as the agent found it (macro: /v1/models; profile: as probe detects it).
@@ -452,12 +460,16 @@ Remedy = Dict[str, Any]
 
 
 def flag(name: str, value: Optional[str] = None) -> Remedy:
-    """A flag to pass (a Remedy); `value` is an example. Only the flags of src/shared/remedy.ts's REMEDY_FLAGS."""
+    """A flag to pass (a Remedy); `value` is an example. One of REMEDY_FLAGS, which VS Code has words for."""
+    if name not in REMEDY_FLAGS:
+        raise ValueError(f"{name} is not in events.REMEDY_FLAGS: add it there, and VS Code's words for it")
     return {"kind": "flag", "flag": name, **({"value": value} if value is not None else {})}
 
 
 def command(name: str, *flags: str) -> Remedy:
-    """A command to run (a Remedy): a phase, or "analyze"; `flags` are its CLI flags."""
+    """A command to run (a Remedy): one of REMEDY_COMMANDS; `flags` are its CLI flags, which VS Code asks for itself."""
+    if name not in REMEDY_COMMANDS:
+        raise ValueError(f"{name!r} is not in events.REMEDY_COMMANDS (its flags go after the name)")
     return {"kind": "command", "command": name, **({"flags": list(flags)} if flags else {})}
 
 

@@ -4,12 +4,13 @@
 // command line, VS Code with the target's setting or the command palette entry. Nothing reads the
 // hint's words to find the remedy.
 
-/** The CLI flags a remedy can name; VS Code has its own way to set each (src/vscode/runs/extensionWords.ts). */
-export const REMEDY_FLAGS = ['--url', '--python', '--request-timeout', '--stall-timeout', '--allow-busy', '--trace-dir', '--workspace'] as const;
-export type RemedyFlag = (typeof REMEDY_FLAGS)[number];
+import { REMEDY_COMMANDS, REMEDY_FLAGS } from './remedyFlags';
 
+export { REMEDY_COMMANDS, REMEDY_FLAGS };
+/** The CLI flags a remedy can name, as the agent's events.py lists them. */
+export type RemedyFlag = (typeof REMEDY_FLAGS)[number];
 /** The commands a remedy can name: a phase to run, or a trace to analyse. */
-export type RemedyCommand = 'macro' | 'micro' | 'profile' | 'probe' | 'analyze';
+export type RemedyCommand = (typeof REMEDY_COMMANDS)[number];
 
 export type Remedy =
   /** Pass a flag; `value` is an example ("--python /opt/venv/bin/python3"). */

@@ -5,15 +5,14 @@ import os
 import re
 import unittest
 
+from infbench_agent import events
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def remedy_flags():
-    # The list VS Code has words for (src/shared/remedy.ts); the test reads it rather than keep a copy.
-    with open(os.path.join(ROOT, "src", "shared", "remedy.ts"), encoding="utf-8") as f:
-        block = re.search(r"REMEDY_FLAGS = \[(.*?)\] as const", f.read(), re.S)
-    assert block, "REMEDY_FLAGS not found in src/shared/remedy.ts"
-    return re.findall(r"'(--[a-z-]+)'", block.group(1))
+    # The list VS Code has words for (generated into src/shared/remedyFlags.ts).
+    return events.REMEDY_FLAGS
 
 
 def literal_text(node):
@@ -49,6 +48,15 @@ class HintRemediesTest(unittest.TestCase):
         self.assertIn("--url", flags)
         named = [(where, flag) for where, text, _ in hints() for flag in flags if re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)]
         self.assertEqual(named, [], "name these flags as remedies (events.flag) in a {n} slot of the hint")
+
+    def test_a_remedy_names_only_a_listed_flag_or_command(self):
+        self.assertEqual(events.flag("--url"), {"kind": "flag", "flag": "--url"})
+        # A typo would reach VS Code as a flag it has no words for.
+        with self.assertRaisesRegex(ValueError, "REMEDY_FLAGS"):
+            events.flag("--urll")
+        self.assertEqual(events.command("micro", "--stop-server"), {"kind": "command", "command": "micro", "flags": ["--stop-server"]})
+        with self.assertRaisesRegex(ValueError, "REMEDY_COMMANDS"):
+            events.command("profile --profiler nsys")
 
     def test_each_slot_of_a_hint_has_its_remedy(self):
         checked = 0

@@ -584,8 +584,8 @@ def run(args: argparse.Namespace) -> int:
                 "nsys_profiler_off",
                 f"vLLM at {args.url} does not run its CUDA profiler: /start_profile would not bound an Nsight Systems capture.",
                 "Let infbench restart it under nsys with the CUDA profiler on ({0}), or start it yourself under `nsys profile` "
-                'with --profiler-config \'{{"profiler":"cuda"}}\' (VLLM_TORCH_CUDA_PROFILE=1 before vLLM 0.13).',
-                [events.command("profile --profiler nsys")],
+                'with --profiler-config \'{"profiler":"cuda"}\' (VLLM_TORCH_CUDA_PROFILE=1 before vLLM 0.13).',
+                [events.command("profile", "--profiler", "nsys")],
             )
         events.log("nsys: /start_profile and /stop_profile bound the capture (vLLM's CUDA profiler mode)")
     elif nsys:
