@@ -35,6 +35,11 @@ class ChunkedDecoder:
         self._remaining = -1  # bytes left in the current chunk; -1 = expecting a size line
         self.done = False
 
+    @property
+    def between_chunks(self) -> bool:
+        """Nothing of a chunk held: the next bytes begin a chunk-size line (or the CRLF that ends a chunk's data)."""
+        return self._remaining < 0 and not self._buf
+
     def feed(self, data: bytes) -> bytes:
         buf = self._buf + data if self._buf else data
         out = []

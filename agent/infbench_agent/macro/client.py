@@ -18,8 +18,10 @@ from __future__ import annotations
 import errno
 import json
 import math
+import re
 import selectors
 import socket
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -28,8 +30,32 @@ from infbench_agent.http import BadResponse, ChunkedDecoder, Endpoint, ascii_dig
 from infbench_agent.macro.metrics import SSEParser, loads_or_none, message_content, usage_count
 
 
-# Extra non-blocking selects per poll that read sockets which became ready while the first ones were read.
+# Extra non-blocking selects per poll that read sockets which became ready while the first ones were read, each
+# only after a round of at least READ_ROUND_MIN reads: reading a few sockets takes microseconds, too short for
+# another select (a system call) to find much, and at hundreds of streams most polls read one or two.
 READ_ROUNDS = 2
+READ_ROUND_MIN = 8
+# One poll's reads land one after another in a buffer of this size, parsed where they lie (no copy per read, no
+# fixed read size: a read takes whatever the socket holds, up to the room left); a poll stops reading while less
+# than READ_ROOM is left, and the sockets it did not read stay ready for the next.
+READ_BUFFER = 4 << 20
+READ_ROOM = 1 << 20
+# Made once, as the module loads: made per Engine, its pages were touched (about 12 ms on a 2-core VM) after a
+# level's start time, and the first request at c=1 read that as its client's lag. An Engine that finds it held
+# (a poll on another thread, or one entered from a record's callback) reads into a buffer of its own.
+_READ_BUF = bytearray(READ_BUFFER)
+_READ_VIEW = memoryview(_READ_BUF)
+_READ_BUF_HELD = threading.Lock()
+# A chunk-size line longer than this is left to ChunkedDecoder (an extension, spaces, or an error to report).
+FAST_SIZE_LINE = 8
+# In a token message's text, what would end or escape the JSON string (a quote, a backslash, a control character):
+# a text without any of them is its bytes as they are.
+_NOT_PLAIN = re.compile(rb'["\\\x00-\x1f]')
+# How often a stream learns a message template again after one did not fit (a server whose messages vary more than
+# their text, a "created" that ticks each second, gets a few tries and then the full parse for good).
+TEMPLATE_TRIES = 4
+# Where a token message's text begins: completions' "text", chat's "content".
+_TEXT_KEYS = (b'"text":', b'"content":')
 # Response headers past this size are a broken answer: unbounded, a server that never ends them grows the buffer.
 MAX_HEADER_BYTES = 65536
 # Tokens a chat template may add to a prompt beyond its own text (a system prompt, role markers): the bound
@@ -62,6 +88,9 @@ class Stream:
         "close_after",
         "timeout_at",
         "retried",
+        "fast",
+        "template",
+        "template_tries",
     )
 
     def __init__(self, job: dict, sock: socket.socket, payload: bytes, reused: bool, timeout_at: float) -> None:
@@ -80,6 +109,14 @@ class Stream:
         self.close_after = False
         self.timeout_at = timeout_at
         self.retried = False
+        # A chunked 200 body whose parsers hold nothing: a read of whole chunks, one `data:` event each, is parsed
+        # in place (Engine._fast) instead of through ChunkedDecoder and SSEParser.
+        self.fast = False
+        # (head, tail, empty_is_token): the bytes of this stream's token chunks around their text (`data: ` and the
+        # message's start; its end, the blank line and the chunk's CRLF), learned from one message parsed in full
+        # (Engine._learn); a chunk that has them, its text plain, is that message with that text.
+        self.template: Optional[Tuple[bytes, bytes, bool]] = None
+        self.template_tries = TEMPLATE_TRIES
         self.record: dict = {
             "id": job["id"],
             "ok": False,
@@ -142,9 +179,8 @@ class Engine:
         self.sel = selectors.DefaultSelector()
         self.idle: List[socket.socket] = []
         self.active: Dict[int, Stream] = {}
-        # One receive buffer for every read (recv(n) would allocate n bytes per call).
-        self._buf = bytearray(262144)
-        self._view = memoryview(self._buf)
+        # A buffer of its own, made only when the module's one (_READ_BUF) is held by another poll.
+        self._own_view: Optional[memoryview] = None
         # Reads in the last poll: 0 means nothing was waiting, a moment for work that can wait.
         self.last_reads = 0
 
@@ -193,7 +229,8 @@ class Engine:
     def _try_send(self, st: Stream) -> None:
         try:
             n = st.sock.send(st.out)
-            st.out = st.out[n:]
+            # A view: a 50,000-token prompt sent in parts is not copied again at each part.
+            st.out = memoryview(st.out)[n:]
         except (BlockingIOError, InterruptedError):
             pass
         except OSError as exc:
@@ -214,8 +251,27 @@ class Engine:
         Reading and parsing in turn, the last socket of a burst was stamped only after every earlier one
         was parsed, and a burst of streams finishing together (their records built) stamped the last
         tokens of the later ones late: TPOT read up to 5% high at 512 streams on a 2-core host.
+
+        The reads land one after another in one buffer and are parsed where they lie; a read of whole chunks of
+        token messages shaped like the stream's last one takes Engine._fast, the rest ChunkedDecoder and SSEParser.
         """
-        reads: List[Tuple[Stream, bytes, float]] = []
+        if _READ_BUF_HELD.acquire(False):
+            try:
+                self._poll(_READ_BUF, _READ_VIEW, timeout)
+            finally:
+                _READ_BUF_HELD.release()
+            return
+        if self._own_view is None:
+            self._own_view = memoryview(bytearray(READ_BUFFER))
+        self._poll(self._own_view.obj, self._own_view, timeout)  # type: ignore[arg-type]
+
+    def _poll(self, buf: bytearray, view: memoryview, timeout: float) -> None:
+        """poll's reads into buf (view a memoryview of it), then their parse."""
+        room = len(buf) - READ_ROOM
+        # (stream, its socket's fd, where its bytes begin and end in buf, the read's stamp)
+        reads: List[Tuple[Stream, int, int, int, float]] = []
+        at = 0
+        monotonic = time.monotonic
         events = self.sel.select(timeout)
         rounds = 0
         while events:
@@ -228,7 +284,7 @@ class Engine:
                 if mask & selectors.EVENT_WRITE and st.out:
                     try:
                         n = st.sock.send(st.out)
-                        st.out = st.out[n:]
+                        st.out = memoryview(st.out)[n:]
                     except (BlockingIOError, InterruptedError):
                         pass
                     except OSError as exc:
@@ -237,36 +293,155 @@ class Engine:
                     if not st.out:
                         self.sel.modify(st.sock, selectors.EVENT_READ, st)
                 if mask & selectors.EVENT_READ:
+                    if at > room:
+                        # The buffer is full for this poll: this socket stays ready and is read in the next.
+                        break
                     try:
-                        n = st.sock.recv_into(self._buf)
+                        n = st.sock.recv_into(view[at:])
                     except (BlockingIOError, InterruptedError):
                         continue
                     except OSError as exc:
                         self._conn_error(st, exc)
                         continue
                     # One monotonic stamp per read, taken as the read returns (as vLLM's client stamps).
-                    reads.append((st, self._view[:n].tobytes(), time.monotonic()))
+                    reads.append((st, key.fd, at, at + n, monotonic()))
+                    at += n
                     st.bytes_since_token += n
             rounds += 1
-            if rounds > READ_ROUNDS:
+            if rounds > READ_ROUNDS or at > room or len(events) < READ_ROUND_MIN:
                 break
             events = self.sel.select(0)
         self.last_reads = len(reads)
-        for st, data, now in reads:
+        active = self.active
+        for st, fd, begin, stop, now in reads:
             # A stream that failed or finished on an earlier read of this batch takes no more.
-            if self.active.get(st.sock.fileno()) is st:
-                try:
-                    self._readable(st, data, now)
-                except BadResponse as exc:
-                    self._fail(st, "bad_response", f"{exc} (after {st.record['client_tokens']} tokens)", now)
-                except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
-                    # A response shaped in a way no check above foresaw: this request fails, the run goes on.
-                    self._fail(st, "bad_response", f"could not read the response: {type(exc).__name__}: {exc}", now)
+            if active.get(fd) is not st:
+                continue
+            try:
+                if st.fast and begin < stop:
+                    begin = self._fast(st, buf, begin, stop, now)
+                    if begin == stop:
+                        continue
+                    if begin < 0:
+                        continue  # the request ended on a message of this read
+                self._readable(st, view[begin:stop].tobytes(), now)
+                # Back to the fast path once the general parsers hold nothing of a chunked 200 body.
+                dec = st.decoder
+                st.fast = (
+                    st.state == "body"
+                    and st.status == 200
+                    and dec is not None
+                    and not dec.done
+                    and dec.between_chunks
+                    and st.sse.idle
+                    and active.get(fd) is st
+                )
+            except BadResponse as exc:
+                self._fail(st, "bad_response", f"{exc} (after {st.record['client_tokens']} tokens)", now)
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+                # A response shaped in a way no check above foresaw: this request fails, the run goes on.
+                self._fail(st, "bad_response", f"could not read the response: {type(exc).__name__}: {exc}", now)
         if self.active:
-            now = time.monotonic()
+            now = monotonic()
             if now >= self._next_expiry_check:
                 self._next_expiry_check = now + EXPIRY_CHECK_INTERVAL
                 self._expire(now)
+
+    def _fast(self, st: Stream, buf: bytearray, pos: int, end: int, now: float) -> int:
+        """Parses the whole chunks of buf[pos:end] that hold one `data: ` event each, in place; returns where it
+        stopped (end when it took them all, -1 when the request ended on one of them). What it leaves (a part
+        of a chunk, several events in one, a chunk extension, the last chunk) goes to ChunkedDecoder and
+        SSEParser with the parsers' state as it would have been.
+
+        A message with the bytes of the stream's template around a plain text is counted without a JSON parse:
+        those bytes parsed in full once (Engine._learn), and a text with no quote, backslash or control
+        character cannot change how the rest parses. Others take _message, as every message did before.
+        """
+        find = buf.find
+        rec = st.record
+        tpl = st.template
+        while pos < end:
+            nl = find(b"\r\n", pos, end)
+            if nl <= pos or nl - pos > FAST_SIZE_LINE:
+                break
+            size_text = buf[pos:nl]
+            if size_text.strip(b"0123456789abcdefABCDEF"):
+                break
+            first = nl + 2
+            stop = first + int(size_text, 16) + 2  # past the CRLF that ends the chunk's data
+            if stop > end:
+                break
+            if tpl is not None:
+                # The template holds the framing too (`data: ` and the blank line and CRLF after the message).
+                head, tail, empty_ok = tpl
+                text_at = first + len(head)
+                text_end = stop - len(tail)
+                if (
+                    text_end >= text_at
+                    and buf.startswith(head, first)
+                    and buf.endswith(tail, first, stop)
+                    and _NOT_PLAIN.search(buf, text_at, text_end) is None
+                    and (empty_ok or text_end > text_at)
+                ):
+                    pos = stop
+                    if rec["ttft"] is None:
+                        # A template learned from a chat stream's role-only opening: this is its first token.
+                        rec["ttft"] = now - rec["send"]
+                    else:
+                        rec["itl"].append(now - st.last_token_at)  # type: ignore[operator]  # set with the first token
+                    st.last_token_at = st.quiet_since = self.last_any_token_at = now
+                    st.bytes_since_token = 0
+                    if text_end > text_at:
+                        rec["client_tokens"] += 1
+                        if st.job.get("keep_text"):
+                            rec.setdefault("answer", []).append(buf[text_at:text_end].decode("utf-8", "replace"))
+                    continue
+            # One whole chunk that is one event: `data: `, no line break, a blank line, the chunk's CRLF.
+            last = stop - 4
+            if last < first + 6 or buf[last:stop] != b"\n\n\r\n" or not buf.startswith(b"data: ", first) or find(b"\n", first, last) >= 0:
+                break
+            pos = stop
+            raw = bytes(buf[first + 6 : last])
+            if self._message(st, raw.decode("utf-8", "replace"), now):
+                return -1
+            if tpl is None or st.template_tries > 0:
+                self._learn(st, raw)
+                tpl = st.template
+        return pos
+
+    def _learn(self, st: Stream, raw: bytes) -> None:
+        """Takes a token message just parsed in full as the stream's template when one plain text stands in it
+        that could be any other: the bytes before and after it with the text "x" (and "") parse to the same
+        token message with that text, no usage, no error."""
+        st.template = None
+        if st.template_tries <= 0:
+            return
+        st.template_tries -= 1
+        for key in _TEXT_KEYS:
+            at = raw.find(key)
+            if at < 0 or raw.find(key, at + 1) >= 0:
+                continue
+            at += len(key)
+            while raw[at : at + 1] == b" ":
+                at += 1
+            if raw[at : at + 1] != b'"':
+                continue
+            at += 1
+            close = raw.find(b'"', at)
+            if close < 0 or _NOT_PLAIN.search(raw, at, close) is not None:
+                continue
+            prefix, suffix = raw[:at], raw[close:]
+            probes = []
+            for text in ("x", ""):
+                msg = loads_or_none((prefix + text.encode() + suffix).decode("utf-8", "replace"))
+                try:
+                    ok = msg is not None and msg.get("usage") is None and "error" not in msg and message_content(msg) == text
+                except BadResponse:
+                    ok = False
+                probes.append(ok)
+            if probes[0]:
+                st.template = (b"data: " + prefix, suffix + b"\n\n\r\n", probes[1])
+            return
 
     def _expire(self, now: float) -> None:
         """Fails the requests past the whole-request timeout, and the streams with no token past the stall bound."""
@@ -484,6 +659,8 @@ class Engine:
         st.retried = True
         st.state = "send"
         st.out = st.job["payload"]
+        st.fast = False
+        st.template = None
         self.active[sock.fileno()] = st
         self._try_send(st)
 

@@ -77,6 +77,11 @@ class SSEParser:
     def pending(self) -> bytes:
         return b"".join(self._parts)
 
+    @property
+    def idle(self) -> bool:
+        """No part of an event held: the next bytes begin an event."""
+        return not self._parts
+
 
 def message_content(message: dict) -> Optional[str]:
     """The generated text a streamed completions or chat message carries ("" for none); None if it is no token
