@@ -1,7 +1,7 @@
 // The flags a CLI command hands to the agent, parsed and explained from the agent's own table
 // (agent/infbench_agent/options.py, generated into src/remote/agentOptions.ts): the CLI keeps no second
 // list of their names, value types, defaults or help.
-import { AGENT_CLI_FLAGS, AGENT_OPTIONS, AgentOptionCommand, AgentOptionSpec } from '../remote/agentOptions';
+import { AGENT_CLI_FLAGS, AGENT_OPTIONS, AgentOptionCommand, AgentOptionsByCommand, AgentOptionSpec } from '../remote/agentOptions';
 
 type CliFlagsOf<C extends AgentOptionCommand> = (typeof AGENT_CLI_FLAGS)[C];
 export type AgentCliFlag<C extends AgentOptionCommand> = keyof CliFlagsOf<C> & string;
@@ -76,4 +76,12 @@ export function agentFlagUsage<C extends AgentOptionCommand>(
     lines.push(...wrap(`  ${spec.flag}${value ? ` ${value}` : ''}`, `${help}${aliases}`));
   }
   return lines.join('\n');
+}
+
+/**
+ * The flag of an agent option as a message names it, from its row: `flagOf('profile', 'numSteps')` is
+ * `--num-steps`, so that no message keeps a copy of a flag the table may rename.
+ */
+export function flagOf<C extends AgentOptionCommand>(command: C, name: keyof AgentOptionsByCommand[C] & string): string {
+  return (AGENT_OPTIONS[command] as Record<string, AgentOptionSpec>)[name].flag;
 }

@@ -1,4 +1,5 @@
 import { checkOutPath, CliCommand, parseCommandArgs, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
+import { agentFlags, agentFlagUsage } from '../agentFlags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptionsError } from '../../core/macro/options';
 import { levelLine } from '../../core/macro/tables';
@@ -8,6 +9,21 @@ import { ServerControlError } from '../../core/server/serverChange';
 import { renderTextTable } from '../../shared/table';
 import { macroOptionsFromFlags } from './macro';
 import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
+
+// The macro workload each configuration is measured by, handed to the agent as infbench macro hands it.
+const WORKLOAD_FLAGS = [
+  'concurrency',
+  'request-rate',
+  'requests',
+  'input-len',
+  'output-len',
+  'warmup',
+  'seed',
+  'trials',
+  'slo',
+  'search',
+  'search-max',
+] as const;
 
 const USAGE = `infbench configs — the same server under other flag sets, each measured by the same workload
 
@@ -29,49 +45,35 @@ Configurations:
                             --config "tp8:" --config "tp4pp2: --tensor-parallel-size 4 --pipeline-parallel-size 2"
   --yes                     agree to the restarts without asking (needed where there is no terminal)
 Workload (as infbench macro):
-  --concurrency N,N,...     concurrency levels (default 1,8,32,64)
-  --request-rate R,R,...    request rates instead of concurrency levels
-  --requests N              requests per level
-  --input-len N             prompt tokens (default 256)
-  --output-len N            output tokens (default 128)
-  --warmup N                warm-up requests before each configuration's first level
-  --seed N                  seed of the prompts (the same for every configuration)
-  --trials N                runs of each load; figures as mean ± 95% interval, a change called only where intervals part
-  --slo "ttft_p99<=2000,tpot_p99<=50"
-                            objectives each load is judged on; each configuration's answer in the findings
-  --search concurrency|rate find each configuration's highest load that meets --slo (doubling, then bisecting)
-  --search-max N            the highest load the search tries
+${agentFlagUsage('macro', WORKLOAD_FLAGS, {
+  concurrency: 'closed-loop levels, comma-separated (default 1,8,32,64)',
+  seed: 'prompt seed, the same for every configuration; default random',
+})}
 Output:
   --out FILE                write the comparison (each configuration's command, run and levels) as JSON
   --json                    print that JSON instead of the table
 
 Example: infbench configs --target gpu-box --config "tp8:" --config "no-custom-ar: --disable-custom-all-reduce" --concurrency 1,16`;
 
+/** What the command parses: the target's flags, the agent's for the workload, and its own. */
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  config: { type: 'string', multiple: true },
+  yes: { type: 'boolean' },
+  ...agentFlags('macro', WORKLOAD_FLAGS),
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
 export const configsCommand: CliCommand = {
   name: 'configs',
   summary: 'server configurations compared: restart with each flag set (with consent), same macro workload, original put back',
   usage: USAGE,
+  options: OPTIONS,
   async run(argv: string[]): Promise<number> {
     const parsed = parseCommandArgs('configs', {
       args: argv,
-      options: {
-        ...TARGET_OPTIONS,
-        config: { type: 'string', multiple: true },
-        yes: { type: 'boolean' },
-        concurrency: { type: 'string' },
-        'request-rate': { type: 'string' },
-        requests: { type: 'string' },
-        'input-len': { type: 'string' },
-        'output-len': { type: 'string' },
-        warmup: { type: 'string' },
-        seed: { type: 'string' },
-        trials: { type: 'string' },
-        slo: { type: 'string' },
-        search: { type: 'string' },
-        'search-max': { type: 'string' },
-        out: { type: 'string' },
-        json: { type: 'boolean' },
-      },
+      options: OPTIONS,
       strict: true,
     });
     const v = parsed.values;

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { CliCommand, parseCommandArgs, phaseExitCode, UsageError } from '../command';
-import { agentFlags, agentFlagUsage } from '../agentFlags';
-import { agentValue, positiveWholeNumberList } from '../flags';
+import { agentFlags, agentFlagUsage, flagOf } from '../agentFlags';
+import { agentChoiceList, agentNumberList, agentValue } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MicroOptions, MicroOptionsError, MicroPart } from '../../core/micro/options';
+import { MICRO_PARTS, MicroOptions, MicroOptionsError } from '../../core/micro/options';
 import { CollectiveModel, microTables } from '../../core/micro/tables';
 import { runMicroPhase } from '../../core/phases/micro';
 import { renderTextTable } from '../../shared/table';
@@ -22,7 +22,7 @@ Usage: infbench micro [options]
 
 Runs PyTorch on the target's GPUs (the agent's \`micro\` command) and compares each piece with the
 device's own measured ceilings (a copy and a large matmul). Refuses when the GPUs are mostly taken
-(for example by the running server) unless --allow-busy is given.
+(for example by the running server) unless ${flagOf('micro', 'allowBusy')} is given.
 
 ${targetUsage('the Python with PyTorch (and vLLM) on the target')}
 Shapes:
@@ -61,24 +61,19 @@ export const microCommand: CliCommand = {
       strict: true,
     });
     const v = parsed.values;
-    const skip = v.skip
-      ?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean) as MicroPart[] | undefined;
-    const threshold = v['busy-threshold'] === undefined ? undefined : Number(v['busy-threshold']);
     const options: MicroOptions = {
-      model: v.model,
-      config: v.config,
+      model: agentValue('micro', 'model', v),
+      config: agentValue('micro', 'config', v),
       tp: agentValue('micro', 'tp', v),
-      m: positiveWholeNumberList(v.m, '--m'),
-      shapes: v.shape,
-      only: v.only,
+      m: agentNumberList('micro', 'm', v),
+      shapes: agentValue('micro', 'shape', v)?.slice(),
+      only: agentValue('micro', 'only', v)?.slice(),
       dtype: agentValue('micro', 'dtype', v),
       groupSize: agentValue('micro', 'groupSize', v),
-      device: v.device,
-      allowBusy: v['allow-busy'],
-      busyThreshold: threshold,
-      skip,
+      device: agentValue('micro', 'device', v),
+      allowBusy: agentValue('micro', 'allowBusy', v),
+      busyThreshold: agentValue('micro', 'busyThreshold', v),
+      skip: agentChoiceList('micro', 'skip', v, MICRO_PARTS),
       repeats: agentValue('micro', 'repeats', v),
       launchKernels: agentValue('micro', 'launchKernels', v),
       arWorldSize: agentValue('micro', 'arWorldSize', v),

@@ -1,17 +1,18 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { agentFlags, agentFlagUsage } from '../agentFlags';
-import { agentValue, kernelFamilyFlag, positiveNumber, positiveWholeNumber } from '../flags';
+import { agentFlags, agentFlagUsage, flagOf } from '../agentFlags';
+import { agentValue, agentValueAs, kernelFamilyFlag } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { ProfileOptions, runProfilePhase } from '../../core/phases/profile';
 import { renderBreakdownText } from '../../core/trace/format';
 import { withNsysServer, withProfilerServer } from '../../core/server/phaseServer';
 import { renderNsysText } from '../../core/trace/nsysModules';
 import { ServerControlError } from '../../core/server/serverChange';
-import { cliConsent, cliServerProgress, warnPendingServerChange } from './server';
+import { cliConsent, cliServerProgress, PROFILER_ITERATION_OPTIONS, profilerIterations, warnPendingServerChange } from './server';
 
 // Handed to the agent: named, typed and explained by its option table (agent/infbench_agent/options.py).
 const WORKLOAD_FLAGS = ['concurrency', 'output-len', 'input-len', 'model'] as const;
 const TRACE_FLAGS = ['trace-dir', 'expect-ranks', 'stop-timeout', 'delay-steps', 'num-steps', 'record-shapes', 'with-stack'] as const;
+const PROFILER_FLAGS = ['profiler', 'nsys'] as const;
 
 const USAGE = `infbench profile — where each decode step's GPU time goes, from the server's own torch profiler
 
@@ -29,12 +30,12 @@ ${agentFlagUsage('profile', TRACE_FLAGS)}
   --family CAT=REGEX        a kernel family tried before the built-in ones (repeatable)
   --step-annotation REGEX   the server's step annotation, if not a known one
 Profiler:
-  --profiler torch|nsys     torch: the server's torch profiler writes the traces (default). nsys: restart
-                            the server under Nsight Systems (asks first, showing the exact command), bound
-                            the capture with /start_profile and /stop_profile, stop it so nsys writes its
-                            report, export and read the report on the host, put the original back; the
-                            step is broken down by layer and NVTX module beside the kernel categories
-  --nsys PATH               the nsys on the host (default: found on PATH, in the CUDA toolkit, Nsight installs)
+${agentFlagUsage('profile', PROFILER_FLAGS, {
+  // What the CLI does around the agent: it restarts the server under nsys and puts it back.
+  profiler:
+    "torch: the server's torch profiler writes the traces (default). nsys: restart the server under Nsight Systems (asks first, showing the exact command), bound the capture with /start_profile and /stop_profile, stop it so nsys writes its report, export and read the report on the host, put the original back; the step is broken down by layer and NVTX module beside the kernel categories",
+  nsys: 'the nsys on the host (default: found on PATH, in the CUDA toolkit, Nsight installs)',
+})}
 Server:
   --restart-with-profiler   restart a server that runs without the profiler with it on (the flag or
                             variable of its version), profile, then put the original back; asks
@@ -55,14 +56,12 @@ const OPTIONS = {
   ...TARGET_OPTIONS,
   ...agentFlags('profile', WORKLOAD_FLAGS),
   ...agentFlags('profile', TRACE_FLAGS),
+  ...agentFlags('profile', PROFILER_FLAGS),
   family: { type: 'string', multiple: true },
   'step-annotation': { type: 'string' },
   'restart-with-profiler': { type: 'boolean' },
-  profiler: { type: 'string' },
-  nsys: { type: 'string' },
   'restart-trace-dir': { type: 'string' },
-  'profiler-delay-iterations': { type: 'string' },
-  'profiler-max-iterations': { type: 'string' },
+  ...PROFILER_ITERATION_OPTIONS,
   yes: { type: 'boolean' },
   out: { type: 'string' },
   json: { type: 'boolean' },
@@ -82,23 +81,24 @@ export const profileCommand: CliCommand = {
     const v = parsed.values;
     const families = (v.family ?? []).map(kernelFamilyFlag);
     const options: ProfileOptions = {
-      concurrency: positiveNumber(v.concurrency, '--concurrency'),
-      outputLen: positiveNumber(v['output-len'], '--output-len'),
-      inputLen: positiveNumber(v['input-len'], '--input-len'),
-      model: v.model,
+      concurrency: agentValue('profile', 'concurrency', v),
+      outputLen: agentValue('profile', 'outputLen', v),
+      inputLen: agentValue('profile', 'inputLen', v),
+      model: agentValue('profile', 'model', v),
       // As given: the agent resolves it on the target (a path of this machine means nothing over SSH).
-      traceDir: v['trace-dir'],
-      expectRanks: positiveNumber(v['expect-ranks'], '--expect-ranks'),
-      stopTimeoutS: positiveNumber(v['stop-timeout'], '--stop-timeout'),
+      traceDir: agentValue('profile', 'traceDir', v),
+      expectRanks: agentValue('profile', 'expectRanks', v),
+      stopTimeoutS: agentValue('profile', 'stopTimeout', v),
       delaySteps: agentValue('profile', 'delaySteps', v),
       numSteps: agentValue('profile', 'numSteps', v),
-      recordShapes: v['record-shapes'],
-      withStack: v['with-stack'],
+      recordShapes: agentValue('profile', 'recordShapes', v),
+      withStack: agentValue('profile', 'withStack', v),
       analysis: { extraFamilies: families.length ? families : undefined, stepAnnotation: v['step-annotation'] },
     };
     const profiler = agentValue('profile', 'profiler', v) ?? 'torch';
+    const iterations = profilerIterations(v);
     if (profiler === 'nsys' && v['restart-with-profiler'])
-      throw new UsageError('--profiler nsys restarts the server under nsys itself: leave out --restart-with-profiler.');
+      throw new UsageError(`${flagOf('profile', 'profiler')} nsys restarts the server under nsys itself: leave out --restart-with-profiler.`);
     // A bad --out is said before the run, not after it.
     if (v.out) checkOutPath(v.out);
     const opened = await openCliTarget(v, 'profile', 'Stopping the profile run…');
@@ -113,7 +113,7 @@ export const profileCommand: CliCommand = {
                 await withNsysServer(
                   ctx,
                   'profile',
-                  { nsys: v.nsys, consent: cliConsent(v.yes), onProgress: cliServerProgress, signal: opened.signal },
+                  { nsys: agentValue('profile', 'nsys', v), consent: cliConsent(v.yes), onProgress: cliServerProgress, signal: opened.signal },
                   (server) => runProfilePhase(ctx, { ...options, nsys: server }),
                 )
               ).value
@@ -123,9 +123,8 @@ export const profileCommand: CliCommand = {
                     ctx,
                     'profile',
                     {
-                      profilerDir: v['restart-trace-dir'] ?? 'auto',
-                      delayIterations: positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations'),
-                      maxIterations: positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations'),
+                      profilerDir: agentValueAs('server', 'profilerDir', 'restart-trace-dir', v) ?? 'auto',
+                      ...iterations,
                       consent: cliConsent(v.yes),
                       onProgress: cliServerProgress,
                       signal: opened.signal,

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { CliCommand, parseCommandArgs, UsageError } from '../command';
-import { positiveWholeNumber } from '../flags';
+import { agentValueAs, FlagValues } from '../flags';
 import { openCliTarget, OpenedTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { readFileSync } from 'node:fs';
 import { environmentInWords, outputTarget, parseUserRecipe, startCommand, UserServerRecipe } from '../../core/server/recipe';
@@ -36,6 +36,29 @@ Options:
                             the adopted environment (the target setting "serverRecipe" in VS Code)
 
 Example: infbench server restart --target gpubox --with-profiler auto --profiler-max-iterations 64`;
+
+/** A restart's bounds of the profiler's capture (profile's --restart-with-profiler too), under the CLI's own names. */
+export const PROFILER_ITERATION_OPTIONS = {
+  'profiler-delay-iterations': { type: 'string' },
+  'profiler-max-iterations': { type: 'string' },
+} as const;
+
+/** What the command parses: the target's flags and its own. */
+const OPTIONS = {
+  ...TARGET_OPTIONS,
+  yes: { type: 'boolean' },
+  'with-profiler': { type: 'string' },
+  ...PROFILER_ITERATION_OPTIONS,
+  recipe: { type: 'string' },
+} as const;
+
+/** PROFILER_ITERATION_OPTIONS' values, checked as the agent's `server --profile-delay-iterations` and `--profile-max-iterations` rows say. */
+export function profilerIterations(v: FlagValues): { delayIterations?: number; maxIterations?: number } {
+  return {
+    delayIterations: agentValueAs('server', 'profileDelayIterations', 'profiler-delay-iterations', v),
+    maxIterations: agentValueAs('server', 'profileMaxIterations', 'profiler-max-iterations', v),
+  };
+}
 
 /** Says a consent step on stderr and asks y/N on the terminal; --yes answers yes, no terminal answers no. */
 export function cliConsent(yes: boolean | undefined): Consent {
@@ -86,26 +109,20 @@ export const serverCommand: CliCommand = {
   name: 'server',
   summary: "the server's recipe; stop, restart (with the profiler) and restore it, with consent",
   usage: USAGE,
+  options: OPTIONS,
   async run(argv: string[]): Promise<number> {
     const parsed = parseCommandArgs('server', {
       args: argv,
       allowPositionals: true,
-      options: {
-        ...TARGET_OPTIONS,
-        yes: { type: 'boolean' },
-        'with-profiler': { type: 'string' },
-        'profiler-delay-iterations': { type: 'string' },
-        'profiler-max-iterations': { type: 'string' },
-        recipe: { type: 'string' },
-      },
+      options: OPTIONS,
       strict: true,
     });
     const v = parsed.values;
     const action = parsed.positionals[0];
     if (!['status', 'stop', 'restart', 'restore'].includes(action ?? '')) throw new UsageError('Say what to do: infbench server status|stop|restart|restore.');
-    if (v['with-profiler'] !== undefined && action !== 'restart') throw new UsageError('--with-profiler goes with restart.');
-    const delayIterations = positiveWholeNumber(v['profiler-delay-iterations'], '--profiler-delay-iterations');
-    const maxIterations = positiveWholeNumber(v['profiler-max-iterations'], '--profiler-max-iterations');
+    const profilerDir = agentValueAs('server', 'profilerDir', 'with-profiler', v);
+    if (profilerDir !== undefined && action !== 'restart') throw new UsageError('--with-profiler goes with restart.');
+    const iterations = profilerIterations(v);
     const userRecipe = v.recipe ? readRecipeFile(v.recipe) : undefined;
     const opened = await openCliTarget(v, 'macro', 'Stopping…');
     if (userRecipe) opened.target.serverRecipe = userRecipe;
@@ -113,9 +130,8 @@ export const serverCommand: CliCommand = {
     try {
       if (action === 'restore') return await restore(opened, consent);
       const { change, status } = await ServerChange.adopt(opened, action === 'status' ? 'a look' : `infbench server ${action}`, {
-        profilerDir: v['with-profiler'],
-        delayIterations,
-        maxIterations,
+        profilerDir,
+        ...iterations,
         signal: opened.signal,
       });
       const recipe = change.record.original;
@@ -150,7 +166,7 @@ export const serverCommand: CliCommand = {
         process.stdout.write(`Stopped. Start it again with: infbench server restore --target ${opened.target.name}\n`);
         return 0;
       }
-      const changed = v['with-profiler'] ? status.profiler_recipe : recipe;
+      const changed = profilerDir ? status.profiler_recipe : recipe;
       if (!changed) throw new ServerControlError('No recipe with the profiler could be made for this server.');
       if (!(await consent(change.restartStep(changed, status.estimate_s)))) return 1;
       await change.stop(cliServerProgress);
@@ -162,7 +178,7 @@ export const serverCommand: CliCommand = {
         return 1;
       }
       process.stdout.write(
-        v['with-profiler'] ? `Running with the profiler. Put the original back with: infbench server restore --target ${opened.target.name}\n` : 'Restarted.\n',
+        profilerDir ? `Running with the profiler. Put the original back with: infbench server restore --target ${opened.target.name}\n` : 'Restarted.\n',
       );
       return 0;
     } catch (err) {
