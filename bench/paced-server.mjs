@@ -8,11 +8,12 @@
 // measures: it must not be the part that runs late. It keeps its own account of what it wrote
 // (`GET /stats`), the truth a client's TPOT and TTFT are checked against: each stream's TPOT from its
 // first to its last token written, its TTFT from its request received (the body's end) to its first
-// token written, and its own lag: how late each token was written against its due time. With
-// --procs N the streams are spread over N processes (node:cluster, all accepting on the one port),
-// each with its own account; /stats answers the combined account, and each process's under `procs`.
-// `on_time` is false when the server itself fell behind its pace (its p99 lateness past --late-bound-ms),
-// so that a client's error is not read into what was the server's.
+// token written (and from its headers read: a long prompt's upload included), and its own lag: how
+// late each token was written against its due time. With --procs N the streams are spread over N
+// processes (node:cluster, all accepting on the one port), each with its own account; /stats answers
+// the combined account, and each process's under `procs`. `on_time` is false when the server itself
+// fell behind its pace (its p99 lateness past --late-bound-ms), so that a client's error is not read
+// into what was the server's.
 //
 //   node bench/paced-server.mjs --pace-ms 20 [--port 0] [--procs 1] [--late-bound-ms 2] [--accept shared|rr]
 //   # prints {"url": ..., "pace_ms": ..., "pid": ..., "procs": ...} on its first line
@@ -49,6 +50,9 @@ function newAccount() {
     ttftSumMs: 0,
     ttftCount: 0,
     maxTtftMs: 0,
+    // From the request's headers read instead of its body's end: the upload of a long prompt included.
+    ttftFromHeadersSumMs: 0,
+    uploadSumMs: 0,
     tokens: 0,
     lateWritesMs: 0,
     maxLateMs: 0,
@@ -146,6 +150,8 @@ function serve(onListening, askAll) {
         acc.ttftSumMs += ttft;
         acc.ttftCount += 1;
         if (ttft > acc.maxTtftMs) acc.maxTtftMs = ttft;
+        acc.ttftFromHeadersSumMs += t - s.arrived;
+        acc.uploadSumMs += s.received - s.arrived;
       }
       s.last = t;
       s.res.write(
@@ -224,6 +230,7 @@ function serve(onListening, askAll) {
       json(res, 404, { detail: 'Not Found' });
       return;
     }
+    const arrived = performance.now();
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -256,6 +263,7 @@ function serve(onListening, askAll) {
         prompt: promptTokens,
         usage: Boolean(body.stream_options?.include_usage),
         received,
+        arrived,
         due: received + paceMs,
         base: 0,
         first: 0,
@@ -304,6 +312,8 @@ function combine(accounts) {
     mean_sent_tpot_ms: tpotCount ? sum('tpotSumMs') / tpotCount : null,
     mean_sent_ttft_ms: ttftCount ? sum('ttftSumMs') / ttftCount : null,
     max_sent_ttft_ms: ttftCount ? max('maxTtftMs') : null,
+    mean_sent_ttft_from_headers_ms: ttftCount ? sum('ttftFromHeadersSumMs') / ttftCount : null,
+    mean_upload_ms: ttftCount ? sum('uploadSumMs') / ttftCount : null,
     in_flight: sum('in_flight'),
     pace_ms: paceMs,
     // The server's own lag: how late it wrote its tokens against their due times.
