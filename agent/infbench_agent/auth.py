@@ -19,13 +19,15 @@ import re
 import sys
 from typing import Dict, Iterable, List, Optional
 
+from infbench_agent import events
+
 REDACTED = "REDACTED"
 API_KEY_ENV = ("INFBENCH_API_KEY", "OPENAI_API_KEY")
-HOW_TO_GIVE_KEY = (
-    "give the key the server was started with: infbench --api-key KEY (or $INFBENCH_API_KEY, or "
-    "$OPENAI_API_KEY as vllm bench serve reads it); in VS Code, the command "
-    '"Inference Bench: Set Server API Key..."'
-)
+# An error's hint when the server wants a key, `{0}` being KEY_REMEDIES' flag, which each front end words its own way.
+KEY_HINT = "give the key the server was started with: {0} (or $INFBENCH_API_KEY, or $OPENAI_API_KEY as vllm bench serve reads it)"
+KEY_REMEDIES = [events.flag("--api-key", "KEY")]
+# The same in words for both front ends, where no remedy can go along (the probe's report of the server).
+HOW_TO_GIVE_KEY = KEY_HINT.format("infbench --api-key KEY") + '; in VS Code, the command "Inference Bench: Set Server API Key..."'
 
 # A flag or variable name that holds a secret: --api-key, --hf-token, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...
 # ("keyfile"/"key-file" name a path, not a secret).

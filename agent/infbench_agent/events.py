@@ -128,7 +128,34 @@ LOG_TOPICS = LogTopic.__args__  # type: ignore[attr-defined]
 # What a remedy (flag(), command()) may name: the CLI says each as written, VS Code in its own words, which
 # src/vscode/runs/extensionWords.ts must have for every flag here. scripts/gen-agent-schema.py writes both
 # lists to src/shared/remedyFlags.ts.
-REMEDY_FLAGS = ("--url", "--python", "--request-timeout", "--stall-timeout", "--allow-busy", "--trace-dir", "--workspace")
+REMEDY_FLAGS = (
+    "--url",
+    "--python",
+    "--api-key",
+    "--workspace",
+    "--request-timeout",
+    "--stall-timeout",
+    "--trials",
+    "--slo",
+    "--goodput",
+    "--request-rate",
+    "--model",
+    "--config",
+    "--hidden",
+    "--shape",
+    "--tp",
+    "--m",
+    "--skip",
+    "--device",
+    "--allow-busy",
+    "--ar-world-size",
+    "--ar-backend",
+    "--trace-dir",
+    "--output-len",
+    "--delay-steps",
+    "--start-timeout",
+    "--stop-timeout",
+)
 REMEDY_COMMANDS = ("macro", "micro", "profile", "probe", "analyze")
 
 # Named types the events use. A field ending in "?" may be left out; "*" gives the type of further fields.

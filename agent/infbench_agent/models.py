@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from infbench_agent import auth, http
+from infbench_agent import auth, events, http
 
 
 @dataclass
@@ -148,7 +148,16 @@ ALIASES = {
 
 
 class ModelError(ValueError):
-    """A model or config that cannot give shapes; the message says what to pass instead."""
+    """A model or config that cannot give shapes: the message says what is wrong, the hint what to pass instead,
+    its `{n}` slots filled by the remedies, and the code is the AgentError's it becomes."""
+
+    def __init__(
+        self, message: str, hint: str = "", remedies: Optional[list[events.Remedy]] = None, code: events.ErrorCode = "bad_model"
+    ) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.remedies = remedies
+        self.code = code
 
 
 def preset_names() -> list[str]:
@@ -195,8 +204,9 @@ def model_from_config(config: dict[str, Any], name: str, source: str) -> ModelIn
     quant = config.get("quantization_config") or text.get("quantization_config")
     if "hidden_size" not in text or "num_hidden_layers" not in text:
         raise ModelError(
-            f"{source} has no hidden_size / num_hidden_layers: not a transformer config.json the micro "
-            f"phase understands. Pass --model with a preset ({', '.join(preset_names())}) or --shape NAME=NxK."
+            f"{source} has no hidden_size / num_hidden_layers: not a transformer config.json the micro phase understands.",
+            f"Pass {{0}} with a preset ({', '.join(preset_names())}) or {{1}}.",
+            [events.flag("--model"), events.flag("--shape", "NAME=NxK")],
         )
     group_size = _group_size(quant)
     if group_size and "_group_size" not in text:
@@ -216,8 +226,9 @@ def load_preset(name: str) -> ModelInfo:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in PRESETS:
         raise ModelError(
-            f"No preset named {name!r}. Presets: {', '.join(preset_names())}; or pass --config with the "
-            "model's config.json (or its folder)."
+            f"No preset named {name!r}.",
+            f"Presets: {', '.join(preset_names())}; or pass {{0}} with the model's config.json (or its folder).",
+            [events.flag("--config")],
         )
     return model_from_config(PRESETS[key], key, "preset")
 
@@ -228,7 +239,7 @@ def load_config_file(path: str) -> ModelInfo:
         with open(file, encoding="utf-8") as f:
             config = json.load(f)
     except OSError as exc:
-        raise ModelError(f"Cannot read {file}: {exc.strerror}. Pass the model's folder or its config.json.") from exc
+        raise ModelError(f"Cannot read {file}: {exc.strerror}.", "Pass the model's folder or its config.json.") from exc
     except json.JSONDecodeError as exc:
         raise ModelError(f"{file} is not valid JSON ({exc}).") from exc
     name = os.path.basename(os.path.dirname(os.path.abspath(file)))
@@ -255,7 +266,7 @@ def served_model_root(server_url: str, timeout: float = 5.0, api_key: Optional[s
     url = server_url.rstrip("/") + "/v1/models"
     status, raw, _, _ = http.request_once(url, timeout, "GET", api_key)
     if status in (401, 403):
-        raise ModelError(f"{auth.unauthorized_message(url, status, bool(api_key))} To fix it, {auth.HOW_TO_GIVE_KEY}.")
+        raise ModelError(auth.unauthorized_message(url, status, bool(api_key)), auth.KEY_HINT, auth.KEY_REMEDIES, "unauthorized")
     if status is None or not 200 <= status < 300:
         return None
     try:
@@ -290,8 +301,9 @@ def resolve_model(model: Optional[str], config_path: Optional[str], server_url: 
         if found is not None:
             return found
         raise ModelError(
-            f"{model!r} is neither a preset ({', '.join(preset_names())}), a path, nor a model in the host's "
-            "Hugging Face cache. Pass --config with the model's config.json."
+            f"{model!r} is neither a preset ({', '.join(preset_names())}), a path, nor a model in the host's Hugging Face cache.",
+            "Pass {0} with the model's config.json.",
+            [events.flag("--config")],
         )
     if server_url:
         root = served_model_root(server_url, api_key=api_key)
@@ -301,17 +313,25 @@ def resolve_model(model: Optional[str], config_path: Optional[str], server_url: 
                 return found
             raise ModelError(
                 f"The server at {server_url} serves {root!r}, but its config.json is not on this host "
-                "(not a path, not in the Hugging Face cache). Pass --config or a preset with --model."
+                "(not a path, not in the Hugging Face cache).",
+                "Pass {0}, or a preset with {1}.",
+                [events.flag("--config"), events.flag("--model")],
             )
     raise ModelError(
-        "No model given and none found on a server. Pass --model with a preset "
-        f"({', '.join(preset_names())}), --config with a config.json, or --shape NAME=NxK."
+        "No model given and none found on a server.",
+        f"Pass {{0}} with a preset ({', '.join(preset_names())}), {{1}} with a config.json, or {{2}}.",
+        [events.flag("--model"), events.flag("--config"), events.flag("--shape", "NAME=NxK")],
     )
 
 
 def _split(total: int, tp: int, what: str) -> int:
     if total % tp:
-        raise ModelError(f"{what} ({total}) does not divide by the tensor-parallel size {tp}.")
+        raise ModelError(
+            f"{what} ({total}) does not divide by the tensor-parallel size {tp}.",
+            "Give {0} a value that divides it.",
+            [events.flag("--tp")],
+            "bad_option",
+        )
     return total // tp
 
 
@@ -390,7 +410,9 @@ def parse_shape(spec: str) -> GemmShape:
         name, dims = spec.split("=", 1)
         n, k = (int(x) for x in dims.lower().split("x"))
     except ValueError as exc:
-        raise ModelError(f"--shape {spec!r}: expected NAME=NxK, for example gate_up=512x7168.") from exc
+        raise ModelError(
+            f"--shape {spec!r}: expected NAME=NxK.", "Give it as {0}.", [events.flag("--shape", "gate_up=512x7168")], "bad_option"
+        ) from exc
     if n <= 0 or k <= 0:
-        raise ModelError(f"--shape {spec!r}: N and K must be positive.")
+        raise ModelError(f"--shape {spec!r}: N and K must be positive.", code="bad_option")
     return GemmShape(name.strip() or f"{n}x{k}", n, k, 1, "given on the command line")

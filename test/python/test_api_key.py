@@ -46,13 +46,14 @@ class ApiKeyTest(unittest.TestCase):
         self.assertEqual((plan["hidden"], plan["top_k"]), (256, 4), "the sizes come from the served model's config.json")
         self.assertNotIn(KEY, proc.stdout)
 
-    def test_without_the_key_the_model_lookup_says_the_server_wants_one(self):
+    def test_without_the_key_the_model_lookup_says_the_server_wants_one_as_any_phase_does(self):
         with keyed_server() as sim:
             proc, found = agent("collective", "--plan", "--server-url", sim.url, "--world-size", "2", "--device", "cpu")
         error = next(e for e in found if e["type"] == "error")
-        self.assertEqual(error["code"], "bad_model")
+        # unauthorized, as from any other phase: a front end then offers its own way to give the key.
+        self.assertEqual(error["code"], "unauthorized")
         self.assertIn("this server wants an API key", error["message"])
-        self.assertIn("--api-key", error["message"])
+        self.assertEqual(error["remedies"], [{"kind": "flag", "flag": "--api-key", "value": "KEY"}])
 
     def test_micro_finds_its_shapes_through_a_keyed_server(self):
         parser = argparse.ArgumentParser()

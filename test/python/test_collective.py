@@ -89,7 +89,7 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(code, 2)
         err = next(e for e in found if e["type"] == "error")
         self.assertEqual(err["code"], "no_model")
-        self.assertIn("--hidden", err["hint"])
+        self.assertIn({"kind": "flag", "flag": "--hidden"}, err["remedies"])
 
 
 @unittest.skipUnless(has_torch(TORCH_PYTHON), f"{TORCH_PYTHON} has no torch")

@@ -402,7 +402,7 @@ class AHostileServer(unittest.TestCase):
         )
         errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertEqual(errors[0]["code"], "no_model", out.stdout[-1500:] + out.stderr[-1500:])
-        self.assertIn("--model", errors[0]["hint"])
+        self.assertEqual(errors[0]["remedies"], [{"kind": "flag", "flag": "--model", "value": "NAME"}])
 
     def test_server_text_that_would_drive_a_terminal_reaches_no_event_raw(self):
         # The model id, an HTTP 500 body and an SSE error all carry ESC, BEL, NUL, a C1 CSI and a bidi override.

@@ -343,7 +343,8 @@ class AServerWeBring(unittest.TestCase):
             server.server_close()
         errors = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertEqual(errors[0]["code"], "unauthorized")
-        self.assertIn("--api-key", errors[0]["hint"])
+        self.assertIn("{0}", errors[0]["hint"])
+        self.assertEqual(errors[0]["remedies"], [{"kind": "flag", "flag": "--api-key", "value": "KEY"}])
 
 
 if __name__ == "__main__":

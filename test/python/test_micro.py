@@ -125,8 +125,10 @@ class ShapesTest(unittest.TestCase):
             model = resolve_model(None, None, url)
             self.assertEqual((model.hidden, model.quant), (256, "int4"))
             roots.pop(0)
-            with self.assertRaisesRegex(ModelError, "serves 'acme/not-on-this-host'.*Pass --config"):
+            with self.assertRaisesRegex(ModelError, "serves 'acme/not-on-this-host'") as caught:
                 resolve_model(None, None, url)
+            self.assertEqual(caught.exception.hint, "Pass {0}, or a preset with {1}.")
+            self.assertEqual([r["flag"] for r in caught.exception.remedies], ["--config", "--model"])
         finally:
             server.shutdown()
             server.server_close()

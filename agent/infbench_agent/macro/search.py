@@ -212,13 +212,16 @@ def answer_line(slos: List[Slo], verdicts: List[dict], search: Optional[SloSearc
 def level_schedule(args: argparse.Namespace, concurrencies: List[int], rates: List[float], objectives: List[Slo]) -> LevelSchedule:
     """The loads to visit: the sweep as given, or a search for the highest load that meets --slo; each --trials times."""
     if args.trials < 1:
-        raise events.AgentError("bad_arguments", f"--trials must be at least 1, got {args.trials}", "for example --trials 3")
+        raise events.AgentError(
+            "bad_arguments", f"--trials must be at least 1, got {args.trials}", "set it to 1 or more: {0}", [events.flag("--trials", "3")]
+        )
     if any(o.label == "goodput" for o in objectives) and not args.goodput:
         # vllm/benchmarks/serve.py counts a request as good when it meets every --goodput limit (ttft, tpot, e2el).
         raise events.AgentError(
             "bad_arguments",
             "a goodput objective needs the limits a good request meets",
-            'pass --goodput, for example --goodput "ttft:2000 tpot:50" with --slo "goodput>=95%"',
+            "give them with {0} and the objective with {1}",
+            [events.flag("--goodput", '"ttft:2000 tpot:50"'), events.flag("--slo", '"goodput>=95%"')],
         )
     template_rate: Dict[str, Any] = {"max_concurrency": args.max_concurrency, "request_rate": None, "burstiness": args.burstiness}
     loads: List[Dict[str, Any]] = [{"max_concurrency": c, "request_rate": None} for c in concurrencies]
@@ -227,7 +230,10 @@ def level_schedule(args: argparse.Namespace, concurrencies: List[int], rates: Li
         return LevelSchedule(loads, args.trials, objectives, None, {})
     if not objectives:
         raise events.AgentError(
-            "bad_arguments", "--search needs the objectives to meet", 'pass --slo, for example --slo "ttft_p99<=2000,tpot_p99<=50"'
+            "bad_arguments",
+            "--search needs the objectives to meet",
+            "give them with {0}",
+            [events.flag("--slo", '"ttft_p99<=2000,tpot_p99<=50"')],
         )
     if args.search == "concurrency" and rates:
         raise events.AgentError("bad_arguments", "--search concurrency runs closed-loop levels, not --request-rate", "")
@@ -235,7 +241,12 @@ def level_schedule(args: argparse.Namespace, concurrencies: List[int], rates: Li
         rates = [1.0]
     start = float(concurrencies[0]) if args.search == "concurrency" else float(rates[0])
     if math.isinf(start):
-        raise events.AgentError("bad_arguments", "a rate search starts from a finite --request-rate", "for example --request-rate 1")
+        raise events.AgentError(
+            "bad_arguments",
+            "a rate search starts from a finite --request-rate",
+            "start it from a finite rate: {0}",
+            [events.flag("--request-rate", "1")],
+        )
     try:
         search = SloSearch(args.search, start, args.search_max)
     except ValueError as exc:

@@ -29,14 +29,15 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
         raise events.AgentError(
             "unauthorized",
             auth.unauthorized_message(f"{url}/v1/models", status, bool(endpoint.api_key)),
-            auth.HOW_TO_GIVE_KEY[0].upper() + auth.HOW_TO_GIVE_KEY[1:],
+            auth.KEY_HINT[0].upper() + auth.KEY_HINT[1:],
+            auth.KEY_REMEDIES,
         )
     if status != 200 and model is None:
         raise events.AgentError(
             "server_error",
             f"{url}/v1/models answered HTTP {status}",
-            "Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with --model",
-            [events.flag("--url")],
+            "Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with {1}",
+            [events.flag("--url"), events.flag("--model")],
         )
     unreadable = ""
     try:
@@ -53,12 +54,16 @@ def discover(endpoint: Endpoint, url: str, model: Optional[str]) -> dict:
             raise events.AgentError(
                 "no_model",
                 unreadable or f"{url}/v1/models lists no model (it answered {raw[:120].decode('utf-8', 'replace')!r})",
-                "Pass --model NAME, the name the server serves the model under",
+                "Pass {0}, the name the server serves the model under",
+                [events.flag("--model", "NAME")],
             )
         model = entry.get("id")
         if not isinstance(model, str) or not model:
             raise events.AgentError(
-                "no_model", f"{url}/v1/models lists a model without a name: {json.dumps(entry)[:120]}", "Pass --model NAME"
+                "no_model",
+                f"{url}/v1/models lists a model without a name: {json.dumps(entry)[:120]}",
+                "Pass {0}",
+                [events.flag("--model", "NAME")],
             )
     owned = entry.get("owned_by") if entry else None
     owned = owned if isinstance(owned, str) else None

@@ -131,7 +131,8 @@ def run_allreduce(
         raise AgentError(
             "allreduce_failed",
             f"The all-reduce workers ({world_size} x {backend}) failed: {detail}" + (" (timed out)" if timed_out else ""),
-            "The workers' stderr is in the run's agent.log. Try --ar-world-size 1, --ar-backend gloo, or --skip allreduce.",
+            "The workers' stderr is in the run's agent.log. Try {0}, {1}, or {2}.",
+            [events.flag("--ar-world-size", "1"), events.flag("--ar-backend", "gloo"), events.flag("--skip", "allreduce")],
         )
     return points
 

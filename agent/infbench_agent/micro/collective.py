@@ -54,6 +54,9 @@ DEFAULT_M = options.DEFAULT_M
 CPU_M = options.CPU_M
 # A rank that dies leaves the others waiting in a collective; the rendezvous itself waits this long for every host.
 RENDEZVOUS_TIMEOUT_S = 120
+# What sizes the messages when no model is named: the hidden size, from a model or given.
+WHICH_MODEL = "Pass {0} (a preset), {1}, or {2}."
+WHICH_MODEL_REMEDIES = [events.flag("--model"), events.flag("--config"), events.flag("--hidden")]
 # After a rank fails, how long the others may take to report that they lost it before they are stopped.
 FAILURE_GRACE_S = 1.0
 
@@ -108,11 +111,12 @@ def plan(args: Any) -> dict:
         try:
             model = resolve_model(args.model, args.config, args.server_url, auth.resolve_api_key(args))
         except ModelError as exc:
-            raise AgentError("bad_model", str(exc), "Pass --model (a preset), --config, or --hidden and --top-k.") from exc
+            hint, remedies = (exc.hint, exc.remedies) if exc.hint else (WHICH_MODEL, WHICH_MODEL_REMEDIES)
+            raise AgentError(exc.code, str(exc), hint, remedies) from exc
     config = model.config if model else {}
     hidden = model.hidden if model else args.hidden
     if not hidden:
-        raise AgentError("no_model", "No model to size the messages by.", "Pass --model (a preset), --config, or --hidden and --top-k.")
+        raise AgentError("no_model", "No model to size the messages by.", WHICH_MODEL, WHICH_MODEL_REMEDIES)
     if args.device == "cpu":
         args.cpu = True
     top_k = int(config.get("num_experts_per_tok") or 0) or args.top_k
@@ -172,7 +176,12 @@ def _local_ranks(args: Any) -> tuple[int, str, Optional[GpuOccupancy]]:
         occupancy = None  # nvidia-smi there but failing: no GPU to count, as on a host without one
     gpus = len(occupancy.gpus) if occupancy else 0
     if args.device.startswith("cuda") and not gpus:
-        raise AgentError("no_gpu", f"--device {args.device}: nvidia-smi lists no GPU on {socket.gethostname()}.", "Pass --device cpu.")
+        raise AgentError(
+            "no_gpu",
+            f"--device {args.device}: nvidia-smi lists no GPU on {socket.gethostname()}.",
+            "Run on the CPU: {0}.",
+            [events.flag("--device", "cpu")],
+        )
     if not gpus:
         return args.local_ranks or 2, "cpu", None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -37,9 +37,19 @@ def parse_m_list(text: str) -> list[int]:
     try:
         values = sorted({int(x) for x in text.replace(" ", "").split(",") if x})
     except ValueError as exc:
-        raise AgentError("bad_option", f"--m {text!r} is not a list of integers.", "For example --m 1,8,64.") from exc
+        raise AgentError(
+            "bad_option",
+            f"--m {text!r} is not a list of integers.",
+            "Give positive whole numbers, comma-separated: {0}.",
+            [events.flag("--m", "1,8,64")],
+        ) from exc
     if not values or values[0] < 1:
-        raise AgentError("bad_option", f"--m {text!r}: token counts must be positive integers.", "For example --m 1,8,64.")
+        raise AgentError(
+            "bad_option",
+            f"--m {text!r}: token counts must be positive integers.",
+            "Give positive whole numbers, comma-separated: {0}.",
+            [events.flag("--m", "1,8,64")],
+        )
     return values
 
 
@@ -53,14 +63,17 @@ def select_shapes(args: Any) -> tuple[Optional[ModelInfo], list[GemmShape]]:
             shapes = gemm_shapes(model, args.tp)
         shapes += [parse_shape(s) for s in args.shape]
     except ModelError as exc:
-        raise AgentError("bad_model", str(exc), "Run `python agent.pyz micro --help` for the options.") from exc
+        if exc.hint:
+            raise AgentError(exc.code, str(exc), exc.hint, exc.remedies) from exc
+        raise AgentError(exc.code, str(exc), "See {0} for the options.", [events.command("micro", "--help")]) from exc
     if args.only:
         shapes = [s for s in shapes if any(o in s.name for o in args.only)]
     if not shapes and "gemm" not in args.skip_parts:
         raise AgentError(
             "no_shapes",
             "No GEMM shapes to run.",
-            f"Pass --model (presets: {', '.join(preset_names())}), --config, or --shape NAME=NxK; or --skip gemm.",
+            f"Pass {{0}} (presets: {', '.join(preset_names())}), {{1}}, or {{2}}; or {{3}}.",
+            [events.flag("--model"), events.flag("--config"), events.flag("--shape", "NAME=NxK"), events.flag("--skip", "gemm")],
         )
     return model, shapes
 
@@ -73,7 +86,9 @@ def run(args: Any) -> int:
     if unknown:
         raise AgentError("bad_option", f"--skip {args.skip!r}: unknown part {sorted(unknown)}.", f"Parts: {', '.join(PARTS)}.")
     if args.tp < 1:
-        raise AgentError("bad_option", "--tp must be at least 1.", "For example --tp 8.")
+        raise AgentError(
+            "bad_option", "--tp must be at least 1.", "Give the GPUs the model is split over: {0}.", [events.flag("--tp", "8")]
+        )
     m_values = parse_m_list(args.m or DEFAULT_M)
     model, shapes = select_shapes(args)
 
@@ -115,7 +130,8 @@ def run(args: Any) -> int:
         raise AgentError(
             "no_gpu",
             f"--device {device}: this PyTorch ({torch.__version__}) sees no GPU.",
-            "Check `nvidia-smi` and that torch is a CUDA build; or pass --device cpu.",
+            "Check `nvidia-smi` and that torch is a CUDA build; or run on the CPU: {0}.",
+            [events.flag("--device", "cpu")],
         )
     on_gpu = device.startswith("cuda")
     if on_gpu:

@@ -87,13 +87,15 @@ def read_occupancy(nvidia_smi: Optional[str] = None) -> Optional[GpuOccupancy]:
         raise AgentError(
             "nvidia_smi_failed",
             f"nvidia-smi could not be run ({exc}).",
-            "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.",
+            "Check the GPU driver on the host with `nvidia-smi`; or run on the CPU: {0}.",
+            [events.flag("--device", "cpu")],
         ) from exc
     if gpus_out.returncode != 0:
         raise AgentError(
             "nvidia_smi_failed",
             f"nvidia-smi failed (exit code {gpus_out.returncode}): " f"{(gpus_out.stderr or gpus_out.stdout).strip()[:300]}",
-            "Check the GPU driver on the host with `nvidia-smi`; or pass --device cpu.",
+            "Check the GPU driver on the host with `nvidia-smi`; or run on the CPU: {0}.",
+            [events.flag("--device", "cpu")],
         )
     gpus = []
     for line in gpus_out.stdout.splitlines():

@@ -376,7 +376,8 @@ def call_with_progress(what: str, fn, timeout_s: float) -> Any:  # noqa: ANN001 
                 raise events.AgentError(
                     "stop_timeout",
                     f"{what} did not answer within {timeout_s:.0f} s.",
-                    "The traces may still be written: look in the trace folder, or raise --stop-timeout.",
+                    "The traces may still be written: look in the trace folder, or raise {0}.",
+                    [events.flag("--stop-timeout")],
                 )
     if "error" in box:
         raise box["error"]
@@ -558,7 +559,7 @@ def run(args: argparse.Namespace) -> int:
             [events.flag("--url"), events.command("analyze")],
         )
     if server["auth"]["required"] and not server["auth"].get("key_accepted"):
-        raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.HOW_TO_GIVE_KEY)
+        raise events.AgentError("unauthorized", server.get("error") or "this server wants an API key.", auth.KEY_HINT, auth.KEY_REMEDIES)
     process: Dict[str, Any] = {}
     attach_process(process, args.url)
     argv: List[str] = server.get("command_line") or []
@@ -566,7 +567,9 @@ def run(args: argparse.Namespace) -> int:
     models = [m.get("id") for m in server.get("models") or [] if m.get("id")]
     model = args.model or (models[0] if models else None)
     if not model:
-        raise events.AgentError("no_model", f"{args.url}/v1/models lists no model.", "Pass the model name with --model.")
+        raise events.AgentError(
+            "no_model", f"{args.url}/v1/models lists no model.", "Pass the model name with {0}.", [events.flag("--model")]
+        )
     version = server.get("version")
     label = f"{'SIMULATED ' if server.get('simulated') else ''}{kind} {version or '(version unknown)'}"
     events.log(f"server {label} at {args.url}, model {model}, pid {server.get('pid') or 'not visible'}")
@@ -688,7 +691,8 @@ def sglang_profile_body(args: argparse.Namespace, output_dir: Optional[str]) -> 
             "bad_option",
             f"--num-steps {steps} after --delay-steps {args.delay_steps} does not fit in --output-len {args.output_len}: "
             "the requests end before the capture does.",
-            f"Raise --output-len to at least {args.delay_steps + steps + 4}, or capture fewer steps.",
+            f"Raise {{0}} to at least {args.delay_steps + steps + 4}, or capture fewer steps.",
+            [events.flag("--output-len")],
         )
     body: Dict[str, Any] = {"num_steps": steps, "activities": ["CPU", "GPU"]}
     # SGLang's defaults (with_stack on, record_shapes off) stand unless asked for.
@@ -726,7 +730,8 @@ def steady_workload(args: argparse.Namespace, base: str, model: str, api_key: Op
                 "workload_failed",
                 f"The profiled requests ended before {args.delay_steps} decode steps had run"
                 f"{': ' + str(w.get('first_error')) if w.get('first_error') else ''}.",
-                "Check --model and the server's log, or lower --delay-steps.",
+                "Check {0} and the server's log, or lower {1}.",
+                [events.flag("--model"), events.flag("--delay-steps")],
             )
     return t, box
 
@@ -755,7 +760,8 @@ def _profile(
             raise events.AgentError(
                 "start_profile_failed",
                 f"POST {base}/start_profile got no answer: {text}.",
-                "Is the server busy or stuck? See its log; raise --start-timeout if it is slow.",
+                "Is the server busy or stuck? See its log; raise {0} if it is slow.",
+                [events.flag("--start-timeout")],
             )
         if status == 404 and kind == "vllm":
             session.active = False
@@ -767,7 +773,10 @@ def _profile(
         if status in (401, 403):
             session.active = False
             raise events.AgentError(
-                "unauthorized", auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)), auth.HOW_TO_GIVE_KEY
+                "unauthorized",
+                auth.unauthorized_message(f"POST {base}/start_profile", status, bool(api_key)),
+                auth.KEY_HINT,
+                auth.KEY_REMEDIES,
             )
         if status != 200:
             session.active = False
@@ -809,7 +818,8 @@ def _profile(
                 f"POST {base}/start_profile did not answer within {args.start_timeout:.0f} s, though the workload ran "
                 f"({workload['requests'] - workload['failed']} of {workload['requests']} requests ok).",
                 "Older SGLang answers only after num_steps forward steps: if the server is merely slow, raise "
-                "--start-timeout; otherwise see the server's log.",
+                "{0}; otherwise see the server's log.",
+                [events.flag("--start-timeout")],
             )
         status, text = box["answer"]
         if status != 200:
@@ -825,14 +835,16 @@ def _profile(
             raise events.AgentError(
                 "unauthorized",
                 auth.unauthorized_message(f"{base}/v1/completions", workload["statuses"][0], bool(api_key)),
-                auth.HOW_TO_GIVE_KEY,
+                auth.KEY_HINT,
+                auth.KEY_REMEDIES,
             )
         if workload["failed"] == workload["requests"]:
             session.stop_after_failure("every profiled request failed")
             raise events.AgentError(
                 "workload_failed",
                 f"All {workload['requests']} profiled requests failed: " f"{workload['first_error']}",
-                "The traces would hold no decode step. Check --model and the server's log.",
+                "The traces would hold no decode step. Check {0} and the server's log.",
+                [events.flag("--model")],
             )
         events.log(f"{workload['failed']} of {workload['requests']} profiled requests failed: {workload['first_error']}", "warn")
 

@@ -7,7 +7,7 @@ import { extensionWords } from '../../../src/vscode/runs/extensionWords';
 import { RunSummary } from '../../../src/shared/results';
 import { apiKeyState } from '../../../src/core/probe/tables';
 import { ProbeResult } from '../../../src/remote/agentProtocol';
-import { Hinted, sayHinted } from '../../../src/shared/remedy';
+import { CLI_WORDS, Hinted, REMEDY_COMMANDS, REMEDY_FLAGS, sayHinted } from '../../../src/shared/remedy';
 import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { runMacroPhase } from '../../../src/core/phases/macro';
 import { storageProblem } from '../../../src/core/runs/runFolder';
@@ -19,6 +19,52 @@ import { replayingAgent } from '../../support/replayAgent';
 // setting or a command, the CLI as a flag or a command line.
 const target: Target = { name: 'b6000', kind: 'ssh', host: 'gpu-box', serverUrl: 'http://127.0.0.1:8000', python: '/opt/venv/bin/python' };
 const vscode = extensionWords(target);
+
+describe("every remedy in the extension's words", () => {
+  it('has words of its own for every flag the agent may name, with an example value or without, none a CLI flag', () => {
+    // The list is generated from the agent's events.py: a flag added there without words here fails this.
+    assert.ok(REMEDY_FLAGS.length > 7);
+    for (const flag of REMEDY_FLAGS) {
+      for (const value of [undefined, '1']) {
+        const said = vscode.remedy({ kind: 'flag', flag, value });
+        assert.ok(said.length > 10, `${flag}: ${said}`);
+        assert.doesNotMatch(said, /--[a-z]|undefined|\{\d\}/, `${flag} said as ${said}`);
+        assert.notEqual(said, CLI_WORDS.remedy({ kind: 'flag', flag, value }));
+      }
+    }
+  });
+
+  it('names a palette command for every command the agent may name, leaving the CLI flags to the questions it asks', () => {
+    for (const command of REMEDY_COMMANDS) {
+      const said = vscode.remedy({ kind: 'command', command, flags: ['--help'] });
+      assert.match(said, /^Inference Bench: /, said);
+      assert.doesNotMatch(said, /--|infbench /, said);
+    }
+    assert.equal(
+      vscode.remedy({ kind: 'command', command: 'profile', flags: ['--profiler', 'nsys'] }),
+      'Inference Bench: Run Profiler Phase on b6000, choosing Nsight Systems',
+    );
+  });
+
+  it("says a failed all-reduce's flags as what Run Micro Phase does instead, and the CLI's as flags", () => {
+    // As agent/infbench_agent/micro/allreduce.py sends it.
+    const failed: Hinted = {
+      code: 'allreduce_failed',
+      message: 'The all-reduce workers (8 x nccl) failed: rank 3 exited 1',
+      hint: "The workers' stderr is in the run's agent.log. Try {0}, {1}, or {2}.",
+      remedies: [
+        { kind: 'flag', flag: '--ar-world-size', value: '1' },
+        { kind: 'flag', flag: '--ar-backend', value: 'gloo' },
+        { kind: 'flag', flag: '--skip', value: 'allreduce' },
+      ],
+    };
+    assert.match(sayHinted(failed), /Try --ar-world-size 1, --ar-backend gloo, or --skip allreduce\.$/);
+    assert.match(
+      sayHinted(failed, vscode),
+      /Try an all-reduce world of 1 \(Run Micro Phase runs one process per GPU\), the gloo all-reduce backend .*, or leaving allreduce out \(Run Micro Phase runs every part\)\.$/,
+    );
+  });
+});
 
 describe("failures in the extension's words", () => {
   it("says the remedy for the agent's error code, whatever words its hint uses", () => {
@@ -122,8 +168,11 @@ const notOpenAi = [
     type: 'error',
     code: 'server_error',
     message: 'http://127.0.0.1:8000/v1/models answered HTTP 404',
-    hint: 'Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with --model',
-    remedies: [{ kind: 'flag', flag: '--url' }],
+    hint: 'Is this an OpenAI-compatible server (vLLM, SGLang)? Check {0}, or name the model with {1}',
+    remedies: [
+      { kind: 'flag', flag: '--url' },
+      { kind: 'flag', flag: '--model' },
+    ],
   },
   { type: 'done', ok: false },
 ];
@@ -180,9 +229,12 @@ describe("a failed run's reason in each front end's words", () => {
     assert.equal(inVscode.run.status, 'failed');
     assert.equal(
       inVscode.run.reason,
-      "http://127.0.0.1:8000/v1/models answered HTTP 404 — Is this an OpenAI-compatible server (vLLM, SGLang)? Check the target's server URL (now http://127.0.0.1:8000; change it with Inference Bench: Edit Target... on b6000), or name the model with --model",
+      "http://127.0.0.1:8000/v1/models answered HTTP 404 — Is this an OpenAI-compatible server (vLLM, SGLang)? Check the target's server URL (now http://127.0.0.1:8000; change it with Inference Bench: Edit Target... on b6000), or name the model with the model's name (Run Micro Phase asks for it; the macro and profiler phases take the first one the server lists)",
     );
-    assert.deepEqual(inVscode.run.failure?.remedies, [{ kind: 'flag', flag: '--url' }]);
+    assert.deepEqual(inVscode.run.failure?.remedies, [
+      { kind: 'flag', flag: '--url' },
+      { kind: 'flag', flag: '--model' },
+    ]);
     const inCli = await failedMacro(notOpenAi);
     assert.equal(
       inCli.run.reason,
