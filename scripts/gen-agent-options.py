@@ -11,7 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "src", "remote", "agentOptions.ts")
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
-from infbench_agent import options  # noqa: E402
+from infbench_agent import cli, options  # noqa: E402
+from infbench_agent.macro import workloads  # noqa: E402
 
 from generated_file import write_or_check  # noqa: E402
 
@@ -51,7 +52,7 @@ def ts_value(value: object) -> str:
 
 def passed(command: str) -> list:
     """The options the controller may put on a command line: not a secret's value, not the agent's own workers' flags."""
-    return [o for o in options.options_of(command) if not o.secret and not o.internal]
+    return [o for o in cli.command_options(command) if not o.secret and not o.internal]
 
 
 def spec_lines(o: options.Option) -> list:
@@ -143,11 +144,40 @@ def render() -> str:
     ]
     out += per_command(parse_lines)
     out += ["} as const;", ""]
+    out += workload_lines()
     return "\n".join(out)
 
 
+def workload_lines() -> list:
+    """The macro workloads (agent/infbench_agent/macro/workloads/): what the front ends offer and ask for each."""
+    out = [
+        "// Where a macro run's prompts come from: one module each in the agent (macro/workloads/), offered by name",
+        "// with its own flags (named as in MacroAgentOptions); takesFile: it reads --dataset-path on the host.",
+        "export interface MacroWorkloadSpec {",
+        "  readonly name: NonNullable<MacroAgentOptions['datasetName']>;",
+        "  readonly title: string;",
+        "  readonly detail: string;",
+        "  readonly takesFile: boolean;",
+        "  readonly modes: readonly ('concurrency' | 'rate')[];",
+        "  readonly options: readonly (keyof MacroAgentOptions)[];",
+        "}",
+        "export const MACRO_WORKLOADS: readonly MacroWorkloadSpec[] = [",
+    ]
+    for cls in workloads.workloads().values():
+        fields = [
+            f"name: {quote(cls.name)}",
+            f"title: {quote(cls.title)}",
+            f"detail: {quote(cls.detail)}",
+            f"takesFile: {ts_value(cls.takes_file)}",
+            f"modes: {ts_value(list(cls.modes))}",
+            f"options: {ts_value([camel(o.flag) for o in cls.options])}",
+        ]
+        out.append("  { " + ", ".join(fields) + " },")
+    return out + ["];", ""]
+
+
 def main() -> int:
-    problems = options.check_table()
+    problems = options.check_table([o for c in options.COMMANDS for o in cli.command_options(c) if o not in options.OPTIONS])
     if problems:
         print("agent/infbench_agent/options.py: " + "; ".join(problems), file=sys.stderr)
         return 1

@@ -7,7 +7,9 @@ import os
 import sys
 import traceback
 
-from infbench_agent import controller, events, version
+from typing import List
+
+from infbench_agent import controller, events, options, version
 
 # Each command's module, with `add_arguments(parser)` and `run(args) -> int`: its package's `command` module, but
 # collective's, which lives beside micro's all-reduce.
@@ -20,6 +22,13 @@ COMMAND_MODULES = {
     "server": "infbench_agent.server.command",
 }
 COMMANDS = {name: COMMAND_MODULES[name] for name in version.COMMANDS}
+
+
+def command_options(command: str) -> List[options.Option]:
+    """Every flag of a command: the option table's rows, then those its own package defines (`own_options`: the
+    macro workloads')."""
+    module = importlib.import_module(COMMAND_MODULES[command])
+    return [*options.options_of(command), *getattr(module, "own_options", list)()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from infbench_agent.models import preset_names
 
@@ -103,72 +103,6 @@ OPTIONS: List[Option] = [
     _opt("--input-len", "int", ("macro",), "prompt tokens (random prompts, calibrated with /tokenize)", 256),
     _opt("--output-len", "int", ("macro",), "max_tokens for each request", 128),
     _opt("--no-ignore-eos", "flag", ("macro",), "let the model stop at EOS instead of output-len"),
-    _opt(
-        "--range-ratio",
-        "float",
-        ("macro",),
-        "random prompts: each request's prompt and output lengths drawn uniformly from "
-        "[len x (1 - R), len x (1 + R)], 0 <= R < 1 (vllm bench serve's --random-range-ratio)",
-        0.0,
-        metavar="R",
-        aliases=("--random-range-ratio",),
-        minimum=0,
-    ),
-    _opt(
-        "--prompts-file",
-        "str",
-        ("macro",),
-        'JSONL of prompts: {"prompt": ...} or {"messages": [...]}, optional "output_len" '
-        "(the same as --dataset-name jsonl --dataset-path FILE), on the server's host",
-        metavar="PATH",
-    ),
-    _opt(
-        "--dataset-name",
-        "str",
-        ("macro",),
-        "random prompts (default), a JSONL of prompts, ShareGPT conversations (vllm bench serve's "
-        "sharegpt), groups of prompts that share a prefix (its prefix_repetition), or multi-turn "
-        "conversations whose context grows turn by turn (multi_turn); default with "
-        "--dataset-path: told from the file (a JSON list is ShareGPT)",
-        choices=("random", "jsonl", "sharegpt", "prefix_repetition", "multi_turn"),
-    ),
-    _opt(
-        "--dataset-path",
-        "str",
-        ("macro",),
-        "the dataset file on the server's host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json",
-        metavar="PATH",
-    ),
-    _opt(
-        "--sharegpt-output-len",
-        "int",
-        ("macro",),
-        "ShareGPT: output tokens of every request instead of each conversation's second turn",
-        minimum=1,
-    ),
-    # vllm/benchmarks/datasets.py, PrefixRepetitionRandomDataset: its defaults.
-    _opt("--prefix-repetition-prefix-len", "int", ("macro",), "prefix_repetition: tokens of the prefix a group shares", 256, minimum=1),
-    _opt("--prefix-repetition-suffix-len", "int", ("macro",), "prefix_repetition: tokens of each request's own suffix", 256, minimum=1),
-    _opt("--prefix-repetition-num-prefixes", "int", ("macro",), "prefix_repetition: groups, each with its own prefix", 10, minimum=1),
-    # vllm/benchmarks/multi_turn/benchmark_serving_multi_turn.py: conversations and turns; each user turn
-    # is --input-len tokens and each answer --output-len.
-    _opt(
-        "--multi-turn-turns",
-        "int",
-        ("macro",),
-        "multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, "
-        "the server's --output-len token answers in between)",
-        4,
-        minimum=1,
-    ),
-    _opt(
-        "--multi-turn-conversations",
-        "int",
-        ("macro",),
-        "multi_turn: conversations per level, as many at once as the level's concurrency (default: --requests, "
-        "or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)",
-        minimum=1,
-    ),
     # ---- macro: what each request asks for (vllm/benchmarks/serve.py's sampling and request flags)
     _opt(
         "--temperature", "float", ("macro",), "sampling temperature (default 0, greedy, as vllm bench serve sends)", metavar="T", minimum=0
@@ -461,10 +395,11 @@ def options_of(command: str) -> List[Option]:
     return [o for o in OPTIONS if command in o.commands]
 
 
-def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    """The command's flags, as the table defines them."""
+def add_arguments(parser: argparse.ArgumentParser, command: str, more: Sequence[Option] = ()) -> None:
+    """The command's flags, as the table defines them, then `more`: rows a unit above this table owns (the macro
+    workloads' own flags, macro/workloads/)."""
     parser.description = DESCRIPTIONS.get(command)
-    for o in options_of(command):
+    for o in [*options_of(command), *more]:
         _add(parser, o)
 
 
@@ -490,11 +425,12 @@ def _add(parser: argparse.ArgumentParser, o: Option) -> None:
     parser.add_argument(o.flag, *o.aliases, **more)
 
 
-def check_table() -> List[str]:
-    """What is wrong with the table: unknown kinds, a flag defined twice for one command, a secret without its stdin twin."""
+def check_table(more: Sequence[Option] = ()) -> List[str]:
+    """What is wrong with the table (and `more` rows): unknown kinds, a flag defined twice for one command, a secret
+    without its stdin twin."""
     problems = []
     seen: Dict[Tuple[str, str], int] = {}
-    for o in OPTIONS:
+    for o in [*OPTIONS, *more]:
         if o.kind not in KINDS:
             problems.append(f"{o.flag}: kind {o.kind!r} is not one of {KINDS}")
         for c in o.commands:

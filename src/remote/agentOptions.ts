@@ -27,7 +27,7 @@ export const DEFAULT_M: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 // Each command's options as core passes them, named as the flag in camelCase. A secret (the API key)
 // has no field: its value goes over stdin, never on a command line (`apiKeyStdin` says it is coming).
 export interface ProbeAgentOptions { url?: string; apiKeyStdin?: boolean; timeout?: number }
-export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; api?: 'completions' | 'chat'; concurrency?: string; requestRate?: string; maxConcurrency?: number; burstiness?: number; requests?: number; duration?: number; inputLen?: number; outputLen?: number; noIgnoreEos?: boolean; rangeRatio?: number; promptsFile?: string; datasetName?: 'random' | 'jsonl' | 'sharegpt' | 'prefix_repetition' | 'multi_turn'; datasetPath?: string; sharegptOutputLen?: number; prefixRepetitionPrefixLen?: number; prefixRepetitionSuffixLen?: number; prefixRepetitionNumPrefixes?: number; multiTurnTurns?: number; multiTurnConversations?: number; temperature?: number; topP?: number; topK?: number; minP?: number; extraBody?: string; header?: readonly string[]; warmup?: number; seed?: number; percentiles?: string; goodput?: string; trials?: number; slo?: string; search?: 'concurrency' | 'rate'; searchMax?: number; requestTimeout?: number; stallTimeout?: number; workers?: string; streamsPerWorker?: number; updateInterval?: number; noRequestEvents?: boolean; noTokenize?: boolean; gpuSampleMs?: number; slowClientMs?: number }
+export interface MacroAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; api?: 'completions' | 'chat'; concurrency?: string; requestRate?: string; maxConcurrency?: number; burstiness?: number; requests?: number; duration?: number; inputLen?: number; outputLen?: number; noIgnoreEos?: boolean; temperature?: number; topP?: number; topK?: number; minP?: number; extraBody?: string; header?: readonly string[]; warmup?: number; seed?: number; percentiles?: string; goodput?: string; trials?: number; slo?: string; search?: 'concurrency' | 'rate'; searchMax?: number; requestTimeout?: number; stallTimeout?: number; workers?: string; streamsPerWorker?: number; updateInterval?: number; noRequestEvents?: boolean; noTokenize?: boolean; gpuSampleMs?: number; slowClientMs?: number; datasetName?: 'random' | 'trace_replay' | 'sharegpt' | 'multi_turn' | 'prefix_repetition' | 'jsonl'; datasetPath?: string; rangeRatio?: number; traceSpeed?: number; traceBlockSize?: number; sharegptOutputLen?: number; multiTurnTurns?: number; multiTurnConversations?: number; prefixRepetitionPrefixLen?: number; prefixRepetitionSuffixLen?: number; prefixRepetitionNumPrefixes?: number; promptsFile?: string }
 export interface MicroAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; tp?: number; m?: string; shape?: readonly string[]; only?: readonly string[]; dtype?: 'auto' | 'bf16' | 'fp16' | 'fp32' | 'fp8' | 'int4'; groupSize?: number; device?: string; allowBusy?: boolean; busyThreshold?: number; skip?: string; repeats?: number; launchKernels?: number; arWorldSize?: number; arBackend?: 'auto' | 'nccl' | 'gloo'; arMinBytes?: number; arMaxBytes?: number }
 export interface ProfileAgentOptions { url?: string; apiKeyStdin?: boolean; model?: string; traceDir?: string; concurrency?: number; outputLen?: number; inputLen?: number; delaySteps?: number; numSteps?: number; recordShapes?: boolean; withStack?: boolean; requestTimeout?: number; startTimeout?: number; stopTimeout?: number; settleSeconds?: number; settleTimeout?: number; expectRanks?: number; nodes?: number; collectSince?: number; profiler?: 'torch' | 'nsys'; nsysReport?: string; nsys?: string }
 export interface CollectiveAgentOptions { apiKeyStdin?: boolean; model?: string; config?: string; serverUrl?: string; hidden?: number; topK?: number; m?: string; device?: string; allowBusy?: boolean; busyThreshold?: number; repeats?: number; plan?: boolean; cpu?: boolean; worldSize?: number; masterAddr?: string; masterPort?: number; nodeRank?: number; rankOffset?: number; localRanks?: number; backend?: 'auto' | 'nccl' | 'gloo'; ops?: string; arSizes?: string; a2aSizes?: string }
@@ -66,16 +66,6 @@ export const AGENT_OPTIONS: {
     inputLen: { flag: '--input-len', kind: 'int', default: 256, help: 'prompt tokens (random prompts, calibrated with /tokenize)' },
     outputLen: { flag: '--output-len', kind: 'int', default: 128, help: 'max_tokens for each request' },
     noIgnoreEos: { flag: '--no-ignore-eos', kind: 'flag', default: null, help: 'let the model stop at EOS instead of output-len' },
-    rangeRatio: { flag: '--range-ratio', kind: 'float', default: 0.0, help: 'random prompts: each request\'s prompt and output lengths drawn uniformly from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (vllm bench serve\'s --random-range-ratio)', aliases: ['--random-range-ratio'], metavar: 'R', minimum: 0 },
-    promptsFile: { flag: '--prompts-file', kind: 'str', default: null, help: 'JSONL of prompts: {"prompt": ...} or {"messages": [...]}, optional "output_len" (the same as --dataset-name jsonl --dataset-path FILE), on the server\'s host', metavar: 'PATH' },
-    datasetName: { flag: '--dataset-name', kind: 'str', default: null, help: 'random prompts (default), a JSONL of prompts, ShareGPT conversations (vllm bench serve\'s sharegpt), groups of prompts that share a prefix (its prefix_repetition), or multi-turn conversations whose context grows turn by turn (multi_turn); default with --dataset-path: told from the file (a JSON list is ShareGPT)', choices: ['random', 'jsonl', 'sharegpt', 'prefix_repetition', 'multi_turn'] },
-    datasetPath: { flag: '--dataset-path', kind: 'str', default: null, help: 'the dataset file on the server\'s host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json', metavar: 'PATH' },
-    sharegptOutputLen: { flag: '--sharegpt-output-len', kind: 'int', default: null, help: 'ShareGPT: output tokens of every request instead of each conversation\'s second turn', minimum: 1 },
-    prefixRepetitionPrefixLen: { flag: '--prefix-repetition-prefix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of the prefix a group shares', minimum: 1 },
-    prefixRepetitionSuffixLen: { flag: '--prefix-repetition-suffix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of each request\'s own suffix', minimum: 1 },
-    prefixRepetitionNumPrefixes: { flag: '--prefix-repetition-num-prefixes', kind: 'int', default: 10, help: 'prefix_repetition: groups, each with its own prefix', minimum: 1 },
-    multiTurnTurns: { flag: '--multi-turn-turns', kind: 'int', default: 4, help: 'multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, the server\'s --output-len token answers in between)', minimum: 1 },
-    multiTurnConversations: { flag: '--multi-turn-conversations', kind: 'int', default: null, help: 'multi_turn: conversations per level, as many at once as the level\'s concurrency (default: --requests, or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)', minimum: 1 },
     temperature: { flag: '--temperature', kind: 'float', default: null, help: 'sampling temperature (default 0, greedy, as vllm bench serve sends)', metavar: 'T', minimum: 0 },
     topP: { flag: '--top-p', kind: 'float', default: null, help: 'top-p sampling', metavar: 'P' },
     topK: { flag: '--top-k', kind: 'int', default: null, help: 'top-k sampling', metavar: 'K' },
@@ -99,6 +89,18 @@ export const AGENT_OPTIONS: {
     noTokenize: { flag: '--no-tokenize', kind: 'flag', default: null, help: 'skip /tokenize calibration (assume 1 token per word)' },
     gpuSampleMs: { flag: '--gpu-sample-ms', kind: 'int', default: 500, help: 'milliseconds between samples of each GPU\'s power, clocks, utilisation, memory and temperature (nvidia-smi) while a level runs; 0 turns it off', metavar: 'MS' },
     slowClientMs: { flag: '--slow-client-ms', kind: 'float', default: 0.0, help: 'a check of the client\'s own limit: the load generator spends this many ms of CPU before each send, as a slow client would, so its dispatch delay shows; 0 (the default) is off', metavar: 'MS', minimum: 0 },
+    datasetName: { flag: '--dataset-name', kind: 'str', default: null, help: 'where the prompts come from (default random; with --dataset-path alone, told from the file): random: random prompts; trace_replay: replay of a timestamped trace; sharegpt: ShareGPT conversations; multi_turn: multi-turn conversations; prefix_repetition: prefix repetition; jsonl: a JSONL file of prompts', choices: ['random', 'trace_replay', 'sharegpt', 'multi_turn', 'prefix_repetition', 'jsonl'] },
+    datasetPath: { flag: '--dataset-path', kind: 'str', default: null, help: 'the dataset file on the server\'s host, e.g. ShareGPT_V3_unfiltered_cleaned_split.json', metavar: 'PATH' },
+    rangeRatio: { flag: '--range-ratio', kind: 'float', default: 0.0, help: 'random prompts: each request\'s prompt and output lengths drawn uniformly from [len x (1 - R), len x (1 + R)], 0 <= R < 1 (vllm bench serve\'s --random-range-ratio)', aliases: ['--random-range-ratio'], metavar: 'R', minimum: 0 },
+    traceSpeed: { flag: '--trace-speed', kind: 'float', default: 1.0, help: 'trace_replay: how much faster than recorded the trace plays at its own pace (2 = gaps halved); a --request-rate level scales the gaps to that mean rate instead', metavar: 'X' },
+    traceBlockSize: { flag: '--trace-block-size', kind: 'int', default: 512, help: 'trace_replay: prompt tokens each hash id of the trace stands for (Mooncake\'s blocks are 512)', minimum: 1 },
+    sharegptOutputLen: { flag: '--sharegpt-output-len', kind: 'int', default: null, help: 'ShareGPT: output tokens of every request instead of each conversation\'s second turn', minimum: 1 },
+    multiTurnTurns: { flag: '--multi-turn-turns', kind: 'int', default: 4, help: 'multi_turn: user turns per conversation, each sending the whole history (--input-len tokens more a turn, the server\'s --output-len token answers in between)', minimum: 1 },
+    multiTurnConversations: { flag: '--multi-turn-conversations', kind: 'int', default: null, help: 'multi_turn: conversations per level, as many at once as the level\'s concurrency (default: --requests, or max(8, 4 x concurrency), divided by the turns; with --duration, new ones until the time is up)', minimum: 1 },
+    prefixRepetitionPrefixLen: { flag: '--prefix-repetition-prefix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of the prefix a group shares', minimum: 1 },
+    prefixRepetitionSuffixLen: { flag: '--prefix-repetition-suffix-len', kind: 'int', default: 256, help: 'prefix_repetition: tokens of each request\'s own suffix', minimum: 1 },
+    prefixRepetitionNumPrefixes: { flag: '--prefix-repetition-num-prefixes', kind: 'int', default: 10, help: 'prefix_repetition: groups, each with its own prefix', minimum: 1 },
+    promptsFile: { flag: '--prompts-file', kind: 'str', default: null, help: 'JSONL of prompts: {"prompt": ...} or {"messages": [...]}, optional "output_len" (the same as --dataset-name jsonl --dataset-path FILE), on the server\'s host', metavar: 'PATH' },
   },
   micro: {
     apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
@@ -212,17 +214,6 @@ export const AGENT_CLI_FLAGS = {
     'input-len': { type: 'string' },
     'output-len': { type: 'string' },
     'no-ignore-eos': { type: 'boolean' },
-    'range-ratio': { type: 'string' },
-    'random-range-ratio': { type: 'string' },
-    'prompts-file': { type: 'string' },
-    'dataset-name': { type: 'string' },
-    'dataset-path': { type: 'string' },
-    'sharegpt-output-len': { type: 'string' },
-    'prefix-repetition-prefix-len': { type: 'string' },
-    'prefix-repetition-suffix-len': { type: 'string' },
-    'prefix-repetition-num-prefixes': { type: 'string' },
-    'multi-turn-turns': { type: 'string' },
-    'multi-turn-conversations': { type: 'string' },
     'temperature': { type: 'string' },
     'top-p': { type: 'string' },
     'top-k': { type: 'string' },
@@ -246,6 +237,19 @@ export const AGENT_CLI_FLAGS = {
     'no-tokenize': { type: 'boolean' },
     'gpu-sample-ms': { type: 'string' },
     'slow-client-ms': { type: 'string' },
+    'dataset-name': { type: 'string' },
+    'dataset-path': { type: 'string' },
+    'range-ratio': { type: 'string' },
+    'random-range-ratio': { type: 'string' },
+    'trace-speed': { type: 'string' },
+    'trace-block-size': { type: 'string' },
+    'sharegpt-output-len': { type: 'string' },
+    'multi-turn-turns': { type: 'string' },
+    'multi-turn-conversations': { type: 'string' },
+    'prefix-repetition-prefix-len': { type: 'string' },
+    'prefix-repetition-suffix-len': { type: 'string' },
+    'prefix-repetition-num-prefixes': { type: 'string' },
+    'prompts-file': { type: 'string' },
   },
   micro: {
     'api-key-stdin': { type: 'boolean' },
@@ -336,3 +340,22 @@ export const AGENT_CLI_FLAGS = {
     'start-timeout': { type: 'string' },
   },
 } as const;
+
+// Where a macro run's prompts come from: one module each in the agent (macro/workloads/), offered by name
+// with its own flags (named as in MacroAgentOptions); takesFile: it reads --dataset-path on the host.
+export interface MacroWorkloadSpec {
+  readonly name: NonNullable<MacroAgentOptions['datasetName']>;
+  readonly title: string;
+  readonly detail: string;
+  readonly takesFile: boolean;
+  readonly modes: readonly ('concurrency' | 'rate')[];
+  readonly options: readonly (keyof MacroAgentOptions)[];
+}
+export const MACRO_WORKLOADS: readonly MacroWorkloadSpec[] = [
+  { name: 'random', title: 'random prompts', detail: 'of a given length, or each its own within a range, as vllm bench serve --dataset-name random', takesFile: false, modes: ['concurrency', 'rate'], options: ['rangeRatio'] },
+  { name: 'trace_replay', title: 'replay of a timestamped trace', detail: 'Mooncake JSONL or BurstGPT CSV: each request at its own time with its own lengths, shared prefixes where its hash ids repeat', takesFile: true, modes: ['rate'], options: ['traceSpeed', 'traceBlockSize'] },
+  { name: 'sharegpt', title: 'ShareGPT conversations', detail: 'as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn\'s length the output length', takesFile: true, modes: ['concurrency', 'rate'], options: ['sharegptOutputLen'] },
+  { name: 'multi_turn', title: 'multi-turn conversations', detail: 'each turn sends the whole history so far: the context grows turn by turn (a prefix cache shortens the later turns)', takesFile: false, modes: ['concurrency'], options: ['multiTurnTurns', 'multiTurnConversations'] },
+  { name: 'prefix_repetition', title: 'prefix repetition', detail: 'groups of prompts that share a prefix, as vllm bench serve --dataset-name prefix_repetition: the server\'s prefix cache at work', takesFile: false, modes: ['concurrency', 'rate'], options: ['prefixRepetitionPrefixLen', 'prefixRepetitionSuffixLen', 'prefixRepetitionNumPrefixes'] },
+  { name: 'jsonl', title: 'a JSONL file of prompts', detail: 'one request a line: {"prompt": ...} or {"messages": [...]}, optional "output_len"', takesFile: true, modes: ['concurrency', 'rate'], options: ['promptsFile'] },
+];

@@ -15,8 +15,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent import events  # noqa: E402
-from infbench_agent.macro.command import add_arguments, dataset_of  # noqa: E402
-from infbench_agent.macro.datasets import file_kind, is_valid_sequence, load_sharegpt  # noqa: E402
+from infbench_agent.macro import workloads  # noqa: E402
+from infbench_agent.macro.command import add_arguments  # noqa: E402
+from infbench_agent.macro.datasets import is_valid_sequence, load_sharegpt  # noqa: E402
 from infbench_agent.macro.prompts import PromptMaker, length_range  # noqa: E402
 
 FIXTURE = os.path.join(ROOT, "test", "fixtures", "sharegpt", "sharegpt-small.json")
@@ -26,6 +27,11 @@ TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 def sim_tokens(text):
     return len(TOKEN_RE.findall(text))
+
+
+def dataset_of(args):
+    workload, path = workloads.choose(args)
+    return workload.name, path
 
 
 def macro_args(*argv):
@@ -152,11 +158,11 @@ class ShareGPT(unittest.TestCase):
 
 class DatasetArguments(unittest.TestCase):
     def test_the_file_tells_sharegpt_from_jsonl(self):
-        self.assertEqual(file_kind(FIXTURE), "sharegpt")
+        self.assertEqual(workloads.told_from_file(FIXTURE), "sharegpt")
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
             f.write('{"prompt": "a b c"}\n')
             f.flush()
-            self.assertEqual(file_kind(f.name), "jsonl")
+            self.assertEqual(workloads.told_from_file(f.name), "jsonl")
             self.assertEqual(dataset_of(macro_args("--dataset-path", f.name)), ("jsonl", f.name))
             self.assertEqual(dataset_of(macro_args("--prompts-file", f.name)), ("jsonl", f.name))
         self.assertEqual(dataset_of(macro_args("--dataset-path", FIXTURE)), ("sharegpt", FIXTURE))
@@ -166,7 +172,7 @@ class DatasetArguments(unittest.TestCase):
         for argv, words in [
             (("--dataset-name", "random", "--dataset-path", FIXTURE), "take no file"),
             (("--dataset-name", "sharegpt"), "needs --dataset-path"),
-            (("--dataset-path", FIXTURE, "--range-ratio", "0.2"), "random prompts only"),
+            (("--dataset-path", FIXTURE, "--range-ratio", "0.2"), "--dataset-name random only"),
             (("--sharegpt-output-len", "8"), "sharegpt only"),
             (("--prompts-file", FIXTURE, "--dataset-name", "sharegpt"), "--dataset-name sharegpt --dataset-path"),
         ]:

@@ -25,8 +25,9 @@ from infbench_agent.http import Endpoint
 from infbench_agent.macro.metrics import parse_slos
 from infbench_agent.macro.drive import Cancel, raise_open_file_limit
 from infbench_agent.macro.levels import LevelRun, build_plans, clean, run_level_in_process
-from infbench_agent.macro.datasets import SHAREGPT_DEFAULT_SEED, file_kind, load_sharegpt
-from infbench_agent.macro.prompts import PromptMaker, calibrate, length_range, load_prompts_file, token_counter
+from infbench_agent.macro.prompts import PromptMaker, calibrate
+from infbench_agent.macro import workloads
+from infbench_agent.macro.workloads.base import Context
 from infbench_agent.macro.server_side import discover, metrics_cross_check, read_server_metrics
 from infbench_agent.macro.search import level_schedule
 from infbench_agent.macro.trials import parse_slo, percentiles_needed
@@ -56,8 +57,13 @@ VLLM_FIELD_NOTES = {
 }
 
 
+def own_options() -> List[options.Option]:
+    """The flags the workloads define (macro/workloads/), beside the option table's."""
+    return workloads.option_rows()
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.add_arguments(p, "macro")
+    options.add_arguments(p, "macro", own_options())
 
 
 def parse_levels(text: Optional[str], kind: type, what: str) -> List:
@@ -78,53 +84,6 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
         out.append(value)
     return out
-
-
-def dataset_of(args: argparse.Namespace) -> Tuple[str, Optional[str]]:
-    """The dataset's name and file from --dataset-name, --dataset-path and --prompts-file, checked together as
-    vllm/benchmarks/datasets.py's _ValidateDatasetArgs does (random takes no file)."""
-    path = args.dataset_path or args.prompts_file
-    if args.dataset_path and args.prompts_file and args.dataset_path != args.prompts_file:
-        raise events.AgentError("bad_arguments", "--prompts-file and --dataset-path name different files", "give one of them")
-    name = args.dataset_name or ("jsonl" if args.prompts_file else file_kind(path) if path else "random")
-    if args.prompts_file and name != "jsonl":
-        raise events.AgentError(
-            "bad_arguments",
-            f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
-            "for ShareGPT pass --dataset-name sharegpt --dataset-path FILE",
-        )
-    if name in ("random", "prefix_repetition", "multi_turn") and path:
-        raise events.AgentError(
-            "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
-        )
-    if name == "prefix_repetition":
-        p = (args.prefix_repetition_prefix_len, args.prefix_repetition_suffix_len, args.prefix_repetition_num_prefixes)
-        if min(p) < 1:
-            raise events.AgentError(
-                "bad_arguments",
-                "--prefix-repetition-prefix-len, --prefix-repetition-suffix-len and --prefix-repetition-num-prefixes must be at least 1",
-                "",
-            )
-    elif name == "multi_turn":
-        if args.request_rate:
-            raise events.AgentError(
-                "bad_arguments",
-                "multi-turn conversations run at --concurrency levels, not --request-rate",
-                "each conversation sends its next turn when the last one is answered; pass --concurrency 1,8,32",
-            )
-        if args.multi_turn_turns < 1 or (args.multi_turn_conversations is not None and args.multi_turn_conversations < 1):
-            raise events.AgentError("bad_arguments", "--multi-turn-turns and --multi-turn-conversations must be at least 1", "")
-    elif name != "random" and not path:
-        raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
-    if name != "random" and args.range_ratio:
-        raise events.AgentError(
-            "bad_arguments", "--range-ratio applies to random prompts only", "a dataset's prompts keep their own lengths"
-        )
-    if args.sharegpt_output_len is not None and name != "sharegpt":
-        raise events.AgentError(
-            "bad_arguments", "--sharegpt-output-len applies to --dataset-name sharegpt only", "for random prompts pass --output-len"
-        )
-    return name, path
 
 
 def request_extras(args: argparse.Namespace) -> Tuple[dict, dict, Dict[str, str]]:
@@ -157,53 +116,6 @@ def level_total(args: argparse.Namespace, concurrency: Optional[int], rate: Opti
     if args.requests:
         return args.requests
     return max(8, 4 * (concurrency or 1)) if rate is None else max(8, int(10 * rate) if not math.isinf(rate) else 100)
-
-
-def conversation_count(args: argparse.Namespace, requests: Optional[int]) -> Optional[int]:
-    """A multi-turn level's conversations: --multi-turn-conversations, else its requests divided by the turns
-    (rounded up), or None for a level of seconds (new conversations start until the time is up)."""
-    if args.duration:
-        return None
-    if args.multi_turn_conversations:
-        return int(args.multi_turn_conversations)
-    return max(1, math.ceil((requests or 1) / args.multi_turn_turns))
-
-
-def dataset_prompts(
-    args: argparse.Namespace, endpoint: Endpoint, model: str, dataset: str, path: Optional[str], levels: List[dict]
-) -> Tuple[Optional[List[dict]], dict]:
-    """The prompts a dataset file holds (None for random prompts), and what the result says of them."""
-    info: dict = {"dataset": dataset}
-    if dataset == "jsonl":
-        return load_prompts_file(str(path)), info
-    if dataset == "random":
-        info.update(
-            {
-                "range_ratio": args.range_ratio,
-                "input_len_range": list(length_range(args.input_len, args.range_ratio)),
-                "output_len_range": list(length_range(args.output_len, args.range_ratio)),
-            }
-        )
-        return None, info
-    if dataset in ("prefix_repetition", "multi_turn"):
-        return None, info
-    totals = [level_total(args, m.get("max_concurrency"), m.get("request_rate")) for m in levels]
-    # As many conversations as the largest level sends, each level drawing from the same ones as vLLM's runs
-    # with one --seed do (its --num-prompts per run); 1000, vLLM's default --num-prompts, for a level of seconds.
-    wanted = max(1000 if t is None else t for t in totals)
-    count, lengths_by = token_counter(endpoint, model, not args.no_tokenize)
-    events.emit(events.PROGRESS, done=0, total=0, message=f"reading ShareGPT conversations from {path}")
-    loaded = load_sharegpt(
-        str(path), args.seed if args.seed is not None else SHAREGPT_DEFAULT_SEED, wanted, count, args.sharegpt_output_len
-    )
-    stats = loaded["stats"]
-    info["sharegpt"] = {**stats, "wanted": wanted, "lengths_by": lengths_by, "output_len": args.sharegpt_output_len}
-    events.log(
-        f"ShareGPT {path}: {stats['kept']} conversations kept of {stats['tokenized']} read "
-        f"({stats['entries']} entries; lengths by {'/tokenize' if lengths_by == 'tokenize' else 'words'})"
-        + (f"; fewer than the {wanted} requests of a level, so they repeat" if stats["kept"] < wanted else "")
-    )
-    return loaded["samples"], info
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,18 +162,12 @@ class MacroRun:
             )
         if args.input_len < 1 or args.output_len < 1:
             raise events.AgentError("bad_arguments", "--input-len and --output-len must be at least 1", "")
-        if not 0 <= args.range_ratio < 1:
-            raise events.AgentError(
-                "bad_arguments",
-                f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
-                "0.25 draws each length from 75% to 125% of --input-len and --output-len",
-            )
         if not args.stall_timeout >= 0:
             raise events.AgentError("bad_arguments", f"--stall-timeout must be 0 (off) or more, got {args.stall_timeout:g}", "")
         args.stall_timeout = args.stall_timeout or None
-        if args.sharegpt_output_len is not None and args.sharegpt_output_len < 1:
-            raise events.AgentError("bad_arguments", "--sharegpt-output-len must be at least 1", "")
-        dataset, dataset_path = dataset_of(args)
+        workload, dataset_path = workloads.choose(args)
+        dataset = workload.name
+        concurrencies, rates = workload.loads(args, dataset_path, concurrencies, rates)
         server = discover(endpoint, args.url, args.model)
         model = server.pop("request_model", server["model"])
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
@@ -269,7 +175,10 @@ class MacroRun:
         # The sweep's loads, or a search's, each --trials times (macro/search.py).
         schedule = level_schedule(args, concurrencies, rates, objectives)
         levels = schedule.planned()
-        file_prompts, prompts_info = dataset_prompts(args, endpoint, model, dataset, dataset_path, levels)
+        prepared = workload.prepare(
+            Context(args, endpoint, model, dataset_path, levels, lambda c, r: workload.requests(args, level_total(args, c, r), r))
+        )
+        file_prompts = prepared.file_prompts
         maker = PromptMaker(
             args.api,
             model,
@@ -278,19 +187,9 @@ class MacroRun:
             not args.no_ignore_eos,
             seed,
             file_prompts=file_prompts,
-            range_ratio=args.range_ratio if dataset == "random" else 0.0,
-            prefix=(
-                {
-                    "prefix_len": args.prefix_repetition_prefix_len,
-                    "suffix_len": args.prefix_repetition_suffix_len,
-                    "num_prefixes": args.prefix_repetition_num_prefixes,
-                }
-                if dataset == "prefix_repetition"
-                else None
-            ),
             sampling=sampling,
             extra_body=extra_body,
-            multi_turn={"turns": args.multi_turn_turns} if dataset == "multi_turn" else None,
+            **prepared.maker_options,
         )
         calibration = (
             {"calibrated": False, "note": "prompts from a file"}
@@ -321,7 +220,8 @@ class MacroRun:
                 "calibration": calibration,
                 "source": dataset_path or "random",
                 "dropped_fields": maker.dropped_fields,
-                **prompts_info,
+                "dataset": dataset,
+                **prepared.info,
             },
             "client": {
                 "python": sys.version.split()[0],
@@ -386,41 +286,22 @@ class MacroRun:
         data_meta: dict = {
             "dataset_name": dataset,
             "dataset_path": dataset_path,
-            "input_len": None,
-            "output_len": args.sharegpt_output_len if dataset == "sharegpt" else args.output_len,
+            "output_len": args.output_len,
+            **workload.level_meta(args, prepared),
         }
-        if dataset == "prefix_repetition":
-            data_meta.update(
-                {
-                    "input_len": args.prefix_repetition_prefix_len + args.prefix_repetition_suffix_len,
-                    "prefix_len": args.prefix_repetition_prefix_len,
-                    "suffix_len": args.prefix_repetition_suffix_len,
-                    "num_prefixes": args.prefix_repetition_num_prefixes,
-                }
-            )
-        if dataset == "multi_turn":
-            # input_len: the tokens each user turn adds; output_len: each answer's.
-            data_meta.update({"input_len": args.input_len, "turns": args.multi_turn_turns})
         if sampling or extra_body or headers:
             data_meta["request_extras"] = {
                 **sampling,
                 **({"extra_body": extra_body} if extra_body else {}),
                 **({"headers": sorted(headers)} if headers else {}),
             }
-        if dataset == "random":
-            data_meta.update({"input_len": args.input_len, "range_ratio": args.range_ratio})
-            if args.range_ratio:
-                data_meta.update({k: prompts_info[k] for k in ("input_len_range", "output_len_range")})
         for index, meta in enumerate(schedule):
             if self.cancel.requested:
                 break
             c: Any = meta.get("max_concurrency")
             rate = meta.get("request_rate")
-            total = level_total(args, c, rate)
-            if dataset == "multi_turn":
-                conversations = conversation_count(args, total)
-                meta["conversations"] = conversations
-                total = None if conversations is None else conversations * args.multi_turn_turns
+            total, extra = workload.level_extra(args, workload.requests(args, level_total(args, c, rate), rate))
+            meta.update(extra)
             meta = {
                 **meta,
                 "level": index,
@@ -431,7 +312,9 @@ class MacroRun:
                 "simulated": server["simulated"],
             }
             level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
-            plans = build_plans(args, meta, total, id_base, rng)
+            # A workload whose n-th request is its n-th item (a trace) starts each level at a multiple of its length.
+            id_base = -(-id_base // workload.period()) * workload.period()
+            plans = build_plans(args, meta, total, id_base, rng, workload.arrivals)
             for plan in plans:
                 plan["slow_client_s"] = max(0.0, args.slow_client_ms or 0.0) / 1000.0
             id_base += (total or 0) + 1_000_000

@@ -1,5 +1,5 @@
-"""Macro phase: prompts from dataset files as `vllm bench serve --dataset-name sharegpt` reads them, and which kind
-a file is (a ShareGPT JSON list, or our JSONL of prompts)."""
+"""Macro phase: prompts from dataset files as `vllm bench serve --dataset-name sharegpt` reads them (the sharegpt
+workload, macro/workloads/sharegpt.py)."""
 from __future__ import annotations
 
 import json
@@ -31,20 +31,6 @@ def is_valid_sequence(
     if prompt_len + output_len > max_total_len:
         return "total_too_long"
     return None
-
-
-def file_kind(path: str) -> str:
-    """'sharegpt' for a JSON list (ShareGPT's one document), 'jsonl' for one object per line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            head = f.read(4096).lstrip()
-    except OSError as exc:
-        raise events.AgentError(
-            "bad_prompts_file",
-            f"cannot read the dataset file {path}: {exc.strerror}",
-            "the path is read on the server's host; copy the file there first",
-        )
-    return "sharegpt" if head.startswith("[") else "jsonl"
 
 
 def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str], int], output_len: Optional[int] = None) -> Dict:

@@ -54,7 +54,16 @@ def worker_count(args: argparse.Namespace, in_flight: int) -> int:
     return max(1, min(max(1, cores - 1), math.ceil(in_flight / max(1, args.streams_per_worker))))
 
 
-def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int], id_base: int, rng: random.Random) -> List[dict]:
+def build_plans(
+    args: argparse.Namespace,
+    level_meta: dict,
+    total: Optional[int],
+    id_base: int,
+    rng: random.Random,
+    own_arrivals: Optional[Callable[[int, float, random.Random], Optional[List[float]]]] = None,
+) -> List[dict]:
+    """A level's plan for each load-generator process; a rate level's send times are the workload's own where it
+    has them (a trace's), else vLLM's gamma arrivals."""
     if level_meta.get("turns"):
         return conversation_plans(args, level_meta, id_base)
     # A concurrency level when there is no rate.
@@ -82,7 +91,8 @@ def build_plans(args: argparse.Namespace, level_meta: dict, total: Optional[int]
             )
         return plans
     assert total is not None
-    arrivals = vllm_arrivals(total, rate, args.burstiness, rng)
+    own = own_arrivals(total, rate, rng) if own_arrivals else None
+    arrivals = own if own is not None else vllm_arrivals(total, rate, args.burstiness, rng)
     cap = args.max_concurrency
     expected_in_flight = cap or max(1, int(min(total, (rate if not math.isinf(rate) else total) * 2)))
     workers = worker_count(args, expected_in_flight)

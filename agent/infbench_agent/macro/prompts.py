@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from infbench_agent import events
 from infbench_agent.http import BadResponse, Endpoint, simple_request
@@ -26,6 +26,20 @@ WORDS = (
     "piece land product doctor wall patient worker news test movie north love support technology step baby "
     "computer type attention film tree source organization hair window evidence population site truth"
 ).split()
+
+
+class PromptSource:
+    """A workload's own prompts (macro/workloads/): each request's lengths and text from its number alone, so that
+    every worker process makes the same; `to_json` carries it to them, with its workload's name."""
+
+    def lengths(self, maker: "PromptMaker", index: int) -> Tuple[int, int]:
+        raise NotImplementedError
+
+    def text(self, maker: "PromptMaker", index: int) -> str:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
 
 
 def length_range(length: int, ratio: float) -> Tuple[int, int]:
@@ -57,6 +71,7 @@ class PromptMaker:
         sampling: Optional[dict] = None,
         extra_body: Optional[dict] = None,
         multi_turn: Optional[dict] = None,
+        source: Optional[PromptSource] = None,
     ) -> None:
         self.api, self.model, self.input_len, self.output_len = api, model, input_len, output_len
         self.ignore_eos, self.seed = ignore_eos, seed
@@ -72,6 +87,8 @@ class PromptMaker:
         self.extra_body = extra_body or {}
         # multi_turn: {"turns"}; each user turn adds input_len tokens and each answer output_len (see conversation_body()).
         self.multi_turn = multi_turn
+        # A workload's own prompts (a trace's lengths and shared blocks), where it makes them.
+        self.source = source
 
     def to_json(self) -> dict:
         return {
@@ -90,12 +107,15 @@ class PromptMaker:
             "sampling": self.sampling,
             "extra_body": self.extra_body,
             "multi_turn": self.multi_turn,
+            "source": self.source.to_json() if self.source else None,
         }
 
     def lengths(self, index: int) -> Tuple[int, int]:
         """Request `index`'s prompt and output tokens. vLLM draws every request's pair up front from one numpy
         generator; here each is drawn from the seed and the request's index, so that every worker process draws
         the same for the same request."""
+        if self.source:
+            return self.source.lengths(self, index)
         if self.prefix:
             return self.prefix["prefix_len"] + self.prefix["suffix_len"], self.output_len
         if not self.range_ratio:
@@ -104,13 +124,18 @@ class PromptMaker:
         return (rng.randint(*length_range(self.input_len, self.range_ratio)), rng.randint(*length_range(self.output_len, self.range_ratio)))
 
     @staticmethod
-    def from_json(d: dict) -> "PromptMaker":
-        return PromptMaker(**d)
+    def from_json(d: dict, source_from_json: Optional[Callable[[dict], PromptSource]] = None) -> "PromptMaker":
+        """The maker `to_json` wrote; a workload's own source is rebuilt by `source_from_json` (macro/workloads)."""
+        fields: Dict[str, Any] = dict(d)
+        source = fields.pop("source", None)
+        return PromptMaker(**fields, source=source_from_json(source) if source and source_from_json else None)
 
     def words_for(self, tokens: int) -> int:
         return max(1, int(round((tokens - self.overhead) / max(self.tokens_per_word, 1e-6))))
 
     def text(self, index: int, words: Optional[int] = None) -> str:
+        if self.source and words is None:
+            return self.source.text(self, index)
         if self.prefix and words is None:
             return self.prefixed_text(index)
         rng = random.Random(f"{self.seed}:{index}")

@@ -20,6 +20,7 @@ from infbench_agent.macro.client import Engine
 from infbench_agent.macro.drive import Cancel, cpu_seconds, drive, raise_open_file_limit
 from infbench_agent.macro.levels import LevelRun
 from infbench_agent.macro.prompts import PromptMaker
+from infbench_agent.macro import workloads
 
 
 def worker_main() -> int:
@@ -27,7 +28,7 @@ def worker_main() -> int:
     cancel = Cancel().install()
     raise_open_file_limit()
     job = json.loads(sys.stdin.readline())
-    maker = PromptMaker.from_json(job["prompt"])
+    maker = PromptMaker.from_json(job["prompt"], workloads.source_from_json)
     endpoint = Endpoint(job["url"], job.get("api_key"), job.get("headers"))
     out = sys.stdout
 

@@ -1,8 +1,9 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { agentFlags, agentFlagUsage } from '../agentFlags';
+import { AgentCliFlag, agentFlags, agentFlagUsage } from '../agentFlags';
+import { AGENT_OPTIONS } from '../../remote/agentOptions';
 import { agentValue, finiteNumber, FlagValues, nonNegativeNumber, numberList, positiveSeconds } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
-import { MacroOptions, MacroOptionsError } from '../../core/macro/options';
+import { MacroOptions, MacroOptionsError, TABLE_WORKLOADS } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
 import { conversationTable } from '../../core/macro/conversations';
 import { runMacroPhase } from '../../core/phases/macro';
@@ -52,6 +53,9 @@ const REQUEST_FLAGS = [
   'seed',
 ] as const;
 const TRIAL_FLAGS = ['trials', 'slo', 'search', 'search-max'] as const;
+// The flags of the workloads the agent's table alone defines (trace_replay's...), as the table names them.
+const TABLE_WORKLOAD_OPTIONS = TABLE_WORKLOADS.flatMap((w) => w.options);
+const TABLE_WORKLOAD_FLAGS = TABLE_WORKLOAD_OPTIONS.map((k) => AGENT_OPTIONS.macro[k].flag.slice(2) as AgentCliFlag<'macro'>);
 const GPU_AND_CLIENT_FLAGS = ['gpu-sample-ms', 'slow-client-ms'] as const;
 
 const USAGE = `infbench macro — end-to-end serving benchmark (TTFT, TPOT, ITL, E2EL, throughput, goodput)
@@ -64,6 +68,7 @@ Metrics follow \`vllm bench serve\`; the result file holds one object per level 
 ${targetUsage()}
 Load:
 ${agentFlagUsage('macro', LOAD_FLAGS, { concurrency: 'closed-loop levels, comma-separated (default 1,8,32,64)' })}
+${agentFlagUsage('macro', TABLE_WORKLOAD_FLAGS)}
 Each request:
 ${agentFlagUsage('macro', REQUEST_FLAGS)}
 Trials and the SLO search:
@@ -84,6 +89,7 @@ const OPTIONS = {
   ...agentFlags('macro', LOAD_FLAGS),
   ...agentFlags('macro', REQUEST_FLAGS),
   ...agentFlags('macro', TRIAL_FLAGS),
+  ...agentFlags('macro', TABLE_WORKLOAD_FLAGS),
   ...agentFlags('macro', GPU_AND_CLIENT_FLAGS),
   out: { type: 'string' },
   json: { type: 'boolean' },
@@ -184,6 +190,7 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     sharegptOutputLen: agentValue('macro', 'sharegptOutputLen', values),
     prefixRepetition: prefixRepetitionFlags(values),
     multiTurn: multiTurnFlags(values),
+    workloadOptions: tableWorkloadFlags(values),
     sampling: samplingFlags(values),
     extraBody: extraBodyFlag(v('extra-body')),
     headers: Array.isArray(values.header) && values.header.length ? values.header : undefined,
@@ -220,6 +227,11 @@ function prefixRepetitionFlags(values: FlagValues): MacroOptions['prefixRepetiti
     numPrefixes: agentValue('macro', 'prefixRepetitionNumPrefixes', values),
   };
   return Object.values(p).some((x) => x !== undefined) ? p : undefined;
+}
+
+function tableWorkloadFlags(values: FlagValues): MacroOptions['workloadOptions'] {
+  const given = TABLE_WORKLOAD_OPTIONS.map((k) => [k, agentValue('macro', k, values)] as const).filter(([, v]) => v !== undefined);
+  return given.length ? (Object.fromEntries(given) as MacroOptions['workloadOptions']) : undefined;
 }
 
 function multiTurnFlags(values: FlagValues): MacroOptions['multiTurn'] {

@@ -1,6 +1,6 @@
 // What a macro run asks of the load generator, and how that becomes the agent's command line.
 import { agentOptionArgs } from '../../remote/agentOptionArgs';
-import { AGENT_OPTIONS, MacroAgentOptions } from '../../remote/agentOptions';
+import { AGENT_OPTIONS, AgentOptionSpec, MACRO_WORKLOADS, MacroAgentOptions, MacroWorkloadSpec } from '../../remote/agentOptions';
 
 export interface MacroOptions {
   /** The server's base URL as seen from the target host; default the target's serverUrl. */
@@ -53,6 +53,11 @@ export interface MacroOptions {
    * server's outputLen-token answers in between); conversations per level, default the level's requests ÷ turns.
    */
   multiTurn?: { turns?: number; conversations?: number };
+  /**
+   * A workload's own options where MacroOptions has no field of its own for them (a workload the agent added
+   * since, such as trace_replay's traceSpeed), named as the agent's option table names them.
+   */
+  workloadOptions?: Partial<MacroAgentOptions>;
   /** Sampling parameters every request carries; temperature 0 (greedy) unless given, as vllm bench serve sends. */
   sampling?: { temperature?: number; topP?: number; topK?: number; minP?: number };
   /** A JSON object merged into every request body (vllm bench serve --extra-body). */
@@ -81,6 +86,30 @@ export interface MacroOptions {
  * conversations whose context grows turn by turn (as vLLM's benchmarks/multi_turn drives them).
  */
 export type MacroDataset = NonNullable<MacroAgentOptions['datasetName']>;
+
+/** The workloads MacroOptions has fields of its own for; any other the agent defines goes through workloadOptions. */
+const OWN_FIELDS: readonly MacroDataset[] = ['random', 'jsonl', 'sharegpt', 'prefix_repetition', 'multi_turn'];
+
+/** A workload the agent defines that MacroOptions has no fields for: offered, asked and passed from its table row. */
+export function tableWorkload(name: MacroDataset | undefined): MacroWorkloadSpec | undefined {
+  return name && !OWN_FIELDS.includes(name) ? MACRO_WORKLOADS.find((w) => w.name === name) : undefined;
+}
+
+/** The workloads offered from the agent's table alone (the front ends ask their options from their rows). */
+export const TABLE_WORKLOADS: readonly MacroWorkloadSpec[] = MACRO_WORKLOADS.filter((w) => !OWN_FIELDS.includes(w.name));
+
+/** A workload option's value as its row takes it: a number of its kind at least its minimum, one of its choices. */
+export function workloadOptionProblem(spec: AgentOptionSpec, value: unknown): string | undefined {
+  const name = spec.flag.slice(2).replace(/-/g, ' ');
+  if (spec.kind === 'int' || spec.kind === 'float') {
+    const whole = spec.kind === 'int';
+    if (typeof value !== 'number' || !Number.isFinite(value) || (whole && !Number.isInteger(value)) || (spec.minimum !== undefined && value < spec.minimum))
+      return `${name} must be ${whole ? 'a whole number' : 'a number'}${spec.minimum !== undefined ? `, at least ${spec.minimum}` : ''}; got ${String(value)}.`;
+    if (!whole && !(value > 0) && spec.minimum === undefined) return `${name} must be above 0; got ${value}.`;
+  }
+  if (spec.choices && !spec.choices.includes(String(value))) return `${name} must be one of ${spec.choices.join(', ')}; got ${String(value)}.`;
+  return undefined;
+}
 
 /** The agent's default turns per conversation, from its option table (--multi-turn-turns). */
 export const MULTI_TURN_DEFAULT_TURNS = AGENT_OPTIONS.macro.multiTurnTurns.default as number;
@@ -116,7 +145,9 @@ function positiveList(values: number[] | undefined, name: string, allowInfinity 
 export function macroAgentArgs(options: MacroOptions, serverUrl: string): string[] {
   const o = { ...DEFAULT_MACRO_OPTIONS, ...options };
   const rates = positiveList(o.requestRate, 'request rate', true);
-  const levels = rates ? undefined : positiveList(o.concurrency, 'concurrency')!;
+  // A workload that sets its own pace (a trace) takes no concurrency levels: without rates it plays as recorded.
+  const rateOnly = !(MACRO_WORKLOADS.find((w) => w.name === macroDataset(o).name)?.modes.includes('concurrency') ?? true);
+  const levels = rates || rateOnly ? undefined : positiveList(o.concurrency, 'concurrency')!;
   if (levels?.some((c) => !Number.isInteger(c))) throw new MacroOptionsError('concurrency levels must be whole numbers, for example 1,8,32.');
   for (const [name, v] of [
     ['input length', o.inputLen],
@@ -179,6 +210,8 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
   if ((name === 'random' || name === 'prefix_repetition' || name === 'multi_turn') && o.datasetPath)
     throw new MacroOptionsError(`${GENERATED_WORDS[name]} take no dataset file; got ${o.datasetPath}.`);
   if (name === 'multi_turn') return multiTurnOptions(o);
+  const fromTable = tableWorkload(name);
+  if (fromTable) return tableWorkloadOptions(o, fromTable, path);
   if (name === 'prefix_repetition') {
     for (const [label, v] of Object.entries(o.prefixRepetition ?? {}))
       if (v !== undefined && (!Number.isInteger(v) || v < 1))
@@ -212,6 +245,22 @@ function datasetOptions(o: MacroOptions): MacroAgentOptions {
     rangeRatio: o.rangeRatio || undefined,
     sharegptOutputLen: o.sharegptOutputLen,
   };
+}
+
+function tableWorkloadOptions(o: MacroOptions, w: MacroWorkloadSpec, path: string | undefined): MacroAgentOptions {
+  if (w.takesFile && !path) throw new MacroOptionsError(`${w.title} needs its file's path on the host.`);
+  if (!w.takesFile && path) throw new MacroOptionsError(`${w.title} takes no dataset file; got ${path}.`);
+  if (o.rangeRatio) throw new MacroOptionsError(`range ratio applies to random prompts only, not to ${w.title}.`);
+  if (o.requestRate?.length && !w.modes.includes('rate')) throw new MacroOptionsError(`${w.title} runs at concurrency levels, not request rates.`);
+  const own: Partial<MacroAgentOptions> = {};
+  for (const [key, value] of Object.entries(o.workloadOptions ?? {}) as [keyof MacroAgentOptions, unknown][]) {
+    if (value === undefined) continue;
+    if (!w.options.includes(key)) throw new MacroOptionsError(`${AGENT_OPTIONS.macro[key].flag.slice(2)} is not an option of ${w.title}.`);
+    const problem = workloadOptionProblem(AGENT_OPTIONS.macro[key], value);
+    if (problem) throw new MacroOptionsError(problem);
+    Object.assign(own, { [key]: value });
+  }
+  return { datasetName: w.name, datasetPath: path, ...own };
 }
 
 const GENERATED_WORDS = { random: 'random prompts', prefix_repetition: 'prefix-repetition prompts', multi_turn: 'multi-turn conversations' };
@@ -281,6 +330,12 @@ function promptsText(o: MacroOptions): string {
   if (name === 'jsonl') return `prompts from ${path}`;
   if (name === 'sharegpt') {
     return `ShareGPT conversations from ${path}, ${o.sharegptOutputLen !== undefined ? `${o.sharegptOutputLen} output tokens each` : "each with its second turn's output length"}`;
+  }
+  const fromTable = tableWorkload(name);
+  if (fromTable) {
+    const own = Object.entries(o.workloadOptions ?? {}).filter(([, v]) => v !== undefined);
+    const said = own.map(([k, v]) => `${AGENT_OPTIONS.macro[k as keyof MacroAgentOptions].flag.slice(2).replace(/-/g, ' ')} ${String(v)}`);
+    return [`${fromTable.title}${path ? ` from ${path}` : ''}`, ...said].join(', ');
   }
   if (path) return `prompts from ${path}`;
   if (name === 'multi_turn') return multiTurnText(o);

@@ -5,11 +5,15 @@ import {
   MULTI_TURN_DEFAULT_TURNS,
   MacroOptions,
   PREFIX_REPETITION_DEFAULTS,
+  TABLE_WORKLOADS,
   datasetText,
+  tableWorkload,
+  workloadOptionProblem,
   macroAgentArgs,
   macroDataset,
 } from '../../core/macro/options';
 import { readSettings } from '../settings';
+import { AGENT_OPTIONS, MacroWorkloadSpec } from '../../remote/agentOptions';
 import { runMacroPhase } from '../../core/phases/macro';
 import { PhaseRunner } from './phaseRunner';
 
@@ -201,6 +205,12 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
           "conversations as vllm bench serve --dataset-name sharegpt reads them: the first turn is the prompt, the second turn's length the output length",
         source: 'sharegpt' as const,
       },
+      // The workloads the agent's table alone defines, each offered as the agent describes it.
+      ...TABLE_WORKLOADS.filter((w) => w.modes.includes(mode.rate ? 'rate' : 'concurrency') || !w.modes.includes('concurrency')).map((w) => ({
+        label: w.title[0].toUpperCase() + w.title.slice(1),
+        detail: !mode.rate && !w.modes.includes('concurrency') ? `${w.detail}; at its own pace (request rates scale it)` : w.detail,
+        source: w.name,
+      })),
     ]
       // A conversation sends its next turn when the last is answered: no request rates.
       .filter((d) => !(mode.rate && d.source === 'multi_turn'))
@@ -208,7 +218,14 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
     { title: title('dataset'), placeHolder: 'Which prompts?', ignoreFocusOut: true },
   );
   if (!dataset) return undefined;
-  if (dataset.source === 'prefix_repetition') {
+  const fromTable = tableWorkload(dataset.source);
+  if (fromTable) {
+    const own = await tableWorkloadOptions(fromTable, last, hostName, title);
+    if (!own) return undefined;
+    Object.assign(options, own);
+    // A workload that sets its own pace takes no concurrency levels.
+    if (!fromTable.modes.includes('concurrency')) delete options.concurrency;
+  } else if (dataset.source === 'prefix_repetition') {
     const p = { ...PREFIX_REPETITION_DEFAULTS, ...last.prefixRepetition };
     const text = await vscode.window.showInputBox({
       title: title('shared prefixes'),
@@ -272,7 +289,7 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
     });
     if (out === undefined) return undefined;
     options.outputLen = Number(out);
-  } else {
+  } else if (!fromTable?.takesFile) {
     const lengths = await vscode.window.showInputBox({
       title: title(dataset.source === 'multi_turn' ? 'tokens a turn' : 'prompt and output tokens'),
       prompt:
@@ -324,6 +341,43 @@ async function customWorkload(target: Target, last: MacroOptions): Promise<Macro
   const goodput = parseSlos(slos);
   if (goodput && goodput !== 'invalid') options.goodput = goodput;
   macroAgentArgs(options, target.serverUrl); // validates; throws a message naming the bad option
+  return options;
+}
+
+/** A table workload's file and own options, each asked as its row in the agent's table explains it. */
+async function tableWorkloadOptions(
+  w: MacroWorkloadSpec,
+  last: MacroOptions,
+  hostName: string | undefined,
+  title: (step: string) => string,
+): Promise<MacroOptions | undefined> {
+  const options: MacroOptions = { dataset: w.name, workloadOptions: {} };
+  if (w.takesFile) {
+    const lastOne = macroDataset(last);
+    const file = await vscode.window.showInputBox({
+      title: title(`${w.title}: file`),
+      prompt: `The file's path on ${hostName ?? 'the host'}`,
+      value: lastOne.name === w.name ? (lastOne.path ?? '') : '',
+      ignoreFocusOut: true,
+      validateInput: (v) => (v.trim() ? undefined : 'A path on the host'),
+    });
+    if (file === undefined) return undefined;
+    options.datasetPath = file.trim();
+  }
+  for (const key of w.options) {
+    const spec = AGENT_OPTIONS.macro[key];
+    const number = spec.kind === 'int' || spec.kind === 'float';
+    const previous = last.dataset === w.name ? last.workloadOptions?.[key] : undefined;
+    const typed = await vscode.window.showInputBox({
+      title: title(`${w.title}: ${spec.flag.slice(2).replace(/-/g, ' ')}`),
+      prompt: spec.help,
+      value: String(previous ?? spec.default ?? ''),
+      ignoreFocusOut: true,
+      validateInput: (v) => (!v.trim() ? undefined : workloadOptionProblem(spec, number ? Number(v) : v.trim())),
+    });
+    if (typed === undefined) return undefined;
+    if (typed.trim() && typed.trim() !== String(spec.default)) Object.assign(options.workloadOptions!, { [key]: number ? Number(typed) : typed.trim() });
+  }
   return options;
 }
 

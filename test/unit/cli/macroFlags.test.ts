@@ -16,6 +16,26 @@ describe('infbench macro flags', () => {
     assert.equal(macroOptionsFromFlags({ 'prompts-file': '/p.jsonl' }).promptsFile, '/p.jsonl');
   });
 
+  it("hands a workload the agent's table alone defines (trace replay) to the agent with its own flags, and no concurrency", () => {
+    const options = macroOptionsFromFlags({ 'dataset-name': 'trace_replay', 'dataset-path': '/t/mooncake.jsonl', 'trace-speed': '2' });
+    assert.deepEqual(options.workloadOptions, { traceSpeed: 2 });
+    const args = macroAgentArgs(options, 'http://127.0.0.1:8000');
+    const value = (flag: string) => args[args.indexOf(flag) + 1];
+    assert.equal(value('--dataset-name'), 'trace_replay');
+    assert.equal(value('--dataset-path'), '/t/mooncake.jsonl');
+    assert.equal(value('--trace-speed'), '2');
+    assert.ok(!args.includes('--concurrency'), 'a trace plays at its own pace');
+    assert.ok(!args.includes('--trace-block-size'), "the agent's default applies");
+    assert.equal(datasetText(options), 'replay of a timestamped trace from /t/mooncake.jsonl, trace speed 2');
+    // Checked as the agent's row says, before anything runs.
+    assert.throws(() => macroOptionsFromFlags({ 'dataset-name': 'trace_replay', 'trace-block-size': '0' }), /--trace-block-size takes a positive whole number/);
+    assert.throws(() => macroAgentArgs({ dataset: 'trace_replay' }, 'http://h'), /needs its file's path on the host/);
+    assert.throws(
+      () => macroAgentArgs({ dataset: 'trace_replay', datasetPath: '/t', workloadOptions: { multiTurnTurns: 3 } }, 'http://h'),
+      /multi turn turns is not an option|multi-turn-turns is not an option/,
+    );
+  });
+
   it('hands --stall-timeout to the agent, 0 (off) included', () => {
     const args = (flags: Record<string, string>) => macroAgentArgs(macroOptionsFromFlags(flags), 'http://127.0.0.1:8000');
     const stall = (a: string[]) => a[a.indexOf('--stall-timeout') + 1];
@@ -85,7 +105,7 @@ describe('infbench macro flags', () => {
 
   it('names the flag whose value is wrong', () => {
     const refused: [Record<string, string>, RegExp][] = [
-      [{ 'dataset-name': 'sonnet' }, /--dataset-name must be one of random, jsonl, sharegpt, prefix_repetition, multi_turn; got "sonnet"/],
+      [{ 'dataset-name': 'sonnet' }, /--dataset-name must be one of random, (\w+, )*trace_replay(, \w+)*; got "sonnet"/],
       [{ api: 'responses' }, /--api must be one of completions, chat; got "responses"/],
       [{ 'extra-body': '{oops' }, /--extra-body is not JSON/],
       [{ 'extra-body': '[1, 2]' }, /--extra-body must be a JSON object/],
