@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 from urllib.parse import urlsplit
 
 from infbench_agent import auth
@@ -206,17 +206,7 @@ def request_once(url: str, timeout: float, method: str, api_key: Optional[str]) 
 
 def post(url: str, body: Optional[dict], timeout: float, api_key: Optional[str] = None) -> Tuple[Optional[int], str]:
     """(status, text); status None when no answer came (refused, reset, timed out), the text says why."""
-    data = json.dumps(body).encode() if body is not None else b""
-    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except socket.timeout:
-        return None, f"no answer within {timeout:.0f} s"
-    except (urllib.error.URLError, OSError) as e:
-        return None, str(getattr(e, "reason", e))
+    return _post_json(url, body, timeout, api_key, lambda r: r.read().decode("utf-8", "replace"))
 
 
 def post_stream(
@@ -224,13 +214,27 @@ def post_stream(
 ) -> Tuple[Optional[int], Optional[str]]:
     """A streamed POST: each line of the reply, stripped, to `on_line` as it comes. (status, None) once the reply
     has ended; (status, its text) for an HTTP error; (None, why) when no answer came or it broke off."""
-    data = json.dumps(body).encode()
+
+    def read_lines(r: Any) -> None:
+        for raw in r:
+            on_line(raw.decode("utf-8", "replace").strip())
+
+    return _post_json(url, body, timeout, api_key, read_lines)
+
+
+T = TypeVar("T")
+
+
+def _post_json(
+    url: str, body: Optional[dict], timeout: float, api_key: Optional[str], read: Callable[[Any], T]
+) -> Tuple[Optional[int], Union[T, str]]:
+    """POSTs `body` as JSON and hands the reply to `read`: (status, what it returns); (status, the error page's
+    text) for an HTTP error; (None, why) when no answer came, or it broke off while `read` read it."""
+    data = json.dumps(body).encode() if body is not None else b""
     req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json", **auth.auth_headers(api_key)})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            for raw in r:
-                on_line(raw.decode("utf-8", "replace").strip())
-            return r.status, None
+            return r.status, read(r)
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8", "replace")
     except socket.timeout:
