@@ -23,7 +23,7 @@ from infbench_agent import auth, events, options
 from infbench_agent.macro.gpu_telemetry import GpuSampler, detect as detect_gpus, level_telemetry
 from infbench_agent.http import Endpoint
 from infbench_agent.macro.metrics import parse_slos
-from infbench_agent.macro.drive import Cancel, raise_open_file_limit
+from infbench_agent.macro.drive import Cancel, raise_open_file_limit, request_bodies
 from infbench_agent.macro.levels import LevelRun, build_plans, clean, run_level_in_process
 from infbench_agent.macro.prompts import PromptMaker, calibrate
 from infbench_agent.macro import workloads
@@ -339,8 +339,10 @@ class MacroRun:
                 else None
             )
             if len(plans) == 1:
+                # The bodies before the start time: a long prompt's making is not the first send's lag.
+                bodies = request_bodies(plans[0], maker)
                 plans[0]["start_at"] = level.started_at = time.monotonic()
-                cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel)
+                cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel, bodies)
             else:
                 cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
             wall = time.monotonic() - wall0

@@ -36,6 +36,14 @@ class Cancel:
         return self.requested
 
 
+def request_bodies(plan: dict, maker: PromptMaker) -> Dict[int, Optional[bytes]]:
+    """A plan's request bodies, built before the level's start time so that a wave of sends is only sends (a
+    128,000-token prompt takes tens of ms to build); a level of seconds, or of conversations, builds each as it goes."""
+    if plan.get("turns") or plan.get("duration"):
+        return {}
+    return {rid: maker.body(rid) for rid in plan["ids"]}
+
+
 def drive(
     plan: dict,
     engine: Engine,
@@ -43,6 +51,7 @@ def drive(
     on_record: Callable[[dict], None],
     should_stop: Callable[[], bool],
     on_tick: Optional[Callable[[], None]] = None,
+    bodies: Optional[Dict[int, Optional[bytes]]] = None,
 ) -> None:
     """Closed loop (`concurrency` in flight) or open loop (`arrivals` offsets) until the plan is done; a plan of
     multi-turn conversations (`turns`) goes to conversations.py."""
@@ -65,8 +74,7 @@ def drive(
         free_since.append(rec["finish"])
         on_record(rec)
 
-    # Request bodies built before the start, so that a wave of sends is only sends (ours and the reads between).
-    bodies: Dict[int, Optional[bytes]] = {rid: maker.body(rid) for rid in ids} if deadline is None else {}
+    bodies = request_bodies(plan, maker) if bodies is None else bodies
     arm(plan, engine, record)
     while True:
         # A frozen server (a stall while no stream had read anything) ends the level: every further

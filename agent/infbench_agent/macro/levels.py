@@ -234,8 +234,16 @@ def clean(value):
 
 
 def run_level_in_process(
-    plan: dict, endpoint: Endpoint, path: str, maker: PromptMaker, level: LevelRun, timeout: float, cancelled: Callable[[], bool]
+    plan: dict,
+    endpoint: Endpoint,
+    path: str,
+    maker: PromptMaker,
+    level: LevelRun,
+    timeout: float,
+    cancelled: Callable[[], bool],
+    bodies: Optional[Dict[int, Optional[bytes]]] = None,
 ) -> float:
+    """One process's whole level; `bodies` built before its start time (drive.request_bodies), else by drive."""
     engine = Engine(endpoint, path, timeout, lambda r: None, stall_timeout=plan.get("stall_timeout"))
     cpu0 = cpu_seconds()
     pending: List[dict] = []
@@ -253,7 +261,7 @@ def run_level_in_process(
             level.tick()
 
     try:
-        drive(plan, engine, maker, pending.append, cancelled, tick)
+        drive(plan, engine, maker, pending.append, cancelled, tick, bodies)
     finally:
         engine.close()
         for rec in pending:

@@ -17,7 +17,7 @@ from typing import Callable, List
 from infbench_agent import events
 from infbench_agent.http import Endpoint
 from infbench_agent.macro.client import Engine
-from infbench_agent.macro.drive import Cancel, cpu_seconds, drive, raise_open_file_limit
+from infbench_agent.macro.drive import Cancel, cpu_seconds, drive, raise_open_file_limit, request_bodies
 from infbench_agent.macro.levels import LevelRun
 from infbench_agent.macro.prompts import PromptMaker
 from infbench_agent.macro import workloads
@@ -36,6 +36,7 @@ def worker_main() -> int:
         out.write(json.dumps(obj, separators=(",", ":")) + "\n")
 
     engine = Engine(endpoint, job["path"], job["request_timeout"], lambda r: None)
+    bodies = request_bodies(job["plan"], maker)
     write({"kind": "ready"})
     out.flush()
     go = sys.stdin.readline()
@@ -63,7 +64,7 @@ def worker_main() -> int:
             last_flush[0] = now
 
     try:
-        drive(job["plan"], engine, maker, on_record, cancel, tick)
+        drive(job["plan"], engine, maker, on_record, cancel, tick, bodies)
     finally:
         engine.close()
         for rec in pending:
