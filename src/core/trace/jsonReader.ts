@@ -32,8 +32,6 @@ export class TraceFormatError extends Error {
 }
 
 const NEED_MORE = -1;
-/** torchHead's answer when the event is to be read on by the general loop. */
-const GO_ON = -2;
 
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
@@ -111,6 +109,62 @@ export function isTimed(cat: EventCat): boolean {
   return TIMED[cat] === true;
 }
 const K_TRACE_EVENTS = 'traceEvents';
+
+// The keys of an event the reader reads, as small numbers (KEY_OTHER: any other key).
+const KEY_OTHER = 0;
+const KEY_PH = 1;
+const KEY_CAT = 2;
+const KEY_NAME = 3;
+const KEY_PID = 4;
+const KEY_TID = 5;
+const KEY_TS = 6;
+const KEY_DUR = 7;
+const KEY_ARGS = 8;
+const KEY_ID = 9;
+/** Not a key: where an event starts, for TORCH_NEXT's first guess. */
+const KEY_START = 10;
+const KEY_NAMES: [string, number][] = [
+  ['ph', KEY_PH],
+  ['cat', KEY_CAT],
+  ['name', KEY_NAME],
+  ['pid', KEY_PID],
+  ['tid', KEY_TID],
+  ['ts', KEY_TS],
+  ['dur', KEY_DUR],
+  ['args', KEY_ARGS],
+  ['id', KEY_ID],
+];
+/**
+ * Each key's bytes as written before its value, quotes and colon included: what a guess is matched
+ * against. All Buffers, the empty one too: loads from arrays of two kinds at one place are slower.
+ */
+const KEY_PATTERNS: Uint8Array[] = [bytes('')];
+for (const [k, key] of KEY_NAMES) KEY_PATTERNS[key] = bytes(`"${k}":`);
+/** KEY_NAMES by length and first byte, as CATS_BY_HEAD. */
+const KEYS_BY_HEAD: [Uint8Array, number][][] = [];
+for (const [k, key] of KEY_NAMES) (KEYS_BY_HEAD[(k.length << 8) | k.charCodeAt(0)] ??= []).push([bytes(k), key]);
+/**
+ * The key torch's export_chrome_trace (and JSON.stringify of its events) writes after each:
+ * "ph", "cat", "name", "pid", "tid", "ts", "dur", "args". The reader guesses it first.
+ */
+const TORCH_NEXT = new Uint8Array(KEY_START + 1);
+TORCH_NEXT[KEY_START] = KEY_PH;
+TORCH_NEXT[KEY_PH] = KEY_CAT;
+TORCH_NEXT[KEY_CAT] = KEY_NAME;
+TORCH_NEXT[KEY_NAME] = KEY_PID;
+TORCH_NEXT[KEY_PID] = KEY_TID;
+TORCH_NEXT[KEY_TID] = KEY_TS;
+TORCH_NEXT[KEY_TS] = KEY_DUR;
+TORCH_NEXT[KEY_DUR] = KEY_ARGS;
+
+/** The key of the string body [s, e). */
+function keyOf(buf: Buffer, s: number, e: number): number {
+  if (e <= s || e - s > 4) return KEY_OTHER;
+  const candidates = KEYS_BY_HEAD[((e - s) << 8) | buf[s]];
+  if (candidates === undefined) return KEY_OTHER;
+  for (let c = 0; c < candidates.length; c++) if (eq(buf, s, e, candidates[c][0])) return candidates[c][1];
+  return KEY_OTHER;
+}
 
 function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -246,8 +300,8 @@ export class TraceJsonReader {
   private nextBackslash = -1;
   /** Indentation of the current event's line in a pretty-printed trace (torch's own layout), or -1 when compact. */
   private eventIndent = -1;
-  /** Where parseEvent's loop goes on after torchHead. */
-  private goOnAt = 0;
+  /** The key guessed after each key (TORCH_NEXT); a table of KEY_OTHER reads every key as a string. */
+  private readonly torchNext: Uint8Array = TORCH_NEXT;
   private events = 0;
   private readonly metadata: Record<string, unknown> = {};
   /** Values of top-level keys other than traceEvents are kept only up to this size. */
@@ -585,153 +639,125 @@ export class TraceJsonReader {
     return j;
   }
 
-  /** Parses one event object starting at the "{" at i; fills this.view. Returns its end or NEED_MORE. */
+  /**
+   * Parses one event object starting at the "{" at i; fills this.view. Returns its end or NEED_MORE.
+   * Each key is first guessed to be the one torch writes next (TORCH_NEXT) and matched by its bytes
+   * with the `":` after it; a key written otherwise is read as a string and looked up. Both ways
+   * give the same key and the same place for its value, which one code reads.
+   */
   private parseEvent(buf: Buffer, i: number, n: number): number {
     const v = this.view;
     v.reset(buf);
     this.eventIndent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
     i++;
-    // torch writes "ph" first and "cat" second: both read here by their bytes, the rest of the
-    // event (or all of it, where it is written otherwise) by the loop below, which reads them the same.
-    const head = this.torchHead(buf, i, n);
-    if (head !== GO_ON) return head;
-    i = this.goOnAt;
+    const next = this.torchNext;
+    let guess = next[KEY_START];
     for (;;) {
       while (i < n && isWs(buf[i])) i++;
-      if (i >= n) return NEED_MORE;
-      let c = buf[i];
-      if (c === RBRACE) return i + 1;
-      if (c !== Q) this.fail('expected a key inside an event', i);
-      const ks = i + 1;
-      const ke = this.stringEnd(buf, ks, n);
-      if (ke === NEED_MORE) return NEED_MORE;
-      i = ke + 1;
-      while (i < n && isWs(buf[i])) i++;
-      if (i >= n) return NEED_MORE;
-      if (buf[i] !== COLON) this.fail('expected ":" inside an event', i);
-      i++;
-      while (i < n && isWs(buf[i])) i++;
-      if (i >= n) return NEED_MORE;
-      const klen = ke - ks;
-      const k0 = buf[ks];
-      const k1 = buf[ks + 1];
-      let end: number;
-      if (klen === 2 && k0 === 0x74 && k1 === 0x73) {
-        // "ts"
-        end = this.numberOrSkip(buf, i, n);
-        v.ts = this.num;
-      } else if (klen === 3 && k0 === 0x64 && k1 === 0x75 && buf[ks + 2] === 0x72) {
-        // "dur"
-        end = this.numberOrSkip(buf, i, n);
-        v.dur = this.num;
-      } else if (klen === 3 && k0 === 0x63 && k1 === 0x61 && buf[ks + 2] === 0x74) {
-        // "cat"
-        if (buf[i] !== Q) {
-          end = this.skipValue(buf, i, n);
-        } else {
-          const se = this.stringEnd(buf, i + 1, n);
-          if (se === NEED_MORE) return NEED_MORE;
-          v.cat = catOf(buf, i + 1, se);
-          // CPU ops (most of a real trace's events) and other categories are only counted: skip
-          // the rest of the object without reading its keys. torch writes "cat" second.
-          if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.closeEvent(buf, se + 1, n);
-          end = se + 1;
-        }
-      } else if (klen === 4 && k0 === 0x6e && k1 === 0x61 && buf[ks + 2] === 0x6d && buf[ks + 3] === 0x65) {
-        // "name"
-        if (buf[i] !== Q) {
-          end = this.skipValue(buf, i, n);
-        } else {
-          const se = this.stringEnd(buf, i + 1, n);
-          if (se === NEED_MORE) return NEED_MORE;
-          v.nameStart = i + 1;
-          v.nameEnd = se;
-          v.nameEscaped = this.backslashBefore(buf, i + 1, se);
-          end = se + 1;
-        }
-      } else if (klen === 2 && k0 === 0x70 && k1 === 0x68) {
-        // "ph"
-        if (buf[i] === Q) {
-          const se = this.stringEnd(buf, i + 1, n);
-          if (se === NEED_MORE) return NEED_MORE;
-          v.ph = se > i + 1 ? buf[i + 1] : 0;
-          // Flows (two per kernel in a Kineto trace), counters and metadata are counted, not read.
-          // torch writes "ph" first. Other phases are read on, so that GPU work written so is not lost.
-          if (SKIPPED_PHASES[v.ph]) return this.closeEvent(buf, se + 1, n);
-          end = se + 1;
-        } else {
-          end = this.skipValue(buf, i, n);
-        }
-      } else if (klen === 2 && k0 === 0x69 && k1 === 0x64) {
-        // "id": pairs async begin/end events (phases.ts); flows, which carry one too, were skipped at their "ph"
-        end = this.skipValue(buf, i, n);
-        if (end !== NEED_MORE) v.id = buf.toString('latin1', i, end);
-      } else if (klen === 3 && (k0 === 0x70 || k0 === 0x74) && k1 === 0x69 && buf[ks + 2] === 0x64) {
-        // "pid" / "tid"
-        end = this.numberOrSkip(buf, i, n);
-        if (k0 === 0x70) v.pid = this.num;
-        else v.tid = this.num;
-      } else if (klen === 4 && k0 === 0x61 && k1 === 0x72 && buf[ks + 2] === 0x67 && buf[ks + 3] === 0x73 && buf[i] === LBRACE) {
-        // "args": only the correlation id of GPU work and launches is read; the rest is skipped
-        end = v.cat === EventCat.None || HAS_CORRELATION[v.cat] ? this.parseArgs(buf, i, n) : this.skipValue(buf, i, n);
+      let key: number;
+      const pattern = KEY_PATTERNS[guess];
+      const m = pattern.length;
+      let k = 0;
+      // Within the buffer only: a load past its end would make every load here a slower one.
+      if (i + m <= n) while (k < m && buf[i + k] === pattern[k]) k++;
+      if (k === m && guess !== KEY_OTHER) {
+        key = guess;
+        i += k;
       } else {
-        end = this.skipValue(buf, i, n);
+        if (i >= n) return NEED_MORE;
+        const c = buf[i];
+        if (c === RBRACE) return i + 1;
+        if (c !== Q) this.fail('expected a key inside an event', i);
+        const ks = i + 1;
+        const ke = this.stringEnd(buf, ks, n);
+        if (ke === NEED_MORE) return NEED_MORE;
+        i = ke + 1;
+        while (i < n && isWs(buf[i])) i++;
+        if (i >= n) return NEED_MORE;
+        if (buf[i] !== COLON) this.fail('expected ":" inside an event', i);
+        i++;
+        key = keyOf(buf, ks, ke);
+      }
+      while (i < n && isWs(buf[i])) i++;
+      if (i >= n) return NEED_MORE;
+      let end: number;
+      switch (key) {
+        case KEY_PH:
+          if (buf[i] === Q) {
+            const se = this.stringEnd(buf, i + 1, n);
+            if (se === NEED_MORE) return NEED_MORE;
+            v.ph = se > i + 1 ? buf[i + 1] : 0;
+            // Flows (two per kernel in a Kineto trace), counters and metadata are counted, not read.
+            // torch writes "ph" first. Other phases are read on, so that GPU work written so is not lost.
+            if (SKIPPED_PHASES[v.ph]) return this.closeEvent(buf, se + 1, n);
+            end = se + 1;
+          } else {
+            end = this.skipValue(buf, i, n);
+          }
+          break;
+        case KEY_CAT:
+          if (buf[i] === Q) {
+            const se = this.stringEnd(buf, i + 1, n);
+            if (se === NEED_MORE) return NEED_MORE;
+            v.cat = catOf(buf, i + 1, se);
+            // CPU ops (most of a real trace's events) and other categories are only counted: skip
+            // the rest of the object without reading its keys. torch writes "cat" second.
+            if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.closeEvent(buf, se + 1, n);
+            end = se + 1;
+          } else {
+            end = this.skipValue(buf, i, n);
+          }
+          break;
+        case KEY_NAME:
+          if (buf[i] === Q) {
+            const se = this.stringEnd(buf, i + 1, n);
+            if (se === NEED_MORE) return NEED_MORE;
+            v.nameStart = i + 1;
+            v.nameEnd = se;
+            v.nameEscaped = this.backslashBefore(buf, i + 1, se);
+            end = se + 1;
+          } else {
+            end = this.skipValue(buf, i, n);
+          }
+          break;
+        case KEY_PID:
+          end = this.numberOrSkip(buf, i, n);
+          v.pid = this.num;
+          break;
+        case KEY_TID:
+          end = this.numberOrSkip(buf, i, n);
+          v.tid = this.num;
+          break;
+        case KEY_TS:
+          end = this.numberOrSkip(buf, i, n);
+          v.ts = this.num;
+          break;
+        case KEY_DUR:
+          end = this.numberOrSkip(buf, i, n);
+          v.dur = this.num;
+          break;
+        case KEY_ARGS:
+          // Only the correlation id of GPU work and launches is read; the rest is skipped.
+          end = buf[i] === LBRACE && (v.cat === EventCat.None || HAS_CORRELATION[v.cat]) ? this.parseArgs(buf, i, n) : this.skipValue(buf, i, n);
+          break;
+        case KEY_ID:
+          // Pairs async begin/end events (phases.ts); flows, which carry one too, were skipped at their "ph".
+          end = this.skipValue(buf, i, n);
+          if (end !== NEED_MORE) v.id = buf.toString('latin1', i, end);
+          break;
+        default:
+          end = this.skipValue(buf, i, n);
       }
       if (end === NEED_MORE) return NEED_MORE;
       i = end;
       while (i < n && isWs(buf[i])) i++;
       if (i >= n) return NEED_MORE;
-      c = buf[i];
+      const c = buf[i];
       if (c === COMMA) i++;
       else if (c === RBRACE) return i + 1;
       else this.fail('expected "," or "}" inside an event', i);
+      guess = next[key];
     }
-  }
-
-  /**
-   * The fast way through an event's first keys when they are `"ph": "<one character>"` and
-   * `"cat": "<category>"` in this order, written as torch and JSON.stringify write them (`": ` or
-   * `":`, no other white space before a value): fills the view as the loop of parseEvent would.
-   * Returns the event's end (or NEED_MORE) where that loop would return at once (a skipped phase,
-   * a category only counted); otherwise GO_ON, with goOnAt the place to go on from with that loop:
-   * after the keys read so far, whose values it would read the same way again. `i` is just after the "{".
-   */
-  private torchHead(buf: Buffer, i: number, n: number): number {
-    const v = this.view;
-    let j = i;
-    while (j < n && isWs(buf[j])) j++;
-    if (buf[j] !== Q || buf[j + 1] !== 0x70 || buf[j + 2] !== 0x68 || buf[j + 3] !== Q || buf[j + 4] !== COLON) return this.goOn(i);
-    j += buf[j + 5] === SP ? 6 : 5;
-    const p = buf[j + 1];
-    // A one-character string: not empty, no escape.
-    if (buf[j] !== Q || p === Q || p === BS || buf[j + 2] !== Q || j + 2 >= n) return this.goOn(i);
-    v.ph = p;
-    if (SKIPPED_PHASES[p]) return this.closeEvent(buf, j + 3, n);
-    j += 3;
-    while (j < n && isWs(buf[j])) j++;
-    if (buf[j] !== COMMA) return this.goOn(i);
-    i = ++j;
-    while (j < n && isWs(buf[j])) j++;
-    if (buf[j] !== Q || buf[j + 1] !== 0x63 || buf[j + 2] !== 0x61 || buf[j + 3] !== 0x74 || buf[j + 4] !== Q || buf[j + 5] !== COLON) return this.goOn(i);
-    j += buf[j + 6] === SP ? 7 : 6;
-    if (buf[j] !== Q) return this.goOn(i);
-    const s = j + 1;
-    const stop = Math.min(n, s + 32);
-    let se = s;
-    while (se < stop && buf[se] !== Q && buf[se] !== BS) se++;
-    if (se === stop || buf[se] !== Q) return this.goOn(i);
-    v.cat = catOf(buf, s, se);
-    // CPU ops (most of a real trace's events) and other categories are only counted.
-    if (v.cat === EventCat.CpuOp || v.cat === EventCat.Other) return this.closeEvent(buf, se + 1, n);
-    j = se + 1;
-    while (j < n && isWs(buf[j])) j++;
-    if (buf[j] !== COMMA) return this.goOn(i);
-    return this.goOn(j + 1);
-  }
-
-  private goOn(at: number): number {
-    this.goOnAt = at;
-    return GO_ON;
   }
 
   /** End of the current event, the rest of which from i is not read. */
