@@ -135,10 +135,26 @@ class MacroRun:
         self.run_start: Optional[float] = None
 
     def run(self) -> int:
-        args = self.args
         self.cancel.install()
         raise_open_file_limit()
-        auth.resolve_api_key(args)
+        auth.resolve_api_key(self.args)
+        self.check_arguments()
+        self.prepare()
+        if self.args.warmup > 0 and not self.cancel.requested:
+            self.warm_up()
+        self.describe_levels()
+        for index, meta in enumerate(self.schedule):
+            if self.cancel.requested:
+                break
+            level, summary, plans, total = self.measure_level(index, meta)
+            self.warn_about_level(level, summary, plans, total, meta.get("request_rate"))
+            if not self.record_level(index, level, summary):
+                break
+        return self.finish()
+
+    def check_arguments(self) -> None:
+        """The run's flags read and checked together, and its workload chosen, before the server is asked anything."""
+        args = self.args
         try:
             sampling, extra_body, headers = request_extras(args)
             args.request_headers = headers
@@ -168,6 +184,35 @@ class MacroRun:
         workload, dataset_path = workloads.choose(args)
         dataset = workload.name
         concurrencies, rates = workload.loads(args, dataset_path, concurrencies, rates)
+        (
+            self.sampling,
+            self.extra_body,
+            self.headers,
+            self.endpoint,
+            self.slos,
+            self.percentiles,
+            self.objectives,
+            self.concurrencies,
+            self.rates,
+            self.workload,
+            self.dataset,
+            self.dataset_path,
+        ) = (sampling, extra_body, headers, endpoint, slos, percentiles, objectives, concurrencies, rates, workload, dataset, dataset_path)
+
+    def prepare(self) -> None:
+        """The server found, the loads planned, the workload's prompts made and calibrated, the result begun."""
+        args = self.args
+        endpoint, workload, dataset, dataset_path, concurrencies, rates, objectives, sampling, extra_body = (
+            self.endpoint,
+            self.workload,
+            self.dataset,
+            self.dataset_path,
+            self.concurrencies,
+            self.rates,
+            self.objectives,
+            self.sampling,
+            self.extra_body,
+        )
         server = discover(endpoint, args.url, args.model)
         model = server.pop("request_model", server["model"])
         path = "/v1/chat/completions" if args.api == "chat" else "/v1/completions"
@@ -236,51 +281,88 @@ class MacroRun:
         result["gpu_telemetry"] = {k: v for k, v in gpus_found.items() if k != "tool"}
         if gpus_found.get("vendor") != "nvidia":
             events.log(f"GPU telemetry: {gpus_found.get('note')}")
-        id_base = 0
-        if args.warmup > 0 and not self.cancel.requested:
-            warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
-            # No per-request events, yet its progress goes out as a level's does: a warm-up that waits on a slow
-            # or silent server says how long it has waited.
-            warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True})
-            warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
-            plan = {
-                "concurrency": warm_c,
-                "ids": [10_000_000 + i for i in range(args.warmup)],
-                "duration": None,
-                "start_at": time.monotonic(),
-                "stall_timeout": args.stall_timeout,
-            }
-            events.log(
-                f"warm-up: {args.warmup} request(s), {warm_c} at a time"
-                + (f"; a stream silent for {args.stall_timeout:g} s fails as stalled" if args.stall_timeout else "")
-            )
+        self.server, self.model, self.path, self.seed, self.schedule, self.prepared, self.maker, self.result, self.gpus_found = (
+            server,
+            model,
+            path,
+            seed,
+            schedule,
+            prepared,
+            maker,
+            result,
+            gpus_found,
+        )
+        self.id_base = 0
+
+    def warm_up(self) -> None:
+        """A few requests before the first level; a server that refuses vLLM's extra fields gets them no more."""
+        args = self.args
+        concurrencies, percentiles, slos, endpoint, path, maker, result, server = (
+            self.concurrencies,
+            self.percentiles,
+            self.slos,
+            self.endpoint,
+            self.path,
+            self.maker,
+            self.result,
+            self.server,
+        )
+        warm_c = min(args.warmup, concurrencies[0] if concurrencies else (args.max_concurrency or args.warmup))
+        # No per-request events, yet its progress goes out as a level's does: a warm-up that waits on a slow
+        # or silent server says how long it has waited.
+        warm_args = argparse.Namespace(**{**vars(args), "no_request_events": True})
+        warm = LevelRun(-1, {}, args.warmup, warm_args, percentiles, slos, lambda: self.run_start)
+        plan = {
+            "concurrency": warm_c,
+            "ids": [10_000_000 + i for i in range(args.warmup)],
+            "duration": None,
+            "start_at": time.monotonic(),
+            "stall_timeout": args.stall_timeout,
+        }
+        events.log(
+            f"warm-up: {args.warmup} request(s), {warm_c} at a time"
+            + (f"; a stream silent for {args.stall_timeout:g} s fails as stalled" if args.stall_timeout else "")
+        )
+        run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
+        refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
+        if warm.records and len(refused) == len(warm.records):
+            # Some OpenAI-compatible servers refuse vLLM's extra fields: try once without them.
+            maker.dropped_fields = ["stream_options", "ignore_eos"]
+            warm.records = []
+            plan["start_at"] = time.monotonic()
             run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
-            refused = [r for r in warm.records if r.get("reason") in ("http_400", "http_422")]
-            if warm.records and len(refused) == len(warm.records):
-                # Some OpenAI-compatible servers refuse vLLM's extra fields: try once without them.
-                maker.dropped_fields = ["stream_options", "ignore_eos"]
-                warm.records = []
-                plan["start_at"] = time.monotonic()
-                run_level_in_process(plan, endpoint, path, maker, warm, args.request_timeout, self.cancel)
-                if any(r.get("ok") for r in warm.records):
-                    events.log(
-                        f"the server refused stream_options and ignore_eos ({refused[0].get('error')}); requests go "
-                        "without them: output lengths follow the model's EOS and token counts are the client's own",
-                        "warn",
-                    )
-                else:
-                    maker.dropped_fields = []
-            result["prompts"]["dropped_fields"] = maker.dropped_fields
-            bad = [r for r in warm.records if not r.get("ok")]
-            events.log(f"warm-up: {len(warm.records) - len(bad)} of {args.warmup} requests completed")
-            if bad and len(bad) == len(warm.records):
-                first = bad[0]
-                raise events.AgentError(
-                    "warmup_failed",
-                    f"every warm-up request failed: {first.get('error')}",
-                    f"check the server at {args.url} (model {server['model']}, {path})",
+            if any(r.get("ok") for r in warm.records):
+                events.log(
+                    f"the server refused stream_options and ignore_eos ({refused[0].get('error')}); requests go "
+                    "without them: output lengths follow the model's EOS and token counts are the client's own",
+                    "warn",
                 )
-            id_base = 0
+            else:
+                maker.dropped_fields = []
+        result["prompts"]["dropped_fields"] = maker.dropped_fields
+        bad = [r for r in warm.records if not r.get("ok")]
+        events.log(f"warm-up: {len(warm.records) - len(bad)} of {args.warmup} requests completed")
+        if bad and len(bad) == len(warm.records):
+            first = bad[0]
+            raise events.AgentError(
+                "warmup_failed",
+                f"every warm-up request failed: {first.get('error')}",
+                f"check the server at {args.url} (model {server['model']}, {path})",
+            )
+
+    def describe_levels(self) -> None:
+        """What every level's result says of its prompts, and the draws of its arrivals."""
+        args = self.args
+        seed, dataset, dataset_path, workload, prepared, sampling, extra_body, headers = (
+            self.seed,
+            self.dataset,
+            self.dataset_path,
+            self.workload,
+            self.prepared,
+            self.sampling,
+            self.extra_body,
+            self.headers,
+        )
         rng = random.Random(seed)
         # What each level's prompts were: the dataset, and for random prompts their lengths and range.
         data_meta: dict = {
@@ -295,174 +377,203 @@ class MacroRun:
                 **({"extra_body": extra_body} if extra_body else {}),
                 **({"headers": sorted(headers)} if headers else {}),
             }
-        for index, meta in enumerate(schedule):
-            if self.cancel.requested:
-                break
-            c: Any = meta.get("max_concurrency")
-            rate = meta.get("request_rate")
-            total, extra = workload.level_extra(args, workload.requests(args, level_total(args, c, rate), rate))
-            meta.update(extra)
-            meta = {
-                **meta,
-                "level": index,
-                "api": args.api,
-                **data_meta,
-                "num_prompts": total,
-                "duration_target_s": args.duration,
-                "simulated": server["simulated"],
-            }
-            level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
-            # A workload whose n-th request is its n-th item (a trace) starts each level at a multiple of its length.
-            id_base = -(-id_base // workload.period()) * workload.period()
-            plans = build_plans(args, meta, total, id_base, rng, workload.arrivals)
-            for plan in plans:
-                plan["slow_client_s"] = max(0.0, args.slow_client_ms or 0.0) / 1000.0
-            id_base += (total or 0) + 1_000_000
-            before, _ = read_server_metrics(endpoint)
-            events.emit(
-                events.PROGRESS,
-                done=0,
-                total=total or 0,
-                label=level.label(),
-                message=f"{level.label()}: starting " f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})",
-            )
-            wall0 = time.monotonic()
-            if self.run_start is None:
-                self.run_start = wall0
-            # The server's queue, batch and KV cache over the level's seconds, on the requests' time axis.
-            state = ServerStateSampler(endpoint, origin=self.run_start).start()
-            # How late this host gives the load generator a CPU: the stamps of its reads are that late.
-            wake = WakeLagSampler().start()
-            gpus = (
-                GpuSampler(args.gpu_sample_ms, origin=self.run_start, found=gpus_found).start()
-                if gpus_found.get("vendor") == "nvidia"
-                else None
-            )
-            if len(plans) == 1:
-                # The bodies before the start time: a long prompt's making is not the first send's lag.
-                bodies = request_bodies(plans[0], maker)
-                plans[0]["start_at"] = level.started_at = time.monotonic()
-                cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel, bodies)
-            else:
-                cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
-            wall = time.monotonic() - wall0
-            server_state = state.stop()
-            wake_lag = wake.stop()
-            if gpus is not None:
-                gpus.stop()
-            after, metrics_status = read_server_metrics(endpoint)
+        self.rng, self.data_meta = rng, data_meta
+
+    def measure_level(self, index: int, meta: dict) -> Tuple[LevelRun, dict, List[dict], Optional[int]]:
+        """One level run, with the server's counters, its state, the host's wake-up lag and the GPUs beside it."""
+        args = self.args
+        workload, data_meta, server, percentiles, slos, rng, endpoint, gpus_found, maker, path = (
+            self.workload,
+            self.data_meta,
+            self.server,
+            self.percentiles,
+            self.slos,
+            self.rng,
+            self.endpoint,
+            self.gpus_found,
+            self.maker,
+            self.path,
+        )
+        c: Any = meta.get("max_concurrency")
+        rate = meta.get("request_rate")
+        total, extra = workload.level_extra(args, workload.requests(args, level_total(args, c, rate), rate))
+        meta.update(extra)
+        meta = {
+            **meta,
+            "level": index,
+            "api": args.api,
+            **data_meta,
+            "num_prompts": total,
+            "duration_target_s": args.duration,
+            "simulated": server["simulated"],
+        }
+        level = LevelRun(index, meta, total, args, percentiles, slos, lambda: self.run_start)
+        # A workload whose n-th request is its n-th item (a trace) starts each level at a multiple of its length.
+        self.id_base = -(-self.id_base // workload.period()) * workload.period()
+        plans = build_plans(args, meta, total, self.id_base, rng, workload.arrivals)
+        for plan in plans:
+            plan["slow_client_s"] = max(0.0, args.slow_client_ms or 0.0) / 1000.0
+        self.id_base += (total or 0) + 1_000_000
+        before, _ = read_server_metrics(endpoint)
+        events.emit(
+            events.PROGRESS,
+            done=0,
+            total=total or 0,
+            label=level.label(),
+            message=f"{level.label()}: starting " f"({len(plans)} load-generator process{'es' if len(plans) > 1 else ''})",
+        )
+        wall0 = time.monotonic()
+        if self.run_start is None:
+            self.run_start = wall0
+        # The server's queue, batch and KV cache over the level's seconds, on the requests' time axis.
+        state = ServerStateSampler(endpoint, origin=self.run_start).start()
+        # How late this host gives the load generator a CPU: the stamps of its reads are that late.
+        wake = WakeLagSampler().start()
+        gpus = (
+            GpuSampler(args.gpu_sample_ms, origin=self.run_start, found=gpus_found).start()
+            if gpus_found.get("vendor") == "nvidia"
+            else None
+        )
+        if len(plans) == 1:
+            # The bodies before the start time: a long prompt's making is not the first send's lag.
+            bodies = request_bodies(plans[0], maker)
+            plans[0]["start_at"] = level.started_at = time.monotonic()
+            cpu = run_level_in_process(plans[0], endpoint, path, maker, level, args.request_timeout, self.cancel, bodies)
+        else:
+            cpu = run_level_workers(plans, args, path, maker, level, self.cancel)
+        wall = time.monotonic() - wall0
+        server_state = state.stop()
+        wake_lag = wake.stop()
+        if gpus is not None:
+            gpus.stop()
+        after, metrics_status = read_server_metrics(endpoint)
+        server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
+        changed = trust_streamed_counts(server_metrics, level.records)
+        changed = trust_estimated_prompts(server_metrics, level.records) or changed
+        if changed:
             server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
-            changed = trust_streamed_counts(server_metrics, level.records)
-            changed = trust_estimated_prompts(server_metrics, level.records) or changed
-            if changed:
-                server_metrics = metrics_cross_check(before, after, level.records, metrics_status)
-            summary = level.summary(partial=False)
-            out_tokens = summary.get("total_output_tokens") or 0
-            summary["client_cpu"] = {
-                "workers": len(plans),
-                "cpu_s": round(cpu, 4),
-                "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
-                "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
-            }
-            summary["server_metrics"] = server_metrics
-            summary["client_wake_lag_ms"] = wake_lag
-            if gpus is not None:
-                window = (wall0 - self.run_start, wall0 + wall - self.run_start)
-                summary["gpu_telemetry"] = level_telemetry(gpus, out_tokens, window, level.label())
-            if server_state["samples"]:
-                summary["server_state"] = server_state
-            summary["cancelled"] = self.cancel.requested
-            summary = clean(summary)
-            lag = (summary.get("scheduling_lag_ms") or {}).get("p99")
-            woke = wake_lag.get("p99")
-            intended = summary.get("from_intended") or {}
-            if intended.get("client_limited"):
-                events.log(client_limit_text(level.label(), intended, woke), "warn")
-            elif isinstance(lag, (int, float)) and lag > 10 and rate is not None:
-                events.log(
-                    f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; "
-                    "consider --workers or fewer levels at once",
-                    "warn",
-                )
-            if isinstance(woke, (int, float)) and woke > 10:
-                events.log(
-                    f"{level.label()}: the load generator waited up to {woke:.0f} ms (p99) for a CPU on this host: "
-                    "its TTFT, ITL and TPOT may read that much high; free the host's cores (or run the load elsewhere)",
-                    "warn",
-                )
-            token_count = summary.get("token_count") or {}
-            if token_count.get("usage_missing"):
-                events.log(
-                    f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
-                    "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
-                    "maker's estimate (ask the server for stream_options.include_usage to get exact counts)",
-                    "warn",
-                )
-            if token_count.get("usage_rejected"):
-                events.log(
-                    f"{level.label()}: the server's usage could not be true for {token_count['usage_rejected']} "
-                    f"request(s) ({token_count.get('usage_problem')}): their token counts are the client's "
-                    "(streamed messages and the calibrated prompt length)",
-                    "warn",
-                )
-            elif server_metrics.get("available") and not server_metrics.get("generation_tokens_match"):
-                events.log(
-                    f"{level.label()}: the server's /metrics counted {server_metrics['server_generation_tokens']:.0f} "
-                    f"generated tokens, the client {server_metrics['client_output_tokens']}: another client may be "
-                    "using the server, or its counts are wrong",
-                    "warn",
-                )
-            if not self.cancel.requested and total and len(level.records) < total and (summary.get("failures") or {}).get("stalled"):
-                events.log(
-                    f"{level.label()}: requests stalled one after another, none completing between them and no stream "
-                    f"having a token for {args.stall_timeout:g} s, so the level stopped after {len(level.records)} of its "
-                    f"{total} requests: each further one would likely only have waited out the same silence",
-                    "warn",
-                )
-            bad_answers = (summary.get("failures") or {}).get("bad_response")
-            if bad_answers:
-                events.log(
-                    f"{level.label()}: {bad_answers} request(s) got an answer that is no OpenAI stream "
-                    f"({(summary.get('failure_examples') or {}).get('bad_response')}): the server, or a proxy in front of "
-                    "it, sent it; they count as failed and the rest are measured. To see a raw answer, on the host: "
-                    f"curl -N {args.url}{path} -H 'Content-Type: application/json' -d '{sample_body(args.api, server['model'])}'",
-                    "warn",
-                )
-            out_total = summary.get("total_output_tokens") or 0
-            streamed_gap = token_count.get("client_vs_usage_abs_diff") or 0
-            if out_total and streamed_gap > 0.01 * out_total:
-                # Possible (several tokens a message under speculative decoding, special tokens with no text),
-                # yet TPOT divides by usage while ITL follows the messages: say how far the two counts part.
-                events.log(
-                    f"{level.label()}: usage counted {out_total} output tokens and the stream {out_total - streamed_gap} "
-                    f"token messages with text ({100.0 * streamed_gap / out_total:.0f}% apart): TPOT divides by usage, "
-                    "ITL is between messages, so the two disagree by as much",
-                    "warn",
-                )
-            per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
-            if per_core is not None and per_core / max(1, len(plans)) > 85:
-                events.log(
-                    f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "
-                    "it may be limiting the numbers; raise --workers",
-                    "warn",
-                )
-            # The trials' intervals and the SLO verdict go on a load's last trial (and decide a search's next load).
-            schedule.record(summary)
-            events.emit(events.MACRO_LEVEL, level=index, partial=False, summary=summary)
-            result["levels"].append(summary)
-            failures = summary.get("failures") or {}
-            if summary.get("completed") == 0 and failures and set(failures) <= {"connect_error"}:
-                # The server went away: every further level would only count refused connections.
-                result["stopped"] = f"no request of {level.label()} could connect to {args.url}"
-                break
-            if summary.get("completed") == 0 and failures and set(failures) <= {"timeout", "stalled"} and not self.cancel.requested:
-                # Connected, yet nothing came back in time: a frozen server would stall every further level the same way.
-                # The silence bound is named only where it can end a request before the whole-request timeout.
-                silent = args.stall_timeout and args.stall_timeout < args.request_timeout
-                bound = f"silent over {args.stall_timeout:g} s or " if silent else ""
-                result["stopped"] = f"every request of {level.label()} stalled: each was {bound}unfinished after {args.request_timeout:g} s"
-                result["stalled"] = True
-                break
+        summary = level.summary(partial=False)
+        out_tokens = summary.get("total_output_tokens") or 0
+        summary["client_cpu"] = {
+            "workers": len(plans),
+            "cpu_s": round(cpu, 4),
+            "cpu_percent_of_one_core": round(100.0 * cpu / wall, 1) if wall > 0 else None,
+            "us_per_output_token": round(1e6 * cpu / out_tokens, 2) if out_tokens else None,
+        }
+        summary["server_metrics"] = server_metrics
+        summary["client_wake_lag_ms"] = wake_lag
+        if gpus is not None:
+            window = (wall0 - self.run_start, wall0 + wall - self.run_start)
+            summary["gpu_telemetry"] = level_telemetry(gpus, out_tokens, window, level.label())
+        if server_state["samples"]:
+            summary["server_state"] = server_state
+        summary["cancelled"] = self.cancel.requested
+        summary = clean(summary)
+        return level, summary, plans, total
+
+    def warn_about_level(self, level: LevelRun, summary: dict, plans: List[dict], total: Optional[int], rate: Optional[float]) -> None:
+        """What a level's numbers may not mean, said as warnings: a late client, a busy host, token counts that disagree."""
+        args, path, server = self.args, self.path, self.server
+        server_metrics = summary["server_metrics"]
+        wake_lag = summary["client_wake_lag_ms"]
+        lag = (summary.get("scheduling_lag_ms") or {}).get("p99")
+        woke = wake_lag.get("p99")
+        intended = summary.get("from_intended") or {}
+        if intended.get("client_limited"):
+            events.log(client_limit_text(level.label(), intended, woke), "warn")
+        elif isinstance(lag, (int, float)) and lag > 10 and rate is not None:
+            events.log(
+                f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; " "consider --workers or fewer levels at once",
+                "warn",
+            )
+        if isinstance(woke, (int, float)) and woke > 10:
+            events.log(
+                f"{level.label()}: the load generator waited up to {woke:.0f} ms (p99) for a CPU on this host: "
+                "its TTFT, ITL and TPOT may read that much high; free the host's cores (or run the load elsewhere)",
+                "warn",
+            )
+        token_count = summary.get("token_count") or {}
+        if token_count.get("usage_missing"):
+            events.log(
+                f"{level.label()}: the server sent no usage for {token_count.get('usage_missing')} request(s): their "
+                "output tokens are the client's count of streamed chunks and their prompt tokens the prompt "
+                "maker's estimate (ask the server for stream_options.include_usage to get exact counts)",
+                "warn",
+            )
+        if token_count.get("usage_rejected"):
+            events.log(
+                f"{level.label()}: the server's usage could not be true for {token_count['usage_rejected']} "
+                f"request(s) ({token_count.get('usage_problem')}): their token counts are the client's "
+                "(streamed messages and the calibrated prompt length)",
+                "warn",
+            )
+        elif server_metrics.get("available") and not server_metrics.get("generation_tokens_match"):
+            events.log(
+                f"{level.label()}: the server's /metrics counted {server_metrics['server_generation_tokens']:.0f} "
+                f"generated tokens, the client {server_metrics['client_output_tokens']}: another client may be "
+                "using the server, or its counts are wrong",
+                "warn",
+            )
+        if not self.cancel.requested and total and len(level.records) < total and (summary.get("failures") or {}).get("stalled"):
+            events.log(
+                f"{level.label()}: requests stalled one after another, none completing between them and no stream "
+                f"having a token for {args.stall_timeout:g} s, so the level stopped after {len(level.records)} of its "
+                f"{total} requests: each further one would likely only have waited out the same silence",
+                "warn",
+            )
+        bad_answers = (summary.get("failures") or {}).get("bad_response")
+        if bad_answers:
+            events.log(
+                f"{level.label()}: {bad_answers} request(s) got an answer that is no OpenAI stream "
+                f"({(summary.get('failure_examples') or {}).get('bad_response')}): the server, or a proxy in front of "
+                "it, sent it; they count as failed and the rest are measured. To see a raw answer, on the host: "
+                f"curl -N {args.url}{path} -H 'Content-Type: application/json' -d '{sample_body(args.api, server['model'])}'",
+                "warn",
+            )
+        out_total = summary.get("total_output_tokens") or 0
+        streamed_gap = token_count.get("client_vs_usage_abs_diff") or 0
+        if out_total and streamed_gap > 0.01 * out_total:
+            # Possible (several tokens a message under speculative decoding, special tokens with no text),
+            # yet TPOT divides by usage while ITL follows the messages: say how far the two counts part.
+            events.log(
+                f"{level.label()}: usage counted {out_total} output tokens and the stream {out_total - streamed_gap} "
+                f"token messages with text ({100.0 * streamed_gap / out_total:.0f}% apart): TPOT divides by usage, "
+                "ITL is between messages, so the two disagree by as much",
+                "warn",
+            )
+        per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
+        if per_core is not None and per_core / max(1, len(plans)) > 85:
+            events.log(
+                f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "
+                "it may be limiting the numbers; raise --workers",
+                "warn",
+            )
+
+    def record_level(self, index: int, level: LevelRun, summary: dict) -> bool:
+        """The level's summary sent and kept; False when the server is gone and further levels would only wait on it."""
+        args, schedule, result = self.args, self.schedule, self.result
+        # The trials' intervals and the SLO verdict go on a load's last trial (and decide a search's next load).
+        schedule.record(summary)
+        events.emit(events.MACRO_LEVEL, level=index, partial=False, summary=summary)
+        result["levels"].append(summary)
+        failures = summary.get("failures") or {}
+        if summary.get("completed") == 0 and failures and set(failures) <= {"connect_error"}:
+            # The server went away: every further level would only count refused connections.
+            result["stopped"] = f"no request of {level.label()} could connect to {args.url}"
+            return False
+        if summary.get("completed") == 0 and failures and set(failures) <= {"timeout", "stalled"} and not self.cancel.requested:
+            # Connected, yet nothing came back in time: a frozen server would stall every further level the same way.
+            # The silence bound is named only where it can end a request before the whole-request timeout.
+            silent = args.stall_timeout and args.stall_timeout < args.request_timeout
+            bound = f"silent over {args.stall_timeout:g} s or " if silent else ""
+            result["stopped"] = f"every request of {level.label()} stalled: each was {bound}unfinished after {args.request_timeout:g} s"
+            result["stalled"] = True
+            return False
+        return True
+
+    def finish(self) -> int:
+        """The result sent, and the exit status: cancelled, stalled, the server gone, or done."""
+        args, schedule, result = self.args, self.schedule, self.result
         result["cancelled"] = self.cancel.requested
         if schedule.result() is not None:
             result["slo"] = schedule.result()
