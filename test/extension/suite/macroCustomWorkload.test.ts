@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { RunningSimulator, startSimulator } from '../../../src/core/macro/simulator';
@@ -88,6 +89,43 @@ describe("Run Macro Phase's Custom workload", function () {
     const [level] = run.macro!.levels;
     assert.deepEqual([level.dataset_name, level.turns, level.conversations, level.input_len, level.completed], ['multi_turn', 3, 4, 24, 12]);
     assert.deepEqual(level.request_extras, { temperature: 0.5, top_k: 20 });
+  });
+
+  it("replays a timestamped trace at twice its pace, its own options asked from the agent's table and no lengths", async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'infbench-trace-'));
+    const trace = join(folder, 'mooncake.jsonl');
+    // Six requests over 0.5 s as recorded (10 req/s), two sharing their first block.
+    const rows = [0, 100, 200, 300, 400, 500].map((ms, i) => ({ timestamp: 1000 + ms, input_length: 24, output_length: 3, hash_ids: [i % 2 ? 7 : i, 9 + i] }));
+    writeFileSync(trace, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    try {
+      const { asked, run } = await custom('Replay of a timestamped trace', {
+        'concurrency levels': '1',
+        'requests per level': '',
+        'replay of a timestamped trace: file': trace,
+        'replay of a timestamped trace: trace speed': '2',
+        'replay of a timestamped trace: trace block size': '',
+        sampling: '',
+        'goodput SLOs': '',
+      });
+      assert.deepEqual(asked, [
+        FIRST,
+        'load',
+        'concurrency levels',
+        'requests per level',
+        'dataset',
+        'replay of a timestamped trace: file',
+        'replay of a timestamped trace: trace speed',
+        'replay of a timestamped trace: trace block size',
+        'sampling',
+        'goodput SLOs',
+      ]);
+      assert.equal(run?.status, 'completed', run?.reason);
+      const [level] = run.macro!.levels;
+      assert.deepEqual([level.dataset_name, level.completed, level.total_input_tokens], ['trace_replay', 6, 6 * 24]);
+      assert.ok(Math.abs((level.request_rate ?? 0) - 20) < 1e-6, `twice the recorded 10 req/s, got ${level.request_rate}`);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('runs prefix repetition with the prefix, suffix and groups typed, asking only for the output length besides', async () => {
