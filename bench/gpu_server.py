@@ -53,12 +53,13 @@ from typing import List, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "simulator"))
 sys.path.insert(0, HERE)
+import sim_http  # noqa: E402
 import sim_mimic  # noqa: E402
 import vllm_sim  # noqa: E402
 
 LABEL = "inference-bench-gpu-loop"
 # The `server` header of every answer names this loop (the simulator's own mark would make the tool take it for the simulator).
-vllm_sim.OWNED_BY = LABEL
+sim_http.OWNED_BY = LABEL
 MIMIC = "vllm-0.16"
 CAPTURE_SIZES = (1, 2, 4, 8, 16, 32)
 NVTX_FLAG = "--enable-layerwise-nvtx-tracing"
@@ -281,7 +282,7 @@ class GpuServer(vllm_sim.Simulator):
 
     async def route(self, method, path, raw, headers, writer) -> bool:  # noqa: ANN001 - as the simulator's
         if path == "/version":
-            await vllm_sim.respond_json(writer, 200, {"version": f"{sim_mimic.PROFILES[MIMIC].version}+{LABEL}"})
+            await sim_http.respond_json(writer, 200, {"version": f"{sim_mimic.PROFILES[MIMIC].version}+{LABEL}"})
             return True
         return await super().route(method, path, raw, headers, writer)
 
