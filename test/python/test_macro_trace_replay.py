@@ -1,14 +1,11 @@
 """The trace_replay workload (agent/infbench_agent/macro/workloads/trace_replay.py): a Mooncake or BurstGPT trace
 played at its own times, each request with its own lengths, and the prompt blocks its hash ids share shared in
 text, so that a server's prefix cache finds what the trace implies."""
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,6 +16,7 @@ from infbench_agent.macro import workloads  # noqa: E402
 from infbench_agent.macro.prompts import PromptMaker  # noqa: E402
 from infbench_agent.macro.workloads.trace_replay import TraceSource, read_trace  # noqa: E402
 
+from recorder import Recorder, serve_recorder  # noqa: E402
 from test_macro_loadgen import run_macro  # noqa: E402
 
 BLOCK = 16
@@ -54,37 +52,6 @@ def cached_tokens(rows, block=BLOCK):
         hits += k * block
         seen.update(tuple(ids[: j + 1]) for j in range(len(ids)))
     return hits
-
-
-class Recorder(http.server.BaseHTTPRequestHandler):
-    """An OpenAI-style server that stamps when each generation request arrived and what it carried."""
-
-    protocol_version = "HTTP/1.0"
-    seen: list = []
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": "rec", "object": "model", "owned_by": "someone"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        arrived = time.monotonic()
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path != "/v1/completions":
-            self.send_error(404)
-            return
-        Recorder.seen.append((arrived, body))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for i in range(body["max_tokens"]):
-            self.wfile.write(b'data: {"choices":[{"index":0,"text":" t%d"}]}\r\n\r\n' % i)
-        self.wfile.write(b"data: [DONE]\r\n\r\n")
 
 
 class TraceFiles(unittest.TestCase):
@@ -130,12 +97,7 @@ class TraceFiles(unittest.TestCase):
 
 class Replay(unittest.TestCase):
     def serve(self):
-        Recorder.seen = []
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        return f"http://127.0.0.1:{server.server_address[1]}"
+        return serve_recorder(self)
 
     def replay(self, *more):
         path = mooncake_file()
@@ -143,7 +105,7 @@ class Replay(unittest.TestCase):
         url = self.serve()
         result, _ = run_macro(url, "--dataset-path", path, "--trace-block-size", str(BLOCK), "--warmup", "0", *more)
         arrived = sorted(Recorder.seen, key=lambda s: s[0])
-        return result, [a - arrived[0][0] for a, _ in arrived], [b for _, b in arrived]
+        return result, [a - arrived[0][0] for a, _, _ in arrived], [b for _, _, b in arrived]
 
     def test_each_request_arrives_at_its_time_with_its_lengths(self):
         result, times, bodies = self.replay()
@@ -177,7 +139,7 @@ class Replay(unittest.TestCase):
         )
         [error] = [json.loads(line) for line in out.stdout.splitlines() if '"type":"error"' in line]
         self.assertIn("not at --concurrency levels", error["message"])
-        self.assertIn("--request-rate", error["hint"])
+        self.assertEqual(error["remedies"][0]["flag"], "--request-rate", error)
 
 
 class PrefixCacheAgainstTheSimulator(unittest.TestCase):

@@ -1,18 +1,16 @@
 """A workload is a unit: a module planted in a copy of the agent's macro/workloads/ package — and nothing else
 changed — is offered by --dataset-name, takes its own flag, refuses it for another workload and sends its prompts."""
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from test_macro_trace_replay import Recorder  # noqa: E402
+from recorder import Recorder, serve_recorder  # noqa: E402
 
 PLANTED = """
 from infbench_agent.macro.prompts import PromptSource
@@ -62,12 +60,7 @@ class PlantedWorkload(unittest.TestCase):
         )
         with open(os.path.join(self.agent, "infbench_agent", "macro", "workloads", "planted.py"), "w") as f:
             f.write(PLANTED)
-        Recorder.seen = []
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        self.url = serve_recorder(self)
 
     def macro(self, *args):
         out = subprocess.run(
@@ -89,7 +82,7 @@ class PlantedWorkload(unittest.TestCase):
         self.assertEqual((level["dataset_name"], level["completed"]), ("planted", 4))
         self.assertTrue(result["prompts"]["planted"])
         # Both worker processes rebuilt its prompts from JSON.
-        self.assertEqual([body["prompt"] for _, body in Recorder.seen], ["echo echo echo echo echo"] * 4)
+        self.assertEqual([body["prompt"] for _, _, body in Recorder.seen], ["echo echo echo echo echo"] * 4)
 
     def test_its_flag_is_refused_for_another_workload(self):
         events, _ = self.macro("--planted-words", "5", "--concurrency", "1", "--requests", "1")

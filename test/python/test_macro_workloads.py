@@ -1,13 +1,11 @@
 """Workloads that exercise the server's cache and request options: prefix_repetition as vllm bench serve
 defines it, checked against the prefix-cache hit rate the simulator's own cache computes, and the sampling
 parameters, --extra-body and --header as a server receives them."""
-import http.server
 import json
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -15,6 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent.macro.prompts import PromptMaker  # noqa: E402
 
+from recorder import Recorder, serve_recorder  # noqa: E402
 from test_macro_loadgen import run_macro  # noqa: E402
 
 PREFIX = {"prefix_len": 64, "suffix_len": 32, "num_prefixes": 4}
@@ -85,47 +84,9 @@ class PrefixCacheAgainstTheSimulator(unittest.TestCase):
         self.assertGreater(statistics.median(cold) - statistics.median(warm), 16, (cold, warm))
 
 
-class Recorder(http.server.BaseHTTPRequestHandler):
-    """An OpenAI-style server that keeps what each generation request carried."""
-
-    protocol_version = "HTTP/1.0"
-    seen: list = []
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        if self.path != "/v1/models":
-            self.send_error(404)
-            return
-        body = json.dumps({"object": "list", "data": [{"id": "rec", "object": "model", "owned_by": "someone"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path == "/tokenize":
-            self.send_error(404)
-            return
-        Recorder.seen.append((dict(self.headers), body))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for i in range(body["max_tokens"]):
-            self.wfile.write(b'data: {"choices":[{"index":0,"text":" t%d"}]}\r\n\r\n' % i)
-        self.wfile.write(b"data: [DONE]\r\n\r\n")
-
-
 class RequestOptions(unittest.TestCase):
     def serve(self):
-        Recorder.seen = []
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        return f"http://127.0.0.1:{server.server_address[1]}"
+        return serve_recorder(self)
 
     def test_headers_sampling_and_extra_body_reach_every_request_in_every_worker(self):
         url = self.serve()
@@ -147,7 +108,7 @@ class RequestOptions(unittest.TestCase):
         [level] = result["levels"]
         self.assertEqual(level["completed"], 6, level.get("errors"))
         self.assertEqual(len(Recorder.seen), 7)  # the warm-up too
-        for headers, body in Recorder.seen:
+        for _, headers, body in Recorder.seen:
             self.assertEqual((headers.get("x-tenant"), headers.get("x-route")), ("bench", "a=b"))
             self.assertEqual((body["temperature"], body["top_p"], body["top_k"]), (0.6, 0.9, 40))
             self.assertEqual(body["chat_template_kwargs"], {"enable_thinking": False})
