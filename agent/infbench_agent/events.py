@@ -155,6 +155,15 @@ REMEDY_FLAGS = (
     "--delay-steps",
     "--start-timeout",
     "--stop-timeout",
+    "--concurrency",
+    "--header",
+    "--workers",
+    "--dataset-name",
+    "--dataset-path",
+    "--sharegpt-output-len",
+    "--search",
+    "--input-len",
+    "--trace-speed",
 )
 REMEDY_COMMANDS = ("macro", "micro", "profile", "probe", "analyze")
 

@@ -29,6 +29,11 @@ def sim_tokens(text):
     return len(TOKEN_RE.findall(text))
 
 
+def cli_said(hint, remedies):
+    """The hint as the CLI says it (src/shared/remedy.ts CLI_WORDS): each flag remedy in its slot, with its example."""
+    return re.sub(r"\{(\d+)\}", lambda m: " ".join(filter(None, [remedies[int(m[1])]["flag"], remedies[int(m[1])].get("value")])), hint)
+
+
 def dataset_of(args):
     workload, path = workloads.choose(args)
     return workload.name, path
@@ -170,15 +175,16 @@ class DatasetArguments(unittest.TestCase):
 
     def test_combinations_vllm_refuses_are_refused_with_the_flag_to_use(self):
         for argv, words in [
-            (("--dataset-name", "random", "--dataset-path", FIXTURE), "take no file"),
+            (("--dataset-name", "random", "--dataset-path", FIXTURE), "pass --dataset-name jsonl with --dataset-path FILE"),
             (("--dataset-name", "sharegpt"), "needs --dataset-path"),
             (("--dataset-path", FIXTURE, "--range-ratio", "0.2"), "--dataset-name random only"),
             (("--sharegpt-output-len", "8"), "sharegpt only"),
-            (("--prompts-file", FIXTURE, "--dataset-name", "sharegpt"), "--dataset-name sharegpt --dataset-path"),
+            (("--prompts-file", FIXTURE, "--dataset-name", "sharegpt"), "pass --dataset-name sharegpt with --dataset-path FILE"),
         ]:
             with self.assertRaises(events.AgentError, msg=argv) as caught:
                 dataset_of(macro_args(*argv))
-            self.assertIn(words, caught.exception.message + " " + caught.exception.hint, argv)
+            e = caught.exception
+            self.assertIn(words, e.message + " " + cli_said(e.hint, e.remedies or []), argv)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,10 @@ def parse_levels(text: Optional[str], kind: type, what: str) -> List:
             value = float("inf") if (kind is float and part.lower() == "inf") else kind(part)
         except ValueError:
             raise events.AgentError(
-                "bad_arguments", f"--{what} must be a comma-separated list of numbers, got {text!r}", f"for example --{what} 1,8,32"
+                "bad_arguments",
+                f"--{what} must be a comma-separated list of numbers, got {text!r}",
+                "for example {0}",
+                [events.flag(f"--{what}", "1,8,32")],
             )
         if value <= 0:
             raise events.AgentError("bad_arguments", f"--{what} values must be positive, got {part}", "")
@@ -103,7 +106,10 @@ def request_extras(args: argparse.Namespace) -> Tuple[dict, dict, Dict[str, str]
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or any(c in pair for c in "\r\n"):
             raise events.AgentError(
-                "bad_arguments", f"--header takes KEY=VALUE, got {pair!r}", "for example --header x-request-source=bench"
+                "bad_arguments",
+                f"--header takes KEY=VALUE, got {pair!r}",
+                "for example {0}",
+                [events.flag("--header", "x-request-source=bench")],
             )
         headers[key.strip()] = value.strip()
     return sampling, extra, headers
@@ -169,7 +175,12 @@ class MacroRun:
         rates = parse_levels(args.request_rate, float, "request-rate")
         concurrencies = parse_levels(args.concurrency, int, "concurrency") if not rates else []
         if not rates and not concurrencies:
-            raise events.AgentError("bad_arguments", "no load level given", "pass --concurrency 1,8,32 or --request-rate 2,4")
+            raise events.AgentError(
+                "bad_arguments",
+                "no load level given",
+                "pass {0} or {1}",
+                [events.flag("--concurrency", "1,8,32"), events.flag("--request-rate", "2,4")],
+            )
         if not args.burstiness > 0:
             raise events.AgentError(
                 "bad_arguments",

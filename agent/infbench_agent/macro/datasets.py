@@ -58,8 +58,8 @@ def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str
         raise events.AgentError(
             "bad_prompts_file",
             f"the ShareGPT file {path} is not a JSON list",
-            'ShareGPT is one JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}; '
-            "for one prompt per line use --dataset-name jsonl",
+            'ShareGPT is one JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}; for one prompt per line use {0}',
+            [events.flag("--dataset-name", "jsonl")],
         )
     entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("conversations"), list) and len(e["conversations"]) >= 2]
     # random.seed + random.shuffle as vLLM, on a generator of our own: the same permutation.
@@ -92,7 +92,8 @@ def load_sharegpt(path: str, seed: int, wanted: int, count_tokens: Callable[[str
             f"({len(data)} entries, {len(entries)} with two turns; dropped: "
             f"{', '.join(f'{k} {v}' for k, v in sorted(dropped.items())) or 'none'})",
             "vLLM keeps a first turn of 4 to 1024 tokens whose second turn has 4 tokens or more and "
-            "both together at most 2048; --sharegpt-output-len N lifts the second turn's rules",
+            "both together at most 2048; {0} lifts the second turn's rules",
+            [events.flag("--sharegpt-output-len", "N")],
         )
     stats = {
         "entries": len(data),

@@ -5,6 +5,7 @@
 // No `vscode` import, so that the unit tests check it in plain Node.
 import { Target } from '../../core/config/target';
 import { ErrorCode } from '../../remote/agentProtocol';
+import { MACRO_WORKLOADS } from '../../remote/agentOptions';
 import { RemedyCommand, RemedyFlag, RemedyWords } from '../../shared/remedy';
 
 const COMMANDS: Record<RemedyCommand, string> = {
@@ -21,6 +22,10 @@ const edit = (t: Target) => `Inference Bench: Edit Target... on ${t.name}`;
 // A flag's value is the CLI's example, quoted for a shell ('"ttft:2000 tpot:50"'); VS Code shows it bare.
 const bare = (v?: string) => v?.replace(/^(["'])(.*)\1$/, '$2');
 const example = (v?: string) => (v ? ` (for example ${bare(v)})` : '');
+// The macro phase's workload questions: Run Macro Phase asks them once Custom… is picked.
+const CUSTOM = "Run Macro Phase's Custom… workload";
+// The agent's workload names (jsonl, trace_replay) as its table titles them.
+const datasetTitle = (name: string) => MACRO_WORKLOADS.find((w) => w.name === name)?.title ?? name;
 
 /**
  * Each flag a remedy names, as VS Code sets the same thing; where no setting or question of VS Code's sets
@@ -55,6 +60,18 @@ const FLAGS: Record<RemedyFlag, (t: Target, value?: string) => string> = {
   '--delay-steps': () => "the decode steps before the capture (Run Profiler Phase's workloads set their own)",
   '--start-timeout': () => "the wait for /start_profile (Run Profiler Phase keeps the agent's default)",
   '--stop-timeout': () => "the wait for /stop_profile (Run Profiler Phase keeps the agent's default)",
+  // The macro workload's own: Run Macro Phase's Custom… workload asks each, in this order.
+  '--concurrency': (_t, v) => `the concurrency levels ${CUSTOM} asks for${example(v)}`,
+  '--input-len': () => `the prompt tokens ${CUSTOM} asks for`,
+  '--dataset-name': (_t, v) => `the dataset ${CUSTOM} asks for${v ? ` (${datasetTitle(v)})` : ''}`,
+  '--dataset-path': (t) => `the file's path on ${where(t)}, which ${CUSTOM} asks for after a dataset that reads one`,
+  '--sharegpt-output-len': () => `an output length of your own (${CUSTOM} asks for one after a ShareGPT file)`,
+  '--trace-speed': (_t, v) => `the trace speed ${CUSTOM} asks for after a trace file${example(v)}`,
+  // Not asked in VS Code: what Run Macro Phase does in their place.
+  '--workers': () => "the load-generator processes (Run Macro Phase sizes them to the streams in flight, leaving one of the host's cores to the server)",
+  '--header': (_t, v) => `a request header written KEY=VALUE${v ? `, such as ${bare(v)}` : ''} (Run Macro Phase sends none)`,
+  '--search': (_t, v) =>
+    `a search for the highest ${v === 'rate' ? 'request rate' : 'load'} that meets the inferenceBench.macroSlo setting (Run Macro Phase runs the levels it is given)`,
 };
 
 /** The whole remedy for each error code that has one of VS Code's own, said in place of the hint. */

@@ -34,6 +34,21 @@ describe("every remedy in the extension's words", () => {
     }
   });
 
+  it("says a macro workload's flags as the questions of Run Macro Phase's Custom… workload", () => {
+    // As agent/infbench_agent/macro/datasets.py names the workload for one prompt per line.
+    assert.equal(
+      sayHinted(
+        { message: 'not a JSON list', hint: 'for one prompt per line use {0}', remedies: [{ kind: 'flag', flag: '--dataset-name', value: 'jsonl' }] },
+        vscode,
+      ),
+      "not a JSON list — for one prompt per line use the dataset Run Macro Phase's Custom… workload asks for (a JSONL file of prompts)",
+    );
+    assert.match(
+      vscode.remedy({ kind: 'flag', flag: '--dataset-path', value: 'FILE' }),
+      /^the file's path on gpu-box, which Run Macro Phase's Custom… workload asks for/,
+    );
+  });
+
   it('names a palette command for every command the agent may name, leaving the CLI flags to the questions it asks', () => {
     for (const command of REMEDY_COMMANDS) {
       const said = vscode.remedy({ kind: 'command', command, flags: ['--help'] });

@@ -88,15 +88,25 @@ def choose(args: argparse.Namespace) -> Tuple[Workload, Optional[str]]:
         raise events.AgentError(
             "bad_arguments",
             f"--prompts-file is a JSONL of prompts, not --dataset-name {name}",
-            f"for {name} pass --dataset-name {name} --dataset-path FILE",
+            f"for {name} pass {{0}} with {{1}}",
+            [events.flag("--dataset-name", name), events.flag("--dataset-path", "FILE")],
         )
     workload = workloads()[name]()
     if path and not workload.takes_file:
+        readers = [n for n, cls in workloads().items() if cls.takes_file]
         raise events.AgentError(
-            "bad_arguments", f"{name} prompts take no file, got {path}", "pass --dataset-name jsonl or sharegpt with --dataset-path"
+            "bad_arguments",
+            f"{name} prompts take no file, got {path}",
+            f"pass {{0}} with {{1}} (the workloads that read a file: {', '.join(readers)})",
+            [events.flag("--dataset-name", "jsonl"), events.flag("--dataset-path", "FILE")],
         )
     if not path and workload.takes_file:
-        raise events.AgentError("bad_arguments", f"--dataset-name {name} needs --dataset-path FILE", "")
+        raise events.AgentError(
+            "bad_arguments",
+            f"--dataset-name {name} needs --dataset-path FILE",
+            "give its file on the server's host with {0}",
+            [events.flag("--dataset-path", "FILE")],
+        )
     for other, cls in workloads().items():
         if other == name:
             continue
@@ -113,7 +123,9 @@ def choose(args: argparse.Namespace) -> Tuple[Workload, Optional[str]]:
     if "rate" not in workload.modes and (args.request_rate or args.search == "rate"):
         raise events.AgentError("bad_arguments", f"{name} runs at --concurrency levels, not request rates", "")
     if "concurrency" not in workload.modes and args.search == "concurrency":
-        raise events.AgentError("bad_arguments", f"{name} runs at request rates: search by rate", "pass --search rate")
+        raise events.AgentError(
+            "bad_arguments", f"{name} runs at request rates: search by rate", "pass {0}", [events.flag("--search", "rate")]
+        )
     return workload, path
 
 

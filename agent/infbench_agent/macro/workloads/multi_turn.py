@@ -41,7 +41,8 @@ class MultiTurn(Workload):
             raise events.AgentError(
                 "bad_arguments",
                 "multi-turn conversations run at --concurrency levels, not --request-rate",
-                "each conversation sends its next turn when the last one is answered; pass --concurrency 1,8,32",
+                "each conversation sends its next turn when the last one is answered; pass {0}",
+                [events.flag("--concurrency", "1,8,32")],
             )
         if args.multi_turn_turns < 1 or (args.multi_turn_conversations is not None and args.multi_turn_conversations < 1):
             raise events.AgentError("bad_arguments", "--multi-turn-turns and --multi-turn-conversations must be at least 1", "")

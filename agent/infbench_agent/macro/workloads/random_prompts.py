@@ -34,7 +34,8 @@ class RandomPrompts(Workload):
             raise events.AgentError(
                 "bad_arguments",
                 f"--range-ratio must be at least 0 and below 1, got {args.range_ratio:g}",
-                "0.25 draws each length from 75% to 125% of --input-len and --output-len",
+                "0.25 draws each length from 75% to 125% of {0} and {1}",
+                [events.flag("--input-len"), events.flag("--output-len")],
             )
 
     def prepare(self, ctx: Context) -> Prepared:

@@ -188,7 +188,8 @@ class TraceReplay(Workload):
             raise events.AgentError(
                 "bad_arguments",
                 "--trace-speed and --request-rate both set the replay's pace",
-                "give one: a speed, or the mean rates to scale the trace to",
+                "give one: a speed ({0}), or the mean rates to scale the trace to ({1})",
+                [events.flag("--trace-speed"), events.flag("--request-rate")],
             )
         given = str(getattr(args, "concurrency", "") or "")
         default = next(o.default for o in options.options_of("macro") if o.flag == "--concurrency")
@@ -196,7 +197,8 @@ class TraceReplay(Workload):
             raise events.AgentError(
                 "bad_arguments",
                 "a trace replay sends each request at its time, not at --concurrency levels",
-                "leave the load out to play it at its own pace, or pass --request-rate to scale it to mean rates",
+                "leave the load out to play it at its own pace, or pass {0} to scale it to mean rates",
+                [events.flag("--request-rate", "2,4")],
             )
 
     def own_rate(self) -> float:
