@@ -59,7 +59,7 @@ def printable_lines(text: str) -> str:
 
 # The fields of each event that are text to be read (where server text lands): emit() cleans them, whoever built them.
 _TEXT_FIELDS: Dict[str, Tuple[str, ...]] = {
-    "log": ("message",),
+    "log": ("message", "hint"),
     "error": ("message", "hint"),
     "progress": ("message", "label"),
     "server.log": ("line",),
@@ -402,7 +402,8 @@ STRUCTS: Dict[str, Dict[str, str]] = {
 # Event types, in the order a run usually emits them, with their fields beside v, type and t.
 EVENTS: Dict[str, Dict[str, str]] = {
     "hello": {"agent_version": "string", "command": "AgentCommand", "pid": "number", "python": "string", "executable": "string"},
-    "log": {"level": "LogLevel", "message": "string", "topic?": "LogTopic"},
+    # A warning's next step, as an error's: the hint's `{0}`, `{1}`... are its remedies.
+    "log": {"level": "LogLevel", "message": "string", "topic?": "LogTopic", "hint?": "string", "remedies?": "Remedy[]"},
     # label: the load level it is about, where there is one (macro: "c=8", "rate 4/s").
     "progress": {"done": "number", "total": "number", "message?": "string", "label?": "string"},
     "server": {"server": "ServerInfo"},
@@ -469,6 +470,7 @@ DONE = "done"
 EVENT_TYPES = tuple(EVENTS)
 
 _lock = threading.Lock()
+Remedy = Dict[str, Any]
 
 
 def emit(event_type: str, **payload: Any) -> None:
@@ -485,14 +487,14 @@ def emit(event_type: str, **payload: Any) -> None:
         sys.stdout.flush()
 
 
-def log(message: str, level: str = "info", topic: str = "") -> None:
-    if topic:
-        emit(LOG, level=level, message=message, topic=topic)
-    else:
-        emit(LOG, level=level, message=message)
-
-
-Remedy = Dict[str, Any]
+def log(message: str, level: str = "info", topic: str = "", hint: str = "", remedies: Optional[List[Remedy]] = None) -> None:
+    """A log line; `hint` is what the user can do about it, with `{n}` slots for `remedies`, as an error's."""
+    more: Dict[str, Any] = {"topic": topic} if topic else {}
+    if hint:
+        more["hint"] = hint
+    if remedies:
+        more["remedies"] = remedies
+    emit(LOG, level=level, message=message, **more)
 
 
 def flag(name: str, value: Optional[str] = None) -> Remedy:

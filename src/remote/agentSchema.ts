@@ -60,7 +60,7 @@ interface EventBase {
 }
 
 export interface HelloEvent extends EventBase { type: 'hello'; agent_version: string; command: AgentCommand; pid: number; python: string; executable: string }
-export interface LogEvent extends EventBase { type: 'log'; level: LogLevel; message: string; topic?: LogTopic }
+export interface LogEvent extends EventBase { type: 'log'; level: LogLevel; message: string; topic?: LogTopic; hint?: string; remedies?: Remedy[] }
 export interface ProgressEvent extends EventBase { type: 'progress'; done: number; total: number; message?: string; label?: string }
 export interface ServerEvent extends EventBase { type: 'server'; server: ServerInfo }
 export interface ProbeEvent extends EventBase { type: 'probe'; result: ProbeResult }

@@ -34,6 +34,16 @@ class EventLineTest(unittest.TestCase):
         message = json.loads(buf.getvalue())["message"]
         self.assertEqual(message, "HTTP 500: \ufffd]0;PWNED-TITLE\ufffd died \ufffd[2J\ufffd\nlast line")
 
+    def test_a_warning_carries_its_next_step_as_a_hint_with_remedies_as_an_error_does(self):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            events.log("c=8: the client sent late", "warn", hint="raise {0}", remedies=[events.flag("--workers")])
+            events.log("plain")
+        warned, plain = [json.loads(line) for line in buf.getvalue().splitlines()]
+        self.assertEqual(events.problems(warned), [])
+        self.assertEqual((warned["hint"], warned["remedies"]), ("raise {0}", [{"kind": "flag", "flag": "--workers"}]))
+        self.assertNotIn("hint", plain)
+
     def test_refuses_nan_rather_than_writing_invalid_json(self):
         with redirect_stdout(io.StringIO()):
             with self.assertRaises(ValueError):

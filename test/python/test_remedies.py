@@ -11,16 +11,6 @@ from infbench_agent import events
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AGENT = os.path.join(ROOT, "agent", "infbench_agent")
 
-# The macro phase's own checks are converted separately, with its options; remove each entry once its file is.
-NOT_YET = (
-    "macro/command.py",
-    "macro/datasets.py",
-    "macro/prompts.py",
-    "macro/drive.py",
-    "macro/levels.py",
-    "macro/client.py",
-    "macro/workloads/",
-)
 # Flags a hint may name as text: not the user's to pass to infbench, but another program's, on the host.
 NOT_THE_USERS = {
     ("profile/command.py", "--profiler-config"): "vLLM's, on the command line the user starts the server with",
@@ -78,9 +68,25 @@ def argument(node, index, keyword):
     return next((k.value for k in node.keywords if k.arg == keyword), None)
 
 
+def hint_of(node):
+    """(hint node, remedies node or None) of a call that says an error or a warning; None for any other call."""
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name in ("AgentError", "error"):
+        return argument(node, 2, "hint"), argument(node, 3, "remedies")
+    if name == "ModelError":
+        return argument(node, 1, "hint"), argument(node, 2, "remedies")
+    level = argument(node, 1, "level")
+    if name == "log" and isinstance(level, ast.Constant) and level.value == "warn":
+        # A warning's message is read with its hint: either may name what to do.
+        hint = argument(node, 3, "hint")
+        message = argument(node, 0, "message")
+        return (message if hint is None else ast.BinOp(message, ast.Add(), hint)), argument(node, 4, "remedies")
+    return None
+
+
 def hints():
     """(file under the agent, line, hint text, number of remedies given: None where not written as a list) for every
-    AgentError, events.error and ModelError, and every warning logged (whose message is its hint)."""
+    AgentError, events.error and ModelError, and every warning logged (whose message is read with its hint)."""
     assigned = module_assignments()
     for path in sorted(glob.glob(os.path.join(AGENT, "**", "*.py"), recursive=True)):
         rel = os.path.relpath(path, AGENT).replace(os.sep, "/")
@@ -88,19 +94,10 @@ def hints():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
+            found = hint_of(node) if isinstance(node, ast.Call) else None
+            if found is None or found[0] is None:
                 continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name in ("AgentError", "error"):
-                hint, given = argument(node, 2, "hint"), argument(node, 3, "remedies")
-            elif name == "ModelError":
-                hint, given = argument(node, 1, "hint"), argument(node, 2, "remedies")
-            elif name == "log" and isinstance(argument(node, 1, "level"), ast.Constant) and argument(node, 1, "level").value == "warn":
-                hint, given = argument(node, 0, "message"), None
-            else:
-                continue
-            if hint is None:
-                continue
+            hint, given = found
             given = resolve(given, stem, assigned) if given is not None else None
             count = 0 if given is None else len(given.elts) if isinstance(given, ast.List) else None
             yield rel, node.lineno, literal_text(hint, stem, assigned), count
@@ -110,8 +107,6 @@ class HintRemediesTest(unittest.TestCase):
     def test_no_hint_names_a_flag_as_text(self):
         named, excused = [], set()
         for rel, line, text, _ in hints():
-            if rel.startswith(NOT_YET):
-                continue
             for flag in FLAG.findall(text):
                 if (rel, flag) in NOT_THE_USERS:
                     excused.add((rel, flag))
@@ -126,6 +121,12 @@ class HintRemediesTest(unittest.TestCase):
         call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
         self.assertEqual(FLAG.findall(literal_text(argument(call, 2, "hint"), "x", {})), ["--device"])
         self.assertGreater(len(list(hints())), 80)
+
+    def test_the_scan_reads_a_warnings_hint_and_its_remedies(self):
+        tree = ast.parse('events.log(f"{x}: late", "warn", hint="raise --workers or {0}", remedies=[events.flag("--workers")])')
+        hint, given = hint_of(next(n for n in ast.walk(tree) if isinstance(n, ast.Call)))
+        self.assertEqual(FLAG.findall(literal_text(hint, "x", {})), ["--workers"])
+        self.assertEqual(len(given.elts), 1)
 
     def test_a_remedy_names_only_a_listed_flag_or_command(self):
         self.assertEqual(events.flag("--url"), {"kind": "flag", "flag": "--url"})

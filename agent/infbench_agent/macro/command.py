@@ -491,17 +491,21 @@ class MacroRun:
         woke = wake_lag.get("p99")
         intended = summary.get("from_intended") or {}
         if intended.get("client_limited"):
-            events.log(client_limit_text(level.label(), intended, woke), "warn")
+            text, hint, remedies = client_limit(level.label(), intended, woke)
+            events.log(text, "warn", hint=hint, remedies=remedies)
         elif isinstance(lag, (int, float)) and lag > 10 and rate is not None:
             events.log(
-                f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late; " "consider --workers or fewer levels at once",
+                f"{level.label()}: p99 scheduling lag {lag:.1f} ms: the client sent late",
                 "warn",
+                hint="consider raising {0}, or fewer levels at once",
+                remedies=[events.flag("--workers")],
             )
         if isinstance(woke, (int, float)) and woke > 10:
             events.log(
                 f"{level.label()}: the load generator waited up to {woke:.0f} ms (p99) for a CPU on this host: "
-                "its TTFT, ITL and TPOT may read that much high; free the host's cores (or run the load elsewhere)",
+                "its TTFT, ITL and TPOT may read that much high",
                 "warn",
+                hint="free the host's cores (or run the load elsewhere)",
             )
         token_count = summary.get("token_count") or {}
         if token_count.get("usage_missing"):
@@ -555,9 +559,10 @@ class MacroRun:
         per_core = summary["client_cpu"]["cpu_percent_of_one_core"]
         if per_core is not None and per_core / max(1, len(plans)) > 85:
             events.log(
-                f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: "
-                "it may be limiting the numbers; raise --workers",
+                f"{level.label()}: the load generator used {per_core:.0f}% of a core per process: it may be limiting the numbers",
                 "warn",
+                hint="raise {0}",
+                remedies=[events.flag("--workers")],
             )
 
     def record_level(self, index: int, level: LevelRun, summary: dict) -> bool:
@@ -612,24 +617,23 @@ class MacroRun:
         return 0
 
 
-def client_limit_text(label: str, intended: dict, wake_p99: Optional[float]) -> str:
-    """The warning for a level whose client fell further and further behind its schedule: the client, not
-    the server, is the limit; the wake-up lag says whether the host's CPUs or the client's own work held it."""
+def client_limit(label: str, intended: dict, wake_p99: Optional[float]) -> Tuple[str, str, List[events.Remedy]]:
+    """The warning (message, hint, remedies) for a level whose client fell further and further behind its schedule:
+    the client, not the server, is the limit; the wake-up lag says whether the host's CPUs or the client's own work
+    held it, and so what to do."""
     d = intended["dispatch_delay_ms"]
     trend = intended.get("dispatch_delay_trend") or {}
     what = "arrival schedule" if intended.get("basis") == "arrival" else "free slots (queueing inside the client)"
-    cause = (
-        f"it also waited up to {wake_p99:.0f} ms (p99) for a CPU on this host, so the host's cores are short: free them, "
-        "or run the load elsewhere"
-        if isinstance(wake_p99, (int, float)) and wake_p99 > 10
-        else "its own work is the limit: raise --workers"
-    )
-    return (
+    text = (
         f"{label}: the load generator fell behind its {what}: dispatch delay p50 {d['p50']:.1f} ms, p99 {d['p99']:.1f} ms, "
         f"max {d['max']:.1f} ms, growing from {trend.get('first_quarter_ms', 0):.1f} ms (first quarter of sends) to "
         f"{trend.get('last_quarter_ms', 0):.1f} ms (last); the client is the limit, not the server, and latency from the "
-        f"intended send time (TTFT p99 {intended['ttft_ms'].get('p99') or 0:.0f} ms) counts that wait; {cause}"
+        f"intended send time (TTFT p99 {intended['ttft_ms'].get('p99') or 0:.0f} ms) counts that wait; "
     )
+    if isinstance(wake_p99, (int, float)) and wake_p99 > 10:
+        cause = f"it also waited up to {wake_p99:.0f} ms (p99) for a CPU on this host, so the host's cores are short"
+        return text + cause, "free them, or run the load elsewhere", []
+    return text + "its own work is the limit", "raise {0}", [events.flag("--workers")]
 
 
 def trust_streamed_counts(server_metrics: dict, records: List[dict]) -> bool:

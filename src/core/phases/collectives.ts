@@ -1,4 +1,4 @@
-import type { RemedyWords } from '../../shared/remedy';
+import { RemedyWords, sayHinted } from '../../shared/remedy';
 import { NodeConnection } from '../campaign/phaseContext';
 import { Logger } from '../log';
 import { MicroPoint } from '../micro/tables';
@@ -187,7 +187,7 @@ export async function runClusterCollectives(
           const point = decodePoint(event.kind, event.point, plan);
           outcome.points.push(point);
           hooks.onPoint?.(point);
-        } else if (event.type === 'log') hooks.log[event.level](`collectives on ${n.transport.label}: ${event.message}`);
+        } else if (event.type === 'log') hooks.log[event.level](`collectives on ${n.transport.label}: ${sayHinted(event, hooks.words)}`);
       },
     }).then((r: AgentRunOutcome<'collective'>) => {
       if (r.status !== 'completed' && failedFirst === undefined && !stopAll.signal.aborted) {

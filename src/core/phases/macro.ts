@@ -97,7 +97,7 @@ export async function runMacroPhase(ctx: PhaseContext, options: MacroOptions = {
         }
         break;
       case 'log':
-        ctx.log[event.level](`macro: ${event.message}`);
+        ctx.log[event.level](`macro: ${sayHinted(event, ctx.words)}`);
         break;
       case 'progress': {
         // The agent says how far a level is every second, finished requests or not (a level whose streams

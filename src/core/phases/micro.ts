@@ -90,12 +90,14 @@ export async function runMicroPhase(ctx: PhaseContext, options: MicroOptions = {
 
   const onEvent = (event: AgentEvent) => {
     switch (event.type) {
-      case 'log':
-        if (event.level === 'error') info.failures.push(event.message);
+      case 'log': {
+        const said = sayHinted(event, ctx.words);
+        if (event.level === 'error') info.failures.push(said);
         // The kernel's fallback is said once in the findings from the points themselves.
-        else if (event.level === 'warn' && event.topic !== 'gemm_kernel') info.warnings.push(event.message);
-        ctx.log[event.level](`micro: ${event.message}`);
+        else if (event.level === 'warn' && event.topic !== 'gemm_kernel') info.warnings.push(said);
+        ctx.log[event.level](`micro: ${said}`);
         break;
+      }
       case 'micro.point': {
         const point: MicroPoint = { ...event.point, kind: event.kind };
         points.push(point);

@@ -3,6 +3,7 @@ import { describeTarget } from '../config/target';
 import { campaignUpdateForTargets, ProbeInfo } from '../findings/skeleton';
 import { RunFolder } from '../runs/runFolder';
 import { RunSummary } from '../../shared/results';
+import { sayHinted } from '../../shared/remedy';
 import { AgentRunOutcome, runAgentCommand } from './agentRun';
 import { agentOptionArgs } from '../../remote/agentOptionArgs';
 import { ProbeResult } from '../../remote/agentProtocol';
@@ -34,7 +35,7 @@ export async function runProbePhase(ctx: PhaseContext, options: { url?: string; 
     apiKey: ctx.apiKey,
     words: ctx.words,
     onEvent: (event) => {
-      if (event.type === 'log') ctx.log[event.level](`probe: ${event.message}`);
+      if (event.type === 'log') ctx.log[event.level](`probe: ${sayHinted(event, ctx.words)}`);
     },
   });
   const result = agent.result;

@@ -119,7 +119,7 @@ export async function runProfilePhase(ctx: PhaseContext, options: ProfileOptions
         }
         break;
       case 'log':
-        ctx.log[event.level](`profile: ${event.message}`);
+        ctx.log[event.level](`profile: ${sayHinted(event, ctx.words)}`);
         break;
       case 'profile.status':
         ctx.log.info(`profile: ${event.message}`);

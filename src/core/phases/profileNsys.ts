@@ -85,7 +85,7 @@ export async function collectNsys(
       if (event.type === 'profile.status') {
         ctx.log.info(`profile: ${event.message}`);
         publish(event.stage, event.message);
-      } else if (event.type === 'log') ctx.log[event.level](`profile: ${event.message}`);
+      } else if (event.type === 'log') ctx.log[event.level](`profile: ${sayHinted(event, ctx.words)}`);
       else if (event.type === 'error') ctx.log.error(`profile on ${ctx.target.name}: ${sayHinted(event, ctx.words)}`);
       else if (event.type === 'result') collected = (event.result as ProfileCapture & { nsys?: NsysCollected }).nsys;
     },

@@ -371,7 +371,7 @@ export class ServerChange {
       if (event.type === 'server.state')
         onProgress?.({ stage: event.stage, message: event.message, elapsedS: event.elapsed_s, estimateS: event.estimate_s, identity: event.identity });
       else if (event.type === 'server.log') onProgress?.({ stage: event.stage, line: event.line, message: event.line });
-      else if (event.type === 'log') this.ctx.log[expectDown && event.level === 'warn' ? 'debug' : event.level](`server: ${event.message}`);
+      else if (event.type === 'log') this.ctx.log[expectDown && event.level === 'warn' ? 'debug' : event.level](`server: ${sayHinted(event, this.ctx.words)}`);
     };
     const outcome = await runAgentCommand(this.ctx.transport, this.ctx.agent, 'server', serverArgs(action, options), new AgentLog(step), {
       signal,

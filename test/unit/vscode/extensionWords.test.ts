@@ -11,7 +11,7 @@ import { CLI_WORDS, Hinted, REMEDY_COMMANDS, REMEDY_FLAGS, sayHinted } from '../
 import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { runMacroPhase } from '../../../src/core/phases/macro';
 import { storageProblem } from '../../../src/core/runs/runFolder';
-import { silentLogger } from '../../../src/core/log';
+import { Logger, silentLogger } from '../../../src/core/log';
 import { replayingAgent } from '../../support/replayAgent';
 
 // The hints below are the agent's own (agent/infbench_agent/profile/command.py, micro/command.py, micro/guard.py,
@@ -208,7 +208,7 @@ const stalled = [
   { type: 'done', ok: false },
 ];
 
-async function failedMacro(events: object[], words?: typeof vscode): Promise<{ run: RunSummary; findings?: FindingsUpdate }> {
+async function failedMacro(events: object[], words?: typeof vscode, log: Logger = silentLogger): Promise<{ run: RunSummary; findings?: FindingsUpdate }> {
   let run: RunSummary | undefined;
   let findings: FindingsUpdate | undefined;
   await runMacroPhase(
@@ -218,7 +218,7 @@ async function failedMacro(events: object[], words?: typeof vscode): Promise<{ r
       agent: { python: 'python3', path: 'agent.pyz', hash: 'x' },
       workspace: mkdtempSync(join(tmpdir(), 'ib-words-')),
       sink: { runChanged: (r) => (run = r), findings: (u) => (findings = u) },
-      log: silentLogger,
+      log,
       words,
     },
     { concurrency: [1] },
@@ -267,5 +267,31 @@ describe("a failed run's reason in each front end's words", () => {
     assert.doesNotMatch(inVscode, /--stall-timeout|--request-timeout/);
     const inCli = failedLine((await failedMacro(stalled)).findings);
     assert.match(inCli, /raise --stall-timeout and --request-timeout \(seconds\)$/);
+  });
+});
+
+describe("an agent's warning with its next step, in each front end's words", () => {
+  // As agent/infbench_agent/macro/command.py warns of a load generator that may limit the numbers.
+  const busyClient = [
+    {
+      type: 'log',
+      level: 'warn',
+      message: 'c=64: the load generator used 97% of a core per process: it may be limiting the numbers',
+      hint: 'raise {0}',
+      remedies: [{ kind: 'flag', flag: '--workers' }],
+    },
+    ...notOpenAi,
+  ];
+  const warned = async (words?: typeof vscode) => {
+    const warnings: string[] = [];
+    await failedMacro(busyClient, words, { ...silentLogger, warn: (m) => warnings.push(m) });
+    return warnings;
+  };
+
+  it('says what Run Macro Phase does in VS Code, and the flag on the CLI', async () => {
+    assert.deepEqual(await warned(), ['macro: c=64: the load generator used 97% of a core per process: it may be limiting the numbers — raise --workers']);
+    const [inVscode] = await warned(vscode);
+    assert.match(inVscode, /it may be limiting the numbers — raise the load-generator processes \(Run Macro Phase sizes them to the streams in flight/);
+    assert.doesNotMatch(inVscode, /--workers|\{0\}/);
   });
 });
