@@ -118,7 +118,7 @@ OPTIONS: List[Option] = [
         metavar="JSON",
     ),
     _opt("--header", "strs", ("macro",), "a header sent with every request (repeatable)", [], metavar="KEY=VALUE"),
-    _opt("--warmup", "int", ("macro",), "requests sent and discarded before the first level", 2),
+    _opt("--warmup", "int", ("macro",), "requests sent and discarded before the first level", 2, minimum=0),
     _opt("--seed", "int", ("macro",), "prompt seed; default random, so runs never share a prefix"),
     _opt("--percentiles", "str", ("macro",), "percentiles of each latency, comma-separated", "50,90,99", metavar="P,P"),
     _opt("--goodput", "str", ("macro",), "SLOs in ms for goodput: ttft, tpot, e2el", metavar='"ttft:500 tpot:50"'),
@@ -188,6 +188,7 @@ OPTIONS: List[Option] = [
         " while a level runs; 0 turns it off",
         500,
         metavar="MS",
+        minimum=0,
     ),
     _opt(
         "--slow-client-ms",

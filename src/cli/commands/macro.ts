@@ -1,7 +1,7 @@
 import { checkOutPath, CliCommand, parseCommandArgs, phaseExitCode, SIMULATOR_BANNER, UsageError, writeOutputFile } from '../command';
-import { AgentCliFlag, agentFlags, agentFlagUsage } from '../agentFlags';
+import { AgentCliFlag, agentFlags, agentFlagUsage, flagOf } from '../agentFlags';
 import { AGENT_OPTIONS } from '../../remote/agentOptions';
-import { agentValue, finiteNumber, FlagValues, nonNegativeNumber, numberList, positiveSeconds } from '../flags';
+import { agentNumberList, agentValue, finiteNumber, FlagValues, positiveSeconds } from '../flags';
 import { cliPhaseContext, openCliTarget, TARGET_OPTIONS, targetUsage } from '../targetOptions';
 import { MacroOptions, MacroOptionsError, TABLE_WORKLOADS } from '../../core/macro/options';
 import { levelTable, macroHeadline, failureTable, levelLine } from '../../core/macro/tables';
@@ -165,22 +165,22 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
   for (const part of (v('goodput') ?? '').split(/[\s,]+/).filter(Boolean)) {
     const [k, val] = part.split(':');
     if (!['ttft', 'tpot', 'e2el'].includes(k) || !(Number(val) > 0))
-      throw new UsageError(`--goodput takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
+      throw new UsageError(`${flagOf('macro', 'goodput')} takes SLOs such as "ttft:500 tpot:50" (ms); got "${part}".`);
     goodput[k as 'ttft' | 'tpot' | 'e2el'] = Number(val);
   }
-  const workers = v('workers') === undefined || v('workers') === 'auto' ? undefined : finiteNumber(v('workers'), '--workers');
+  const workers = v('workers') === undefined || v('workers') === 'auto' ? undefined : finiteNumber(v('workers'), flagOf('macro', 'workers'));
   const options: MacroOptions = {
     url: v('url'),
     api,
     model: v('model'),
-    concurrency: numberList(v('concurrency'), '--concurrency'),
-    requestRate: numberList(v('request-rate'), '--request-rate', true),
-    maxConcurrency: finiteNumber(v('max-concurrency'), '--max-concurrency'),
+    concurrency: agentNumberList('macro', 'concurrency', values),
+    requestRate: agentNumberList('macro', 'requestRate', values),
+    maxConcurrency: agentValue('macro', 'maxConcurrency', values),
     burstiness: agentValue('macro', 'burstiness', values),
-    requests: finiteNumber(v('requests'), '--requests'),
+    requests: agentValue('macro', 'requests', values),
     durationS: agentValue('macro', 'duration', values),
-    inputLen: finiteNumber(v('input-len'), '--input-len'),
-    outputLen: finiteNumber(v('output-len'), '--output-len'),
+    inputLen: agentValue('macro', 'inputLen', values),
+    outputLen: agentValue('macro', 'outputLen', values),
     // Also as vllm bench serve spells it, --random-range-ratio: the message names the one given.
     rangeRatio: agentValue('macro', 'rangeRatio', values),
     ignoreEos: values['no-ignore-eos'] ? false : undefined,
@@ -194,18 +194,18 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
     sampling: samplingFlags(values),
     extraBody: extraBodyFlag(v('extra-body')),
     headers: Array.isArray(values.header) && values.header.length ? values.header : undefined,
-    warmup: finiteNumber(v('warmup'), '--warmup'),
-    requestTimeoutS: positiveSeconds(v('request-timeout'), '--request-timeout'),
+    warmup: agentValue('macro', 'warmup', values),
+    requestTimeoutS: positiveSeconds(v('request-timeout'), flagOf('macro', 'requestTimeout')),
     stallTimeoutS: agentValue('macro', 'stallTimeout', values),
     goodput: Object.keys(goodput).length ? goodput : undefined,
-    percentiles: numberList(v('percentiles'), '--percentiles'),
+    percentiles: agentNumberList('macro', 'percentiles', values),
     workers,
-    seed: finiteNumber(v('seed'), '--seed'),
+    seed: agentValue('macro', 'seed', values),
     trials: agentValue('macro', 'trials', values),
     slo: sloFlag(v('slo')),
     search: agentValue('macro', 'search', values),
     searchMax: agentValue('macro', 'searchMax', values),
-    gpuSampleMs: wholeMilliseconds(v('gpu-sample-ms'), '--gpu-sample-ms'),
+    gpuSampleMs: agentValue('macro', 'gpuSampleMs', values),
     slowClientMs: agentValue('macro', 'slowClientMs', values),
   };
   for (const k of Object.keys(options) as (keyof MacroOptions)[]) if (options[k] === undefined) delete options[k];
@@ -216,7 +216,7 @@ export function macroOptionsFromFlags(values: MacroFlagValues): MacroOptions {
 function sloFlag(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   const problem = sloProblem(text);
-  if (problem) throw new UsageError(`--slo: ${problem}`);
+  if (problem) throw new UsageError(`${flagOf('macro', 'slo')}: ${problem}`);
   return text;
 }
 
@@ -247,7 +247,7 @@ function samplingFlags(values: FlagValues): MacroOptions['sampling'] {
     temperature: agentValue('macro', 'temperature', values),
     topP: agentValue('macro', 'topP', values),
     // Any number here: the core's own check says that a top-k is a whole number.
-    topK: finiteNumber(typeof values['top-k'] === 'string' ? values['top-k'] : undefined, '--top-k'),
+    topK: finiteNumber(typeof values['top-k'] === 'string' ? values['top-k'] : undefined, flagOf('macro', 'topK')),
     minP: agentValue('macro', 'minP', values),
   };
   return Object.values(s).some((x) => x !== undefined) ? s : undefined;
@@ -259,15 +259,9 @@ function extraBodyFlag(text: string | undefined): Record<string, unknown> | unde
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`--extra-body is not JSON (${err instanceof Error ? err.message : String(err)}); for example '{"top_k": 20}'.`);
+    throw new UsageError(`${flagOf('macro', 'extraBody')} is not JSON (${err instanceof Error ? err.message : String(err)}); for example '{"top_k": 20}'.`);
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--extra-body must be a JSON object, for example '{"top_k": 20}'.`);
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new UsageError(`${flagOf('macro', 'extraBody')} must be a JSON object, for example '{"top_k": 20}'.`);
   return value as Record<string, unknown>;
-}
-
-/** Whole milliseconds, 0 included (off): the agent's --gpu-sample-ms is an integer. */
-function wholeMilliseconds(text: string | undefined, flag: string): number | undefined {
-  const n = nonNegativeNumber(text, flag);
-  if (n !== undefined && !Number.isInteger(n)) throw new UsageError(`${flag} takes whole milliseconds, for example 500; got "${text}".`);
-  return n;
 }
