@@ -286,6 +286,7 @@ OPTIONS: List[Option] = [
         "str",
         ("profile",),
         "the nsys on the host that exports --nsys-report (default: one found there as server status --nsys auto finds it)",
+        metavar="PATH",
     ),
     # ---- micro: shapes and parts
     _opt("--tp", "int", ("micro",), "tensor-parallel size the shapes are split by (default 1)", 1, minimum=1),

@@ -147,7 +147,7 @@ export const AGENT_OPTIONS: {
     collectSince: { flag: '--collect-since', kind: 'float', default: null, help: 'on another host of a multi-node server: only collect the trace files written in --trace-dir since EPOCH (this host\'s clock), without driving the server', metavar: 'EPOCH' },
     profiler: { flag: '--profiler', kind: 'str', default: 'torch', help: 'torch: the server\'s torch profiler writes traces; nsys: the server runs under Nsight Systems and /start_profile and /stop_profile only bound its capture (vLLM\'s CUDA profiler mode, SGLang\'s CUDA_PROFILER)', choices: ['torch', 'nsys'] },
     nsysReport: { flag: '--nsys-report', kind: 'str', default: null, help: 'after an nsys capture, once the server has stopped: export this report to SQLite with --nsys, read it here (every kernel\'s layer and module) and report the records and Kineto traces, without driving the server', metavar: 'FILE' },
-    nsys: { flag: '--nsys', kind: 'str', default: null, help: 'the nsys on the host that exports --nsys-report (default: one found there as server status --nsys auto finds it)' },
+    nsys: { flag: '--nsys', kind: 'str', default: null, help: 'the nsys on the host that exports --nsys-report (default: one found there as server status --nsys auto finds it)', metavar: 'PATH' },
   },
   collective: {
     apiKeyStdin: { flag: '--api-key-stdin', kind: 'flag', default: null, help: 'read the API key from the first line of stdin (keeps it off the host\'s process list)' },
