@@ -105,8 +105,15 @@ function stepDetails(steps: readonly StepAggregate[], names: readonly string[], 
   return out;
 }
 
+/** Kernel columns that a step's kernels are read from, by row: typed arrays all, so that each read is of one kind. */
+export interface KernelRows {
+  ts: Float64Array;
+  dur: Float64Array;
+  name: Int32Array;
+}
+
 /**
- * Reduces one step's kernels (given in start-time order): wall time from the first kernel's start to
+ * Reduces one step's kernels (rows `order[0..count)`, or the first `count`, in start-time order): wall time from the first kernel's start to
  * the last kernel's end; every microsecond of it goes to exactly one category. Where kernels on
  * several streams overlap, the kernel that started first keeps the overlap (as vLLM's nsys tool
  * does); what no kernel covers is idle.
@@ -115,16 +122,17 @@ export function aggregateStep(
   label: string,
   kind: StepKind | undefined,
   count: number,
-  ts: (i: number) => number,
-  dur: (i: number) => number,
-  nameId: (i: number) => number,
+  rows: KernelRows,
+  order: readonly number[] | undefined,
   category: readonly string[],
 ): StepAggregate {
+  const { ts, dur, name } = rows;
   let start = Infinity;
   let end = -Infinity;
   for (let i = 0; i < count; i++) {
-    start = Math.min(start, ts(i));
-    end = Math.max(end, ts(i) + dur(i));
+    const r = order === undefined ? i : order[i];
+    start = Math.min(start, ts[r]);
+    end = Math.max(end, ts[r] + dur[r]);
   }
   const byCategory = new Map<string, [number, number, number]>();
   const byName = new Map<number, [number, number, number, number]>();
@@ -132,14 +140,15 @@ export function aggregateStep(
   let attributedTotal = 0;
   let busy = 0;
   for (let i = 0; i < count; i++) {
-    const t = ts(i);
-    const d = dur(i);
+    const r = order === undefined ? i : order[i];
+    const t = ts[r];
+    const d = dur[r];
     const kEnd = t + d;
     const attributed = Math.max(0, kEnd - Math.max(t, covered));
     if (kEnd > covered) covered = kEnd;
     attributedTotal += attributed;
     busy += d;
-    const id = nameId(i);
+    const id = name[r];
     const cat = category[id];
     let acc = byCategory.get(cat);
     if (!acc) byCategory.set(cat, (acc = [0, 0, 0]));
@@ -383,15 +392,7 @@ export function partsFromCollected(input: RankInput, classifier: KernelClassifie
   const category = categoriesOf(trace, classifier);
   const aggregates = steps.steps.map((step) => {
     const ks = step.kernels;
-    return aggregateStep(
-      step.label,
-      step.kind,
-      ks.length,
-      (i) => k.ts[ks[i]],
-      (i) => k.dur[ks[i]],
-      (i) => k.name[ks[i]],
-      category,
-    );
+    return aggregateStep(step.label, step.kind, ks.length, k, ks, category);
   });
   aggregates.sort((a, b) => a.start - b.start);
   const warnings = [...steps.warnings];

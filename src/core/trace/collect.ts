@@ -3,25 +3,24 @@ import { EventCat, EventView } from './jsonReader';
 /**
  * A growable typed array kept in fixed-size chunks: growing copies nothing, so a multi-GB trace's
  * kernels cost their own bytes and one chunk of slack, not the 2-4x of doubling and copying. The
- * chunks are joined into one array once, when the collection is read.
+ * chunks are joined into one array once, when the collection is read. Each kind of array has its
+ * own class, for its own push: one push storing into three kinds of typed array took the slow,
+ * generic way for every value.
  */
-class Vec<T extends Float64Array | Int32Array | Uint8Array> {
-  private static readonly CHUNK = 1 << 16;
+abstract class Vec<T extends Float64Array | Int32Array | Uint8Array> {
+  protected static readonly CHUNK = 1 << 16;
   private chunks: T[] = [];
-  private current: T;
-  private used = 0;
+  protected current: T;
+  protected used = 0;
   length = 0;
   constructor(private readonly make: (n: number) => T) {
     this.current = make(Vec.CHUNK);
   }
-  push(v: number): void {
-    if (this.used === this.current.length) {
-      this.chunks.push(this.current);
-      this.current = this.make(Vec.CHUNK);
-      this.used = 0;
-    }
-    this.current[this.used++] = v;
-    this.length++;
+  /** A fresh chunk, the full one kept. */
+  protected nextChunk(): void {
+    this.chunks.push(this.current);
+    this.current = this.make(Vec.CHUNK);
+    this.used = 0;
   }
   /** Everything pushed, as one array; the chunks are let go. */
   view(): T {
@@ -36,6 +35,39 @@ class Vec<T extends Float64Array | Int32Array | Uint8Array> {
     this.current = this.make(0);
     this.used = 0;
     return all;
+  }
+}
+
+class F64Vec extends Vec<Float64Array> {
+  constructor() {
+    super((n) => new Float64Array(n));
+  }
+  push(v: number): void {
+    if (this.used === this.current.length) this.nextChunk();
+    this.current[this.used++] = v;
+    this.length++;
+  }
+}
+
+class I32Vec extends Vec<Int32Array> {
+  constructor() {
+    super((n) => new Int32Array(n));
+  }
+  push(v: number): void {
+    if (this.used === this.current.length) this.nextChunk();
+    this.current[this.used++] = v;
+    this.length++;
+  }
+}
+
+class U8Vec extends Vec<Uint8Array> {
+  constructor() {
+    super((n) => new Uint8Array(n));
+  }
+  push(v: number): void {
+    if (this.used === this.current.length) this.nextChunk();
+    this.current[this.used++] = v;
+    this.length++;
   }
 }
 
@@ -226,17 +258,41 @@ export class RawNameTable {
 }
 
 /**
+ * Which Python functions of a with_stack trace are module forwards (`nn.Module: ...`), told once per
+ * name as written: such a trace has a Python function event per frame, a few hundred names repeated.
+ */
+export class ModuleForwards {
+  private readonly rawNames = new RawNameTable();
+  /** By id: the forward's name, or undefined for any other function. */
+  private readonly forwards: (string | undefined)[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly add = (name: string): number => {
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      id = this.forwards.push(name.startsWith('nn.Module: ') ? name : undefined) - 1;
+      this.ids.set(name, id);
+    }
+    return id;
+  };
+
+  /** The event's name if it is a module forward's, else undefined. */
+  nameOf(e: EventView): string | undefined {
+    return this.forwards[this.rawNames.idOf(e, this.add)];
+  }
+}
+
+/**
  * Keeps what the analysis needs from the event stream: kernels (about 40 bytes each, names
  * interned), launch calls with their correlation ids, and annotations. Everything else is counted
  * and dropped.
  */
 export class TraceCollector {
-  private readonly kTs = new Vec((n) => new Float64Array(n));
-  private readonly kDur = new Vec((n) => new Float64Array(n));
-  private readonly kName = new Vec((n) => new Int32Array(n));
-  private readonly kCorr = new Vec((n) => new Int32Array(n));
-  private readonly kStream = new Vec((n) => new Int32Array(n));
-  private readonly kMem = new Vec((n) => new Uint8Array(n));
+  private readonly kTs = new F64Vec();
+  private readonly kDur = new F64Vec();
+  private readonly kName = new I32Vec();
+  private readonly kCorr = new I32Vec();
+  private readonly kStream = new I32Vec();
+  private readonly kMem = new U8Vec();
   private readonly names: string[] = [];
   private readonly nameIds = new Map<string, number>();
   private readonly rawNames = new RawNameTable();
@@ -249,12 +305,13 @@ export class TraceCollector {
     }
     return id;
   };
-  private readonly rTs = new Vec((n) => new Float64Array(n));
-  private readonly rDur = new Vec((n) => new Float64Array(n));
-  private readonly rCorr = new Vec((n) => new Int32Array(n));
-  private readonly rKind = new Vec((n) => new Uint8Array(n));
+  private readonly rTs = new F64Vec();
+  private readonly rDur = new F64Vec();
+  private readonly rCorr = new I32Vec();
+  private readonly rKind = new U8Vec();
   private readonly runtimeKinds = new RuntimeKindCache();
   private readonly annotations: Annotation[] = [];
+  private readonly moduleForwards = new ModuleForwards();
   private cpuOps = 0;
   private badTimes = 0;
 
@@ -292,8 +349,8 @@ export class TraceCollector {
       this.rKind.push(kind);
     } else if (cat === EventCat.PythonFunction) {
       // with_stack traces: module forwards only (the rest of the Python stack is not needed).
-      const name = e.name();
-      if (name.startsWith('nn.Module: ')) this.annotations.push({ name, ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: false, pid: e.pid, module: true });
+      const name = this.moduleForwards.nameOf(e);
+      if (name !== undefined) this.annotations.push({ name, ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: false, pid: e.pid, module: true });
     } else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) {
       this.annotations.push({ name: e.name(), ts: e.ts, dur: Number.isNaN(e.dur) ? 0 : e.dur, gpu: cat === EventCat.GpuUserAnnotation, pid: e.pid });
     }

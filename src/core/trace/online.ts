@@ -1,6 +1,16 @@
 import { CUT_STEP_WARNING, distribution, RankFileFacts, RankParts } from './breakdown';
 import { compileUserPattern } from './userPattern';
-import { Annotation, badTimesWarning, CollectedTrace, hasBadTime, RawNameTable, RuntimeKind, RuntimeKindCache, TraceCollector } from './collect';
+import {
+  Annotation,
+  badTimesWarning,
+  CollectedTrace,
+  hasBadTime,
+  ModuleForwards,
+  RawNameTable,
+  RuntimeKind,
+  RuntimeKindCache,
+  TraceCollector,
+} from './collect';
 import { KernelClassifier, MEMORY_CATEGORY } from './families';
 import { EventCat, EventView } from './jsonReader';
 import { FoldKnownKinds, StepTrack } from './stepTrack';
@@ -236,6 +246,8 @@ export class OnlineAnalyzer {
   /** Kernels that came before their launch call: a = ts, b = dur, c = name id. */
   private readonly pendingKernels = new CorrelationTable();
   private pendingCount = 0;
+  /** One launch call's pending kernels, newest first: reused, not an array per launch call. */
+  private chain = new Int32Array(64);
   private droppedPending = 0;
   private readonly kindAnnotations: Annotation[] = [];
   private readonly kindStarts: number[] = [];
@@ -253,6 +265,7 @@ export class OnlineAnalyzer {
   private syncUs = 0;
   private runtimeSeen = 0;
   private readonly runtimeKinds = new RuntimeKindCache();
+  private readonly moduleForwards = new ModuleForwards();
   /** Every kernel as numbers, until a step annotation takes one or the steps are cut while streaming: the steps of an unnamed trace are found from it. */
   private collector: TraceCollector | undefined = new TraceCollector();
   private readonly prefixKernels: number;
@@ -341,7 +354,10 @@ export class OnlineAnalyzer {
     if (cat === EventCat.Kernel || cat === EventCat.GpuMemcpy || cat === EventCat.GpuMemset) this.kernel(e, cat !== EventCat.Kernel);
     else if (cat === EventCat.CudaRuntime || cat === EventCat.CudaDriver) this.runtime(e);
     else if (cat === EventCat.UserAnnotation || cat === EventCat.GpuUserAnnotation) this.annotation(e, cat === EventCat.GpuUserAnnotation);
-    else if (cat === EventCat.PythonFunction && this.unnamed?.wantsModules) this.unnamed.module(e.name(), e.ts, e.ts + (Number.isNaN(e.dur) ? 0 : e.dur));
+    else if (cat === EventCat.PythonFunction && this.unnamed?.wantsModules) {
+      const name = this.moduleForwards.nameOf(e);
+      if (name !== undefined) this.unnamed.module(name, e.ts, e.ts + (Number.isNaN(e.dur) ? 0 : e.dur));
+    }
   };
 
   private kernel(e: EventView, memory: boolean): void {
@@ -475,10 +491,17 @@ export class OnlineAnalyzer {
     const first = this.pendingKernels.head(corr);
     if (first >= 0) {
       // Kernels that arrived first, oldest last in the chain: route them in arrival order.
-      const waiting: number[] = [];
-      for (let s = first; s >= 0; s = this.pendingKernels.next[s]) waiting.push(s);
-      for (let i = waiting.length - 1; i >= 0; i--) {
-        const s = waiting[i];
+      let waiting = 0;
+      for (let s = first; s >= 0; s = this.pendingKernels.next[s]) {
+        if (waiting === this.chain.length) {
+          const grown = new Int32Array(2 * waiting);
+          grown.set(this.chain);
+          this.chain = grown;
+        }
+        this.chain[waiting++] = s;
+      }
+      for (let i = waiting - 1; i >= 0; i--) {
+        const s = this.chain[i];
         const ts = this.pendingKernels.a[s];
         const id = this.pendingKernels.c[s];
         if (ts < e.ts) {
@@ -493,7 +516,7 @@ export class OnlineAnalyzer {
         if (graph) this.graphKernel(corr, e.ts, ts);
         this.route(e.ts, ts, this.pendingKernels.b[s], id, graph);
       }
-      this.pendingCount -= waiting.length;
+      this.pendingCount -= waiting;
       this.pendingKernels.remove(corr);
       if (!graph) return;
     }

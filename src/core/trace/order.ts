@@ -40,8 +40,10 @@ export class OutOfOrder extends Error {
 export class OrderWatch {
   /** The first sign of disorder, in words; undefined while the order is one Kineto writes. */
   why: string | undefined;
-  /** Per thread and kind (launch call, CPU annotation, Python function: key 4 tid + kind), the last start. */
-  private readonly lastOnThread = new Map<number, number>();
+  /** Per thread and kind (launch call, CPU annotation, Python function: key 4 tid + kind), its place in lastStart. */
+  private readonly threadSlot = new Map<number, number>();
+  /** The last start of each thread and kind: in a typed array, as a Map of doubles would make an object per launch call. */
+  private lastStart = new Float64Array(16);
   private latestLaunch = -Infinity;
   /** The latest kernel start seen after each kernel, `window` places back: a kernel behind it is out of the window. */
   private readonly ring: Float64Array;
@@ -74,9 +76,19 @@ export class OrderWatch {
 
   private onThread(tid: number, kind: number, ts: number, what: string): void {
     const k = (Number.isNaN(tid) ? -1 : tid) * 4 + kind;
-    const last = this.lastOnThread.get(k);
-    if (last !== undefined && ts < last) this.why = `${what} starting at ${ts} us comes after one of its thread that starts later (${last} us)`;
-    this.lastOnThread.set(k, ts);
+    let at = this.threadSlot.get(k);
+    if (at === undefined) {
+      at = this.threadSlot.size;
+      this.threadSlot.set(k, at);
+      if (at === this.lastStart.length) {
+        const grown = new Float64Array(2 * at);
+        grown.set(this.lastStart);
+        this.lastStart = grown;
+      }
+    } else if (ts < this.lastStart[at]) {
+      this.why = `${what} starting at ${ts} us comes after one of its thread that starts later (${this.lastStart[at]} us)`;
+    }
+    this.lastStart[at] = ts;
   }
 }
 

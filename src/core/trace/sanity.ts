@@ -40,8 +40,10 @@ export function noneSkipped(): SkippedEvents {
  */
 export class EventSanity {
   readonly skipped = noneSkipped();
-  private lo: number;
-  private hi: number;
+  // Numbers from the start: a field that first held undefined keeps each double it is given as an
+  // object of its own, one allocation per event.
+  private lo = Infinity;
+  private hi = -Infinity;
   private accepted = 0;
   /** The earliest start of a CPU-side event (launch call, annotation) accepted so far. */
   private firstCpu = Infinity;

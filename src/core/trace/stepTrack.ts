@@ -4,13 +4,21 @@ import { lastAtOrBefore, nextStepHeadAt, StepKind } from './steps';
 /** Steps left open at once per track; an older one is reduced when a newer one gets kernels. */
 const OPEN_STEPS = 3;
 
-/** The kernels of one open step. Reused from step to step, so that streaming makes no garbage that lives long. */
+/**
+ * The kernels of one open step, the first `n` of each column. Reused from step to step, so that
+ * streaming makes no garbage that lives long; grown by doubling.
+ */
 interface KernelBuffer {
-  ts: number[];
-  dur: number[];
-  name: number[];
-  /** Replayed by the step's graph launch (graph steps only). */
-  graph: boolean[];
+  n: number;
+  ts: Float64Array;
+  dur: Float64Array;
+  name: Int32Array;
+  /** 1: replayed by the step's graph launch (graph steps only). */
+  graph: Uint8Array;
+}
+
+function newBuffer(capacity: number): KernelBuffer {
+  return { n: 0, ts: new Float64Array(capacity), dur: new Float64Array(capacity), name: new Int32Array(capacity), graph: new Uint8Array(capacity) };
 }
 
 export interface OnlineStep {
@@ -103,22 +111,32 @@ export class StepTrack {
     this.routed++;
     if (!step.open) {
       step.open = true;
-      step.buffer = this.pool.pop() ?? { ts: [], dur: [], name: [], graph: [] };
+      step.buffer = this.pool.pop() ?? newBuffer(256);
       this.open.push(step);
       while (this.open.length > OPEN_STEPS) this.close(this.open.shift()!);
     }
-    const b = step.buffer!;
-    b.ts.push(ts);
-    b.dur.push(dur);
-    b.name.push(name);
-    b.graph.push(graph);
+    let b = step.buffer!;
+    if (b.n === b.ts.length) {
+      const more = newBuffer(2 * b.n);
+      more.ts.set(b.ts);
+      more.dur.set(b.dur);
+      more.name.set(b.name);
+      more.graph.set(b.graph);
+      more.n = b.n;
+      b = step.buffer = more;
+    }
+    b.ts[b.n] = ts;
+    b.dur[b.n] = dur;
+    b.name[b.n] = name;
+    b.graph[b.n] = graph ? 1 : 0;
+    b.n++;
     step.received++;
   }
 
   private close(step: OnlineStep): void {
     step.open = false;
     const b = step.buffer!;
-    const n = b.ts.length;
+    const n = b.n;
     const order = Array.from({ length: n }, (_, i) => i).sort((x, y) => b.ts[x] - b.ts[y] || x - y);
     let kept = n;
     // The last step has no next one: whatever follows its graph is its own.
@@ -128,7 +146,7 @@ export class StepTrack {
         n,
         (i) => b.ts[order[i]],
         (i) => b.dur[order[i]],
-        (i) => b.graph[order[i]],
+        (i) => b.graph[order[i]] === 1,
       );
       if (kept < n) {
         for (let i = kept; i < n; i++) {
@@ -139,19 +157,8 @@ export class StepTrack {
         this.routed -= n - kept;
       }
     }
-    step.aggregate = aggregateStep(
-      step.label,
-      step.kind,
-      kept,
-      (i) => b.ts[order[i]],
-      (i) => b.dur[order[i]],
-      (i) => b.name[order[i]],
-      this.category,
-    );
-    b.ts.length = 0;
-    b.dur.length = 0;
-    b.name.length = 0;
-    b.graph.length = 0;
+    step.aggregate = aggregateStep(step.label, step.kind, kept, b, order, this.category);
+    b.n = 0;
     this.pool.push(b);
     step.buffer = undefined;
     this.sink.closed(step.aggregate);

@@ -152,13 +152,23 @@ export class StreamedKinds implements StepSink {
   }
 }
 
-/** The kernels of one step being cut, in start order (`sorted` false once one came late). */
+/**
+ * The kernels of one step being cut, in start order (`sorted` false once one came late): the first
+ * `n` of columns reused from pass to pass, grown by doubling.
+ */
 interface OpenPass {
-  ts: number[];
-  dur: number[];
-  name: number[];
-  seq: number[];
+  n: number;
+  ts: Float64Array;
+  dur: Float64Array;
+  name: Int32Array;
+  seq: Float64Array;
   sorted: boolean;
+}
+
+function grown<T extends Float64Array | Int32Array>(a: T, make: (n: number) => T): T {
+  const b = make(2 * a.length);
+  b.set(a);
+  return b;
 }
 
 /**
@@ -247,7 +257,14 @@ export class RepeatCutter {
   private readonly window: StartOrderWindow;
   private lastTs = -Infinity;
   private passStart = -Infinity;
-  private readonly pass: OpenPass = { ts: [], dur: [], name: [], seq: [], sorted: true };
+  private readonly pass: OpenPass = {
+    n: 0,
+    ts: new Float64Array(256),
+    dur: new Float64Array(256),
+    name: new Int32Array(256),
+    seq: new Float64Array(256),
+    sorted: true,
+  };
   private readonly ring: Int32Array;
   private cut = 0;
   private same = 0;
@@ -277,7 +294,7 @@ export class RepeatCutter {
     if (newPass) {
       this.closePass();
       this.passStart = ts;
-    } else if (this.pass.ts.length === 0) this.passStart = ts;
+    } else if (this.pass.n === 0) this.passStart = ts;
     this.addToPass(ts, dur, name, seq);
     this.lastTs = ts;
   }
@@ -299,32 +316,26 @@ export class RepeatCutter {
 
   private addToPass(ts: number, dur: number, name: number, seq: number): void {
     const p = this.pass;
-    p.ts.push(ts);
-    p.dur.push(dur);
-    p.name.push(name);
-    p.seq.push(seq);
+    if (p.n === p.ts.length) {
+      p.ts = grown(p.ts, (n) => new Float64Array(n));
+      p.dur = grown(p.dur, (n) => new Float64Array(n));
+      p.name = grown(p.name, (n) => new Int32Array(n));
+      p.seq = grown(p.seq, (n) => new Float64Array(n));
+    }
+    p.ts[p.n] = ts;
+    p.dur[p.n] = dur;
+    p.name[p.n] = name;
+    p.seq[p.n] = seq;
+    p.n++;
   }
 
   private closePass(): void {
     const p = this.pass;
-    const n = p.ts.length;
+    const n = p.n;
     if (!n) return;
-    let order: number[] | undefined;
-    if (!p.sorted) order = Array.from({ length: n }, (_, i) => i).sort((x, y) => p.ts[x] - p.ts[y] || p.seq[x] - p.seq[y]);
-    const at = order ? (i: number) => order[i] : (i: number) => i;
-    const step = aggregateStep(
-      `pass ${this.steps.length + 1}`,
-      undefined,
-      n,
-      (i) => p.ts[at(i)],
-      (i) => p.dur[at(i)],
-      (i) => p.name[at(i)],
-      this.category,
-    );
-    p.ts.length = 0;
-    p.dur.length = 0;
-    p.name.length = 0;
-    p.seq.length = 0;
+    const order = p.sorted ? undefined : Array.from({ length: n }, (_, i) => i).sort((x, y) => p.ts[x] - p.ts[y] || p.seq[x] - p.seq[y]);
+    const step = aggregateStep(`pass ${this.steps.length + 1}`, undefined, n, p, order, this.category);
+    p.n = 0;
     p.sorted = true;
     this.steps.push(step);
     this.sink.closed(step);
