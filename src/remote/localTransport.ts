@@ -5,7 +5,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { dirname } from 'node:path';
 import { groupRecordingArgv, killGroupArgv, newRunId, removeRecordArgv } from './processGroup';
-import { ExecHandle, ExecOptions, ExecResult, Transport } from './transport';
+import { cancelOnAbort, ExecHandle, ExecOptions, ExecResult, Transport } from './transport';
 
 /**
  * Runs commands as child processes of this machine: for when VS Code already sits on the GPU box,
@@ -60,10 +60,7 @@ export class LocalTransport implements Transport {
     };
     if (options.stdin !== undefined) child.stdin.write(options.stdin);
     if (!options.keepStdinOpen) child.stdin.end();
-    if (options.signal) {
-      if (options.signal.aborted) void handle.cancel();
-      else options.signal.addEventListener('abort', () => void handle.cancel(), { once: true });
-    }
+    cancelOnAbort(options.signal, handle);
     this.running.add(handle);
     void done.then(() => {
       this.running.delete(handle);

@@ -59,3 +59,19 @@ export async function execText(
   const result = await handle.done;
   return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), result };
 }
+
+/**
+ * Cancels `handle` when `signal` aborts, until the command is done: a run's one signal serves every command
+ * it starts, so a listener left behind by each finished one would pile up on it.
+ */
+export function cancelOnAbort(signal: AbortSignal | undefined, handle: ExecHandle): void {
+  if (!signal) return;
+  if (signal.aborted) {
+    void handle.cancel();
+    return;
+  }
+  const onAbort = () => void handle.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  const forget = () => signal.removeEventListener('abort', onAbort);
+  handle.done.then(forget, forget);
+}

@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +35,20 @@ describe('local transport', () => {
     assert.equal(result.signal, 'SIGTERM');
     assert.deepEqual(alive(marker), []);
     assert.deepEqual(alive('sleep 30[01]').filter(Boolean).length, 0);
+  });
+
+  it("leaves no listener on a run's signal once its commands are done, and still cancels the one running", async () => {
+    const t = new LocalTransport();
+    const run = new AbortController();
+    // A phase runs dozens of short commands under one signal: each finished one must let go of it.
+    for (let i = 0; i < 15; i++) await execText(t, ['true'], { signal: run.signal });
+    assert.equal(getEventListeners(run.signal, 'abort').length, 0);
+    const handle = t.exec(['sh', '-c', 'echo started; sleep 300'], { signal: run.signal });
+    await new Promise<void>((resolve) => handle.stdout.once('data', () => resolve()));
+    assert.equal(getEventListeners(run.signal, 'abort').length, 1);
+    run.abort();
+    assert.equal((await handle.done).signal, 'SIGTERM');
+    assert.equal(getEventListeners(run.signal, 'abort').length, 0);
   });
 
   it('deploys the agent once per content hash, into a folder private to the user', async () => {

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { ClientChannel, SFTPWrapper } from 'ssh2';
 import { groupRecordingArgv, killGroupArgv, newRunId, removeRecordArgv, settlesWithin } from '../processGroup';
 import { shellJoin } from '../shellQuote';
-import { ExecHandle, ExecOptions, ExecResult, Transport } from '../transport';
+import { cancelOnAbort, ExecHandle, ExecOptions, ExecResult, Transport } from '../transport';
 import { SshConnection } from './connection';
 
 // SFTP tuned on loopback (see docs/BENCHMARKS.md): 16 requests in flight of the largest size
@@ -136,10 +136,7 @@ export class SshTransport implements Transport {
         return cancelling;
       },
     };
-    if (options.signal) {
-      if (options.signal.aborted) void handle.cancel();
-      else options.signal.addEventListener('abort', () => void handle.cancel(), { once: true });
-    }
+    cancelOnAbort(options.signal, handle);
     this.running.add(handle);
     void done.then((result) => {
       this.running.delete(handle);
