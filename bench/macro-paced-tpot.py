@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import time
@@ -94,7 +95,14 @@ def run_ours(
             workers,
         ]
     )
+    # Voluntary context switches (how often the client slept waiting for a read) and the kernel's share of its CPU,
+    # its workers' included once reaped; the whole process, its start-up too.
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, cwd=agent_dir, capture_output=True, text=True, check=False)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sleeps = r1.ru_nvcsw - r0.ru_nvcsw
+    system = r1.ru_stime - r0.ru_stime
+    whole = system + r1.ru_utime - r0.ru_utime
     for line in out.stdout.splitlines():
         event = json.loads(line)
         if event["type"] == "result":
@@ -107,6 +115,8 @@ def run_ours(
                 "us_per_token": cpu["us_per_output_token"],
                 "cpu_s": cpu["cpu_s"],
                 "procs": cpu["workers"],
+                "sleeps_per_token": sleeps / level["total_output_tokens"] if level.get("total_output_tokens") else None,
+                "system_share": system / whole if whole else None,
             }
     raise SystemExit(f"the agent gave no result:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
 
@@ -180,7 +190,7 @@ def main() -> int:
     )
     print(
         f"{'round':>5} {'client':>9} {'streams':>7} {'TPOT ms':>8} {'server ms':>9} {'vs server':>9} {'vs 8':>7} "
-        f"{'µs/tok':>7} {'CPU':>5} {'procs':>5} {'load1':>5} {'srv CPU':>7} {'TTFT-srv':>8} {'srv lag p99':>11}"
+        f"{'µs/tok':>7} {'CPU':>5} {'procs':>5} {'sleeps':>6} {'sys':>4} {'load1':>5} {'srv CPU':>7} {'TTFT-srv':>8} {'srv lag p99':>11}"
     )
     profiles = []
     at8: dict = {}
@@ -216,6 +226,8 @@ def main() -> int:
                     # CPU share over the streaming part: tokens / pace is the time one wave streams.
                     stream_s = a.output_len * a.pace_ms / 1000
                     label = "infbench" if other is None else os.path.basename(other[1]).rsplit(".", 1)[0][:9]
+                    sleeps = f"{r['sleeps_per_token']:.2f}" if r.get("sleeps_per_token") is not None else "-"
+                    system = f"{100 * r['system_share']:.0f}%" if r.get("system_share") is not None else "-"
                     rows.append(
                         {
                             "round": rnd,
@@ -230,7 +242,7 @@ def main() -> int:
                     )
                     print(
                         f"{rnd:>5} {label:>9} {c:>7} {r['mean_tpot_ms']:>8.3f} {sent:>9.3f} {err:>+8.2f}% {vs8:>+6.2f}% "
-                        f"{r['us_per_token'] or 0:>7.1f} {100 * r['cpu_s'] / stream_s:>4.0f}% {r['procs']:>5} "
+                        f"{r['us_per_token'] or 0:>7.1f} {100 * r['cpu_s'] / stream_s:>4.0f}% {r['procs']:>5} {sleeps:>6} {system:>4} "
                         f"{load1:>5.2f} {srv_cpu:>6.0f}% {ttft_gap:>+8.3f} {lag:>11}",
                         flush=True,
                     )
@@ -247,6 +259,8 @@ def main() -> int:
     print(
         "'server ms' is the paced server's own TPOT (first to last token written); 'vs 8' compares with the same "
         "client's reading at the smallest level of that round. CPU is of one core over the wave's streaming time. "
+        "'sleeps' is our client's voluntary context switches per output token (about one wake-up each), 'sys' the "
+        "kernel's share of its CPU (the whole process). "
         "'TTFT-srv' is the client's mean TTFT less the server's own (ms); 'srv lag p99' how late the server wrote "
         f"its tokens against its schedule (ms; 'late' past {a.late_bound_ms:g} ms: the server fell behind)."
     )

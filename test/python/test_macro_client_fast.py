@@ -1,15 +1,19 @@
 """The load generator's in-place parse of token messages (Engine._fast, templates) reads every stream as the general
 parsers (ChunkedDecoder, SSEParser, a JSON parse per message) do: the same records, byte splits and shapes of all kinds."""
 
+import itertools
 import json
 import os
 import random
+import select
 import selectors
 import socket
 import sys
 import time
 import tracemalloc
+import types
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agent"))
 
@@ -18,8 +22,10 @@ from infbench_agent.macro import client  # noqa: E402
 from infbench_agent.macro.client import Engine, Stream  # noqa: E402
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-# The fields a parse decides (the stamps differ from run to run).
+# The fields a parse decides, and the stamps: run() reads its clock from a counter, so that two engines doing the same
+# reads in the same order stamp them alike.
 FIELDS = ("ok", "reason", "error", "client_tokens", "output_tokens", "prompt_tokens", "usage_problem", "done_marker", "answer")
+STAMPS = ("send", "ttft", "itl", "e2el", "finish")
 
 
 class General(Engine):
@@ -27,6 +33,19 @@ class General(Engine):
 
     def _fast(self, st, buf, pos, end, now):  # type: ignore[no-untyped-def]
         return pos
+
+
+def poller_without_epoll() -> client.Poller:
+    """A Poller as made on a platform without epoll (macOS, the BSDs): on select.poll."""
+    with mock.patch.object(client, "select", types.SimpleNamespace(poll=select.poll)):
+        return client.Poller()
+
+
+class WithoutEpoll(Engine):
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.sel.close()
+        self.sel = poller_without_epoll()
 
 
 def chunk(data: bytes, ext: bytes = b"") -> bytes:
@@ -59,6 +78,12 @@ def run(engine_class: type, writes: list, keep_text: bool = False) -> dict:
     records: list = []
     engine = engine_class(Endpoint("http://127.0.0.1:1"), "/v1/completions", 60, records.append)
     a, b = socket.socketpair()
+    ticks = itertools.count()
+    with mock.patch("time.monotonic", lambda: 1000.0 + 0.001 * next(ticks)):
+        return read(engine, records, a, b, writes, keep_text)
+
+
+def read(engine: Engine, records: list, a: socket.socket, b: socket.socket, writes: list, keep_text: bool) -> dict:
     try:
         a.setblocking(False)
         job = {"id": 1, "intended": 0.0, "max_tokens": 1000, "keep_text": keep_text}
@@ -83,7 +108,7 @@ def run(engine_class: type, writes: list, keep_text: bool = False) -> dict:
         a.close()
         b.close()
     [rec] = records
-    out = {k: rec.get(k) for k in FIELDS}
+    out = {k: rec.get(k) for k in FIELDS + STAMPS}
     out["itl_samples"] = len(rec["itl"])
     out["ttft_set"] = rec["ttft"] is not None
     return out
@@ -101,6 +126,7 @@ class FastParseTest(unittest.TestCase):
         general = run(General, writes, keep_text)
         fast = run(Engine, writes, keep_text)
         self.assertEqual(fast, general)
+        self.assertEqual(run(WithoutEpoll, writes, keep_text), general)
         return fast
 
     def test_a_plain_stream_one_chunk_a_read(self) -> None:
@@ -186,6 +212,40 @@ class FastParseTest(unittest.TestCase):
         body = b"".join(chunk(completion(i, " t")) for i in range(6))
         rec = self.same([HEAD, body[: len(body) // 2]])
         self.assertEqual(rec["reason"], "stream_cut")
+
+
+class PollerTest(unittest.TestCase):
+    def test_registering_again_changes_what_a_socket_is_watched_for(self) -> None:
+        for poller in (client.Poller(), poller_without_epoll()):
+            a, b = socket.socketpair()
+            try:
+                poller.register(a, selectors.EVENT_READ | selectors.EVENT_WRITE, "x")
+                [(fd, bits)] = poller.poll(0)
+                self.assertEqual((fd, bits & client._WRITABLE != 0, bits & client._READABLE != 0), (a.fileno(), True, False))
+                poller.register(a, selectors.EVENT_READ, "y")
+                self.assertEqual(poller.poll(0), [])
+                b.send(b"1")
+                [(fd, bits)] = poller.poll(1)
+                self.assertTrue(bits & client._READABLE)
+                self.assertEqual(poller.data[fd], "y")
+            finally:
+                poller.close()
+                a.close()
+                b.close()
+
+    def test_a_socket_closed_before_it_is_unregistered_is_found_by_the_object(self) -> None:
+        poller = client.Poller()
+        a, b = socket.socketpair()
+        poller.register(a, selectors.EVENT_READ, None)
+        a.close()
+        poller.unregister(a)
+        self.assertEqual((poller.data, poller.files), ({}, {}))
+        with self.assertRaises(KeyError):
+            poller.unregister(a)
+        # No socket at all: a poll waits out its timeout and finds nothing.
+        self.assertEqual(poller.poll(0.001), [])
+        poller.close()
+        b.close()
 
 
 class ReadBufferTest(unittest.TestCase):
