@@ -135,11 +135,24 @@ const KEY_NAMES: [string, number][] = [
   ['id', KEY_ID],
 ];
 /**
- * Each key's bytes as written before its value, quotes and colon included: what a guess is matched
- * against. All Buffers, the empty one too: loads from arrays of two kinds at one place are slower.
+ * Each key as written before its value, quotes and colon included (`"ph":`), as two little-endian
+ * words, which a guess is matched against: its first four bytes, and the rest under a mask.
  */
-const KEY_PATTERNS: Uint8Array[] = [bytes('')];
-for (const [k, key] of KEY_NAMES) KEY_PATTERNS[key] = bytes(`"${k}":`);
+const KEY_HEAD = new Int32Array(KEY_START + 1);
+const KEY_TAIL = new Int32Array(KEY_START + 1);
+const KEY_TAIL_MASK = new Int32Array(KEY_START + 1);
+const KEY_LENGTH = new Int32Array(KEY_START + 1);
+for (const [k, key] of KEY_NAMES) {
+  const written = Buffer.alloc(8);
+  const length = written.write(`"${k}":`, 'latin1');
+  KEY_HEAD[key] = written.readInt32LE(0);
+  KEY_TAIL[key] = written.readInt32LE(4);
+  KEY_TAIL_MASK[key] = length === 8 ? -1 : (1 << (8 * (length - 4))) - 1;
+  KEY_LENGTH[key] = length;
+}
+// `"cpu_op"` as two little-endian words.
+const CPU_OP_HEAD = Buffer.from('"cpu', 'latin1').readInt32LE(0);
+const CPU_OP_TAIL = Buffer.from('_op"', 'latin1').readInt32LE(0);
 /** KEY_NAMES by length and first byte, as CATS_BY_HEAD. */
 const KEYS_BY_HEAD: [Uint8Array, number][][] = [];
 for (const [k, key] of KEY_NAMES) (KEYS_BY_HEAD[(k.length << 8) | k.charCodeAt(0)] ??= []).push([bytes(k), key]);
@@ -193,26 +206,60 @@ function unescapeJson(raw: string): string {
  * string to look it up costs more than comparing its bytes with the copy kept of the first.
  */
 class RawNameIds {
-  private readonly byHash = new Map<number, number[]>();
+  /**
+   * Open addressing: id + 1 of the name whose hash led here, 0 where free; never more than half
+   * full. Typed arrays, not a Map of hash to ids: one lookup per kernel and launch call.
+   */
+  private slots = new Int32Array(1024);
+  private shift = 32 - 10;
+  private hashes = new Int32Array(512);
   private readonly raws: Buffer[] = [];
+  private buf: Buffer | undefined;
+  private words: DataView = new DataView(new ArrayBuffer(0));
 
   idOf(buf: Buffer, s: number, end: number): number {
-    // The ends of a name tell names apart best: templates share long prefixes.
+    if (buf !== this.buf) {
+      this.buf = buf;
+      this.words = new DataView(buf.buffer, buf.byteOffset, buf.length);
+    }
+    const words = this.words;
+    // The ends of a name tell names apart best: templates share long prefixes. Four bytes at a time.
     let h = Math.imul(end - s, 0x9e3779b1);
-    for (let i = Math.max(s, end - 32); i < end; i++) h = Math.imul(h ^ buf[i], 16777619);
-    for (let i = s, stop = Math.min(end, s + 8); i < stop; i++) h = Math.imul(h ^ buf[i], 16777619);
-    const bucket = this.byHash.get(h);
-    if (bucket) {
-      for (let b = 0; b < bucket.length; b++) {
-        const raw = this.raws[bucket[b]];
-        if (raw.length !== end - s) continue;
-        // Short names (runtime calls) compared here; a call into Buffer.compare costs more than that.
-        if (raw.length <= 48 ? eq(buf, s, end, raw) : buf.compare(raw, 0, raw.length, s, end) === 0) return bucket[b];
+    let i = Math.max(s, end - 32);
+    for (; i + 4 <= end; i += 4) h = Math.imul(h ^ words.getInt32(i, true), 16777619);
+    for (; i < end; i++) h = Math.imul(h ^ buf[i], 16777619);
+    if (end - s >= 8) h = Math.imul(Math.imul(h ^ words.getInt32(s, true), 16777619) ^ words.getInt32(s + 4, true), 16777619);
+    const mask = this.slots.length - 1;
+    for (let at = Math.imul(h, 0x9e3779b1) >>> this.shift; ; at = (at + 1) & mask) {
+      const id = this.slots[at] - 1;
+      if (id < 0) return this.add(buf, s, end, h, at);
+      if (this.hashes[id] !== h) continue;
+      const raw = this.raws[id];
+      if (raw.length !== end - s) continue;
+      // Short names (runtime calls) compared here; a call into Buffer.compare costs more than that.
+      if (raw.length <= 48 ? eq(buf, s, end, raw) : buf.compare(raw, 0, raw.length, s, end) === 0) return id;
+    }
+  }
+
+  private add(buf: Buffer, s: number, end: number, h: number, at: number): number {
+    const id = this.raws.push(Buffer.from(buf.subarray(s, end))) - 1;
+    if (id === this.hashes.length) {
+      const grown = new Int32Array(2 * id);
+      grown.set(this.hashes);
+      this.hashes = grown;
+    }
+    this.hashes[id] = h;
+    this.slots[at] = id + 1;
+    if (2 * this.raws.length > this.slots.length) {
+      this.slots = new Int32Array(2 * this.slots.length);
+      this.shift--;
+      const mask = this.slots.length - 1;
+      for (let k = 0; k < this.raws.length; k++) {
+        let to = Math.imul(this.hashes[k], 0x9e3779b1) >>> this.shift;
+        while (this.slots[to] !== 0) to = (to + 1) & mask;
+        this.slots[to] = k + 1;
       }
     }
-    const id = this.raws.push(Buffer.from(buf.subarray(s, end))) - 1;
-    if (bucket) bucket.push(id);
-    else this.byHash.set(h, [id]);
     return id;
   }
 }
@@ -302,6 +349,8 @@ export class TraceJsonReader {
   private eventIndent = -1;
   /** The key guessed after each key (TORCH_NEXT); a table of KEY_OTHER reads every key as a string. */
   private readonly torchNext: Uint8Array = TORCH_NEXT;
+  /** The buffer being read, for reading four bytes at once. */
+  private words: DataView = new DataView(new ArrayBuffer(0));
   private events = 0;
   private readonly metadata: Record<string, unknown> = {};
   /** Values of top-level keys other than traceEvents are kept only up to this size. */
@@ -412,6 +461,7 @@ export class TraceJsonReader {
 
   private run(): void {
     const buf = this.buf;
+    this.words = new DataView(buf.buffer, buf.byteOffset, buf.length);
     const n = buf.length;
     let i = this.pos;
     for (;;) {
@@ -431,7 +481,10 @@ export class TraceJsonReader {
           this.events++;
           this.onEvent(this.view);
           i = end;
-          this.state = 'afterEvent';
+          // The comma before the next event read here, not by another turn of the loop.
+          while (i < n && isWs(buf[i])) i++;
+          if (i < n && buf[i] === COMMA) i++;
+          else this.state = 'afterEvent';
         } else if (c === RBRACK) {
           i++;
           this.state = this.bareArray ? 'done' : 'afterValue';
@@ -642,8 +695,8 @@ export class TraceJsonReader {
   /**
    * Parses one event object starting at the "{" at i; fills this.view. Returns its end or NEED_MORE.
    * Each key is first guessed to be the one torch writes next (TORCH_NEXT) and matched by its bytes
-   * with the `":` after it; a key written otherwise is read as a string and looked up. Both ways
-   * give the same key and the same place for its value, which one code reads.
+   * with the `":` after it, two words read; a key written otherwise is read as a string and looked
+   * up. Both ways give the same key and the same place for its value, which one code reads.
    */
   private parseEvent(buf: Buffer, i: number, n: number): number {
     const v = this.view;
@@ -651,18 +704,19 @@ export class TraceJsonReader {
     this.eventIndent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
     i++;
     const next = this.torchNext;
+    const words = this.words;
     let guess = next[KEY_START];
     for (;;) {
       while (i < n && isWs(buf[i])) i++;
       let key: number;
-      const pattern = KEY_PATTERNS[guess];
-      const m = pattern.length;
-      let k = 0;
-      // Within the buffer only: a load past its end would make every load here a slower one.
-      if (i + m <= n) while (k < m && buf[i + k] === pattern[k]) k++;
-      if (k === m && guess !== KEY_OTHER) {
+      if (
+        guess !== KEY_OTHER &&
+        i + 8 <= n &&
+        words.getInt32(i, true) === KEY_HEAD[guess] &&
+        (words.getInt32(i + 4, true) & KEY_TAIL_MASK[guess]) === KEY_TAIL[guess]
+      ) {
         key = guess;
-        i += k;
+        i += KEY_LENGTH[guess];
       } else {
         if (i >= n) return NEED_MORE;
         const c = buf[i];
@@ -684,7 +738,8 @@ export class TraceJsonReader {
       switch (key) {
         case KEY_PH:
           if (buf[i] === Q) {
-            const se = this.stringEnd(buf, i + 1, n);
+            // One character, as every phase is: its end found without a search.
+            const se = i + 2 < n && buf[i + 2] === Q && buf[i + 1] !== BS && buf[i + 1] !== Q ? i + 2 : this.stringEnd(buf, i + 1, n);
             if (se === NEED_MORE) return NEED_MORE;
             v.ph = se > i + 1 ? buf[i + 1] : 0;
             // Flows (two per kernel in a Kineto trace), counters and metadata are counted, not read.
@@ -696,6 +751,11 @@ export class TraceJsonReader {
           }
           break;
         case KEY_CAT:
+          if (i + 8 <= n && words.getInt32(i, true) === CPU_OP_HEAD && words.getInt32(i + 4, true) === CPU_OP_TAIL) {
+            // "cpu_op", half of a trace's events, told by two reads.
+            v.cat = EventCat.CpuOp;
+            return this.closeEvent(buf, i + 8, n);
+          }
           if (buf[i] === Q) {
             const se = this.stringEnd(buf, i + 1, n);
             if (se === NEED_MORE) return NEED_MORE;
@@ -775,8 +835,11 @@ export class TraceJsonReader {
 
   private parseArgs(buf: Buffer, i: number, n: number): number {
     const indent = buf[i + 1] === NL ? lineIndent(buf, i) : -1;
+    const words = this.words;
     i++;
     for (;;) {
+      // torch puts six spaces between some keys of "args": four at a time.
+      while (i + 4 <= n && words.getInt32(i, true) === SPACES) i += 4;
       while (i < n && isWs(buf[i])) i++;
       if (i >= n) return NEED_MORE;
       let c = buf[i];
@@ -818,6 +881,7 @@ export class TraceJsonReader {
 
 const NL = 0x0a;
 const SP = 0x20;
+const SPACES = 0x20202020;
 
 /**
  * Spaces that open the line holding `pos`, or -1 when it is not a pretty-printed line. A pretty
