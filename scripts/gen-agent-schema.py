@@ -14,6 +14,9 @@ sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 from infbench_agent import events  # noqa: E402
 
+# The workloads' own flags join the remedies as their package loads.
+from infbench_agent.macro import workloads  # noqa: E402,F401
+
 from generated_file import write_or_check  # noqa: E402
 
 
@@ -47,6 +50,8 @@ def render_remedies() -> str:
             string_list("REMEDY_FLAGS", events.REMEDY_FLAGS),
             "/** The commands a remedy can name: a phase to run, or a trace to analyse. */",
             string_list("REMEDY_COMMANDS", events.REMEDY_COMMANDS),
+            "/** A macro workload's own flags (its module's option rows): VS Code words each from the workload's table row. */",
+            string_list("WORKLOAD_REMEDY_FLAGS", tuple(events.WORKLOAD_REMEDY_FLAGS)),
             "",
         ]
     )

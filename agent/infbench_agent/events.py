@@ -163,8 +163,10 @@ REMEDY_FLAGS = (
     "--sharegpt-output-len",
     "--search",
     "--input-len",
-    "--trace-speed",
 )
+# A macro workload's own flags (macro/workloads/, each module's option rows): the package adds them as it loads,
+# and VS Code words each from its workload's table row, so that adding a workload touches only its module.
+WORKLOAD_REMEDY_FLAGS: List[str] = []
 REMEDY_COMMANDS = ("macro", "micro", "profile", "probe", "analyze")
 
 # Named types the events use. A field ending in "?" may be left out; "*" gives the type of further fields.
@@ -499,7 +501,7 @@ def log(message: str, level: str = "info", topic: str = "", hint: str = "", reme
 
 def flag(name: str, value: Optional[str] = None) -> Remedy:
     """A flag to pass (a Remedy); `value` is an example. One of REMEDY_FLAGS, which VS Code has words for."""
-    if name not in REMEDY_FLAGS:
+    if name not in REMEDY_FLAGS and name not in WORKLOAD_REMEDY_FLAGS:
         raise ValueError(f"{name} is not in events.REMEDY_FLAGS: add it there, and VS Code's words for it")
     return {"kind": "flag", "flag": name, **({"value": value} if value is not None else {})}
 

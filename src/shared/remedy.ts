@@ -4,11 +4,13 @@
 // command line, VS Code with the target's setting or the command palette entry. Nothing reads the
 // hint's words to find the remedy.
 
-import { REMEDY_COMMANDS, REMEDY_FLAGS } from './remedyFlags';
+import { REMEDY_COMMANDS, REMEDY_FLAGS, WORKLOAD_REMEDY_FLAGS } from './remedyFlags';
 
-export { REMEDY_COMMANDS, REMEDY_FLAGS };
+export { REMEDY_COMMANDS, REMEDY_FLAGS, WORKLOAD_REMEDY_FLAGS };
 /** The CLI flags a remedy can name, as the agent's events.py lists them. */
-export type RemedyFlag = (typeof REMEDY_FLAGS)[number];
+export type RemedyFlag = (typeof REMEDY_FLAGS)[number] | WorkloadRemedyFlag;
+/** A macro workload's own flag: the front ends word it from the workload's row in the agent's table. */
+export type WorkloadRemedyFlag = (typeof WORKLOAD_REMEDY_FLAGS)[number];
 /** The commands a remedy can name: a phase to run, or a trace to analyse. */
 export type RemedyCommand = (typeof REMEDY_COMMANDS)[number];
 

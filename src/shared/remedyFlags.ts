@@ -2,6 +2,8 @@
 // Change events.py, then run `python3 scripts/gen-agent-schema.py` (test_events.py fails until you do).
 
 /** The CLI flags a remedy can name; VS Code has its own way to say each (src/vscode/runs/extensionWords.ts). */
-export const REMEDY_FLAGS = ['--url', '--python', '--api-key', '--workspace', '--request-timeout', '--stall-timeout', '--trials', '--slo', '--goodput', '--request-rate', '--model', '--config', '--hidden', '--shape', '--tp', '--m', '--skip', '--device', '--allow-busy', '--ar-world-size', '--ar-backend', '--trace-dir', '--output-len', '--delay-steps', '--start-timeout', '--stop-timeout', '--concurrency', '--header', '--workers', '--dataset-name', '--dataset-path', '--sharegpt-output-len', '--search', '--input-len', '--trace-speed'] as const;
+export const REMEDY_FLAGS = ['--url', '--python', '--api-key', '--workspace', '--request-timeout', '--stall-timeout', '--trials', '--slo', '--goodput', '--request-rate', '--model', '--config', '--hidden', '--shape', '--tp', '--m', '--skip', '--device', '--allow-busy', '--ar-world-size', '--ar-backend', '--trace-dir', '--output-len', '--delay-steps', '--start-timeout', '--stop-timeout', '--concurrency', '--header', '--workers', '--dataset-name', '--dataset-path', '--sharegpt-output-len', '--search', '--input-len'] as const;
 /** The commands a remedy can name: a phase to run, or a trace to analyse. */
 export const REMEDY_COMMANDS = ['macro', 'micro', 'profile', 'probe', 'analyze'] as const;
+/** A macro workload's own flags (its module's option rows): VS Code words each from the workload's table row. */
+export const WORKLOAD_REMEDY_FLAGS = ['--range-ratio', '--trace-speed', '--trace-block-size', '--multi-turn-turns', '--multi-turn-conversations', '--prefix-repetition-prefix-len', '--prefix-repetition-suffix-len', '--prefix-repetition-num-prefixes', '--prompts-file'] as const;

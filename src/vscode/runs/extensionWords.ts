@@ -6,7 +6,8 @@
 import { Target } from '../../core/config/target';
 import { ErrorCode } from '../../remote/agentProtocol';
 import { MACRO_WORKLOADS } from '../../remote/agentOptions';
-import { RemedyCommand, RemedyFlag, RemedyWords } from '../../shared/remedy';
+import { RemedyCommand, RemedyFlag, RemedyWords, WorkloadRemedyFlag } from '../../shared/remedy';
+import { AGENT_OPTIONS } from '../../remote/agentOptions';
 
 const COMMANDS: Record<RemedyCommand, string> = {
   macro: 'Run Macro Phase',
@@ -31,7 +32,7 @@ const datasetTitle = (name: string) => MACRO_WORKLOADS.find((w) => w.name === na
  * Each flag a remedy names, as VS Code sets the same thing; where no setting or question of VS Code's sets
  * it, what VS Code does in its place, so that a hint never sends the user looking for a flag.
  */
-const FLAGS: Record<RemedyFlag, (t: Target, value?: string) => string> = {
+const FLAGS: Record<Exclude<RemedyFlag, WorkloadRemedyFlag>, (t: Target, value?: string) => string> = {
   '--url': (t) => `the target's server URL (now ${t.serverUrl}; change it with ${edit(t)})`,
   '--python': (t) => `the target's Python (now ${t.python}; change it with ${edit(t)})`,
   '--api-key': (t) => `the server's key, given with Inference Bench: Set Server API Key... on ${t.name}`,
@@ -66,13 +67,21 @@ const FLAGS: Record<RemedyFlag, (t: Target, value?: string) => string> = {
   '--dataset-name': (_t, v) => `the dataset ${CUSTOM} asks for${v ? ` (${datasetTitle(v)})` : ''}`,
   '--dataset-path': (t) => `the file's path on ${where(t)}, which ${CUSTOM} asks for after a dataset that reads one`,
   '--sharegpt-output-len': () => `an output length of your own (${CUSTOM} asks for one after a ShareGPT file)`,
-  '--trace-speed': (_t, v) => `the trace speed ${CUSTOM} asks for after a trace file${example(v)}`,
   // Not asked in VS Code: what Run Macro Phase does in their place.
   '--workers': () => "the load-generator processes (Run Macro Phase sizes them to the streams in flight, leaving one of the host's cores to the server)",
   '--header': (_t, v) => `a request header written KEY=VALUE${v ? `, such as ${bare(v)}` : ''} (Run Macro Phase sends none)`,
   '--search': (_t, v) =>
     `a search for the highest ${v === 'rate' ? 'request rate' : 'load'} that meets the inferenceBench.macroSlo setting (Run Macro Phase runs the levels it is given)`,
 };
+
+/** A flag as VS Code sets it; a workload's own, as Run Macro Phase asks it from the workload's row in the agent's table. */
+function flagWords(flag: RemedyFlag, t: Target, value?: string): string {
+  if (flag in FLAGS) return FLAGS[flag as keyof typeof FLAGS](t, value);
+  const row = Object.entries(AGENT_OPTIONS.macro).find(([, spec]) => spec.flag === flag || spec.aliases?.includes(flag));
+  const owner = row && MACRO_WORKLOADS.find((w) => (w.options as readonly string[]).includes(row[0]));
+  const words = flag.slice(2).replace(/-/g, ' ');
+  return owner ? `the ${words} ${CUSTOM} asks for after ${owner.title}${example(value)}` : `the ${words}${example(value)}`;
+}
 
 /** The whole remedy for each error code that has one of VS Code's own, said in place of the hint. */
 const REMEDIES: Partial<Record<ErrorCode | 'python_not_found', (t: Target) => string>> = {
@@ -101,7 +110,7 @@ function where(t: Target): string {
 /** How VS Code says a remedy for this target: its settings and its commands where the CLI names flags. */
 export function extensionWords(target: Target): RemedyWords {
   return {
-    remedy: (r) => (r.kind === 'flag' ? FLAGS[r.flag](target, r.value) : command(r.command, target, r.flags)),
+    remedy: (r) => (r.kind === 'flag' ? flagWords(r.flag, target, r.value) : command(r.command, target, r.flags)),
     forCode: (code) => REMEDIES[code as ErrorCode]?.(target),
   };
 }

@@ -7,7 +7,7 @@ import { extensionWords } from '../../../src/vscode/runs/extensionWords';
 import { RunSummary } from '../../../src/shared/results';
 import { apiKeyState } from '../../../src/core/probe/tables';
 import { ProbeResult } from '../../../src/remote/agentProtocol';
-import { CLI_WORDS, Hinted, REMEDY_COMMANDS, REMEDY_FLAGS, sayHinted } from '../../../src/shared/remedy';
+import { CLI_WORDS, Hinted, REMEDY_COMMANDS, REMEDY_FLAGS, sayHinted, WORKLOAD_REMEDY_FLAGS } from '../../../src/shared/remedy';
 import { FindingsUpdate } from '../../../src/core/campaign/phaseContext';
 import { runMacroPhase } from '../../../src/core/phases/macro';
 import { storageProblem } from '../../../src/core/runs/runFolder';
@@ -23,8 +23,8 @@ const vscode = extensionWords(target);
 describe("every remedy in the extension's words", () => {
   it('has words of its own for every flag the agent may name, with an example value or without, none a CLI flag', () => {
     // The list is generated from the agent's events.py: a flag added there without words here fails this.
-    assert.ok(REMEDY_FLAGS.length > 7);
-    for (const flag of REMEDY_FLAGS) {
+    assert.ok(REMEDY_FLAGS.length > 7 && WORKLOAD_REMEDY_FLAGS.length > 3);
+    for (const flag of [...REMEDY_FLAGS, ...WORKLOAD_REMEDY_FLAGS]) {
       for (const value of [undefined, '1']) {
         const said = vscode.remedy({ kind: 'flag', flag, value });
         assert.ok(said.length > 10, `${flag}: ${said}`);
@@ -32,6 +32,13 @@ describe("every remedy in the extension's words", () => {
         assert.notEqual(said, CLI_WORDS.remedy({ kind: 'flag', flag, value }));
       }
     }
+  });
+
+  it("says a workload's own flag from its row in the agent's table, with no words of its own here", () => {
+    assert.equal(
+      vscode.remedy({ kind: 'flag', flag: '--trace-speed', value: '2' }),
+      "the trace speed Run Macro Phase's Custom… workload asks for after replay of a timestamped trace (for example 2)",
+    );
   });
 
   it("says a macro workload's flags as the questions of Run Macro Phase's Custom… workload", () => {

@@ -50,6 +50,10 @@ CHOOSING = (
 )
 
 
+# A remedy may name a workload's own flag.
+events.WORKLOAD_REMEDY_FLAGS[:] = [o.flag for cls in workloads().values() for o in cls.options if o.flag not in events.REMEDY_FLAGS]
+
+
 def option_rows() -> List[options.Option]:
     """The macro flags the workloads define: the choice of one, then each one's own."""
     return list(CHOOSING) + [o for cls in workloads().values() for o in cls.options]
