@@ -95,8 +95,8 @@ def run_ours(
             workers,
         ]
     )
-    # Voluntary context switches (how often the client slept waiting for a read) and the kernel's share of its CPU,
-    # its workers' included once reaped; the whole process, its start-up too.
+    # Voluntary context switches (how often the client slept waiting for a read) and the kernel's share of its CPU:
+    # the whole process, its start-up too, and the children it reaped (its workers, nvidia-smi where there is one).
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, cwd=agent_dir, capture_output=True, text=True, check=False)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -260,7 +260,7 @@ def main() -> int:
         "'server ms' is the paced server's own TPOT (first to last token written); 'vs 8' compares with the same "
         "client's reading at the smallest level of that round. CPU is of one core over the wave's streaming time. "
         "'sleeps' is our client's voluntary context switches per output token (about one wake-up each), 'sys' the "
-        "kernel's share of its CPU (the whole process). "
+        "kernel's share of its CPU (the whole process and the children it reaped). "
         "'TTFT-srv' is the client's mean TTFT less the server's own (ms); 'srv lag p99' how late the server wrote "
         f"its tokens against its schedule (ms; 'late' past {a.late_bound_ms:g} ms: the server fell behind)."
     )
