@@ -231,9 +231,7 @@ class MacroRun:
         # The sweep's loads, or a search's, each --trials times (macro/search.py).
         schedule = level_schedule(args, concurrencies, rates, objectives)
         levels = schedule.planned()
-        prepared = workload.prepare(
-            Context(args, endpoint, model, dataset_path, levels, lambda c, r: workload.requests(args, level_total(args, c, r), r))
-        )
+        prepared = workload.prepare(Context(args, endpoint, model, dataset_path, levels, self.level_requests))
         file_prompts = prepared.file_prompts
         maker = PromptMaker(
             args.api,
@@ -390,6 +388,10 @@ class MacroRun:
             }
         self.rng, self.data_meta = rng, data_meta
 
+    def level_requests(self, concurrency: Optional[int], rate: Optional[float]) -> Optional[int]:
+        """Requests a load sends: the run's count for it, as its workload takes it (a trace: its own length)."""
+        return self.workload.requests(self.args, level_total(self.args, concurrency, rate), rate)
+
     def measure_level(self, index: int, meta: dict) -> Tuple[LevelRun, dict, List[dict], Optional[int]]:
         """One level run, with the server's counters, its state, the host's wake-up lag and the GPUs beside it."""
         args = self.args
@@ -407,7 +409,7 @@ class MacroRun:
         )
         c: Any = meta.get("max_concurrency")
         rate = meta.get("request_rate")
-        total, extra = workload.level_extra(args, workload.requests(args, level_total(args, c, rate), rate))
+        total, extra = workload.level_extra(args, self.level_requests(c, rate))
         meta.update(extra)
         meta = {
             **meta,
